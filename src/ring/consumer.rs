@@ -1,0 +1,192 @@
+//! The consumer side: peek → read → release.
+
+use super::frame::{self, FRAME_HEADER};
+use super::region::Region;
+use super::RingHeader;
+use crate::sync::Ordering;
+use std::fmt;
+
+/// The reading end of a ring.
+pub struct Consumer {
+    #[cfg(not(loom))]
+    header: super::HeaderRef,
+    #[cfg(not(loom))]
+    region: Region,
+    #[cfg(not(loom))]
+    _owner: super::Owner,
+    #[cfg(loom)]
+    mem: std::sync::Arc<super::HeapRing>,
+    mask: usize,
+    capacity: usize,
+    /// Position of the next frame to read. The shared `head` mirrors it.
+    head: u64,
+}
+
+// SAFETY: a Consumer is the only reader of its ring and the only writer of
+// `head`; moving it to another thread keeps one thread in that role.
+unsafe impl Send for Consumer {}
+
+impl fmt::Debug for Consumer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Consumer")
+            .field("capacity", &self.capacity)
+            .field("head", &self.head)
+            .finish()
+    }
+}
+
+impl Consumer {
+    #[cfg(not(loom))]
+    pub(crate) fn new(
+        header: super::HeaderRef,
+        region: Region,
+        capacity: usize,
+        owner: super::Owner,
+    ) -> Self {
+        // Relaxed: only the consumer writes `head`.
+        let head = header.get().head.load(Ordering::Relaxed);
+        Consumer {
+            header,
+            region,
+            _owner: owner,
+            mask: capacity - 1,
+            capacity,
+            head,
+        }
+    }
+
+    #[cfg(loom)]
+    pub(crate) fn new_model(mem: std::sync::Arc<super::HeapRing>, capacity: usize) -> Self {
+        Consumer {
+            mem,
+            mask: capacity - 1,
+            capacity,
+            head: 0,
+        }
+    }
+
+    #[cfg(not(loom))]
+    #[inline]
+    fn header(&self) -> &RingHeader {
+        self.header.get()
+    }
+    #[cfg(not(loom))]
+    #[inline]
+    fn region(&self) -> &Region {
+        &self.region
+    }
+    #[cfg(loom)]
+    fn header(&self) -> &RingHeader {
+        &self.mem.header
+    }
+    #[cfg(loom)]
+    fn region(&self) -> &Region {
+        &self.mem.region
+    }
+
+    /// Capacity of the data region in bytes.
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// The next frame, if the producer has committed one. The frame stays
+    /// in the ring until [`Frame::release`].
+    #[inline]
+    pub fn peek(&mut self) -> Option<Frame<'_>> {
+        loop {
+            let off = (self.head as usize) & self.mask;
+            // SYNC(ring.frame): Acquire; pairs with the Release stores in
+            // `Reservation::commit` and `Producer::reserve` (wrap marker):
+            // the payload and the next guard word are visible after this.
+            let word = self.region().word(off).load(Ordering::Acquire);
+            match frame::kind(word) {
+                frame::KIND_DATA => {
+                    let len = frame::len(word);
+                    return Some(Frame {
+                        consumer: self,
+                        off,
+                        len,
+                    });
+                }
+                frame::KIND_WRAP => {
+                    let skip = self.capacity - off;
+                    self.advance(skip);
+                }
+                _ => return None,
+            }
+        }
+    }
+
+    /// Whether a frame is waiting (a peek without holding it).
+    #[inline]
+    pub fn has_frame(&mut self) -> bool {
+        self.peek().is_some()
+    }
+
+    #[inline]
+    fn advance(&mut self, bytes: usize) {
+        self.head = self.head.wrapping_add(bytes as u64);
+        // SYNC(ring.head): Release; pairs with the Acquire in
+        // `Producer::refresh_head`: every read of the released bytes
+        // happens before the producer reuses them.
+        self.header().head.store(self.head, Ordering::Release);
+    }
+}
+
+/// A committed frame, readable until released.
+#[derive(Debug)]
+pub struct Frame<'a> {
+    consumer: &'a mut Consumer,
+    off: usize,
+    len: usize,
+}
+
+impl Frame<'_> {
+    /// Payload length in bytes.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the payload is empty.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Copies payload bytes `at..at + dst.len()` into `dst`.
+    ///
+    /// # Panics
+    /// If the range exceeds the payload.
+    #[inline]
+    pub fn read(&self, at: usize, dst: &mut [u8]) {
+        assert!(at + dst.len() <= self.len, "read past the frame");
+        #[cfg(not(loom))]
+        dst.copy_from_slice(&self.bytes()[at..at + dst.len()]);
+        // SAFETY: the range was published by the Acquire in `peek` and is
+        // not released while `self` borrows the consumer.
+        #[cfg(loom)]
+        unsafe {
+            self.consumer
+                .region()
+                .read(self.off + FRAME_HEADER + at, dst)
+        };
+    }
+
+    /// The payload as a slice.
+    #[cfg(not(loom))]
+    #[inline]
+    pub fn bytes(&self) -> &[u8] {
+        // SAFETY: the payload range was published by the Acquire in `peek`
+        // and is not released (so not reused) while `self` borrows the
+        // consumer mutably.
+        unsafe { self.consumer.region().slice(self.off + FRAME_HEADER, self.len) }
+    }
+
+    /// Gives the frame's bytes back to the producer.
+    #[inline]
+    pub fn release(self) {
+        let fp = frame::footprint(self.len);
+        self.consumer.advance(fp);
+    }
+}

@@ -1,0 +1,70 @@
+//! The ring's shared header: consumer index, producer index, capacity.
+
+use crate::sync::{AtomicU64, CachePadded, Ordering};
+
+/// The shared part of a ring, `#[repr(C)]`, placed in front of (or apart
+/// from) its data region. Each index sits on its own cache line(s) so the
+/// producer and the consumer never write the same line.
+///
+/// Both indices are byte *positions* that only grow (modulo 2^64): the data
+/// offset of a position is `pos & (capacity - 1)`, and `tail - head` is the
+/// number of bytes in use, so full and empty are told apart without a
+/// wasted slot.
+#[repr(C)]
+#[derive(Debug)]
+pub struct RingHeader {
+    /// Bytes the consumer has released. Written only by the consumer.
+    pub(crate) head: CachePadded<AtomicU64>,
+    /// Bytes the producer has committed. Written only by the producer. The
+    /// consumer does not need it to find frames (it reads the frame header
+    /// words, see `frame.rs`); it serves `len()` and diagnostics.
+    pub(crate) tail: CachePadded<AtomicU64>,
+    /// Size of the data region in bytes: a power of two, at least 64.
+    /// Written once before the ring is shared.
+    pub(crate) capacity: CachePadded<AtomicU64>,
+}
+
+#[cfg(not(loom))]
+const _: () = assert!(core::mem::size_of::<RingHeader>() == 3 * crate::sync::CACHE_LINE);
+
+impl RingHeader {
+    /// A header for a ring of `capacity` bytes, on the heap (tests, loom,
+    /// process-local use).
+    pub fn new(capacity: u64) -> Self {
+        RingHeader {
+            head: CachePadded::new(AtomicU64::new(0)),
+            tail: CachePadded::new(AtomicU64::new(0)),
+            capacity: CachePadded::new(AtomicU64::new(capacity)),
+        }
+    }
+
+    /// Sets the capacity of a zeroed header in place, before any handle
+    /// exists.
+    pub fn init(&self, capacity: u64) {
+        // Relaxed: the header is published to other processes by the
+        // segment's start barrier (SYNC(job.start) in docs/memory-model.md).
+        self.capacity.store(capacity, Ordering::Relaxed);
+        self.head.store(0, Ordering::Relaxed);
+        self.tail.store(0, Ordering::Relaxed);
+    }
+
+    /// The capacity in bytes.
+    pub fn capacity(&self) -> u64 {
+        // Relaxed: written once before sharing (see `init`).
+        self.capacity.load(Ordering::Relaxed)
+    }
+
+    /// Bytes in use, as seen now; may be stale by the time it returns.
+    pub fn len(&self) -> u64 {
+        // Relaxed on both: a snapshot for diagnostics, no data is read
+        // through it.
+        let head = self.head.load(Ordering::Relaxed);
+        let tail = self.tail.load(Ordering::Relaxed);
+        tail.wrapping_sub(head)
+    }
+
+    /// Whether no committed bytes are waiting, as seen now.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}

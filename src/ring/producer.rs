@@ -1,0 +1,290 @@
+//! The producer side: reserve → write → commit.
+
+use super::frame::{self, FRAME_HEADER};
+use super::region::Region;
+use super::RingHeader;
+use crate::sync::Ordering;
+use std::fmt;
+
+/// Why a frame could not be reserved.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RingReserveError {
+    /// Not enough free bytes now; the value is how many bytes a frame could
+    /// carry at the moment. Retry after the consumer releases some.
+    TooFewBytes(usize),
+    /// The frame can never fit this ring; the value is the largest payload.
+    TooLarge(usize),
+}
+
+impl fmt::Display for RingReserveError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RingReserveError::TooFewBytes(n) => write!(f, "ring full: room for {n} bytes"),
+            RingReserveError::TooLarge(n) => {
+                write!(f, "frame larger than the ring allows ({n} bytes at most)")
+            }
+        }
+    }
+}
+
+impl std::error::Error for RingReserveError {}
+
+/// The writing end of a ring.
+pub struct Producer {
+    #[cfg(not(loom))]
+    header: super::HeaderRef,
+    #[cfg(not(loom))]
+    region: Region,
+    #[cfg(not(loom))]
+    _owner: super::Owner,
+    #[cfg(loom)]
+    mem: std::sync::Arc<super::HeapRing>,
+    mask: usize,
+    capacity: usize,
+    /// Position of the next frame. The shared `tail` mirrors it.
+    tail: u64,
+    /// Last `head` read from the consumer; may lag behind the real one.
+    cached_head: u64,
+}
+
+// SAFETY: a Producer is the only writer of its ring's frames and `tail`;
+// moving it to another thread keeps that: still one thread at a time holds
+// the producer role.
+unsafe impl Send for Producer {}
+
+impl fmt::Debug for Producer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Producer")
+            .field("capacity", &self.capacity)
+            .field("tail", &self.tail)
+            .field("cached_head", &self.cached_head)
+            .finish()
+    }
+}
+
+impl Producer {
+    #[cfg(not(loom))]
+    pub(crate) fn new(
+        header: super::HeaderRef,
+        region: Region,
+        capacity: usize,
+        owner: super::Owner,
+    ) -> Self {
+        // Relaxed: only the producer writes `tail`; `head` is re-read with
+        // Acquire before any byte is reused (`refresh_head`).
+        let tail = header.get().tail.load(Ordering::Relaxed);
+        let cached_head = header.get().head.load(Ordering::Acquire);
+        Producer {
+            header,
+            region,
+            _owner: owner,
+            mask: capacity - 1,
+            capacity,
+            tail,
+            cached_head,
+        }
+    }
+
+    #[cfg(loom)]
+    pub(crate) fn new_model(mem: std::sync::Arc<super::HeapRing>, capacity: usize) -> Self {
+        Producer {
+            mem,
+            mask: capacity - 1,
+            capacity,
+            tail: 0,
+            cached_head: 0,
+        }
+    }
+
+    #[cfg(not(loom))]
+    #[inline]
+    fn header(&self) -> &RingHeader {
+        self.header.get()
+    }
+    #[cfg(not(loom))]
+    #[inline]
+    fn region(&self) -> &Region {
+        &self.region
+    }
+    #[cfg(loom)]
+    fn header(&self) -> &RingHeader {
+        &self.mem.header
+    }
+    #[cfg(loom)]
+    fn region(&self) -> &Region {
+        &self.mem.region
+    }
+
+    /// Capacity of the data region in bytes.
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// The largest payload a single frame can carry.
+    pub fn max_payload(&self) -> usize {
+        super::max_payload(self.capacity)
+    }
+
+    #[inline]
+    fn free(&self) -> usize {
+        self.capacity - self.tail.wrapping_sub(self.cached_head) as usize
+    }
+
+    #[inline]
+    fn refresh_head(&mut self) {
+        // SYNC(ring.head): Acquire; pairs with the Release in
+        // `Consumer::release`: the consumer is done reading every byte below
+        // this position, so the producer may overwrite them.
+        self.cached_head = self.header().head.load(Ordering::Acquire);
+    }
+
+    /// Whether `need` bytes are free, refreshing the cached head only when
+    /// the cache says no ("possibly full → refresh → really full").
+    #[inline]
+    fn has_room(&mut self, need: usize) -> bool {
+        if self.free() >= need {
+            return true;
+        }
+        self.refresh_head();
+        self.free() >= need
+    }
+
+    /// Bytes a new frame could carry right now (refreshes the cached head).
+    pub fn room(&mut self) -> usize {
+        self.refresh_head();
+        let off = (self.tail as usize) & self.mask;
+        let contiguous = self.capacity - off;
+        let free = self.free();
+        let here = contiguous.min(free).saturating_sub(2 * FRAME_HEADER);
+        let after_wrap = free
+            .saturating_sub(contiguous)
+            .saturating_sub(2 * FRAME_HEADER);
+        here.max(after_wrap.min(self.max_payload())) & !7
+    }
+
+    /// Reserves a frame of `len` payload bytes, to be filled with
+    /// [`Reservation::write`] and published with [`Reservation::commit`].
+    ///
+    /// # Errors
+    /// [`RingReserveError::TooLarge`] if `len` exceeds
+    /// [`max_payload`](Self::max_payload); [`RingReserveError::TooFewBytes`]
+    /// if the consumer has not released enough bytes yet (nothing changes).
+    #[inline]
+    pub fn reserve(&mut self, len: usize) -> Result<Reservation<'_>, RingReserveError> {
+        if len > self.max_payload() {
+            return Err(RingReserveError::TooLarge(self.max_payload()));
+        }
+        let fp = frame::footprint(len);
+        let mut off = (self.tail as usize) & self.mask;
+        let contiguous = self.capacity - off;
+        if fp > contiguous {
+            // The frame would straddle the end: mark the rest of the lap as
+            // skipped and start over at offset 0. Needs the rest of the lap
+            // plus the header word at offset 0.
+            if !self.has_room(contiguous + FRAME_HEADER) {
+                return Err(RingReserveError::TooFewBytes(self.room()));
+            }
+            // The guard: offset 0 must read "empty" before the consumer is
+            // told to go there. Relaxed: published by the Release below.
+            self.region().word(0).store(0, Ordering::Relaxed);
+            // SYNC(ring.frame): Release; pairs with the Acquire in
+            // `Consumer::peek`: the guard at offset 0 is visible before the
+            // marker that sends the consumer there.
+            self.region()
+                .word(off)
+                .store(frame::encode(frame::KIND_WRAP, 0), Ordering::Release);
+            self.tail = self.tail.wrapping_add(contiguous as u64);
+            off = 0;
+        }
+        // The frame plus the guard word after it.
+        if !self.has_room(fp + FRAME_HEADER) {
+            self.publish_tail();
+            return Err(RingReserveError::TooFewBytes(self.room()));
+        }
+        Ok(Reservation {
+            producer: self,
+            off,
+            len,
+        })
+    }
+
+    /// Copies `parts` into one frame and commits it.
+    ///
+    /// # Errors
+    /// As [`reserve`](Self::reserve); nothing is written on error.
+    pub fn push(&mut self, parts: &[&[u8]]) -> Result<(), RingReserveError> {
+        let len = parts.iter().map(|p| p.len()).sum();
+        let mut r = self.reserve(len)?;
+        let mut at = 0;
+        for p in parts {
+            r.write(at, p);
+            at += p.len();
+        }
+        r.commit();
+        Ok(())
+    }
+
+    #[inline]
+    fn publish_tail(&self) {
+        // Relaxed: `tail` is informational (`RingHeader::len`); frames are
+        // published by their header words (SYNC(ring.frame)).
+        self.header().tail.store(self.tail, Ordering::Relaxed);
+    }
+}
+
+/// A reserved, not yet published frame.
+#[derive(Debug)]
+pub struct Reservation<'a> {
+    producer: &'a mut Producer,
+    off: usize,
+    len: usize,
+}
+
+impl Reservation<'_> {
+    /// The payload length reserved.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the frame carries no payload.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Copies `src` into the payload at byte `at`.
+    ///
+    /// # Panics
+    /// If `at + src.len()` exceeds the reserved length.
+    #[inline]
+    pub fn write(&mut self, at: usize, src: &[u8]) {
+        assert!(at + src.len() <= self.len, "write past the reserved frame");
+        // SAFETY: `reserve` checked that the frame and its guard word are
+        // free (below the consumer's released head + capacity) and the
+        // consumer reads nothing here until `commit` publishes it.
+        unsafe {
+            self.producer
+                .region()
+                .write(self.off + FRAME_HEADER + at, src)
+        };
+    }
+
+    /// Publishes the frame to the consumer.
+    #[inline]
+    pub fn commit(self) {
+        let p = self.producer;
+        let fp = frame::footprint(self.len);
+        let next = (self.off + fp) & p.mask;
+        // The guard for the next frame. Relaxed: published by the Release
+        // store of this frame's header below.
+        p.region().word(next).store(0, Ordering::Relaxed);
+        // SYNC(ring.frame): Release; pairs with the Acquire in
+        // `Consumer::peek`: the payload and the guard written above are
+        // visible to the consumer once it sees this header word.
+        p.region().word(self.off).store(
+            frame::encode(frame::KIND_DATA, self.len as u32),
+            Ordering::Release,
+        );
+        p.tail = p.tail.wrapping_add(fp as u64);
+        p.publish_tail();
+    }
+}

@@ -1,0 +1,124 @@
+//! The data region behind a ring: raw memory in real runs, a model of it
+//! under loom.
+//!
+//! The region is addressed by byte offset. Offsets that hold a frame header
+//! are accessed as atomic `u64` words; payload bytes are plain copies whose
+//! exclusivity is guaranteed by the head/tail protocol (see `producer.rs`
+//! and `consumer.rs`).
+
+#[cfg(not(loom))]
+pub(crate) use real::Region;
+
+#[cfg(loom)]
+pub(crate) use model::Region;
+
+#[cfg(not(loom))]
+mod real {
+    use crate::sync::AtomicU64;
+    use std::ptr::NonNull;
+
+    /// A data region of `len` bytes at `base`, 8-byte aligned.
+    #[derive(Debug)]
+    pub(crate) struct Region {
+        base: NonNull<u8>,
+        len: usize,
+    }
+
+    impl Region {
+        /// # Safety
+        /// `base` is 8-byte aligned and valid for reads and writes of `len`
+        /// bytes for as long as the region is used; the memory is zeroed or
+        /// was last written by this ring's protocol.
+        pub(crate) unsafe fn new(base: NonNull<u8>, len: usize) -> Self {
+            debug_assert_eq!(base.as_ptr() as usize % 8, 0);
+            Region { base, len }
+        }
+
+        /// The frame header word at `off`.
+        #[inline]
+        pub(crate) fn word(&self, off: usize) -> &AtomicU64 {
+            assert!(off % 8 == 0 && off + 8 <= self.len);
+            // SAFETY: the assert keeps `off..off + 8` inside the region, the
+            // base is 8-aligned (constructor contract), and header words are
+            // only ever accessed atomically while they may be shared.
+            unsafe { AtomicU64::from_ptr(self.base.as_ptr().add(off).cast::<u64>()) }
+        }
+
+        /// Copies `src` to `off`.
+        ///
+        /// # Safety
+        /// The caller owns `off..off + src.len()` under the ring protocol:
+        /// the consumer has released it and no reader looks at it until a
+        /// later Release store publishes it.
+        #[inline]
+        pub(crate) unsafe fn write(&self, off: usize, src: &[u8]) {
+            debug_assert!(off + src.len() <= self.len);
+            // SAFETY: delegated to the caller (see # Safety); bounds are
+            // checked above in debug builds and by the producer's reserve.
+            unsafe {
+                self.base
+                    .as_ptr()
+                    .add(off)
+                    .copy_from_nonoverlapping(src.as_ptr(), src.len())
+            };
+        }
+
+        /// A view of `off..off + len`.
+        ///
+        /// # Safety
+        /// The range was published to the caller by an Acquire load of its
+        /// frame header and is not released until the view is dropped.
+        #[inline]
+        pub(crate) unsafe fn slice(&self, off: usize, len: usize) -> &[u8] {
+            debug_assert!(off + len <= self.len);
+            // SAFETY: delegated to the caller (see # Safety).
+            unsafe { std::slice::from_raw_parts(self.base.as_ptr().add(off), len) }
+        }
+    }
+}
+
+#[cfg(loom)]
+mod model {
+    use crate::sync::AtomicU64;
+    use loom::cell::UnsafeCell;
+
+    /// Under loom: header words are loom atomics, payload bytes live in
+    /// loom cells so that loom reports any unsynchronised access as a race.
+    #[derive(Debug)]
+    pub(crate) struct Region {
+        words: Vec<AtomicU64>,
+        bytes: Vec<UnsafeCell<u8>>,
+    }
+
+    impl Region {
+        pub(crate) fn new_model(len: usize) -> Self {
+            Region {
+                words: (0..len / 8).map(|_| AtomicU64::new(0)).collect(),
+                bytes: (0..len).map(|_| UnsafeCell::new(0)).collect(),
+            }
+        }
+
+        pub(crate) fn word(&self, off: usize) -> &AtomicU64 {
+            assert!(off % 8 == 0);
+            &self.words[off / 8]
+        }
+
+        /// # Safety
+        /// As for the real region.
+        pub(crate) unsafe fn write(&self, off: usize, src: &[u8]) {
+            for (i, b) in src.iter().enumerate() {
+                // SAFETY: loom checks the exclusivity this relies on.
+                self.bytes[off + i].with_mut(|p| unsafe { *p = *b });
+            }
+        }
+
+        /// # Safety
+        /// As for the real region.
+        pub(crate) unsafe fn read(&self, off: usize, dst: &mut [u8]) {
+            for (i, b) in dst.iter_mut().enumerate() {
+                // SAFETY: loom checks the exclusivity this relies on.
+                *b = self.bytes[off + i].with(|p| unsafe { *p });
+            }
+        }
+    }
+}

@@ -1,0 +1,117 @@
+//! Per-rank control blocks: who the rank is, how far it got, and the words
+//! its peers use to hand it work and wake it.
+
+use crate::sync::{AtomicI32, AtomicU32, AtomicU64, CachePadded, Ordering, CACHE_LINE};
+
+/// Lifecycle states of a rank, in the order they happen.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u32)]
+pub enum RankState {
+    /// Not attached yet.
+    Empty = 0,
+    /// Attached and serving its rings.
+    Running = 1,
+    /// Passed `finalize`.
+    Finalized = 2,
+    /// Called `abort`; the exit code is in the block.
+    Aborted = 3,
+}
+
+impl RankState {
+    fn from_u32(v: u32) -> RankState {
+        match v {
+            1 => RankState::Running,
+            2 => RankState::Finalized,
+            3 => RankState::Aborted,
+            _ => RankState::Empty,
+        }
+    }
+}
+
+/// Pending-bitmap words per rank: 15 × 64 ranks fit with the doorbell in
+/// one 128-byte line.
+pub const PENDING_WORDS: usize = 15;
+/// The most ranks a job may have (one pending bit per sender).
+pub const MAX_RANKS: usize = PENDING_WORDS * 64;
+
+/// One rank's control block, `#[repr(C)]`, two cache lines.
+#[repr(C)]
+#[derive(Debug)]
+pub struct ControlBlock {
+    /// Identity and lifecycle, read by the launcher and peers.
+    life: CachePadded<Life>,
+    /// Written by every sender, read by this rank: the doorbell and one
+    /// bit per sender that has published frames since this rank last
+    /// looked (so polling cost does not grow with idle peers).
+    wake: CachePadded<Wake>,
+}
+
+#[repr(C)]
+#[derive(Debug)]
+struct Life {
+    pid: AtomicU32,
+    state: AtomicU32,
+    exit_code: AtomicI32,
+}
+
+#[repr(C)]
+#[derive(Debug)]
+struct Wake {
+    doorbell: AtomicU32,
+    _pad: AtomicU32,
+    pending: [AtomicU64; PENDING_WORDS],
+}
+
+const _: () = assert!(core::mem::size_of::<Wake>() == 128);
+const _: () = assert!(core::mem::size_of::<ControlBlock>() == 2 * CACHE_LINE);
+
+impl ControlBlock {
+    /// Records this process as the rank's owner and marks it running.
+    pub fn publish(&self, pid: u32) {
+        // Relaxed: read by the launcher for diagnostics only.
+        self.life.pid.store(pid, Ordering::Relaxed);
+        // Release: pairs with the Acquire in `state` for observers that
+        // then read the pid.
+        self.life
+            .state
+            .store(RankState::Running as u32, Ordering::Release);
+    }
+
+    /// Marks the rank finalized or aborted (with its exit code).
+    pub fn set_state(&self, state: RankState, code: i32) {
+        // Relaxed: published by the Release store of the state below.
+        self.life.exit_code.store(code, Ordering::Relaxed);
+        // Release: pairs with the Acquire in `state`.
+        self.life.state.store(state as u32, Ordering::Release);
+    }
+
+    /// The lifecycle state.
+    pub fn state(&self) -> RankState {
+        // Acquire: pairs with the Release stores in `publish`/`set_state`.
+        RankState::from_u32(self.life.state.load(Ordering::Acquire))
+    }
+
+    /// The exit code passed to `abort`, if any.
+    pub fn exit_code(&self) -> i32 {
+        // Relaxed: read after `state()` (Acquire) saw Aborted.
+        self.life.exit_code.load(Ordering::Relaxed)
+    }
+
+    /// The pid of the rank's process (0 before it attached).
+    pub fn pid(&self) -> u32 {
+        // Relaxed: diagnostics.
+        self.life.pid.load(Ordering::Relaxed)
+    }
+
+    /// The doorbell word (see [`super::doorbell`]).
+    #[inline]
+    pub fn doorbell(&self) -> &AtomicU32 {
+        &self.wake.doorbell
+    }
+
+    /// Pending-bitmap word `i`.
+    #[inline]
+    pub fn pending(&self, i: usize) -> &AtomicU64 {
+        &self.wake.pending[i]
+    }
+}

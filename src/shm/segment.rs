@@ -1,0 +1,275 @@
+//! Creating, attaching, reserving and unlinking the segment file.
+
+use super::{ControlBlock, SegmentAttachError, SegmentCreateError, SegmentHeader, SegmentSpec};
+use super::{control_end, CONTROL_OFFSET};
+use memmap2::{MmapOptions, MmapRaw};
+use std::ffi::CString;
+use std::fs::File;
+use std::os::fd::{AsRawFd, FromRawFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::ptr::NonNull;
+use std::sync::atomic::AtomicBool;
+use std::sync::atomic::Ordering as StdOrdering;
+
+/// The file name of a job's segment: `{dir}/shmpi-{uid}-{job_id:016x}`.
+pub fn segment_path(dir: &Path, job_id: u64) -> PathBuf {
+    // SAFETY: getuid has no preconditions and cannot fail.
+    let uid = unsafe { libc::getuid() };
+    dir.join(format!("shmpi-{uid}-{job_id:016x}"))
+}
+
+/// A mapped job segment.
+#[derive(Debug)]
+pub struct Segment {
+    map: MmapRaw,
+    file: File,
+    path: PathBuf,
+    spec: SegmentSpec,
+    /// Whether this handle still has to remove the file (creator only).
+    linked: AtomicBool,
+}
+
+fn errno() -> i32 {
+    std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
+}
+
+fn cpath(p: &Path) -> CString {
+    CString::new(p.as_os_str().as_bytes()).expect("segment paths contain no NUL")
+}
+
+/// Free bytes for an unprivileged user in the file system holding `dir`.
+fn available(dir: &Path) -> Option<u64> {
+    let c = cpath(dir);
+    // SAFETY: an all-zero statvfs is a valid value of this plain C struct.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: `c` is a NUL-terminated path and `st` a writable statvfs.
+    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
+        return None;
+    }
+    Some(st.f_bavail as u64 * st.f_frsize as u64)
+}
+
+impl Segment {
+    /// Creates the segment file (`O_CREAT | O_EXCL | O_NOFOLLOW`, mode
+    /// 0600), sizes it, reserves the header and control blocks, maps it and
+    /// writes the header. The rest is reserved by the ranks that own it
+    /// ([`Segment::reserve`]) so that its pages are first touched on their
+    /// NUMA node.
+    ///
+    /// # Errors
+    /// [`SegmentCreateError::NoSpace`] when the file system has less free
+    /// space than `spec.size`, `AlreadyExists`, `TooLarge` (RLIMIT_FSIZE),
+    /// or `Os`.
+    pub fn create(path: &Path, spec: SegmentSpec) -> Result<Segment, SegmentCreateError> {
+        let dir = path.parent().unwrap_or(Path::new("/"));
+        if let Some(avail) = available(dir) {
+            if avail < spec.size {
+                return Err(SegmentCreateError::NoSpace {
+                    need: spec.size,
+                    avail,
+                    dir: dir.display().to_string(),
+                });
+            }
+        }
+        let c = cpath(path);
+        let flags = libc::O_RDWR | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+        // SAFETY: `c` is NUL-terminated; the mode argument is passed as the
+        // variadic third argument open(2) expects with O_CREAT.
+        let fd = unsafe { libc::open(c.as_ptr(), flags, 0o600 as libc::c_uint) };
+        if fd < 0 {
+            let e = errno();
+            return Err(if e == libc::EEXIST {
+                SegmentCreateError::AlreadyExists(path.display().to_string())
+            } else {
+                SegmentCreateError::Os { what: "open", errno: e }
+            });
+        }
+        // SAFETY: `fd` was just opened by us and is owned by nothing else.
+        let file = unsafe { File::from_raw_fd(fd) };
+        let fail = |what: &'static str, e: i32| {
+            // SAFETY: `c` is a NUL-terminated path we created above.
+            unsafe { libc::unlink(c.as_ptr()) };
+            match e {
+                libc::EFBIG => SegmentCreateError::TooLarge(spec.size),
+                libc::ENOSPC => SegmentCreateError::NoSpace {
+                    need: spec.size,
+                    avail: available(dir).unwrap_or(0),
+                    dir: dir.display().to_string(),
+                },
+                _ => SegmentCreateError::Os { what, errno: e },
+            }
+        };
+        // SAFETY: plain syscall on our fd.
+        if unsafe { libc::ftruncate(fd, spec.size as libc::off_t) } != 0 {
+            return Err(fail("ftruncate", errno()));
+        }
+        let head = control_end(spec.nranks as usize) as libc::off_t;
+        // SAFETY: plain syscall on our fd; returns an errno, not -1.
+        let rc = unsafe { libc::posix_fallocate(fd, 0, head) };
+        if rc != 0 {
+            return Err(fail("posix_fallocate", rc));
+        }
+        let map = match MmapOptions::new().len(spec.size as usize).map_raw(&file) {
+            Ok(m) => m,
+            Err(e) => return Err(fail("mmap", e.raw_os_error().unwrap_or(0))),
+        };
+        let seg = Segment {
+            map,
+            file,
+            path: path.to_owned(),
+            spec,
+            linked: AtomicBool::new(true),
+        };
+        seg.header().write(&spec);
+        Ok(seg)
+    }
+
+    /// Maps an existing segment and checks its header against `spec`.
+    ///
+    /// # Errors
+    /// A named [`SegmentAttachError`] for a missing file, one not private to
+    /// this user, or any header field that differs.
+    pub fn attach(path: &Path, spec: SegmentSpec) -> Result<Segment, SegmentAttachError> {
+        let c = cpath(path);
+        let flags = libc::O_RDWR | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+        // SAFETY: `c` is NUL-terminated.
+        let fd = unsafe { libc::open(c.as_ptr(), flags) };
+        if fd < 0 {
+            let e = errno();
+            return Err(if e == libc::ENOENT {
+                SegmentAttachError::NotFound(path.display().to_string())
+            } else {
+                SegmentAttachError::Os { what: "open", errno: e }
+            });
+        }
+        // SAFETY: `fd` was just opened by us and is owned by nothing else.
+        let file = unsafe { File::from_raw_fd(fd) };
+        let meta = file.metadata().map_err(|e| SegmentAttachError::Os {
+            what: "fstat",
+            errno: e.raw_os_error().unwrap_or(0),
+        })?;
+        use std::os::unix::fs::MetadataExt;
+        // SAFETY: getuid has no preconditions.
+        let uid = unsafe { libc::getuid() };
+        if meta.uid() != uid || meta.mode() & 0o077 != 0 {
+            return Err(SegmentAttachError::NotPrivate(path.display().to_string()));
+        }
+        if meta.len() != spec.size {
+            return Err(SegmentAttachError::SizeMismatch {
+                found: meta.len(),
+                expected: spec.size,
+            });
+        }
+        let map = MmapOptions::new()
+            .len(spec.size as usize)
+            .map_raw(&file)
+            .map_err(|e| SegmentAttachError::Os {
+                what: "mmap",
+                errno: e.raw_os_error().unwrap_or(0),
+            })?;
+        let seg = Segment {
+            map,
+            file,
+            path: path.to_owned(),
+            spec,
+            linked: AtomicBool::new(false),
+        };
+        seg.header().validate(&spec)?;
+        Ok(seg)
+    }
+
+    /// Reserves (allocates) `len` bytes at `offset` from this process, so
+    /// their pages come from this process's NUMA node and a full /dev/shm
+    /// shows up here, not as a SIGBUS on first use.
+    ///
+    /// # Errors
+    /// [`SegmentAttachError::NoSpace`] or `Os`.
+    pub fn reserve(&self, offset: usize, len: usize) -> Result<(), SegmentAttachError> {
+        assert!(offset + len <= self.len(), "reserve past the segment");
+        // SAFETY: plain syscall on our own fd; returns an errno.
+        let rc = unsafe {
+            libc::posix_fallocate(
+                self.file.as_raw_fd(),
+                offset as libc::off_t,
+                len as libc::off_t,
+            )
+        };
+        match rc {
+            0 => Ok(()),
+            libc::ENOSPC | libc::EFBIG => Err(SegmentAttachError::NoSpace { need: len as u64 }),
+            e => Err(SegmentAttachError::Os {
+                what: "posix_fallocate",
+                errno: e,
+            }),
+        }
+    }
+
+    /// Removes the file name; the mapping stays valid. Idempotent.
+    pub fn unlink(&self) {
+        // Relaxed: the flag only makes unlink idempotent in this process.
+        if self.linked.swap(false, StdOrdering::Relaxed) {
+            let c = cpath(&self.path);
+            // SAFETY: `c` is NUL-terminated.
+            unsafe { libc::unlink(c.as_ptr()) };
+        }
+    }
+
+    /// The file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// What the segment was created or attached with.
+    pub fn spec(&self) -> &SegmentSpec {
+        &self.spec
+    }
+
+    /// Length in bytes.
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    /// Whether the segment is empty (never, for a valid one).
+    pub fn is_empty(&self) -> bool {
+        self.map.len() == 0
+    }
+
+    /// The base address of the mapping.
+    pub fn base(&self) -> NonNull<u8> {
+        NonNull::new(self.map.as_mut_ptr()).expect("mmap never returns null")
+    }
+
+    /// The header.
+    pub fn header(&self) -> &SegmentHeader {
+        // SAFETY: the mapping is at least `control_end(nranks)` bytes (the
+        // layout puts the rings above it), page-aligned, and the header is
+        // all atomics, valid for any bit pattern including zero.
+        unsafe { &*self.map.as_ptr().cast::<SegmentHeader>() }
+    }
+
+    /// Rank `rank`'s control block.
+    ///
+    /// # Panics
+    /// If `rank` is not below the segment's rank count.
+    pub fn control(&self, rank: usize) -> &ControlBlock {
+        assert!(rank < self.spec.nranks as usize, "rank {rank} out of range");
+        let off = CONTROL_OFFSET + rank * core::mem::size_of::<ControlBlock>();
+        // SAFETY: `off` lies within the reserved control area below
+        // `control_end(nranks)`, aligned to the cache line (the header and
+        // the blocks are CachePadded); control blocks are all atomics.
+        unsafe { &*self.map.as_ptr().add(off).cast::<ControlBlock>() }
+    }
+}
+
+impl Drop for Segment {
+    fn drop(&mut self) {
+        self.unlink();
+    }
+}
+
+// SAFETY: the mapping is shared memory accessed only through atomics or
+// under the ring protocol; the handle has no thread affinity.
+unsafe impl Send for Segment {}
+// SAFETY: as above; `&Segment` hands out only atomic views.
+unsafe impl Sync for Segment {}

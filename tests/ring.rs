@@ -1,0 +1,144 @@
+//! Ring behaviour over heap memory: wrap-around, full and empty, every
+//! frame size, and a two-thread stream with checksums. The same properties
+//! over segment memory between two processes are in `tests/transport.rs`.
+#![cfg(not(loom))]
+
+use shmpi::ring::{heap_ring, max_payload, RingReserveError};
+
+/// xorshift64*: a tiny deterministic generator for frame sizes and bytes.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+}
+
+fn fill(seq: u64, len: usize) -> Vec<u8> {
+    let mut r = Rng(seq.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
+    (0..len).map(|_| r.next() as u8).collect()
+}
+
+#[test]
+fn empty_ring_peeks_none() {
+    let (_p, mut c) = heap_ring(256).unwrap();
+    assert!(c.peek().is_none());
+}
+
+#[test]
+fn bad_capacity_is_refused() {
+    assert!(heap_ring(100).is_err());
+    assert!(heap_ring(32).is_err());
+}
+
+#[test]
+fn frame_too_large_is_refused_and_ring_unchanged() {
+    let (mut p, mut c) = heap_ring(256).unwrap();
+    let max = max_payload(256);
+    assert_eq!(
+        p.push(&[&vec![0u8; max + 1]]),
+        Err(RingReserveError::TooLarge(max))
+    );
+    p.push(&[&[7u8; 3]]).unwrap();
+    let f = c.peek().unwrap();
+    assert_eq!(f.bytes(), &[7, 7, 7]);
+    f.release();
+}
+
+#[test]
+fn full_ring_reports_too_few_bytes_and_loses_nothing() {
+    let (mut p, mut c) = heap_ring(256).unwrap();
+    let mut n = 0u8;
+    loop {
+        match p.push(&[&[n; 20]]) {
+            Ok(()) => n += 1,
+            Err(RingReserveError::TooFewBytes(_)) => break,
+            Err(e) => panic!("{e}"),
+        }
+    }
+    assert!(n >= 7, "a 256-byte ring holds at least 7 frames of 20 bytes, got {n}");
+    for i in 0..n {
+        let f = c.peek().expect("frame present");
+        assert_eq!(f.bytes(), &[i; 20]);
+        f.release();
+    }
+    assert!(c.peek().is_none());
+    p.push(&[&[99; 20]]).unwrap();
+    assert_eq!(c.peek().unwrap().bytes(), &[99; 20]);
+}
+
+#[test]
+fn every_frame_size_wraps_around_intact() {
+    let cap = 512;
+    let (mut p, mut c) = heap_ring(cap).unwrap();
+    let mut seq = 0u64;
+    for len in 0..=max_payload(cap) {
+        // Two frames of each size, so every offset alignment meets the end.
+        for _ in 0..2 {
+            let data = fill(seq, len);
+            p.push(&[&data]).unwrap();
+            let f = c.peek().expect("frame present");
+            assert_eq!(f.len(), len);
+            assert_eq!(f.bytes(), &data[..], "frame {seq} of {len} bytes");
+            f.release();
+            seq += 1;
+        }
+    }
+    assert!(c.peek().is_none());
+}
+
+#[test]
+fn gather_push_and_partial_read_agree() {
+    let (mut p, mut c) = heap_ring(1024).unwrap();
+    p.push(&[b"head", b"", b"er-and-payload"]).unwrap();
+    let f = c.peek().unwrap();
+    let mut part = [0u8; 6];
+    f.read(4, &mut part);
+    assert_eq!(&part, b"er-and");
+    assert_eq!(f.bytes(), b"header-and-payload");
+    f.release();
+}
+
+#[test]
+fn two_threads_random_sizes_nothing_lost_reordered_or_corrupted() {
+    const COUNT: u64 = if cfg!(debug_assertions) { 20_000 } else { 200_000 };
+    let cap = 4096;
+    let (mut p, mut c) = heap_ring(cap).unwrap();
+    let max = max_payload(cap);
+    let producer = std::thread::spawn(move || {
+        let mut rng = Rng(0x1234_5678);
+        for seq in 0..COUNT {
+            let len = (rng.next() as usize % (max / 3)).max(8);
+            let mut data = fill(seq, len);
+            data[..8].copy_from_slice(&seq.to_le_bytes());
+            let sum: u64 = data.iter().map(|&b| b as u64).sum();
+            loop {
+                match p.push(&[&data, &sum.to_le_bytes()]) {
+                    Ok(()) => break,
+                    Err(RingReserveError::TooFewBytes(_)) => std::thread::yield_now(),
+                    Err(e) => panic!("{e}"),
+                }
+            }
+        }
+    });
+    let mut expect = 0u64;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while expect < COUNT {
+        assert!(std::time::Instant::now() < deadline, "consumer stalled at {expect}");
+        let Some(f) = c.peek() else {
+            std::thread::yield_now();
+            continue;
+        };
+        let b = f.bytes();
+        let (data, sum) = b.split_at(b.len() - 8);
+        assert_eq!(u64::from_le_bytes(data[..8].try_into().unwrap()), expect);
+        let got: u64 = data.iter().map(|&b| b as u64).sum();
+        assert_eq!(got, u64::from_le_bytes(sum.try_into().unwrap()), "checksum of {expect}");
+        f.release();
+        expect += 1;
+    }
+    producer.join().unwrap();
+    assert!(c.peek().is_none());
+}

@@ -1,0 +1,301 @@
+#!/usr/bin/env bash
+#
+# compare-peers.sh - compare shmpi's point-to-point latency/bandwidth with
+# MPICH and Open MPI on this machine, OSU style.
+#
+# Usage: tools/compare-peers.sh [latency|bw|all] [--rounds R] [--max-size N]
+#
+# What it does:
+#   1. Builds tools/peers/osu_pingpong.c (our own OSU-methodology benchmark)
+#      with mpicc.mpich and mpicc.openmpi into target/peers/.  A peer whose
+#      compiler or launcher is missing is skipped with a message.
+#   2. Runs the contenders - shmpi (target/release/shmpi-bench, or $SHMPI_BENCH),
+#      MPICH, Open MPI - each with 2 ranks pinned to 2 cores, all printing the
+#      same OSU column format ("# ..." comments, then "size value" rows).
+#   3. Prints, per size, the median over the rounds for every contender and
+#      the ratios shmpi/MPICH and shmpi/OpenMPI.
+#
+# Why the contenders alternate (A B C A B C ..., not A A A B B B ...):
+#   this is a 2-vCPU cloud VM.  Between runs the two vCPUs get rescheduled
+#   onto different physical cores - sometimes the same CCD/die, sometimes
+#   different ones - which changes core-to-core latency and bandwidth by a
+#   large factor.  Running each contender's rounds back to back would let one
+#   contender get all the "good" placements; interleaving spreads the luck,
+#   and the median over rounds throws away the outliers.
+#
+# Every run is wrapped in `timeout 300` so a hung peer cannot hang the script;
+# a failed or timed-out run is reported and its round is simply missing.
+# Raw samples of the last run are kept in target/peers/last-<mode>.dat.
+#
+# Environment:
+#   SHMPI_BENCH   shmpi benchmark binary (default target/release/shmpi-bench)
+#   MPICH_CC, MPICH_RUN, OMPI_CC, OMPI_RUN   override the peer tools
+#   RUN_TIMEOUT   seconds per run before it is killed (default 300)
+#
+set -euo pipefail
+export LC_ALL=C # "." decimals for printf/sort/awk
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+
+usage() {
+    echo "usage: $0 [latency|bw|all] [--rounds R] [--max-size N]" >&2
+    exit 2
+}
+
+# ---------------------------------------------------------------- arguments
+MODE=all
+ROUNDS=3
+MAX_SIZE=$((4 * 1024 * 1024))
+while [ $# -gt 0 ]; do
+    case "$1" in
+        latency | bw | all) MODE=$1 ;;
+        --rounds) [ $# -ge 2 ] || usage; ROUNDS=$2; shift ;;
+        --max-size) [ $# -ge 2 ] || usage; MAX_SIZE=$2; shift ;;
+        -h | --help) usage ;;
+        *) echo "unknown argument: $1" >&2; usage ;;
+    esac
+    shift
+done
+[[ "$ROUNDS" =~ ^[1-9][0-9]*$ ]] || { echo "--rounds must be a positive integer" >&2; exit 2; }
+[[ "$MAX_SIZE" =~ ^[0-9]+$ ]] || { echo "--max-size must be a non-negative integer" >&2; exit 2; }
+case "$MODE" in
+    all) MODES="latency bw" ;;
+    *) MODES=$MODE ;;
+esac
+
+SHMPI_BENCH=${SHMPI_BENCH:-target/release/shmpi-bench}
+MPICH_CC=${MPICH_CC:-mpicc.mpich}
+MPICH_RUN=${MPICH_RUN:-mpiexec.mpich}
+OMPI_CC=${OMPI_CC:-mpicc.openmpi}
+OMPI_RUN=${OMPI_RUN:-mpirun.openmpi}
+SRC=tools/peers/osu_pingpong.c
+OUTDIR=target/peers
+RUN_TIMEOUT=${RUN_TIMEOUT:-300}
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/compare-peers.XXXXXX")
+trap 'rm -rf "$WORK"' EXIT
+
+# ---------------------------------------------------------------- contenders
+# Parallel arrays: display name, command prefix (the benchmark mode and size
+# options are appended).
+NAMES=()
+CMDS=()
+
+build_peer() { # build_peer NAME CC RUN OUT
+    local name=$1 cc=$2 run=$3 out=$4
+    if ! command -v "$cc" >/dev/null 2>&1; then
+        echo "skip $name: $cc not found"
+        return 1
+    fi
+    if ! command -v "$run" >/dev/null 2>&1; then
+        echo "skip $name: $run not found"
+        return 1
+    fi
+    mkdir -p "$OUTDIR"
+    if [ ! -x "$out" ] || [ "$SRC" -nt "$out" ]; then
+        echo "build $out ($cc)"
+        if ! "$cc" -O2 -Wall -o "$out" "$SRC"; then
+            echo "skip $name: $cc failed to build $SRC"
+            return 1
+        fi
+    fi
+    return 0
+}
+
+HAVE_SHMPI=0
+if [ -x "$SHMPI_BENCH" ]; then
+    HAVE_SHMPI=1
+    NAMES+=(shmpi)
+    CMDS+=("$SHMPI_BENCH")
+else
+    echo "note: $SHMPI_BENCH not found - build it with cargo build --release;" \
+        "continuing with the peers only"
+fi
+
+NPEERS=0
+if build_peer MPICH "$MPICH_CC" "$MPICH_RUN" "$OUTDIR/osu_pingpong.mpich"; then
+    NAMES+=(MPICH)
+    CMDS+=("$MPICH_RUN -n 2 -bind-to core $OUTDIR/osu_pingpong.mpich")
+    NPEERS=$((NPEERS + 1))
+fi
+if build_peer OpenMPI "$OMPI_CC" "$OMPI_RUN" "$OUTDIR/osu_pingpong.openmpi"; then
+    NAMES+=(OpenMPI)
+    CMDS+=("$OMPI_RUN --allow-run-as-root -np 2 --bind-to core --map-by core --mca pml ob1 --mca btl self,vader $OUTDIR/osu_pingpong.openmpi")
+    NPEERS=$((NPEERS + 1))
+fi
+if [ "$NPEERS" -eq 0 ]; then
+    echo "neither MPICH nor Open MPI is installed - nothing to compare against"
+    exit 0
+fi
+
+# ---------------------------------------------------------------- machine
+echo
+echo "# date:     $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
+# KVM often masks the model name (e.g. just "AMD EPYC"); family/model/stepping
+# still identify the generation.
+CPU=$(awk -F': *' '
+    /^model name/ && !n { n = $2 } /^cpu family/ && !f { f = $2 }
+    /^model[ \t]*:/ && !m { m = $2 } /^stepping/ && !s { s = $2 }
+    END { if (n == "") n = "unknown"; printf "%s (family %s, model %s, stepping %s)", n, f, m, s }
+' /proc/cpuinfo 2>/dev/null || echo unknown)
+echo "# cpu:      $CPU, $(nproc) online CPUs"
+echo "# kernel:   $(uname -r)"
+# Two 2-rank benchmarks need both vCPUs; anything else running (a cargo
+# build, say) ruins the numbers, so measure how busy the CPUs are right now.
+cpu_busy_pct() { # percent of non-idle CPU time over ~0.5 s, from /proc/stat
+    local a b
+    a=$(awk '/^cpu / { print $2+$3+$4+$5+$6+$7+$8+$9, $5+$6 }' /proc/stat)
+    sleep 0.5
+    b=$(awk '/^cpu / { print $2+$3+$4+$5+$6+$7+$8+$9, $5+$6 }' /proc/stat)
+    awk -v a="$a" -v b="$b" 'BEGIN { split(a, x, " "); split(b, y, " ")
+        t = y[1] - x[1]; i = y[2] - x[2]; printf "%d", (t > 0 ? 100 * (t - i) / t : 0) }'
+}
+BUSY=$(cpu_busy_pct 2>/dev/null || echo 0)
+echo "# load:     $(cut -d' ' -f1-3 /proc/loadavg) (1/5/15 min), CPUs ${BUSY}% busy before start"
+if [ "$BUSY" -ge 15 ]; then
+    echo "# WARNING:  the machine is busy (${BUSY}% CPU) - results will be noisy; rerun when idle"
+fi
+echo "# rounds:   $ROUNDS, max size $MAX_SIZE, contenders: ${NAMES[*]}"
+
+# ---------------------------------------------------------------- /dev/shm
+# Open MPI's vader BTL keeps its segments as /dev/shm/vader_segment.* files
+# (MPICH/UCX uses SysV segments already marked for removal).  A clean exit,
+# or even a TERM from timeout, removes them, but a KILLed launcher can leave
+# them behind.  After a failed run we remove only the vader files that
+# appeared during that run, so nothing anybody else has there is touched.
+shm_snapshot() {
+    find /dev/shm -maxdepth 1 -name 'vader_segment.*' -user "$(id -u)" 2>/dev/null | sort || true
+}
+shm_cleanup() { # shm_cleanup SNAPSHOT_FILE
+    local f
+    shm_snapshot | comm -13 "$1" - | while read -r f; do
+        echo "    removing leftover $f" >&2
+        rm -f -- "$f"
+    done
+}
+
+# ---------------------------------------------------------------- running
+# run_one MODE INDEX ROUND: runs contender INDEX once and appends
+# "name size value" lines to $WORK/MODE.dat.
+run_one() {
+    local mode=$1 i=$2 round=$3 rc=0
+    local name=${NAMES[$i]} out="$WORK/run.out" err="$WORK/run.err"
+    local -a cmd
+    if [ "$name" = shmpi ]; then
+        cmd=("$SHMPI_BENCH") # may contain spaces
+    else
+        read -r -a cmd <<<"${CMDS[$i]}"
+    fi
+    echo "  round $round/$ROUNDS  $name $mode"
+    shm_snapshot >"$WORK/shm.before"
+    # -k: if TERM is ignored, KILL 10 s later.
+    timeout -k 10 "$RUN_TIMEOUT" "${cmd[@]}" "$mode" --max-size "$MAX_SIZE" >"$out" 2>"$err" || rc=$?
+    if [ "$rc" -ne 0 ]; then
+        shm_cleanup "$WORK/shm.before"
+        if [ "$rc" -eq 124 ]; then
+            echo "    $name timed out after $RUN_TIMEOUT s; round dropped" >&2
+        else
+            echo "    $name failed (exit $rc); round dropped. stderr tail:" >&2
+        fi
+        tail -n 5 "$err" | sed 's/^/      /' >&2
+        return 0
+    fi
+    # Rows are "size value"; skip comments, blank and malformed lines.
+    awk -v n="$name" '
+        /^[[:space:]]*#/ { next }
+        $1 ~ /^[0-9]+$/ && $2 ~ /^[0-9.eE+-]+$/ { print n, $1, $2 }
+    ' "$out" >"$WORK/run.rows"
+    if [ ! -s "$WORK/run.rows" ]; then
+        echo "    $name printed no result rows (expected '# ...' comments, then 'size value'); round dropped" >&2
+        return 0
+    fi
+    cat "$WORK/run.rows" >>"$WORK/$mode.dat"
+}
+
+# ---------------------------------------------------------------- reporting
+# report MODE: median per (contender, size), then one table row per size.
+report() {
+    local mode=$1 dat="$WORK/$1.dat" unit better
+    if [ "$mode" = latency ]; then
+        unit="latency, us, median"; better="lower is better; ratio < 1 means shmpi wins"
+    else
+        unit="bandwidth, MB/s, median"; better="higher is better; ratio > 1 means shmpi wins"
+    fi
+    echo
+    echo "# $mode ($unit of $ROUNDS rounds; $better)"
+    if [ ! -s "$dat" ]; then
+        echo "# no results"
+        return 0
+    fi
+    # Sort by contender, size, value; the median of each group is then its
+    # middle element (mean of the two middle ones for an even count).
+    sort -k1,1 -k2,2n -k3,3g "$dat" | awk '
+        function flush() {
+            if (cnt == 0) return
+            m = (cnt % 2) ? v[(cnt + 1) / 2] : (v[cnt / 2] + v[cnt / 2 + 1]) / 2
+            print key, m, cnt
+        }
+        { k = $1 " " $2
+          if (k != key) { flush(); key = k; cnt = 0 }
+          v[++cnt] = $3 }
+        END { flush() }
+    ' >"$WORK/$mode.med"
+
+    awk -v names="${NAMES[*]}" -v have_shmpi="$HAVE_SHMPI" -v rounds="$ROUNDS" '
+        BEGIN { nc = split(names, nm, " ") }
+        { med[$1, $2] = $3; cnt[$1, $2] = $4; if (!($2 in seen)) { seen[$2] = 1; sizes[++ns] = $2 } }
+        function cell(n, s) { return ((n, s) in med) ? sprintf("%.2f", med[n, s]) : "-" }
+        function ratio(a, b, s) {
+            if (!((a, s) in med) || !((b, s) in med) || med[b, s] == 0) return "-"
+            return sprintf("%.2f", med[a, s] / med[b, s])
+        }
+        END {
+            # sizes were collected in input order (sorted per contender);
+            # sort them numerically.
+            for (i = 2; i <= ns; i++) {
+                x = sizes[i]; j = i - 1
+                while (j > 0 && sizes[j] + 0 > x + 0) { sizes[j + 1] = sizes[j]; j-- }
+                sizes[j + 1] = x
+            }
+            hdr = sprintf("%-10s", "# Size")
+            for (c = 1; c <= nc; c++) hdr = hdr sprintf("%14s", nm[c])
+            if (have_shmpi) {
+                for (c = 1; c <= nc; c++) if (nm[c] != "shmpi") hdr = hdr sprintf("%16s", "shmpi/" nm[c])
+            }
+            print hdr
+            short = 0
+            for (i = 1; i <= ns; i++) {
+                s = sizes[i]
+                row = sprintf("%-10s", s)
+                for (c = 1; c <= nc; c++) {
+                    row = row sprintf("%14s", cell(nm[c], s))
+                    if (((nm[c], s) in cnt) && cnt[nm[c], s] < rounds) short = 1
+                }
+                if (have_shmpi)
+                    for (c = 1; c <= nc; c++) if (nm[c] != "shmpi") row = row sprintf("%16s", ratio("shmpi", nm[c], s))
+                print row
+            }
+            if (short) print "# note: some cells have fewer than " rounds " samples (failed runs)"
+        }
+    ' "$WORK/$mode.med"
+    # keep the raw samples for later inspection
+    cp "$dat" "$OUTDIR/last-$mode.dat"
+}
+
+for mode in $MODES; do
+    echo
+    echo "== $mode: ${#NAMES[@]} contenders x $ROUNDS rounds, alternating"
+    : >"$WORK/$mode.dat"
+    for ((r = 1; r <= ROUNDS; r++)); do
+        for i in "${!NAMES[@]}"; do
+            run_one "$mode" "$i" "$r"
+        done
+    done
+done
+
+for mode in $MODES; do
+    report "$mode"
+done
+echo
+echo "# raw samples (name size value): $OUTDIR/last-<mode>.dat"

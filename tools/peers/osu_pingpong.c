@@ -1,0 +1,278 @@
+/*
+ * osu_pingpong.c - OSU-style point-to-point latency / bandwidth benchmark.
+ *
+ * Written from scratch for the shmpi peers harness (tools/compare-peers.sh);
+ * it follows the OSU Micro-Benchmarks *methodology* and output format so its
+ * numbers can be compared with shmpi-bench and published OSU results, but it
+ * contains no OSU code.
+ *
+ * Usage (exactly 2 ranks):
+ *   osu_pingpong latency|bw [--min-size N] [--max-size N]
+ *                           [--iterations N] [--warmup N]
+ *
+ *   latency  rank 0 sends a message, rank 1 echoes it back; the reported
+ *            one-way latency is RTT / 2 in microseconds, averaged over the
+ *            timed iterations.  Sizes: 0, 1, 2, 4, ... max.
+ *   bw       rank 0 posts a window of 64 MPI_Isend, rank 1 a window of 64
+ *            MPI_Irecv; both MPI_Waitall, then rank 1 returns a 4-byte ack.
+ *            Bandwidth = bytes moved / time in MB/s (10^6 bytes/s), measured
+ *            on rank 0.  Sizes: 1, 2, 4, ... max (0 is skipped).
+ *
+ * Defaults: --max-size 4 MiB, --min-size 0 (latency) / 1 (bw).
+ * Iterations, unless --iterations/--warmup are given (which then apply to
+ * every size):
+ *   latency  10000 timed / 1000 warmup for size <= 8 KiB, 1000 / 100 above
+ *   bw         100 timed /   10 warmup for size <= 8 KiB,   20 /   2 above
+ *
+ * Output: '#' comment lines, then one row per size:
+ *   printf("%-10d%18.2f\n", size, value)
+ */
+#define _POSIX_C_SOURCE 200112L
+#include <mpi.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define LARGE_THRESHOLD (8 * 1024) /* sizes above this use the "large" counts */
+#define BW_WINDOW 64
+#define TAG_DATA 1
+#define TAG_ACK 2
+
+enum mode { MODE_LATENCY, MODE_BW };
+
+struct opts {
+    enum mode mode;
+    long min_size;
+    long max_size;
+    long iterations; /* -1: per-size default */
+    long warmup;     /* -1: per-size default */
+};
+
+static int rank;
+
+static void usage_exit(const char *msg)
+{
+    if (rank == 0) {
+        if (msg)
+            fprintf(stderr, "osu_pingpong: %s\n", msg);
+        fprintf(stderr,
+                "usage: osu_pingpong latency|bw [--min-size N] [--max-size N]"
+                " [--iterations N] [--warmup N]\n");
+    }
+    MPI_Finalize();
+    exit(2);
+}
+
+static long parse_num(const char *flag, const char *s)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || *s == '\0' || *end != '\0' || v < 0) {
+        if (rank == 0)
+            fprintf(stderr, "osu_pingpong: bad value for %s: '%s'\n", flag, s);
+        usage_exit(NULL);
+    }
+    return v;
+}
+
+static void parse_args(int argc, char **argv, struct opts *o)
+{
+    int have_min = 0;
+
+    o->max_size = 4L * 1024 * 1024;
+    o->min_size = 0;
+    o->iterations = -1;
+    o->warmup = -1;
+
+    if (argc < 2)
+        usage_exit("missing mode");
+    if (strcmp(argv[1], "latency") == 0)
+        o->mode = MODE_LATENCY;
+    else if (strcmp(argv[1], "bw") == 0)
+        o->mode = MODE_BW;
+    else
+        usage_exit("mode must be 'latency' or 'bw'");
+
+    for (int i = 2; i < argc; i++) {
+        const char *a = argv[i];
+        if (i + 1 >= argc)
+            usage_exit("option needs a value");
+        if (strcmp(a, "--min-size") == 0) {
+            o->min_size = parse_num(a, argv[++i]);
+            have_min = 1;
+        } else if (strcmp(a, "--max-size") == 0) {
+            o->max_size = parse_num(a, argv[++i]);
+        } else if (strcmp(a, "--iterations") == 0) {
+            o->iterations = parse_num(a, argv[++i]);
+            if (o->iterations == 0)
+                usage_exit("--iterations must be > 0");
+        } else if (strcmp(a, "--warmup") == 0) {
+            o->warmup = parse_num(a, argv[++i]);
+        } else {
+            usage_exit("unknown option");
+        }
+    }
+    if (o->mode == MODE_BW && (!have_min || o->min_size == 0))
+        o->min_size = 1; /* bandwidth of 0-byte messages is meaningless */
+    if (o->max_size > 1L << 30)
+        usage_exit("--max-size must be <= 1 GiB");
+    if (o->min_size > o->max_size)
+        usage_exit("--min-size must be <= --max-size");
+}
+
+/* Next size in the 0, 1, 2, 4, ... sequence. */
+static long next_size(long s)
+{
+    return s == 0 ? 1 : s * 2;
+}
+
+/* First size of the sequence that is >= min. */
+static long first_size(long min)
+{
+    long s = 0;
+    while (s < min)
+        s = next_size(s);
+    return s;
+}
+
+static void counts_for(const struct opts *o, long size, long *iters, long *warm)
+{
+    int large = size > LARGE_THRESHOLD;
+    if (o->mode == MODE_LATENCY) {
+        *iters = large ? 1000 : 10000;
+        *warm = large ? 100 : 1000;
+    } else {
+        *iters = large ? 20 : 100;
+        *warm = large ? 2 : 10;
+    }
+    if (o->iterations > 0)
+        *iters = o->iterations;
+    if (o->warmup >= 0)
+        *warm = o->warmup;
+}
+
+static void *alloc_touched(size_t bytes, int fill)
+{
+    void *p = NULL;
+    long page = sysconf(_SC_PAGESIZE);
+    if (page <= 0)
+        page = 4096;
+    if (bytes == 0)
+        bytes = 1;
+    if (posix_memalign(&p, (size_t)page, bytes) != 0) {
+        fprintf(stderr, "osu_pingpong: rank %d: cannot allocate %zu bytes\n",
+                rank, bytes);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    memset(p, fill, bytes); /* fault every page in before timing */
+    return p;
+}
+
+/* One-way latency in microseconds. */
+static double run_latency(char *sbuf, char *rbuf, int size, long iters, long warm)
+{
+    double t0 = 0.0;
+    for (long i = 0; i < warm + iters; i++) {
+        if (i == warm)
+            t0 = MPI_Wtime();
+        if (rank == 0) {
+            MPI_Send(sbuf, size, MPI_CHAR, 1, TAG_DATA, MPI_COMM_WORLD);
+            MPI_Recv(rbuf, size, MPI_CHAR, 1, TAG_DATA, MPI_COMM_WORLD,
+                     MPI_STATUS_IGNORE);
+        } else {
+            MPI_Recv(rbuf, size, MPI_CHAR, 0, TAG_DATA, MPI_COMM_WORLD,
+                     MPI_STATUS_IGNORE);
+            MPI_Send(sbuf, size, MPI_CHAR, 0, TAG_DATA, MPI_COMM_WORLD);
+        }
+    }
+    double t = MPI_Wtime() - t0;
+    return t * 1e6 / (2.0 * (double)iters);
+}
+
+/* Bandwidth in MB/s (10^6 bytes per second), valid on rank 0. */
+static double run_bw(char *sbuf, char *rbuf, int size, long iters, long warm)
+{
+    MPI_Request req[BW_WINDOW];
+    MPI_Status stat[BW_WINDOW]; /* like OSU; also avoids a GCC 12 false
+                                   -Wstringop-overflow on MPICH's
+                                   MPI_STATUSES_IGNORE */
+    char ack[4] = {0};
+    double t0 = 0.0;
+
+    for (long i = 0; i < warm + iters; i++) {
+        if (i == warm)
+            t0 = MPI_Wtime();
+        if (rank == 0) {
+            for (int w = 0; w < BW_WINDOW; w++)
+                MPI_Isend(sbuf, size, MPI_CHAR, 1, TAG_DATA, MPI_COMM_WORLD,
+                          &req[w]);
+            MPI_Waitall(BW_WINDOW, req, stat);
+            MPI_Recv(ack, 4, MPI_CHAR, 1, TAG_ACK, MPI_COMM_WORLD,
+                     MPI_STATUS_IGNORE);
+        } else {
+            for (int w = 0; w < BW_WINDOW; w++)
+                MPI_Irecv(rbuf, size, MPI_CHAR, 0, TAG_DATA, MPI_COMM_WORLD,
+                          &req[w]);
+            MPI_Waitall(BW_WINDOW, req, stat);
+            MPI_Send(ack, 4, MPI_CHAR, 0, TAG_ACK, MPI_COMM_WORLD);
+        }
+    }
+    double t = MPI_Wtime() - t0;
+    return (double)size * (double)BW_WINDOW * (double)iters / 1e6 / t;
+}
+
+int main(int argc, char **argv)
+{
+    struct opts o;
+    int nranks;
+
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+
+    parse_args(argc, argv, &o);
+    if (nranks != 2) {
+        if (rank == 0)
+            fprintf(stderr, "osu_pingpong: needs exactly 2 ranks (got %d)\n",
+                    nranks);
+        MPI_Finalize();
+        return 2;
+    }
+
+    char *sbuf = alloc_touched((size_t)o.max_size, 'a');
+    char *rbuf = alloc_touched((size_t)o.max_size, 'b');
+
+    if (rank == 0) {
+        if (o.mode == MODE_LATENCY) {
+            printf("# OSU-style MPI Latency Test (shmpi peers harness)\n");
+            printf("# Size          Latency (us)\n");
+        } else {
+            printf("# OSU-style MPI Bandwidth Test (shmpi peers harness)\n");
+            printf("# Size      Bandwidth (MB/s)\n");
+        }
+        fflush(stdout);
+    }
+
+    for (long size = first_size(o.min_size); size <= o.max_size;
+         size = next_size(size)) {
+        long iters, warm;
+        counts_for(&o, size, &iters, &warm);
+
+        MPI_Barrier(MPI_COMM_WORLD);
+        double v = o.mode == MODE_LATENCY
+                       ? run_latency(sbuf, rbuf, (int)size, iters, warm)
+                       : run_bw(sbuf, rbuf, (int)size, iters, warm);
+        if (rank == 0) {
+            printf("%-10d%18.2f\n", (int)size, v);
+            fflush(stdout);
+        }
+    }
+
+    free(sbuf);
+    free(rbuf);
+    MPI_Finalize();
+    return 0;
+}
