@@ -111,11 +111,24 @@ impl fmt::Display for ErrorClass {
     }
 }
 
+/// The envelope of the message an error is about (for `Truncate`: the
+/// message was consumed; this says whose it was and how long it was).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ErrorStatus {
+    /// Sender's rank in the communicator.
+    pub source: i32,
+    /// The message's tag.
+    pub tag: i32,
+    /// The message's full length in bytes.
+    pub bytes: usize,
+}
+
 /// An error: its MPI class and a message that names the bad value.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Error {
     class: ErrorClass,
     detail: String,
+    status: Option<ErrorStatus>,
 }
 
 impl Error {
@@ -124,7 +137,20 @@ impl Error {
         Error {
             class,
             detail: detail.into(),
+            status: None,
         }
+    }
+
+    /// Attaches the envelope of the message the error is about.
+    pub fn with_status(mut self, status: ErrorStatus) -> Self {
+        self.status = Some(status);
+        self
+    }
+
+    /// The envelope of the message the error is about, if any (a
+    /// truncated receive has one).
+    pub fn status(&self) -> Option<ErrorStatus> {
+        self.status
     }
 
     /// The MPI error class.

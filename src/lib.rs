@@ -21,9 +21,20 @@
     clippy::multiple_unsafe_ops_per_block
 )]
 
+pub mod datatype;
 pub mod error;
 pub mod ring;
 pub mod sync;
 
 pub use error::{Error, ErrorClass, Result};
 pub mod shm;
+pub mod transport;
+pub mod job;
+pub mod p2p;
+pub mod comm;
+pub mod universe;
+
+pub use comm::{Communicator, Message, Request};
+pub use datatype::Scalar;
+pub use p2p::{Status, ANY_SOURCE, ANY_TAG, PROC_NULL, TAG_UB};
+pub use universe::{init, Threading, Universe};

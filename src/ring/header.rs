@@ -63,6 +63,14 @@ impl RingHeader {
         tail.wrapping_sub(head)
     }
 
+    /// The consumer's released position, loaded SeqCst: for a producer
+    /// about to sleep until room appears (the Dekker pair with the
+    /// consumer's SeqCst fence before it rings the producer's doorbell,
+    /// `SYNC(doorbell)`).
+    pub fn head_for_sleep(&self) -> u64 {
+        self.head.load(Ordering::SeqCst)
+    }
+
     /// Whether no committed bytes are waiting, as seen now.
     pub fn is_empty(&self) -> bool {
         self.len() == 0

@@ -120,6 +120,12 @@ impl Producer {
         self.capacity
     }
 
+    /// The consumer position this producer last saw: a sleeper waiting for
+    /// room compares [`RingHeader::head_for_sleep`] against it.
+    pub fn head_seen(&self) -> u64 {
+        self.cached_head
+    }
+
     /// The largest payload a single frame can carry.
     pub fn max_payload(&self) -> usize {
         super::max_payload(self.capacity)

@@ -10,6 +10,8 @@
 
 pub mod control;
 pub mod doorbell;
+#[cfg(not(loom))]
+pub mod os;
 mod header;
 #[cfg(not(loom))]
 mod segment;

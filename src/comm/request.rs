@@ -1,0 +1,295 @@
+//! Requests of nonblocking operations and their completion calls
+//! (MPI 4.1 §3.7).
+
+use super::Process;
+use crate::error::Result;
+use crate::p2p::{SlotId, Status};
+use std::sync::Arc;
+
+#[derive(Debug)]
+enum Op<'a> {
+    /// Complete from the start (a send that fit, PROC_NULL).
+    Done(Status),
+    /// A send in the engine.
+    Send(SlotId),
+    /// A receive into a borrowed buffer.
+    Recv(SlotId, &'a mut [u8]),
+}
+
+/// A nonblocking operation in flight (`MPI_Request`). Completing it
+/// (`wait`, `test`) consumes or clears it; dropping an incomplete one lets
+/// a send finish in the background and cancels a receive that has not
+/// matched yet (its buffer borrow ends with the request).
+#[derive(Debug)]
+#[must_use = "a request must be waited on or tested to learn its outcome"]
+pub struct Request<'a> {
+    proc_: Arc<Process>,
+    op: Option<Op<'a>>,
+}
+
+impl<'a> Request<'a> {
+    pub(crate) fn done(proc_: Arc<Process>, st: Status) -> Request<'a> {
+        Request {
+            proc_,
+            op: Some(Op::Done(st)),
+        }
+    }
+
+    pub(crate) fn send(proc_: Arc<Process>, id: SlotId) -> Request<'a> {
+        Request {
+            proc_,
+            op: Some(Op::Send(id)),
+        }
+    }
+
+    pub(crate) fn recv(proc_: Arc<Process>, id: SlotId, buf: &'a mut [u8]) -> Request<'a> {
+        Request {
+            proc_,
+            op: Some(Op::Recv(id, buf)),
+        }
+    }
+
+    fn slot(&self) -> Option<SlotId> {
+        match self.op.as_ref()? {
+            Op::Done(_) => None,
+            Op::Send(id) | Op::Recv(id, _) => Some(*id),
+        }
+    }
+
+    /// Finishes a request whose slot is complete (the engine lock held).
+    fn finish(&mut self, e: &mut crate::p2p::Engine) -> Result<Status> {
+        match self.op.take().expect("finish on a live request") {
+            Op::Done(st) => Ok(st),
+            Op::Send(id) => {
+                e.finish_send(id);
+                Ok(Status::null())
+            }
+            Op::Recv(id, buf) => e.finish_recv(id, buf),
+        }
+    }
+
+    /// Waits for completion (`MPI_Wait`). A send's status is empty; a
+    /// receive's tells source, tag and length.
+    ///
+    /// # Errors
+    /// `Truncate` for a receive whose message was too long.
+    pub fn wait(mut self) -> Result<Status> {
+        let proc_ = self.proc_.clone();
+        let Some(id) = self.slot() else {
+            return self.finish_unlocked();
+        };
+        proc_.p2p.wait_until(None, |e| {
+            e.is_complete(id).then(|| self.finish(e))
+        })
+    }
+
+    fn finish_unlocked(&mut self) -> Result<Status> {
+        match self.op.take() {
+            Some(Op::Done(st)) => Ok(st),
+            _ => unreachable!("only slot-less requests finish unlocked"),
+        }
+    }
+
+    /// Makes progress once and reports completion (`MPI_Test`): `Some`
+    /// with the status when complete (the request is then spent).
+    ///
+    /// # Errors
+    /// As [`wait`](Self::wait); also `Request` when the request was already
+    /// completed.
+    pub fn test(&mut self) -> Result<Option<Status>> {
+        if self.op.is_none() {
+            return Err(crate::Error::new(
+                crate::ErrorClass::Request,
+                "test on a request that has already completed",
+            ));
+        }
+        let Some(id) = self.slot() else {
+            return self.finish_unlocked().map(Some);
+        };
+        let proc_ = self.proc_.clone();
+        let mut e = proc_.p2p.lock();
+        if !e.is_complete(id) {
+            e.progress();
+        }
+        if e.is_complete(id) {
+            return self.finish(&mut e).map(Some);
+        }
+        Ok(None)
+    }
+
+    /// Whether the request is spent (completed by `test`).
+    pub fn is_null(&self) -> bool {
+        self.op.is_none()
+    }
+}
+
+impl Drop for Request<'_> {
+    fn drop(&mut self) {
+        if let Some(id) = self.slot() {
+            self.proc_.p2p.lock().orphan(id);
+        }
+    }
+}
+
+/// Waits for all requests (`MPI_Waitall`), returning their statuses in
+/// order.
+///
+/// # Errors
+/// The first error among them; all are completed regardless.
+pub fn wait_all(reqs: Vec<Request<'_>>) -> Result<Vec<Status>> {
+    let mut out = Vec::with_capacity(reqs.len());
+    let mut first_err = None;
+    for r in reqs {
+        match r.wait() {
+            Ok(s) => out.push(s),
+            Err(e) => {
+                out.push(Status::null());
+                first_err.get_or_insert(e);
+            }
+        }
+    }
+    match first_err {
+        Some(e) => Err(e),
+        None => Ok(out),
+    }
+}
+
+/// Tests all requests (`MPI_Testall`): `Some` with every status once all
+/// are complete (all then become `None`), else `None` and none is
+/// consumed.
+///
+/// # Errors
+/// The first error among them once all are complete.
+pub fn test_all(reqs: &mut [Option<Request<'_>>]) -> Result<Option<Vec<Status>>> {
+    let Some(proc_) = reqs.iter().flatten().next().map(|r| r.proc_.clone()) else {
+        return Ok(Some(vec![Status::null(); reqs.len()]));
+    };
+    let mut e = proc_.p2p.lock();
+    e.progress();
+    let all = reqs
+        .iter()
+        .flatten()
+        .all(|r| r.slot().is_none_or(|id| e.is_complete(id)));
+    if !all {
+        return Ok(None);
+    }
+    let mut out = Vec::with_capacity(reqs.len());
+    let mut first_err = None;
+    for r in reqs.iter_mut() {
+        match r.take() {
+            None => out.push(Status::null()),
+            Some(mut r) => match r.finish(&mut e) {
+                Ok(s) => out.push(s),
+                Err(err) => {
+                    out.push(Status::null());
+                    first_err.get_or_insert(err);
+                }
+            },
+        }
+    }
+    match first_err {
+        Some(e) => Err(e),
+        None => Ok(Some(out)),
+    }
+}
+
+/// Waits until one request completes (`MPI_Waitany`): returns its index and
+/// status and sets it to `None`. `None` when every entry is `None`.
+///
+/// # Errors
+/// The completed request's error.
+pub fn wait_any(reqs: &mut [Option<Request<'_>>]) -> Result<Option<(usize, Status)>> {
+    let Some(proc_) = reqs.iter().flatten().next().map(|r| r.proc_.clone()) else {
+        return Ok(None);
+    };
+    proc_.p2p.wait_until(None, |e| {
+        let i = reqs
+            .iter()
+            .position(|r| r.as_ref().is_some_and(|r| r.slot().is_none_or(|id| e.is_complete(id))))?;
+        let mut r = reqs[i].take().expect("found above");
+        Some(r.finish(e).map(|s| Some((i, s))))
+    })
+}
+
+/// Waits until at least one request completes (`MPI_Waitsome`): returns the
+/// indices and statuses of all that have, setting them to `None`. Empty
+/// when every entry is `None`.
+///
+/// # Errors
+/// The first error among the completed ones.
+pub fn wait_some(reqs: &mut [Option<Request<'_>>]) -> Result<Vec<(usize, Status)>> {
+    let Some(proc_) = reqs.iter().flatten().next().map(|r| r.proc_.clone()) else {
+        return Ok(Vec::new());
+    };
+    proc_.p2p.wait_until(None, |e| {
+        let ready: Vec<usize> = reqs
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| r.as_ref().is_some_and(|r| r.slot().is_none_or(|id| e.is_complete(id))))
+            .map(|(i, _)| i)
+            .collect();
+        if ready.is_empty() {
+            return None;
+        }
+        let mut out = Vec::with_capacity(ready.len());
+        let mut first_err = None;
+        for i in ready {
+            let mut r = reqs[i].take().expect("ready");
+            match r.finish(e) {
+                Ok(s) => out.push((i, s)),
+                Err(err) => {
+                    first_err.get_or_insert(err);
+                }
+            }
+        }
+        Some(match first_err {
+            Some(err) => Err(err),
+            None => Ok(out),
+        })
+    })
+}
+
+/// A message taken by a matched probe (`MPI_Message`); only
+/// [`Message::recv`] can receive it.
+#[derive(Debug)]
+#[must_use = "a matched message must be received"]
+pub struct Message {
+    proc_: Arc<Process>,
+    slot: Option<SlotId>,
+}
+
+impl Message {
+    pub(crate) fn new(proc_: Arc<Process>, id: SlotId) -> Message {
+        Message {
+            proc_,
+            slot: Some(id),
+        }
+    }
+
+    pub(crate) fn null(proc_: Arc<Process>) -> Message {
+        Message { proc_, slot: None }
+    }
+
+    /// Receives the message into `buf` (`MPI_Mrecv`).
+    ///
+    /// # Errors
+    /// `Truncate` when it is longer than `buf` (it is consumed anyway).
+    pub fn recv<T: crate::datatype::Scalar>(mut self, buf: &mut [T]) -> Result<Status> {
+        let Some(id) = self.slot.take() else {
+            return Ok(Status::null());
+        };
+        let bytes = crate::transport::bytes::as_bytes_mut(buf);
+        let proc_ = self.proc_.clone();
+        proc_
+            .p2p
+            .wait_until(None, |e| e.is_complete(id).then(|| e.finish_recv(id, bytes)))
+    }
+}
+
+impl Drop for Message {
+    fn drop(&mut self) {
+        if let Some(id) = self.slot {
+            self.proc_.p2p.lock().orphan(id);
+        }
+    }
+}

@@ -1,0 +1,153 @@
+//! The job contract: the `SHMPI_*` variables the launcher sets for each
+//! rank, and their parsing.
+
+use crate::error::{Error, ErrorClass, Result};
+use std::path::PathBuf;
+
+/// Job id (hex).
+pub const JOB_ID: &str = "SHMPI_JOB_ID";
+/// This rank.
+pub const RANK: &str = "SHMPI_RANK";
+/// Ranks in the job.
+pub const SIZE: &str = "SHMPI_SIZE";
+/// Path of the job segment.
+pub const SEGMENT: &str = "SHMPI_SEGMENT";
+/// Ring capacity in bytes (the launcher decides; ranks must agree).
+pub const RING_SIZE: &str = "SHMPI_RING_SIZE";
+/// Directory for segments (default /dev/shm).
+pub const SHM_DIR: &str = "SHMPI_SHM_DIR";
+/// CPU this rank binds itself to at init (set by `--cpus`).
+pub const CPU: &str = "SHMPI_CPU";
+/// How long a rank waits at the start barrier for the others, seconds.
+pub const START_TIMEOUT: &str = "SHMPI_START_TIMEOUT";
+
+/// The default directory for segments.
+pub const DEFAULT_SHM_DIR: &str = "/dev/shm";
+
+/// What a rank learns from its environment.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct JobContract {
+    /// The job id.
+    pub job_id: u64,
+    /// This rank.
+    pub rank: usize,
+    /// Ranks in the job.
+    pub size: usize,
+    /// The segment file.
+    pub segment: PathBuf,
+    /// Ring capacity.
+    pub ring_size: usize,
+    /// CPU to bind to, if any.
+    pub cpu: Option<usize>,
+}
+
+fn var(name: &str) -> Result<String> {
+    std::env::var(name).map_err(|_| {
+        Error::new(
+            ErrorClass::Other,
+            format!("{name} is not set: the job contract from shmpiexec is incomplete"),
+        )
+    })
+}
+
+fn parse<T: std::str::FromStr>(name: &str, v: &str, radix16: bool) -> Result<T>
+where
+    T: TryFrom<u64>,
+{
+    let n = if radix16 {
+        u64::from_str_radix(v, 16).ok()
+    } else {
+        v.parse::<u64>().ok()
+    };
+    n.and_then(|n| T::try_from(n).ok())
+        .ok_or_else(|| Error::new(ErrorClass::Other, format!("{name}={v:?} is not a valid number")))
+}
+
+impl JobContract {
+    /// Reads the contract; `None` when this process was not started by the
+    /// launcher (a singleton).
+    ///
+    /// # Errors
+    /// `Other` when the variables are present but incomplete or malformed.
+    pub fn from_env() -> Option<Result<JobContract>> {
+        std::env::var_os(JOB_ID)?;
+        Some(Self::read())
+    }
+
+    fn read() -> Result<JobContract> {
+        let job_id = parse::<u64>(JOB_ID, &var(JOB_ID)?, true)?;
+        let rank = parse::<usize>(RANK, &var(RANK)?, false)?;
+        let size = parse::<usize>(SIZE, &var(SIZE)?, false)?;
+        let ring_size = parse::<usize>(RING_SIZE, &var(RING_SIZE)?, false)?;
+        let segment = PathBuf::from(var(SEGMENT)?);
+        let cpu = match std::env::var(CPU) {
+            Ok(v) => Some(parse::<usize>(CPU, &v, false)?),
+            Err(_) => None,
+        };
+        if rank >= size {
+            return Err(Error::new(
+                ErrorClass::Other,
+                format!("{RANK}={rank} is not below {SIZE}={size}"),
+            ));
+        }
+        Ok(JobContract {
+            job_id,
+            rank,
+            size,
+            segment,
+            ring_size,
+            cpu,
+        })
+    }
+
+    /// The variables that carry this contract, for the launcher.
+    pub fn to_env(&self) -> Vec<(&'static str, String)> {
+        let mut v = vec![
+            (JOB_ID, format!("{:x}", self.job_id)),
+            (RANK, self.rank.to_string()),
+            (SIZE, self.size.to_string()),
+            (SEGMENT, self.segment.display().to_string()),
+            (RING_SIZE, self.ring_size.to_string()),
+        ];
+        if let Some(c) = self.cpu {
+            v.push((CPU, c.to_string()));
+        }
+        v
+    }
+}
+
+/// The start-barrier timeout (`SHMPI_START_TIMEOUT`, default 60 s).
+pub fn start_timeout() -> std::time::Duration {
+    let s = std::env::var(START_TIMEOUT)
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+        .unwrap_or(60);
+    std::time::Duration::from_secs(s)
+}
+
+/// The segment directory (`SHMPI_SHM_DIR`, default /dev/shm).
+pub fn shm_dir() -> PathBuf {
+    std::env::var_os(SHM_DIR)
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(DEFAULT_SHM_DIR))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn contract_round_trips_through_env_pairs() {
+        let c = JobContract {
+            job_id: 0xabc,
+            rank: 2,
+            size: 4,
+            segment: PathBuf::from("/dev/shm/x"),
+            ring_size: 65536,
+            cpu: Some(1),
+        };
+        let pairs = c.to_env();
+        assert!(pairs.contains(&(JOB_ID, "abc".to_string())));
+        assert!(pairs.contains(&(CPU, "1".to_string())));
+    }
+}

@@ -1,0 +1,275 @@
+//! The launcher side: create the segment, start the ranks, supervise them,
+//! pass on signals and exit codes, clean up.
+
+use super::env::{self, JobContract};
+use crate::shm::{os, segment_path, RankState, Segment, SegmentSpec};
+use crate::sync::Ordering;
+use std::io::{BufRead, BufReader, Write};
+use std::path::PathBuf;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+/// How long ranks get between SIGTERM and SIGKILL when the job is torn
+/// down.
+pub const GRACE: Duration = Duration::from_millis(1000);
+/// How often the launcher looks at its children.
+const POLL: Duration = Duration::from_millis(2);
+
+/// The shape of the segment, computed by the caller from the transport's
+/// layout (the job layer does not know it).
+#[derive(Clone, Copy, Debug)]
+pub struct SegmentShape {
+    /// Total bytes.
+    pub size: u64,
+    /// The layout digest.
+    pub layout_digest: u64,
+    /// The ring capacity the ranks will compute the same layout from.
+    pub ring_size: usize,
+}
+
+/// What to launch.
+#[derive(Clone, Debug)]
+pub struct JobSpec {
+    /// Ranks.
+    pub nranks: usize,
+    /// Program and its arguments.
+    pub program: String,
+    /// Arguments.
+    pub args: Vec<String>,
+    /// Prefix each output line with `[rank] `.
+    pub tag_output: bool,
+    /// Extra environment: `(NAME, Some(value))` sets, `(NAME, None)` passes
+    /// the launcher's own value.
+    pub env: Vec<(String, Option<String>)>,
+    /// CPU for each rank (rank i gets `cpus[i % len]`), if pinning.
+    pub cpus: Vec<usize>,
+    /// Directory for the segment.
+    pub shm_dir: PathBuf,
+}
+
+/// How the job ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct JobOutcome {
+    /// The exit code for the launcher: 0, the first nonzero code, or
+    /// 128 + signal for a rank killed by a signal.
+    pub code: i32,
+    /// A message naming the rank that failed and how, if one did.
+    pub failure: Option<String>,
+}
+
+fn status_code(st: ExitStatus) -> i32 {
+    use std::os::unix::process::ExitStatusExt;
+    match (st.code(), st.signal()) {
+        (Some(c), _) => c,
+        (None, Some(s)) => 128 + s,
+        _ => 1,
+    }
+}
+
+fn describe(rank: usize, st: ExitStatus, state: RankState, abort_code: i32) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    if state == RankState::Aborted {
+        return format!("rank {rank} called abort with error code {abort_code}");
+    }
+    match (st.code(), st.signal()) {
+        (_, Some(s)) => format!("rank {rank} was killed by {}", os::signal_name(s)),
+        (Some(0), _) if state == RankState::Running => {
+            format!("rank {rank} exited without calling finalize")
+        }
+        (Some(0), _) => format!("rank {rank} exited before joining the job"),
+        (Some(c), _) => format!("rank {rank} exited with code {c}"),
+        _ => format!("rank {rank} ended abnormally"),
+    }
+}
+
+fn forward(rank: usize, tag: &'static str, src: impl std::io::Read + Send + 'static, err: bool) {
+    let _ = tag;
+    std::thread::spawn(move || {
+        let mut r = BufReader::new(src);
+        let mut line = Vec::new();
+        loop {
+            line.clear();
+            match r.read_until(b'\n', &mut line) {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {
+                    let mut out: Box<dyn Write> = if err {
+                        Box::new(std::io::stderr().lock())
+                    } else {
+                        Box::new(std::io::stdout().lock())
+                    };
+                    let _ = write!(out, "[{rank}] ");
+                    let _ = out.write_all(&line);
+                    if !line.ends_with(b"\n") {
+                        let _ = out.write_all(b"\n");
+                    }
+                    let _ = out.flush();
+                }
+            }
+        }
+    });
+}
+
+fn job_id() -> u64 {
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    let mut x = t ^ ((std::process::id() as u64) << 32) ^ 0x9e37_79b9_7f4a_7c15;
+    // splitmix64 finaliser: spreads the bits so ids do not look sequential.
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
+}
+
+/// Runs a job to its end and reports how it ended. Errors before any rank
+/// starts (no space for the segment, a program that cannot be started) are
+/// returned as `Err` with a message.
+///
+/// # Errors
+/// A message for the user when the job cannot start.
+pub fn run(spec: &JobSpec, shape: SegmentShape) -> Result<JobOutcome, String> {
+    os::capture_termination_signals();
+    os::ignore_sigxfsz();
+    let job = job_id();
+    let path = segment_path(&spec.shm_dir, job);
+    let seg_spec = SegmentSpec {
+        size: shape.size,
+        layout_digest: shape.layout_digest,
+        nranks: spec.nranks as u32,
+        job_id: job,
+    };
+    let seg = Segment::create(&path, seg_spec).map_err(|e| format!("shmpiexec: {e}"))?;
+    let mut children: Vec<Option<Child>> = Vec::with_capacity(spec.nranks);
+    for rank in 0..spec.nranks {
+        let contract = JobContract {
+            job_id: job,
+            rank,
+            size: spec.nranks,
+            segment: path.clone(),
+            ring_size: shape.ring_size,
+            cpu: (!spec.cpus.is_empty()).then(|| spec.cpus[rank % spec.cpus.len()]),
+        };
+        let mut cmd = Command::new(&spec.program);
+        cmd.args(&spec.args);
+        for (k, v) in &spec.env {
+            match v {
+                Some(v) => cmd.env(k, v),
+                None => match std::env::var_os(k) {
+                    Some(v) => cmd.env(k, v),
+                    None => cmd.env_remove(k),
+                },
+            };
+        }
+        cmd.env_remove(env::CPU);
+        for (k, v) in contract.to_env() {
+            cmd.env(k, v);
+        }
+        if spec.tag_output {
+            cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+        }
+        match cmd.spawn() {
+            Ok(mut child) => {
+                if spec.tag_output {
+                    if let Some(o) = child.stdout.take() {
+                        forward(rank, "stdout", o, false);
+                    }
+                    if let Some(e) = child.stderr.take() {
+                        forward(rank, "stderr", e, true);
+                    }
+                }
+                children.push(Some(child));
+            }
+            Err(e) => {
+                let msg = format!("shmpiexec: cannot start {}: {e}", spec.program);
+                terminate(&mut children, &seg);
+                return Err(msg);
+            }
+        }
+    }
+    Ok(supervise(spec.nranks, &mut children, &seg))
+}
+
+fn supervise(n: usize, children: &mut [Option<Child>], seg: &Segment) -> JobOutcome {
+    let mut outcome = JobOutcome {
+        code: 0,
+        failure: None,
+    };
+    let mut live = n;
+    while live > 0 {
+        if let Some(sig) = os::take_signal() {
+            for c in children.iter().flatten() {
+                os::send_signal(c.id(), sig);
+            }
+            if outcome.failure.is_none() {
+                outcome.failure = Some(format!("shmpiexec: got {}, passed it on to the ranks", os::signal_name(sig)));
+                outcome.code = 128 + sig;
+            }
+        }
+        // SYNC(job.start): Acquire; once every rank is in, the name is no
+        // longer needed: unlinking now leaves nothing behind even if the
+        // launcher itself is killed later.
+        if seg.header().attached().load(Ordering::Acquire) as usize >= n {
+            seg.unlink();
+        }
+        let mut failed = false;
+        for (rank, slot) in children.iter_mut().enumerate() {
+            let Some(child) = slot.as_mut() else { continue };
+            let Ok(Some(st)) = child.try_wait() else {
+                continue;
+            };
+            *slot = None;
+            live -= 1;
+            let cb = seg.control(rank);
+            let state = cb.state();
+            let code = status_code(st);
+            // SYNC(job.start): Acquire, as above.
+            let others_in = seg.header().attached().load(Ordering::Acquire) > 0;
+            let clean = code == 0
+                && (state == RankState::Finalized || (state == RankState::Empty && !others_in));
+            if !clean && outcome.failure.is_none() {
+                outcome.failure = Some(describe(rank, st, state, cb.exit_code()));
+                outcome.code = if code == 0 { 1 } else { code };
+                failed = true;
+            }
+        }
+        if failed {
+            terminate(children, seg);
+            break;
+        }
+        if live > 0 {
+            std::thread::sleep(POLL);
+        }
+    }
+    seg.unlink();
+    outcome
+}
+
+/// SIGTERM to every live rank, SIGKILL after [`GRACE`], then reap them.
+fn terminate(children: &mut [Option<Child>], seg: &Segment) {
+    seg.unlink();
+    for c in children.iter().flatten() {
+        os::send_signal(c.id(), libc::SIGTERM);
+    }
+    let deadline = Instant::now() + GRACE;
+    loop {
+        let mut live = 0;
+        for slot in children.iter_mut() {
+            if let Some(c) = slot.as_mut() {
+                match c.try_wait() {
+                    Ok(Some(_)) | Err(_) => *slot = None,
+                    Ok(None) => live += 1,
+                }
+            }
+        }
+        if live == 0 {
+            return;
+        }
+        if Instant::now() >= deadline {
+            for c in children.iter_mut().flatten() {
+                let _ = c.kill();
+                let _ = c.wait();
+            }
+            return;
+        }
+        std::thread::sleep(POLL);
+    }
+}

@@ -1,0 +1,544 @@
+//! The matching engine: posted and unexpected queues, request slots, and
+//! the handler that the transport's progress calls for every frame.
+//!
+//! Order rules (MPI 4.1 §3.5): a message is matched, when its first
+//! fragment arrives, against posted receives in the order they were
+//! posted; a new receive is matched against unexpected messages in the
+//! order they arrived. Frames from one peer arrive in send order (one SPSC
+//! ring per pair), so two messages from one sender on one communicator
+//! never overtake each other.
+
+use super::envelope::{FrameKind, Header, ANY_SOURCE};
+use super::status::Status;
+use crate::error::{Error, ErrorClass, ErrorStatus, Result};
+use crate::transport::{Incoming, OutMsg, Sent, Sleeper, Ticket, Transport};
+use std::collections::{HashMap, VecDeque};
+
+/// Frames handled per progress call and ring before moving on.
+pub const POLL_BUDGET: usize = 64;
+
+/// Index of a request slot.
+pub type SlotId = usize;
+
+#[derive(Debug)]
+enum SlotState {
+    Free,
+    /// A receive waiting in the posted queue.
+    Posted { ctx: u32, src: i32, tag: i32 },
+    /// A receive (or matched probe) taking a message's fragments.
+    Filling { status: Status },
+    /// A receive that has its whole message (maybe truncated).
+    Done { status: Status },
+    /// A send whose rest is queued in the transport.
+    Queued(Ticket),
+    /// A synchronous send waiting for its ack (and maybe queued too).
+    AwaitAck { ticket: Option<Ticket> },
+    /// A send that is complete.
+    Sent,
+}
+
+#[derive(Debug)]
+struct Slot {
+    state: SlotState,
+    /// Receive capacity in bytes (the user's buffer length).
+    cap: usize,
+    /// Received bytes (kept between uses so small receives do not
+    /// allocate).
+    buf: Vec<u8>,
+    /// The handle was dropped: free the slot when the operation completes.
+    orphan: bool,
+}
+
+#[derive(Debug)]
+struct Unexpected {
+    id: u64,
+    hdr: Header,
+    peer: usize,
+    total: usize,
+    data: Vec<u8>,
+    complete: bool,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Inbound {
+    Idle,
+    Slot(SlotId),
+    Unexpected(u64),
+}
+
+/// Everything but the transport, so the transport's poll can borrow it.
+#[derive(Debug)]
+struct Matcher {
+    me: usize,
+    slots: Vec<Slot>,
+    free: Vec<SlotId>,
+    posted: VecDeque<SlotId>,
+    unexpected: VecDeque<Unexpected>,
+    next_unexpected: u64,
+    inbound: Vec<Inbound>,
+    /// Acks to send: (world peer, ctx, token).
+    acks: Vec<(usize, u32, u32)>,
+    /// Synchronous sends by token.
+    awaiting: HashMap<u32, SlotId>,
+    next_token: u32,
+}
+
+/// The point-to-point engine of one process.
+#[derive(Debug)]
+pub struct Engine {
+    t: Transport,
+    m: Matcher,
+}
+
+impl Matcher {
+    fn alloc(&mut self, state: SlotState, cap: usize) -> SlotId {
+        if let Some(id) = self.free.pop() {
+            let s = &mut self.slots[id];
+            s.state = state;
+            s.cap = cap;
+            s.buf.clear();
+            s.orphan = false;
+            id
+        } else {
+            self.slots.push(Slot {
+                state,
+                cap,
+                buf: Vec::new(),
+                orphan: false,
+            });
+            self.slots.len() - 1
+        }
+    }
+
+    fn release(&mut self, id: SlotId) {
+        let s = &mut self.slots[id];
+        s.state = SlotState::Free;
+        if s.buf.capacity() > 1 << 20 {
+            s.buf = Vec::new();
+        }
+        self.free.push(id);
+    }
+
+    fn complete_recv(&mut self, id: SlotId) {
+        let s = &mut self.slots[id];
+        if let SlotState::Filling { status } = s.state {
+            s.state = SlotState::Done { status };
+        }
+        if s.orphan {
+            self.release(id);
+        }
+    }
+
+    fn complete_send(&mut self, id: SlotId) {
+        self.slots[id].state = SlotState::Sent;
+        if self.slots[id].orphan {
+            self.release(id);
+        }
+    }
+
+    /// Starts delivering a message into receive slot `id`.
+    fn start_into(&mut self, id: SlotId, hdr: &Header, peer: usize, total: usize, data: &[u8]) {
+        let s = &mut self.slots[id];
+        s.state = SlotState::Filling {
+            status: Status {
+                source: hdr.src as i32,
+                tag: hdr.tag,
+                bytes: total,
+            },
+        };
+        s.buf.clear();
+        let keep = data.len().min(s.cap);
+        if total > data.len() {
+            s.buf.reserve(total.min(s.cap));
+        }
+        s.buf.extend_from_slice(&data[..keep]);
+        if hdr.kind == FrameKind::Sync {
+            self.acks.push((peer, hdr.ctx, hdr.token));
+        }
+    }
+
+    fn on_frame(&mut self, inc: Incoming<'_>) {
+        if !inc.is_first() {
+            match self.inbound[inc.peer] {
+                Inbound::Slot(id) => {
+                    let s = &mut self.slots[id];
+                    let end = (inc.offset + inc.data.len()).min(s.cap);
+                    if end > inc.offset {
+                        s.buf.extend_from_slice(&inc.data[..end - inc.offset]);
+                    }
+                    if inc.is_last() {
+                        self.inbound[inc.peer] = Inbound::Idle;
+                        self.complete_recv(id);
+                    }
+                }
+                Inbound::Unexpected(uid) => {
+                    let u = self
+                        .unexpected
+                        .iter_mut()
+                        .rev()
+                        .find(|u| u.id == uid)
+                        .expect("an in-flight unexpected message stays queued");
+                    u.data.extend_from_slice(inc.data);
+                    if inc.is_last() {
+                        u.complete = true;
+                        self.inbound[inc.peer] = Inbound::Idle;
+                    }
+                }
+                Inbound::Idle => unreachable!("fragment without a first fragment"),
+            }
+            return;
+        }
+        let hdr = Header::unpack(&inc.envelope);
+        if hdr.kind == FrameKind::Ack {
+            if let Some(id) = self.awaiting.remove(&(hdr.tag as u32)) {
+                match self.slots[id].state {
+                    SlotState::AwaitAck { ticket: Some(t) } => {
+                        self.slots[id].state = SlotState::Queued(t);
+                    }
+                    _ => self.complete_send(id),
+                }
+            }
+            return;
+        }
+        self.arrive(hdr, inc.peer, inc.total, inc.data, inc.is_last());
+    }
+
+    /// A message's first bytes arrived (from a ring or from this process).
+    fn arrive(&mut self, hdr: Header, peer: usize, total: usize, data: &[u8], last: bool) {
+        let hit = self.posted.iter().position(|&id| match self.slots[id].state {
+            SlotState::Posted { ctx, src, tag } => hdr.matches(ctx, src, tag),
+            _ => false,
+        });
+        if let Some(pos) = hit {
+            let id = self.posted.remove(pos).expect("position is valid");
+            self.start_into(id, &hdr, peer, total, data);
+            if last {
+                self.complete_recv(id);
+            } else {
+                self.inbound[peer] = Inbound::Slot(id);
+            }
+            return;
+        }
+        let id = self.next_unexpected;
+        self.next_unexpected += 1;
+        let mut buf = Vec::with_capacity(total);
+        buf.extend_from_slice(data);
+        self.unexpected.push_back(Unexpected {
+            id,
+            hdr,
+            peer,
+            total,
+            data: buf,
+            complete: last,
+        });
+        if !last {
+            self.inbound[peer] = Inbound::Unexpected(id);
+        }
+    }
+
+    /// The first unexpected message matching, in arrival order.
+    fn find_unexpected(&self, ctx: u32, src: i32, tag: i32) -> Option<usize> {
+        self.unexpected
+            .iter()
+            .position(|u| u.hdr.matches(ctx, src, tag))
+    }
+
+    /// Moves unexpected message `pos` into slot `id` (a receive or a
+    /// matched probe), redirecting its remaining fragments there.
+    fn claim(&mut self, pos: usize, id: SlotId) {
+        let u = self.unexpected.remove(pos).expect("position is valid");
+        let s = &mut self.slots[id];
+        let keep = u.data.len().min(s.cap);
+        s.buf.clear();
+        s.buf.extend_from_slice(&u.data[..keep]);
+        s.state = SlotState::Filling {
+            status: Status {
+                source: u.hdr.src as i32,
+                tag: u.hdr.tag,
+                bytes: u.total,
+            },
+        };
+        if u.hdr.kind == FrameKind::Sync {
+            self.acks.push((u.peer, u.hdr.ctx, u.hdr.token));
+        }
+        if u.complete {
+            self.complete_recv(id);
+        } else {
+            self.inbound[u.peer] = Inbound::Slot(id);
+        }
+    }
+}
+
+/// What [`Engine::start_send`] left to do.
+#[derive(Debug)]
+pub enum SendStart {
+    /// Complete (the data is in the ring, or delivered locally).
+    Done,
+    /// Still in progress: resume with [`Engine::resume_send`] from the same
+    /// buffer, or hand over with [`Engine::queue_send`].
+    Partial(OutMsg),
+}
+
+impl Engine {
+    /// An engine over a transport.
+    pub fn new(t: Transport) -> Engine {
+        let n = t.size();
+        let me = t.rank();
+        Engine {
+            t,
+            m: Matcher {
+                me,
+                slots: Vec::new(),
+                free: Vec::new(),
+                posted: VecDeque::new(),
+                unexpected: VecDeque::new(),
+                next_unexpected: 0,
+                inbound: vec![Inbound::Idle; n],
+                acks: Vec::new(),
+                awaiting: HashMap::new(),
+                next_token: 0,
+            },
+        }
+    }
+
+    /// This process's world rank.
+    pub fn world_rank(&self) -> usize {
+        self.m.me
+    }
+
+    /// The transport below.
+    pub fn transport(&self) -> &Transport {
+        &self.t
+    }
+
+    /// One bounded round of progress: queued sends, incoming frames,
+    /// acks. Returns the work done.
+    pub fn progress(&mut self) -> usize {
+        let m = &mut self.m;
+        let mut work = self.t.poll(POLL_BUDGET, &mut |inc| m.on_frame(inc));
+        work += self.flush_acks();
+        work += self.reap_queued();
+        work
+    }
+
+    fn flush_acks(&mut self) -> usize {
+        let n = self.m.acks.len();
+        for (peer, ctx, token) in std::mem::take(&mut self.m.acks) {
+            let hdr = Header {
+                ctx,
+                src: 0,
+                tag: token as i32,
+                kind: FrameKind::Ack,
+                token: 0,
+            };
+            if peer == self.m.me {
+                if let Some(id) = self.m.awaiting.remove(&token) {
+                    self.m.complete_send(id);
+                }
+                continue;
+            }
+            if let Sent::Partial(out) = self.t.send(peer, &hdr.pack(), &[]) {
+                let _ = self.t.enqueue(out, &[]);
+            }
+        }
+        n
+    }
+
+    fn reap_queued(&mut self) -> usize {
+        let mut n = 0;
+        for id in 0..self.m.slots.len() {
+            if let SlotState::Queued(t) = self.m.slots[id].state {
+                if self.t.is_done(t) {
+                    self.m.complete_send(id);
+                    n += 1;
+                }
+            }
+        }
+        n
+    }
+
+    /// A sleeper for the wait ladder's last rung.
+    pub fn sleeper(&self) -> Sleeper {
+        self.t.sleeper()
+    }
+
+    /// Starts sending `data` from this process to world rank `dest`.
+    /// `sync` makes it a synchronous send whose completion needs the
+    /// receiver's match (returned as a slot to wait on).
+    pub fn start_send(
+        &mut self,
+        ctx: u32,
+        src: u32,
+        dest: usize,
+        tag: i32,
+        data: &[u8],
+        sync: bool,
+    ) -> (SendStart, Option<SlotId>) {
+        let mut hdr = Header {
+            ctx,
+            src,
+            tag,
+            kind: FrameKind::Data,
+            token: 0,
+        };
+        let ack_slot = sync.then(|| {
+            let token = self.m.next_token & 0x00ff_ffff;
+            self.m.next_token = self.m.next_token.wrapping_add(1);
+            hdr.kind = FrameKind::Sync;
+            hdr.token = token;
+            let id = self.m.alloc(SlotState::AwaitAck { ticket: None }, 0);
+            self.m.awaiting.insert(token, id);
+            id
+        });
+        if dest == self.m.me {
+            let me = self.m.me;
+            self.m.arrive(hdr, me, data.len(), data, true);
+            self.flush_acks();
+            return (SendStart::Done, ack_slot);
+        }
+        match self.t.send(dest, &hdr.pack(), data) {
+            Sent::Done => (SendStart::Done, ack_slot),
+            Sent::Partial(o) => (SendStart::Partial(o), ack_slot),
+        }
+    }
+
+    /// Continues a partial send from its buffer; true when complete.
+    pub fn resume_send(&mut self, out: &mut OutMsg, data: &[u8]) -> bool {
+        self.t.resume(out, data)
+    }
+
+    /// Hands the rest of a partial send to the transport's queue (copying
+    /// it) and returns a slot that completes when it is all in the ring.
+    /// With `ack_slot`, the synchronous send's slot tracks both.
+    pub fn queue_send(&mut self, out: OutMsg, data: &[u8], ack_slot: Option<SlotId>) -> SlotId {
+        let ticket = self.t.enqueue(out, data);
+        match ack_slot {
+            Some(id) => {
+                if let SlotState::AwaitAck { ticket: t } = &mut self.m.slots[id].state {
+                    *t = Some(ticket);
+                } else {
+                    // Acked already (possible only for local sends).
+                    self.m.slots[id].state = SlotState::Queued(ticket);
+                }
+                id
+            }
+            None => self.m.alloc(SlotState::Queued(ticket), 0),
+        }
+    }
+
+    /// A slot for a send that is already complete.
+    pub fn sent_slot(&mut self) -> SlotId {
+        self.m.alloc(SlotState::Sent, 0)
+    }
+
+    /// Posts a receive of at most `cap` bytes. If an unexpected message
+    /// matches, it is taken at once.
+    pub fn post_recv(&mut self, ctx: u32, src: i32, tag: i32, cap: usize) -> SlotId {
+        let id = self.m.alloc(SlotState::Posted { ctx, src, tag }, cap);
+        if let Some(pos) = self.m.find_unexpected(ctx, src, tag) {
+            self.m.claim(pos, id);
+            self.flush_acks();
+        } else {
+            self.m.posted.push_back(id);
+        }
+        id
+    }
+
+    /// The envelope of the first matching unexpected message, if any.
+    pub fn iprobe(&self, ctx: u32, src: i32, tag: i32) -> Option<Status> {
+        let pos = self.m.find_unexpected(ctx, src, tag)?;
+        let u = &self.m.unexpected[pos];
+        Some(Status {
+            source: u.hdr.src as i32,
+            tag: u.hdr.tag,
+            bytes: u.total,
+        })
+    }
+
+    /// Takes the first matching unexpected message out of the queue (a
+    /// matched probe): only [`finish_recv`](Self::finish_recv) on the
+    /// returned slot can receive it.
+    pub fn improbe(&mut self, ctx: u32, src: i32, tag: i32) -> Option<(SlotId, Status)> {
+        let pos = self.m.find_unexpected(ctx, src, tag)?;
+        let st = {
+            let u = &self.m.unexpected[pos];
+            Status {
+                source: u.hdr.src as i32,
+                tag: u.hdr.tag,
+                bytes: u.total,
+            }
+        };
+        let id = self.m.alloc(SlotState::Posted { ctx, src, tag }, usize::MAX);
+        self.m.claim(pos, id);
+        self.flush_acks();
+        Some((id, st))
+    }
+
+    /// Whether slot `id`'s operation is complete.
+    pub fn is_complete(&self, id: SlotId) -> bool {
+        matches!(
+            self.m.slots[id].state,
+            SlotState::Done { .. } | SlotState::Sent
+        )
+    }
+
+    /// Finishes a completed receive: copies its bytes into `dst`, frees
+    /// the slot, and reports truncation as MPI does (the message is
+    /// consumed; the error carries its envelope and full length).
+    ///
+    /// # Errors
+    /// `Truncate` when the message was longer than `dst`.
+    pub fn finish_recv(&mut self, id: SlotId, dst: &mut [u8]) -> Result<Status> {
+        let SlotState::Done { status } = self.m.slots[id].state else {
+            return Err(Error::new(ErrorClass::Intern, "receive finished before completion"));
+        };
+        let s = &self.m.slots[id];
+        let n = s.buf.len().min(dst.len());
+        dst[..n].copy_from_slice(&s.buf[..n]);
+        self.m.release(id);
+        if status.bytes > dst.len() {
+            return Err(Error::new(
+                ErrorClass::Truncate,
+                format!(
+                    "message of {} bytes from rank {} (tag {}) does not fit the {}-byte receive buffer",
+                    status.bytes,
+                    status.source,
+                    status.tag,
+                    dst.len()
+                ),
+            )
+            .with_status(ErrorStatus {
+                source: status.source,
+                tag: status.tag,
+                bytes: status.bytes,
+            }));
+        }
+        Ok(status)
+    }
+
+    /// Frees a completed send's slot.
+    pub fn finish_send(&mut self, id: SlotId) {
+        self.m.release(id);
+    }
+
+    /// The handle of slot `id` is gone: cancel a posted receive, or let the
+    /// operation finish in the background and free the slot then.
+    pub fn orphan(&mut self, id: SlotId) {
+        match self.m.slots[id].state {
+            SlotState::Posted { .. } => {
+                if let Some(pos) = self.m.posted.iter().position(|&p| p == id) {
+                    self.m.posted.remove(pos);
+                }
+                self.m.release(id);
+            }
+            SlotState::Done { .. } | SlotState::Sent => self.m.release(id),
+            SlotState::Free => {}
+            _ => self.m.slots[id].orphan = true,
+        }
+    }
+
+    /// Whether `src` is a valid receive source for a context of `size`.
+    pub fn valid_source(src: i32, size: usize) -> bool {
+        src == ANY_SOURCE || (src >= 0 && (src as usize) < size)
+    }
+}

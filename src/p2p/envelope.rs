@@ -1,0 +1,114 @@
+//! The MPI envelope: (context id, source, tag), the one match rule, and its
+//! packing into the transport's 16 opaque bytes.
+//!
+//! ```text
+//! bytes 0..4   context id (u32)
+//! bytes 4..8   source: the sender's rank in the communicator (u32)
+//! bytes 8..12  tag (i32); for an ack frame: the ssend token
+//! bytes 12..16 flags: bits 0..8 kind (0 data, 1 synchronous data,
+//!              2 ack of a synchronous send); bits 8..32 the ssend token
+//! ```
+
+use crate::transport::Envelope;
+
+/// Wildcard source for receives and probes (`MPI_ANY_SOURCE`).
+pub const ANY_SOURCE: i32 = -1;
+/// Wildcard tag for receives and probes (`MPI_ANY_TAG`).
+pub const ANY_TAG: i32 = -1;
+/// The null process: sends and receives to it complete at once
+/// (`MPI_PROC_NULL`).
+pub const PROC_NULL: i32 = -2;
+/// The largest valid tag (`MPI_TAG_UB`).
+pub const TAG_UB: i32 = i32::MAX;
+
+/// What a frame carries, from p2p's point of view.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FrameKind {
+    /// A standard-mode message.
+    Data,
+    /// A synchronous-mode message: the receiver acks when it matches.
+    Sync,
+    /// The ack of a synchronous message.
+    Ack,
+}
+
+/// A decoded envelope.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Header {
+    /// Context id.
+    pub ctx: u32,
+    /// Sender's rank in the communicator.
+    pub src: u32,
+    /// Tag.
+    pub tag: i32,
+    /// Kind.
+    pub kind: FrameKind,
+    /// Token of a synchronous send (Sync and Ack).
+    pub token: u32,
+}
+
+impl Header {
+    /// Packs into the transport envelope.
+    pub fn pack(&self) -> Envelope {
+        let mut b = [0u8; 16];
+        b[0..4].copy_from_slice(&self.ctx.to_le_bytes());
+        b[4..8].copy_from_slice(&self.src.to_le_bytes());
+        b[8..12].copy_from_slice(&self.tag.to_le_bytes());
+        let kind = match self.kind {
+            FrameKind::Data => 0u32,
+            FrameKind::Sync => 1,
+            FrameKind::Ack => 2,
+        };
+        b[12..16].copy_from_slice(&(kind | (self.token << 8)).to_le_bytes());
+        Envelope(b)
+    }
+
+    /// Unpacks a transport envelope.
+    pub fn unpack(e: &Envelope) -> Header {
+        let w = |i: usize| u32::from_le_bytes(e.0[i..i + 4].try_into().expect("4 bytes"));
+        let flags = w(12);
+        Header {
+            ctx: w(0),
+            src: w(4),
+            tag: w(8) as i32,
+            kind: match flags & 0xff {
+                1 => FrameKind::Sync,
+                2 => FrameKind::Ack,
+                _ => FrameKind::Data,
+            },
+            token: flags >> 8,
+        }
+    }
+
+    /// Whether a receive for (`ctx`, `src`, `tag`), wildcards allowed,
+    /// takes this message: the one match rule of MPI 4.1 §3.5.
+    #[inline]
+    pub fn matches(&self, ctx: u32, src: i32, tag: i32) -> bool {
+        self.ctx == ctx
+            && (src == ANY_SOURCE || src as u32 == self.src)
+            && (tag == ANY_TAG || tag == self.tag)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn header_round_trips_and_wildcards_match() {
+        let h = Header {
+            ctx: 7,
+            src: 3,
+            tag: 99,
+            kind: FrameKind::Sync,
+            token: 0x00ab_cdef,
+        };
+        assert_eq!(Header::unpack(&h.pack()), h);
+        assert!(h.matches(7, 3, 99));
+        assert!(h.matches(7, ANY_SOURCE, 99));
+        assert!(h.matches(7, 3, ANY_TAG));
+        assert!(!h.matches(8, 3, 99));
+        assert!(!h.matches(7, 2, 99));
+        assert!(!h.matches(7, 3, 98));
+    }
+}

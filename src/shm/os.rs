@@ -1,0 +1,73 @@
+//! The few process-level OS calls the launcher needs (signal capture,
+//! signalling a child), wrapped safely here so that `job` stays free of
+//! `unsafe`. They sit in `shm` because `shm` is the crate's OS boundary.
+
+use crate::sync::{AtomicU32, Ordering};
+
+/// The last terminating signal received (0 if none).
+static CAUGHT: AtomicU32 = AtomicU32::new(0);
+
+extern "C" fn on_signal(sig: libc::c_int) {
+    // Relaxed: the launcher's poll loop reads it; no data hangs on it.
+    CAUGHT.store(sig as u32, Ordering::Relaxed);
+}
+
+/// Routes SIGINT, SIGTERM and SIGHUP to a flag read by [`take_signal`]
+/// instead of killing this process.
+pub fn capture_termination_signals() {
+    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        // SAFETY: an all-zero sigaction is valid; `on_signal` is an
+        // async-signal-safe `extern "C"` function (one atomic store).
+        let mut sa: libc::sigaction = unsafe { std::mem::zeroed() };
+        sa.sa_sigaction = on_signal as *const () as libc::sighandler_t;
+        sa.sa_flags = libc::SA_RESTART;
+        // SAFETY: `sa` is initialised; a null old-action pointer is allowed.
+        unsafe { libc::sigaction(sig, &sa, std::ptr::null_mut()) };
+    }
+}
+
+/// The signal caught since the last call, if any.
+pub fn take_signal() -> Option<i32> {
+    // Relaxed: see `on_signal`.
+    match CAUGHT.swap(0, Ordering::Relaxed) {
+        0 => None,
+        s => Some(s as i32),
+    }
+}
+
+/// Sends `sig` to process `pid`; errors (already gone) are ignored.
+pub fn send_signal(pid: u32, sig: i32) {
+    if pid == 0 || pid > i32::MAX as u32 {
+        return;
+    }
+    // SAFETY: kill(2) takes plain integers; a positive pid names one
+    // process (never a group).
+    unsafe { libc::kill(pid as libc::pid_t, sig) };
+}
+
+/// Ignores SIGXFSZ so that exceeding RLIMIT_FSIZE is an EFBIG error, not a
+/// core dump.
+pub fn ignore_sigxfsz() {
+    // SAFETY: setting a signal to SIG_IGN has no preconditions.
+    unsafe { libc::signal(libc::SIGXFSZ, libc::SIG_IGN) };
+}
+
+/// The name of signal `sig` ("SIGKILL"), or its number.
+pub fn signal_name(sig: i32) -> String {
+    let name = match sig {
+        libc::SIGHUP => "SIGHUP",
+        libc::SIGINT => "SIGINT",
+        libc::SIGQUIT => "SIGQUIT",
+        libc::SIGILL => "SIGILL",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGFPE => "SIGFPE",
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGPIPE => "SIGPIPE",
+        libc::SIGTERM => "SIGTERM",
+        libc::SIGXFSZ => "SIGXFSZ",
+        _ => return format!("signal {sig}"),
+    };
+    name.to_string()
+}

@@ -1,0 +1,545 @@
+//! Byte messages between the ranks of one job: the embeddable transport.
+//!
+//! Layer L2 (imports L0 and `shm`, `ring`). It knows nothing of MPI: a
+//! message is bytes plus a 16-byte opaque [`Envelope`] that the layer
+//! above fills (p2p puts context id, source and tag there).
+//!
+//! - One SPSC ring per ordered pair (sender → receiver), placed in the
+//!   receiver's region of the segment ([`layout`]).
+//! - A message that fits one frame goes whole (*sole*); a larger one goes
+//!   as a *first* fragment and *further* fragments, pipelined through the
+//!   ring while the receiver drains it. Frames of one message are never
+//!   interleaved with another message on the same ring, so per-pair order
+//!   is the send order.
+//! - A sender sets its bit in the receiver's pending bitmap after
+//!   publishing frames and rings the receiver's doorbell if it sleeps, so
+//!   the receiver's polling cost follows the busy peers, not all peers.
+//! - A send that does not fit is either resumed by the caller from its own
+//!   buffer ([`Transport::resume`]) or copied into a per-peer queue that
+//!   [`Transport::poll`] drains ([`Transport::enqueue`]).
+//!
+//! # Example
+//! ```no_run
+//! # fn demo(t: &mut shmpi::transport::Transport) {
+//! use shmpi::transport::{Envelope, Sent};
+//! let env = Envelope([7; 16]);
+//! if let Sent::Partial(out) = t.send(1, &env, b"hello") {
+//!     t.enqueue(out, b"hello");
+//! }
+//! t.poll(64, &mut |m| println!("{} bytes from {}", m.data.len(), m.peer));
+//! # }
+//! ```
+
+pub mod bytes;
+pub mod layout;
+pub mod wait;
+pub mod wire;
+
+pub use layout::{default_ring_capacity, Layout};
+pub use wait::{Rung, WaitPolicy, Waiter};
+pub use wire::{Envelope, WIRE_HEADER};
+
+use crate::ring::{self, Consumer, Producer, RingHeader, RingReserveError};
+use crate::shm::doorbell::{self, Kernel};
+use crate::shm::Segment;
+use crate::sync::{fence, Ordering};
+use std::collections::VecDeque;
+use std::ptr::NonNull;
+use std::sync::Arc;
+use std::time::Duration;
+use wire::Kind;
+
+/// Largest fragment of a pipelined message. `SHMPI_FRAGMENT_SIZE`
+/// overrides it (rounded to the ring's limit).
+pub const DEFAULT_FRAGMENT: usize = 64 << 10;
+
+/// One frame (or fragment) handed to [`Transport::poll`]'s handler.
+#[derive(Debug)]
+pub struct Incoming<'a> {
+    /// The sending rank.
+    pub peer: usize,
+    /// The sender's envelope.
+    pub envelope: Envelope,
+    /// Total length of the message this fragment belongs to.
+    pub total: usize,
+    /// Byte offset of `data` in the message.
+    pub offset: usize,
+    /// The bytes; valid only during the handler call.
+    pub data: &'a [u8],
+}
+
+impl Incoming<'_> {
+    /// Whether this is the first (or only) fragment of its message.
+    pub fn is_first(&self) -> bool {
+        self.offset == 0
+    }
+
+    /// Whether this fragment ends its message.
+    pub fn is_last(&self) -> bool {
+        self.offset + self.data.len() == self.total
+    }
+}
+
+/// The state of a message not yet fully in the ring.
+#[derive(Debug)]
+pub struct OutMsg {
+    peer: usize,
+    env: Envelope,
+    total: usize,
+    sent: usize,
+    /// Whether the first frame is in (a 0-byte message is one frame).
+    started: bool,
+}
+
+impl OutMsg {
+    /// Bytes already in the ring.
+    pub fn sent(&self) -> usize {
+        self.sent
+    }
+    /// Whether the whole message is in the ring.
+    pub fn is_complete(&self) -> bool {
+        self.started && self.sent == self.total
+    }
+    /// The destination rank.
+    pub fn peer(&self) -> usize {
+        self.peer
+    }
+}
+
+/// What [`Transport::send`] achieved.
+#[derive(Debug)]
+#[must_use]
+pub enum Sent {
+    /// The whole message is in the ring.
+    Done,
+    /// Part (maybe none) is in; continue with [`Transport::resume`] or
+    /// [`Transport::enqueue`].
+    Partial(OutMsg),
+}
+
+/// Identifies an enqueued message; see [`Transport::is_done`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Ticket {
+    peer: usize,
+    seq: u64,
+}
+
+#[derive(Debug)]
+struct Queued {
+    msg: OutMsg,
+    /// `data[0]` is byte `base` of the message.
+    base: usize,
+    data: Vec<u8>,
+    seq: u64,
+}
+
+#[derive(Debug)]
+struct Tx {
+    prod: Producer,
+    header_off: usize,
+    queue: VecDeque<Queued>,
+    next_seq: u64,
+    done_seq: u64,
+}
+
+/// A rank's transport endpoint set: rings to and from every peer.
+#[derive(Debug)]
+pub struct Transport {
+    seg: Arc<Segment>,
+    layout: Layout,
+    me: usize,
+    tx: Vec<Option<Tx>>,
+    rx: Vec<Option<Consumer>>,
+    /// Total length of the message whose fragments each peer is sending.
+    rx_total: Vec<usize>,
+    /// Pending bits this rank took from its bitmap but has not drained.
+    local: Vec<u64>,
+    words: usize,
+    fragment: usize,
+}
+
+fn ring_header(seg: &Segment, off: usize) -> NonNull<RingHeader> {
+    assert!(off + core::mem::size_of::<RingHeader>() <= seg.len());
+    assert_eq!(off % crate::sync::CACHE_LINE, 0);
+    // SAFETY: in bounds and aligned (asserted), inside the mapping.
+    NonNull::new(unsafe { seg.base().as_ptr().add(off) }.cast::<RingHeader>()).expect("non-null")
+}
+
+fn ring_data(seg: &Segment, off: usize, cap: usize) -> NonNull<u8> {
+    assert!(off + cap <= seg.len());
+    // SAFETY: in bounds (asserted), inside the mapping.
+    NonNull::new(unsafe { seg.base().as_ptr().add(off) }).expect("non-null")
+}
+
+impl Transport {
+    /// Prepares rank `me`'s side: reserves the region of rings it reads
+    /// (first touch from this process), initialises their headers and opens
+    /// their consumers. Rings it writes are opened on first send, after the
+    /// job's start barrier guarantees the peer initialised them.
+    ///
+    /// # Errors
+    /// When the segment's shape differs from `layout` or space cannot be
+    /// reserved.
+    pub fn new(seg: Arc<Segment>, layout: Layout, me: usize) -> crate::Result<Transport> {
+        use crate::error::{Error, ErrorClass};
+        if seg.len() != layout.size() || me >= layout.nranks() {
+            return Err(Error::new(
+                ErrorClass::Intern,
+                format!(
+                    "transport layout ({} bytes, {} ranks) does not fit segment ({} bytes) for rank {me}",
+                    layout.size(),
+                    layout.nranks(),
+                    seg.len()
+                ),
+            ));
+        }
+        let n = layout.nranks();
+        let (roff, rlen) = layout.receiver_region(me);
+        if rlen > 0 {
+            seg.reserve(roff, rlen)?;
+        }
+        let cap = layout.ring_capacity();
+        let owner: ring::Owner = seg.clone();
+        let mut rx = Vec::with_capacity(n);
+        for s in 0..n {
+            if s == me {
+                rx.push(None);
+                continue;
+            }
+            let (h, d) = layout.ring(s, me);
+            let hp = ring_header(&seg, h);
+            // SAFETY: `hp` points into this rank's reserved, zeroed region;
+            // no producer exists before the start barrier.
+            unsafe { hp.as_ref() }.init(cap as u64);
+            // SAFETY: header initialised above with `cap`, data is `cap`
+            // bytes in the reserved region, both live while `owner` (the
+            // segment) lives; this rank is the only consumer of ring s → me.
+            let c = unsafe { ring::consumer_at(hp, ring_data(&seg, d, cap), owner.clone()) }
+                .map_err(|e| Error::new(ErrorClass::Intern, e.to_string()))?;
+            rx.push(Some(c));
+        }
+        let frag_max = ring::max_payload(cap) - WIRE_HEADER;
+        let fragment = std::env::var("SHMPI_FRAGMENT_SIZE")
+            .ok()
+            .and_then(|v| v.parse::<usize>().ok())
+            .unwrap_or(DEFAULT_FRAGMENT)
+            .clamp(64, frag_max)
+            & !7;
+        Ok(Transport {
+            seg,
+            layout,
+            me,
+            tx: (0..n).map(|_| None).collect(),
+            rx,
+            rx_total: vec![0; n],
+            local: vec![0; n.div_ceil(64)],
+            words: n.div_ceil(64),
+            fragment,
+        })
+    }
+
+    /// This rank.
+    pub fn rank(&self) -> usize {
+        self.me
+    }
+
+    /// Ranks in the job.
+    pub fn size(&self) -> usize {
+        self.layout.nranks()
+    }
+
+    /// The segment.
+    pub fn segment(&self) -> &Arc<Segment> {
+        &self.seg
+    }
+
+    /// Largest payload sent as a single frame; larger messages are
+    /// fragmented.
+    pub fn fragment_size(&self) -> usize {
+        self.fragment
+    }
+
+    fn tx(&mut self, peer: usize) -> &mut Tx {
+        assert!(peer < self.size() && peer != self.me, "bad peer {peer}");
+        if self.tx[peer].is_none() {
+            let (h, d) = self.layout.ring(self.me, peer);
+            let cap = self.layout.ring_capacity();
+            let hp = ring_header(&self.seg, h);
+            let owner: ring::Owner = self.seg.clone();
+            // SAFETY: the peer initialised this header and reserved its
+            // region before the start barrier, which every transport user
+            // passes before sending; this rank is the only producer of ring
+            // me → peer; the segment outlives the handle via `owner`.
+            let prod = unsafe { ring::producer_at(hp, ring_data(&self.seg, d, cap), owner) }
+                .expect("layout gives valid rings");
+            self.tx[peer] = Some(Tx {
+                prod,
+                header_off: h,
+                queue: VecDeque::new(),
+                next_seq: 0,
+                done_seq: 0,
+            });
+        }
+        self.tx[peer].as_mut().expect("just made")
+    }
+
+    /// Sends `data` to `peer` if the ring has room, as far as it has room.
+    /// Messages to one peer leave in call order: while earlier messages
+    /// are queued, nothing of this one is sent.
+    ///
+    /// # Panics
+    /// If `peer` is this rank or out of range (the layer above checks).
+    #[inline]
+    pub fn send(&mut self, peer: usize, env: &Envelope, data: &[u8]) -> Sent {
+        let mut out = OutMsg {
+            peer,
+            env: *env,
+            total: data.len(),
+            sent: 0,
+            started: false,
+        };
+        if self.resume(&mut out, data) {
+            Sent::Done
+        } else {
+            Sent::Partial(out)
+        }
+    }
+
+    /// Continues `out` from `data` (the whole message, as first given).
+    /// Returns whether it is now wholly in the ring.
+    pub fn resume(&mut self, out: &mut OutMsg, data: &[u8]) -> bool {
+        let peer = out.peer;
+        let frag = self.fragment;
+        let tx = self.tx(peer);
+        if !tx.queue.is_empty() {
+            return false;
+        }
+        let pushed = push_frames(&mut tx.prod, out, data, 0, frag);
+        if pushed > 0 {
+            self.notify(peer);
+        }
+        out.is_complete()
+    }
+
+    /// Queues the rest of `out` (copying `data[out.sent..]`) to be sent by
+    /// [`poll`](Self::poll); returns a ticket for [`is_done`](Self::is_done).
+    pub fn enqueue(&mut self, out: OutMsg, data: &[u8]) -> Ticket {
+        let peer = out.peer;
+        let tx = self.tx(peer);
+        let seq = tx.next_seq;
+        tx.next_seq += 1;
+        let base = out.sent;
+        tx.queue.push_back(Queued {
+            data: data[base..].to_vec(),
+            base,
+            msg: out,
+            seq,
+        });
+        Ticket { peer, seq }
+    }
+
+    /// Whether the enqueued message `t` is wholly in the ring.
+    pub fn is_done(&self, t: Ticket) -> bool {
+        self.tx[t.peer].as_ref().is_none_or(|tx| tx.done_seq > t.seq)
+    }
+
+    /// Whether nothing is queued for `peer`.
+    pub fn is_idle(&self, peer: usize) -> bool {
+        self.tx
+            .get(peer)
+            .and_then(|t| t.as_ref())
+            .is_none_or(|t| t.queue.is_empty())
+    }
+
+    fn notify(&self, peer: usize) {
+        let cb = self.seg.control(peer);
+        // SYNC(pending): SeqCst RMW; the frames were published before it
+        // (Release stores, program order), and it pairs with the receiver's
+        // Acquire swap in `poll` and its SeqCst check before sleeping.
+        cb.pending(self.me / 64)
+            .fetch_or(1u64 << (self.me % 64), Ordering::SeqCst);
+        doorbell::ring(&Kernel, cb.doorbell());
+    }
+
+    /// Drains queued sends and up to `budget` incoming frames, calling
+    /// `handler` on each. Returns the work done (frames moved either way).
+    pub fn poll(&mut self, budget: usize, handler: &mut dyn FnMut(Incoming<'_>)) -> usize {
+        let mut work = self.drain_queues();
+        let me = self.me;
+        for w in 0..self.words {
+            let word = self.seg.control(me).pending(w);
+            // Relaxed peek first: an idle bitmap costs one load of a line
+            // that stays in this core's cache.
+            let mut bits = self.local[w];
+            if word.load(Ordering::Relaxed) != 0 {
+                // SYNC(pending): Acquire; pairs with the senders' SeqCst
+                // fetch_or in `notify`: their frames are visible now.
+                bits |= word.swap(0, Ordering::Acquire);
+            }
+            self.local[w] = 0;
+            while bits != 0 {
+                let b = bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                let peer = w * 64 + b;
+                let (n, more) = self.drain_ring(peer, budget, handler);
+                work += n;
+                if more {
+                    self.local[w] |= 1u64 << b;
+                }
+            }
+        }
+        work
+    }
+
+    fn drain_ring(
+        &mut self,
+        peer: usize,
+        budget: usize,
+        handler: &mut dyn FnMut(Incoming<'_>),
+    ) -> (usize, bool) {
+        let Some(c) = self.rx[peer].as_mut() else {
+            return (0, false);
+        };
+        let rx_total = &mut self.rx_total[peer];
+        let mut n = 0;
+        while n < budget {
+            let Some(f) = c.peek() else { break };
+            let bytes = f.bytes();
+            let (kind, word, envelope) =
+                wire::decode(bytes).expect("peer wrote a frame without a wire header");
+            let data = &bytes[WIRE_HEADER..];
+            let (total, offset) = match kind {
+                Kind::Sole => (data.len(), 0),
+                Kind::First => {
+                    *rx_total = word as usize;
+                    (word as usize, 0)
+                }
+                Kind::More => (*rx_total, word as usize),
+            };
+            handler(Incoming {
+                peer,
+                envelope,
+                total,
+                offset,
+                data,
+            });
+            f.release();
+            n += 1;
+        }
+        let more = c.has_frame();
+        if n > 0 {
+            // SYNC(doorbell): SeqCst fence after the Release of `head` in
+            // `release`, paired with a blocked producer's SeqCst store of
+            // SLEEPING and SeqCst load of `head` (`Sleeper::sleep`).
+            fence(Ordering::SeqCst);
+            doorbell::ring(&Kernel, self.seg.control(peer).doorbell());
+        }
+        (n, more)
+    }
+
+    fn drain_queues(&mut self) -> usize {
+        let mut work = 0;
+        let frag = self.fragment;
+        for peer in 0..self.tx.len() {
+            let Some(tx) = self.tx[peer].as_mut() else {
+                continue;
+            };
+            let mut pushed = 0;
+            while let Some(q) = tx.queue.front_mut() {
+                pushed += push_frames(&mut tx.prod, &mut q.msg, &q.data, q.base, frag);
+                if !q.msg.is_complete() {
+                    break;
+                }
+                tx.done_seq = q.seq + 1;
+                tx.queue.pop_front();
+            }
+            if pushed > 0 {
+                work += pushed;
+                self.notify(peer);
+            }
+        }
+        work
+    }
+
+    /// A lock-free view for sleeping until a peer publishes work for this
+    /// rank or frees room in a ring this rank is blocked on.
+    pub fn sleeper(&self) -> Sleeper {
+        let blocked = self
+            .tx
+            .iter()
+            .flatten()
+            .filter(|t| !t.queue.is_empty())
+            .map(|t| (t.header_off, t.prod.head_seen()))
+            .collect();
+        Sleeper {
+            seg: self.seg.clone(),
+            me: self.me,
+            words: self.words,
+            local: self.local.iter().any(|&b| b != 0),
+            blocked,
+        }
+    }
+}
+
+/// Pushes frames of `out` from `data` (whose byte 0 is message byte `base`)
+/// until done or the ring is full; returns frames pushed.
+fn push_frames(prod: &mut Producer, out: &mut OutMsg, data: &[u8], base: usize, frag: usize) -> usize {
+    let mut frames = 0;
+    while !out.is_complete() {
+        let (kind, word, len) = if !out.started && out.total <= frag {
+            (Kind::Sole, out.total as u64, out.total)
+        } else if !out.started {
+            (Kind::First, out.total as u64, frag)
+        } else {
+            (Kind::More, out.sent as u64, frag.min(out.total - out.sent))
+        };
+        let mut r = match prod.reserve(WIRE_HEADER + len) {
+            Ok(r) => r,
+            Err(RingReserveError::TooFewBytes(_)) => break,
+            Err(e @ RingReserveError::TooLarge(_)) => unreachable!("fragment exceeds ring: {e}"),
+        };
+        r.write(0, &wire::encode(kind, word, &out.env));
+        let from = out.sent - base;
+        r.write(WIRE_HEADER, &data[from..from + len]);
+        r.commit();
+        frames += 1;
+        out.sent += len;
+        out.started = true;
+    }
+    frames
+}
+
+/// Sleeps until this rank has work; see [`Transport::sleeper`].
+#[derive(Debug)]
+pub struct Sleeper {
+    seg: Arc<Segment>,
+    me: usize,
+    words: usize,
+    local: bool,
+    blocked: Vec<(usize, u64)>,
+}
+
+impl Sleeper {
+    fn has_work(&self) -> bool {
+        if self.local {
+            return true;
+        }
+        let cb = self.seg.control(self.me);
+        // SYNC(doorbell): SeqCst loads, the sleeper's half of the Dekker
+        // pairs (see `shm::doorbell`).
+        (0..self.words).any(|w| cb.pending(w).load(Ordering::SeqCst) != 0)
+            || self.blocked.iter().any(|&(off, seen)| {
+                // SAFETY: `off` came from the layout and lies in the mapping
+                // that `self.seg` keeps alive; headers are all atomics.
+                let h = unsafe { ring_header(&self.seg, off).as_ref() };
+                h.head_for_sleep() != seen
+            })
+    }
+
+    /// Sleeps on the doorbell for at most `timeout`, unless work is already
+    /// visible.
+    pub fn sleep(&self, timeout: Duration) {
+        let bell = self.seg.control(self.me).doorbell();
+        doorbell::sleep(&Kernel, bell, || self.has_work(), Some(timeout));
+    }
+}

@@ -1,0 +1,124 @@
+//! The wait ladder: spin, then yield, then sleep on the futex doorbell.
+//!
+//! A [`Waiter`] is used by a caller that loops "poll, check, pause". It
+//! spins with a PAUSE hint for a short time (the peer may answer within a
+//! cache-line round trip), then yields the core (other ranks may need it:
+//! tests run 8 ranks on 2 cores), then sleeps on this rank's doorbell until
+//! a peer publishes work or a timeout passes. Every pause is bounded; the
+//! caller owns the overall deadline.
+
+use std::time::{Duration, Instant};
+
+/// Default time spent spinning before yielding, when every rank has a
+/// core. `SHMPI_SPIN_US` overrides it.
+pub const DEFAULT_SPIN_US: u64 = 50;
+/// Default spin time when ranks outnumber cores.
+pub const DEFAULT_SPIN_US_OVERSUBSCRIBED: u64 = 2;
+/// Default time spent yielding before sleeping. `SHMPI_YIELD_US`
+/// overrides it.
+pub const DEFAULT_YIELD_US: u64 = 200;
+/// Longest single futex sleep; a safety net, not a protocol need.
+pub const MAX_SLEEP: Duration = Duration::from_millis(100);
+
+/// How long each rung of the ladder lasts.
+#[derive(Clone, Copy, Debug)]
+pub struct WaitPolicy {
+    /// Spinning phase.
+    pub spin: Duration,
+    /// Yielding phase (after spinning).
+    pub yield_for: Duration,
+}
+
+impl WaitPolicy {
+    /// The policy for a job of `nranks` ranks on this machine, with the
+    /// `SHMPI_SPIN_US` / `SHMPI_YIELD_US` overrides.
+    pub fn for_job(nranks: usize) -> WaitPolicy {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let spin_default = if nranks > cores {
+            DEFAULT_SPIN_US_OVERSUBSCRIBED
+        } else {
+            DEFAULT_SPIN_US
+        };
+        let us = |var: &str, d: u64| {
+            std::env::var(var)
+                .ok()
+                .and_then(|v| v.parse::<u64>().ok())
+                .unwrap_or(d)
+        };
+        WaitPolicy {
+            spin: Duration::from_micros(us("SHMPI_SPIN_US", spin_default)),
+            yield_for: Duration::from_micros(us("SHMPI_YIELD_US", DEFAULT_YIELD_US)),
+        }
+    }
+}
+
+/// What the next pause of a [`Waiter`] should be.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Rung {
+    /// Spin a little (done by the waiter).
+    Spin,
+    /// Yield the core (done by the waiter).
+    Yield,
+    /// Sleep on the doorbell for at most this long (done by the caller,
+    /// which knows what counts as work).
+    Sleep(Duration),
+}
+
+/// The state of one wait: where on the ladder it is.
+#[derive(Debug)]
+pub struct Waiter {
+    policy: WaitPolicy,
+    started: Option<Instant>,
+    rounds: u32,
+    in_spin: bool,
+}
+
+impl Waiter {
+    /// A fresh waiter.
+    pub fn new(policy: WaitPolicy) -> Waiter {
+        Waiter {
+            policy,
+            started: None,
+            rounds: 0,
+            in_spin: true,
+        }
+    }
+
+    /// Back to the bottom rung (call after useful work was done).
+    #[inline]
+    pub fn reset(&mut self) {
+        self.started = None;
+        self.rounds = 0;
+        self.in_spin = true;
+    }
+
+    /// Pauses by one step, spinning or yielding itself, or returns
+    /// `Rung::Sleep` for the caller to sleep on its doorbell. `deadline`
+    /// bounds the sleep.
+    #[inline]
+    pub fn pause(&mut self, deadline: Option<Instant>) -> Rung {
+        self.rounds = self.rounds.wrapping_add(1);
+        // While spinning, read the clock only every 64 rounds.
+        if self.in_spin && self.started.is_some() && self.rounds % 64 != 0 {
+            crate::sync::spin_hint();
+            return Rung::Spin;
+        }
+        let now = Instant::now();
+        let started = *self.started.get_or_insert(now);
+        let waited = now - started;
+        if waited < self.policy.spin {
+            crate::sync::spin_hint();
+            return Rung::Spin;
+        }
+        self.in_spin = false;
+        if waited < self.policy.spin + self.policy.yield_for {
+            std::thread::yield_now();
+            return Rung::Yield;
+        }
+        let mut t = MAX_SLEEP;
+        if let Some(d) = deadline {
+            t = t.min(d.saturating_duration_since(now));
+        }
+        Rung::Sleep(t)
+    }
+}

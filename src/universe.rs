@@ -1,0 +1,203 @@
+//! Initialisation and finalisation: the Rust entry point.
+//!
+//! Layer L6 (imports L0–L5 and `job`). [`init`] reads the job contract
+//! from the environment (or, when started without `shmpiexec`, makes a
+//! one-rank world with a private segment), attaches the segment, prepares
+//! the transport, meets the other ranks and returns the [`Universe`].
+#![forbid(unsafe_code)]
+
+use crate::comm::{Communicator, Process};
+use crate::error::{Error, ErrorClass, Result};
+use crate::job::{bootstrap, env, JobContract};
+use crate::p2p::{Context, Engine, Shared};
+use crate::shm::{segment_path, Segment};
+use crate::sync::{AtomicU32, Ordering};
+use crate::transport::{Layout, Transport, WaitPolicy};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// 0 never initialised, 1 initialised, 2 finalized.
+static STATE: AtomicU32 = AtomicU32::new(0);
+
+/// The thread support level (MPI 4.1 §11.2.1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Threading {
+    /// Only one thread.
+    Single,
+    /// Only the main thread calls.
+    Funneled,
+    /// Any thread, one at a time.
+    Serialized,
+    /// Any thread, concurrently.
+    Multiple,
+}
+
+/// An initialised process: the handle that owns the job's resources.
+/// Dropping it finalizes.
+#[derive(Debug)]
+pub struct Universe {
+    proc_: Arc<Process>,
+    seg: Arc<Segment>,
+    world: Communicator,
+    rank: usize,
+    start: Instant,
+    done: bool,
+}
+
+/// Initialises shmpi (`MPI_Init`).
+///
+/// # Errors
+/// `Other` when called twice or after finalize, or when the job contract
+/// or segment is broken; `NoMem` when the segment's space cannot be
+/// reserved.
+pub fn init() -> Result<Universe> {
+    // AcqRel: one winner among threads racing to initialise.
+    if STATE
+        .compare_exchange(0, 1, Ordering::AcqRel, Ordering::Acquire)
+        .is_err()
+    {
+        return Err(Error::new(
+            ErrorClass::Other,
+            "shmpi::init called twice (or after finalize): a process initialises once",
+        ));
+    }
+    match init_inner() {
+        Ok(u) => Ok(u),
+        Err(e) => {
+            // Relaxed: the failed init leaves nothing shared behind.
+            STATE.store(0, Ordering::Relaxed);
+            Err(e)
+        }
+    }
+}
+
+fn init_inner() -> Result<Universe> {
+    let (contract, seg, layout) = match JobContract::from_env() {
+        Some(c) => {
+            let c = c?;
+            bootstrap::bind(c.cpu)?;
+            let layout = Layout::new(c.size, c.ring_size)
+                .map_err(|m| Error::new(ErrorClass::Other, m))?;
+            let seg = bootstrap::attach(&c, layout.spec(c.job_id))?;
+            (c, seg, layout)
+        }
+        None => singleton()?,
+    };
+    let seg = Arc::new(seg);
+    let transport = Transport::new(seg.clone(), layout, contract.rank)?;
+    bootstrap::arrive(&seg, contract.rank, contract.size, env::start_timeout())?;
+    if contract.size == 1 {
+        seg.unlink();
+    }
+    let engine = Engine::new(transport);
+    let proc_ = Arc::new(Process::new(Shared::new(
+        engine,
+        WaitPolicy::for_job(contract.size),
+    )));
+    let world = Communicator::new(
+        proc_.clone(),
+        Context {
+            id: 0,
+            ranks: (0..contract.size).collect(),
+            rank: contract.rank,
+        },
+    );
+    Ok(Universe {
+        proc_,
+        seg,
+        world,
+        rank: contract.rank,
+        start: Instant::now(),
+        done: false,
+    })
+}
+
+/// A process started without the launcher is a world of one, with a
+/// private segment that is unlinked as soon as it is mapped.
+fn singleton() -> Result<(JobContract, Segment, Layout)> {
+    let layout = Layout::new(1, crate::transport::default_ring_capacity(1))
+        .map_err(|m| Error::new(ErrorClass::Intern, m))?;
+    let job_id = (std::process::id() as u64) << 32 | 0x5e1f;
+    let path = segment_path(&env::shm_dir(), job_id);
+    let seg = Segment::create(&path, layout.spec(job_id))?;
+    seg.unlink();
+    let c = JobContract {
+        job_id,
+        rank: 0,
+        size: 1,
+        segment: path,
+        ring_size: layout.ring_capacity(),
+        cpu: None,
+    };
+    Ok((c, seg, layout))
+}
+
+impl Universe {
+    /// The world communicator (`MPI_COMM_WORLD`).
+    pub fn world(&self) -> Communicator {
+        self.world.clone()
+    }
+
+    /// This process's world rank.
+    pub fn rank(&self) -> usize {
+        self.rank
+    }
+
+    /// Seconds since init (`MPI_Wtime`, not synchronised across ranks).
+    pub fn wtime(&self) -> f64 {
+        self.start.elapsed().as_secs_f64()
+    }
+
+    /// The thread level this library provides. Every handle is
+    /// `Send + Sync` and the engine is behind one lock, so concurrent calls
+    /// are safe.
+    pub fn threading(&self) -> Threading {
+        Threading::Multiple
+    }
+
+    /// Ends communication (`MPI_Finalize`): waits for this rank's queued
+    /// sends, meets every rank in a barrier, and marks the rank finalized.
+    ///
+    /// # Errors
+    /// `Other` if communication fails on the way.
+    pub fn finalize(mut self) -> Result<()> {
+        self.finalize_inner()
+    }
+
+    fn finalize_inner(&mut self) -> Result<()> {
+        if self.done {
+            return Ok(());
+        }
+        self.done = true;
+        let n = self.world.size() as usize;
+        self.proc_.p2p.wait_until(None, |e| {
+            (0..n)
+                .all(|p| e.transport().is_idle(p))
+                .then_some(Ok(()))
+        })?;
+        self.world.barrier()?;
+        bootstrap::depart(&self.seg, self.rank);
+        // Relaxed: see `Process::check`.
+        self.proc_.finalized.store(1, Ordering::Relaxed);
+        // Relaxed: the process-wide flag for a second init.
+        STATE.store(2, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Ends the whole job (`MPI_Abort`): marks this rank aborted with
+    /// `code` and exits; the launcher then terminates every other rank and
+    /// exits with `code`.
+    pub fn abort(&self, code: i32) -> ! {
+        bootstrap::abort_mark(&self.seg, self.rank, code);
+        eprintln!("shmpi: rank {} called abort with error code {code}", self.rank);
+        std::process::exit(if code == 0 { 1 } else { code & 0xff });
+    }
+}
+
+impl Drop for Universe {
+    fn drop(&mut self) {
+        if let Err(e) = self.finalize_inner() {
+            eprintln!("shmpi: finalize during drop failed: {e}");
+        }
+    }
+}

@@ -1,0 +1,238 @@
+//! The launcher's contract: exit codes, abort, a killed rank, output
+//! tagging, environment passing, space checks, and that nothing is left in
+//! /dev/shm.
+
+mod support;
+
+use std::process::Command;
+use std::time::Duration;
+use support::{is_rank_of, launch, run_ranks, segments_of_user};
+
+#[test]
+fn abort_ends_the_job_with_its_code_and_names_the_rank() {
+    let name = "abort_ends_the_job_with_its_code_and_names_the_rank";
+    if is_rank_of(name) {
+        let u = shmpi::init().unwrap();
+        let w = u.world();
+        if w.rank() == 2 {
+            u.abort(7);
+        }
+        // The others block forever in a receive nobody sends.
+        let mut b = [0u8];
+        let _ = w.recv(&mut b, 2, 0);
+        unreachable!("rank 2 never sends");
+    }
+    let before = segments_of_user();
+    let o = launch(4, name, &[], &[], Duration::from_secs(30));
+    assert_eq!(o.code, Some(7), "{}", o.stderr);
+    assert!(o.stderr.contains("rank 2 called abort with error code 7"), "{}", o.stderr);
+    assert!(o.elapsed < Duration::from_secs(10));
+    assert_no_new_segments(&before);
+}
+
+#[test]
+fn rank_killed_by_sigkill_ends_the_job_fast_and_leaves_no_segment() {
+    let name = "rank_killed_by_sigkill_ends_the_job_fast_and_leaves_no_segment";
+    if is_rank_of(name) {
+        let u = shmpi::init().unwrap();
+        let w = u.world();
+        if w.rank() == 1 {
+            // Exchange a little first: mid-job, not at start-up.
+            w.send(&[1u32; 1000], 0, 0).unwrap();
+            let pid = std::process::id().to_string();
+            let _ = Command::new("kill").args(["-KILL", &pid]).status();
+            std::thread::sleep(Duration::from_secs(30));
+        } else if w.rank() == 0 {
+            let mut b = [0u32; 1000];
+            w.recv(&mut b, 1, 0).unwrap();
+        }
+        let mut b = [0u8];
+        let _ = w.recv(&mut b, 1, 99);
+        unreachable!("rank 1 is dead");
+    }
+    let before = segments_of_user();
+    let o = launch(3, name, &[], &[], Duration::from_secs(30));
+    assert_eq!(o.code, Some(128 + 9), "{}", o.stderr);
+    assert!(o.stderr.contains("rank 1 was killed by SIGKILL"), "{}", o.stderr);
+    assert!(o.elapsed < Duration::from_secs(2), "took {:?}", o.elapsed);
+    assert_no_new_segments(&before);
+}
+
+#[test]
+fn nonzero_exit_is_passed_on_and_others_are_ended() {
+    let name = "nonzero_exit_is_passed_on_and_others_are_ended";
+    if is_rank_of(name) {
+        let u = shmpi::init().unwrap();
+        if u.rank() == 0 {
+            std::process::exit(3);
+        }
+        std::thread::sleep(Duration::from_secs(30));
+        unreachable!("the launcher ends this rank");
+    }
+    let o = launch(2, name, &[], &[], Duration::from_secs(30));
+    assert_eq!(o.code, Some(3), "{}", o.stderr);
+    assert!(o.stderr.contains("rank 0 exited with code 3"), "{}", o.stderr);
+    assert!(o.elapsed < Duration::from_secs(5));
+}
+
+#[test]
+fn exit_without_finalize_is_an_error() {
+    let name = "exit_without_finalize_is_an_error";
+    if is_rank_of(name) {
+        let u = shmpi::init().unwrap();
+        if u.rank() == 1 {
+            std::mem::forget(u);
+            std::process::exit(0);
+        }
+        std::thread::sleep(Duration::from_secs(30));
+        unreachable!("the launcher ends this rank");
+    }
+    let o = launch(2, name, &[], &[], Duration::from_secs(30));
+    assert_ne!(o.code, Some(0));
+    assert!(o.stderr.contains("rank 1 exited without calling finalize"), "{}", o.stderr);
+}
+
+#[test]
+fn tag_output_prefixes_lines_and_env_is_passed() {
+    let name = "tag_output_prefixes_lines_and_env_is_passed";
+    if is_rank_of(name) {
+        let u = shmpi::init().unwrap();
+        assert_eq!(std::env::var("SHMPI_TEST_X").as_deref(), Ok("42"));
+        println!("hello from {}", u.rank());
+        u.finalize().unwrap();
+        return;
+    }
+    let o = launch(3, name, &["--tag-output", "-x", "SHMPI_TEST_X=42"], &[], Duration::from_secs(30));
+    assert_eq!(o.code, Some(0), "{}", o.stderr);
+    for r in 0..3 {
+        // libtest writes "test NAME ... " before the body's output, so the
+        // rank's line holds more than the greeting.
+        let tagged = o
+            .stdout
+            .lines()
+            .any(|l| l.starts_with(&format!("[{r}] ")) && l.contains(&format!("hello from {r}")));
+        assert!(tagged, "{}", o.stdout);
+    }
+}
+
+#[test]
+fn program_without_launcher_is_a_singleton_world() {
+    let name = "program_without_launcher_is_a_singleton_world";
+    if is_rank_of(name) {
+        let u = shmpi::init().unwrap();
+        let w = u.world();
+        assert_eq!((w.rank(), w.size()), (0, 1));
+        // Messages to self.
+        w.send(&[5u8, 6], 0, 1).unwrap();
+        let mut b = [0u8; 2];
+        w.recv(&mut b, 0, 1).unwrap();
+        assert_eq!(b, [5, 6]);
+        w.barrier().unwrap();
+        assert_eq!(shmpi::init().unwrap_err().class(), shmpi::ErrorClass::Other);
+        u.finalize().unwrap();
+        return;
+    }
+    let before = segments_of_user();
+    let exe = std::env::current_exe().unwrap();
+    let o = Command::new(exe)
+        .args([name, "--exact", "--test-threads=1"])
+        .env(support::CASE, name)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stdout));
+    assert_no_new_segments(&before);
+}
+
+#[test]
+fn use_after_finalize_is_err_other() {
+    let name = "use_after_finalize_is_err_other";
+    if is_rank_of(name) {
+        let u = shmpi::init().unwrap();
+        let w = u.world();
+        u.finalize().unwrap();
+        let e = w.send(&[1u8], 0, 0).unwrap_err();
+        assert_eq!(e.class(), shmpi::ErrorClass::Other);
+        assert!(e.to_string().contains("finalized"), "{e}");
+        return;
+    }
+    let o = launch(2, name, &[], &[], Duration::from_secs(30));
+    assert_eq!(o.code, Some(0), "{}", o.stderr);
+}
+
+#[test]
+fn segment_too_large_for_file_size_limit_is_a_clear_error() {
+    // RLIMIT_FSIZE stands in for a full file system on any machine; the
+    // launcher reports it before starting any rank (no SIGBUS, no SIGXFSZ).
+    let cmd = format!(
+        "ulimit -f 64; exec {} -n 4 --ring-size 1048576 /bin/true",
+        support::shmpiexec().display()
+    );
+    let before = segments_of_user();
+    let o = Command::new("sh").args(["-c", &cmd]).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("exceeds the file-size limit"), "{err}");
+    assert_no_new_segments(&before);
+}
+
+#[test]
+fn segment_larger_than_a_small_tmpfs_is_a_clear_error() {
+    let dir = std::env::temp_dir().join(format!("shmpi-tiny-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mounted = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=256k", "tmpfs"])
+        .arg(&dir)
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !mounted {
+        eprintln!("skipping the tmpfs part: cannot mount a tmpfs here (not root?)");
+        let _ = std::fs::remove_dir(&dir);
+        return;
+    }
+    let o = Command::new(support::shmpiexec())
+        .args(["-n", "4", "--shm-dir"])
+        .arg(&dir)
+        .arg("/bin/true")
+        .output()
+        .unwrap();
+    let left: Vec<_> = std::fs::read_dir(&dir).unwrap().flatten().collect();
+    let _ = Command::new("umount").arg(&dir).status();
+    let _ = std::fs::remove_dir(&dir);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("not enough space in"), "{err}");
+    assert!(err.contains("need "), "{err}");
+    assert!(left.is_empty(), "segment left in the small tmpfs");
+}
+
+#[test]
+fn eight_ranks_on_two_cores_make_progress_in_a_token_ring() {
+    run_ranks(8, "eight_ranks_on_two_cores_make_progress_in_a_token_ring", |u| {
+        let w = u.world();
+        let (me, n) = (w.rank(), w.size());
+        let mut tok = [0u64];
+        for lap in 0..200u64 {
+            if me == 0 {
+                w.send(&[lap * n as u64], 1, 0).unwrap();
+                w.recv(&mut tok, n - 1, 0).unwrap();
+                assert_eq!(tok[0], lap * n as u64 + n as u64 - 1);
+            } else {
+                w.recv(&mut tok, me - 1, 0).unwrap();
+                w.send(&[tok[0] + 1], (me + 1) % n, 0).unwrap();
+            }
+        }
+    });
+}
+
+fn assert_no_new_segments(before: &[String]) {
+    let now = segments_of_user();
+    let new: Vec<_> = now.iter().filter(|s| !before.contains(s)).collect();
+    // Parallel tests may own segments for a moment; ours must be gone. A
+    // second look a moment later separates the two.
+    if !new.is_empty() {
+        std::thread::sleep(Duration::from_millis(500));
+        let again = segments_of_user();
+        let stuck: Vec<_> = new.iter().filter(|s| again.contains(s)).collect();
+        assert!(stuck.is_empty(), "segments left behind: {stuck:?}");
+    }
+}
