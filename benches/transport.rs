@@ -1,1 +1,128 @@
-fn main(){}
+//! The transport over a real /dev/shm segment, two endpoints in two pinned
+//! threads of one process: ping-pong round trip and one-way streaming by
+//! message size (fragmented above the fragment size).
+
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use shmpi::shm::{segment_path, Segment};
+use shmpi::transport::{Envelope, Layout, Sent, Transport};
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant};
+
+fn pin(i: usize) {
+    if let Some(ids) = core_affinity::get_core_ids() {
+        if let Some(id) = ids.get(i % ids.len()) {
+            core_affinity::set_for_current(*id);
+        }
+    }
+}
+
+fn pair() -> (Transport, Transport) {
+    let layout = Layout::new(2, 1 << 20).unwrap();
+    let job = 0xbe_0000_0000 | std::process::id() as u64;
+    let path = segment_path(std::path::Path::new("/dev/shm"), job);
+    let seg = Arc::new(Segment::create(&path, layout.spec(job)).unwrap());
+    seg.unlink();
+    let a = Transport::new(seg.clone(), layout, 0).unwrap();
+    let b = Transport::new(seg, layout, 1).unwrap();
+    (a, b)
+}
+
+/// Sends a whole message, polling (and discarding) incoming frames while
+/// the ring is full.
+fn send_all(t: &mut Transport, peer: usize, data: &[u8]) {
+    let env = Envelope::default();
+    if let Sent::Partial(mut out) = t.send(peer, &env, data) {
+        while !t.resume(&mut out, data) {
+            t.poll(16, &mut |_| {});
+        }
+    }
+}
+
+/// Receives one whole message of `len` bytes into `buf`.
+fn recv_all(t: &mut Transport, buf: &mut [u8]) {
+    let mut got = 0;
+    let mut done = false;
+    while !done {
+        t.poll(64, &mut |m| {
+            buf[m.offset..m.offset + m.data.len()].copy_from_slice(m.data);
+            got += m.data.len();
+            done = m.is_last();
+        });
+        std::hint::spin_loop();
+    }
+}
+
+fn ping_pong(c: &mut Criterion) {
+    let mut g = c.benchmark_group("transport/ping_pong");
+    for size in [8usize, 1024, 65536] {
+        g.throughput(Throughput::Bytes(size as u64));
+        g.bench_with_input(BenchmarkId::from_parameter(size), &size, |b, &size| {
+            b.iter_custom(|iters| {
+                let (mut t0, mut t1) = pair();
+                let start = Arc::new(Barrier::new(2));
+                let s2 = start.clone();
+                let echo = std::thread::spawn(move || {
+                    pin(1);
+                    let mut buf = vec![0u8; size];
+                    s2.wait();
+                    for _ in 0..iters {
+                        recv_all(&mut t1, &mut buf);
+                        send_all(&mut t1, 0, &buf);
+                    }
+                });
+                pin(0);
+                let data = vec![3u8; size];
+                let mut buf = vec![0u8; size];
+                start.wait();
+                let t = Instant::now();
+                for _ in 0..iters {
+                    send_all(&mut t0, 1, &data);
+                    recv_all(&mut t0, &mut buf);
+                }
+                let el = t.elapsed();
+                echo.join().unwrap();
+                el
+            });
+        });
+    }
+    g.finish();
+}
+
+fn stream(c: &mut Criterion) {
+    let mut g = c.benchmark_group("transport/stream");
+    for size in [64usize, 16384, 1 << 20] {
+        g.throughput(Throughput::Bytes(size as u64));
+        g.bench_with_input(BenchmarkId::from_parameter(size), &size, |b, &size| {
+            b.iter_custom(|iters| {
+                let (mut t0, mut t1) = pair();
+                let start = Arc::new(Barrier::new(2));
+                let s2 = start.clone();
+                let sink = std::thread::spawn(move || {
+                    pin(1);
+                    let mut buf = vec![0u8; size];
+                    s2.wait();
+                    for _ in 0..iters {
+                        recv_all(&mut t1, &mut buf);
+                    }
+                });
+                pin(0);
+                let data = vec![5u8; size];
+                start.wait();
+                let t = Instant::now();
+                for _ in 0..iters {
+                    send_all(&mut t0, 1, &data);
+                }
+                sink.join().unwrap();
+                t.elapsed()
+            });
+        });
+    }
+    g.finish();
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default().measurement_time(Duration::from_secs(3)).warm_up_time(Duration::from_secs(1));
+    targets = ping_pong, stream
+}
+criterion_main!(benches);

@@ -181,7 +181,10 @@ mod tests {
 
     #[test]
     fn display_names_class_and_detail() {
-        let e = Error::new(ErrorClass::Rank, "rank 9 is out of range for a communicator of size 4");
+        let e = Error::new(
+            ErrorClass::Rank,
+            "rank 9 is out of range for a communicator of size 4",
+        );
         assert_eq!(
             e.to_string(),
             "MPI_ERR_RANK: rank 9 is out of range for a communicator of size 4"

@@ -76,8 +76,8 @@ fn init_inner() -> Result<Universe> {
         Some(c) => {
             let c = c?;
             bootstrap::bind(c.cpu)?;
-            let layout = Layout::new(c.size, c.ring_size)
-                .map_err(|m| Error::new(ErrorClass::Other, m))?;
+            let layout =
+                Layout::new(c.size, c.ring_size).map_err(|m| Error::new(ErrorClass::Other, m))?;
             let seg = bootstrap::attach(&c, layout.spec(c.job_id))?;
             (c, seg, layout)
         }
@@ -171,9 +171,7 @@ impl Universe {
         self.done = true;
         let n = self.world.size() as usize;
         self.proc_.p2p.wait_until(None, |e| {
-            (0..n)
-                .all(|p| e.transport().is_idle(p))
-                .then_some(Ok(()))
+            (0..n).all(|p| e.transport().is_idle(p)).then_some(Ok(()))
         })?;
         self.world.barrier()?;
         bootstrap::depart(&self.seg, self.rank);
@@ -189,7 +187,10 @@ impl Universe {
     /// exits with `code`.
     pub fn abort(&self, code: i32) -> ! {
         bootstrap::abort_mark(&self.seg, self.rank, code);
-        eprintln!("shmpi: rank {} called abort with error code {code}", self.rank);
+        eprintln!(
+            "shmpi: rank {} called abort with error code {code}",
+            self.rank
+        );
         std::process::exit(if code == 0 { 1 } else { code & 0xff });
     }
 }

@@ -25,7 +25,11 @@ fn abort_ends_the_job_with_its_code_and_names_the_rank() {
     let before = segments_of_user();
     let o = launch(4, name, &[], &[], Duration::from_secs(30));
     assert_eq!(o.code, Some(7), "{}", o.stderr);
-    assert!(o.stderr.contains("rank 2 called abort with error code 7"), "{}", o.stderr);
+    assert!(
+        o.stderr.contains("rank 2 called abort with error code 7"),
+        "{}",
+        o.stderr
+    );
     assert!(o.elapsed < Duration::from_secs(10));
     assert_no_new_segments(&before);
 }
@@ -53,7 +57,11 @@ fn rank_killed_by_sigkill_ends_the_job_fast_and_leaves_no_segment() {
     let before = segments_of_user();
     let o = launch(3, name, &[], &[], Duration::from_secs(30));
     assert_eq!(o.code, Some(128 + 9), "{}", o.stderr);
-    assert!(o.stderr.contains("rank 1 was killed by SIGKILL"), "{}", o.stderr);
+    assert!(
+        o.stderr.contains("rank 1 was killed by SIGKILL"),
+        "{}",
+        o.stderr
+    );
     assert!(o.elapsed < Duration::from_secs(2), "took {:?}", o.elapsed);
     assert_no_new_segments(&before);
 }
@@ -71,7 +79,11 @@ fn nonzero_exit_is_passed_on_and_others_are_ended() {
     }
     let o = launch(2, name, &[], &[], Duration::from_secs(30));
     assert_eq!(o.code, Some(3), "{}", o.stderr);
-    assert!(o.stderr.contains("rank 0 exited with code 3"), "{}", o.stderr);
+    assert!(
+        o.stderr.contains("rank 0 exited with code 3"),
+        "{}",
+        o.stderr
+    );
     assert!(o.elapsed < Duration::from_secs(5));
 }
 
@@ -89,7 +101,11 @@ fn exit_without_finalize_is_an_error() {
     }
     let o = launch(2, name, &[], &[], Duration::from_secs(30));
     assert_ne!(o.code, Some(0));
-    assert!(o.stderr.contains("rank 1 exited without calling finalize"), "{}", o.stderr);
+    assert!(
+        o.stderr.contains("rank 1 exited without calling finalize"),
+        "{}",
+        o.stderr
+    );
 }
 
 #[test]
@@ -102,7 +118,13 @@ fn tag_output_prefixes_lines_and_env_is_passed() {
         u.finalize().unwrap();
         return;
     }
-    let o = launch(3, name, &["--tag-output", "-x", "SHMPI_TEST_X=42"], &[], Duration::from_secs(30));
+    let o = launch(
+        3,
+        name,
+        &["--tag-output", "-x", "SHMPI_TEST_X=42"],
+        &[],
+        Duration::from_secs(30),
+    );
     assert_eq!(o.code, Some(0), "{}", o.stderr);
     for r in 0..3 {
         // libtest writes "test NAME ... " before the body's output, so the
@@ -207,21 +229,25 @@ fn segment_larger_than_a_small_tmpfs_is_a_clear_error() {
 
 #[test]
 fn eight_ranks_on_two_cores_make_progress_in_a_token_ring() {
-    run_ranks(8, "eight_ranks_on_two_cores_make_progress_in_a_token_ring", |u| {
-        let w = u.world();
-        let (me, n) = (w.rank(), w.size());
-        let mut tok = [0u64];
-        for lap in 0..200u64 {
-            if me == 0 {
-                w.send(&[lap * n as u64], 1, 0).unwrap();
-                w.recv(&mut tok, n - 1, 0).unwrap();
-                assert_eq!(tok[0], lap * n as u64 + n as u64 - 1);
-            } else {
-                w.recv(&mut tok, me - 1, 0).unwrap();
-                w.send(&[tok[0] + 1], (me + 1) % n, 0).unwrap();
+    run_ranks(
+        8,
+        "eight_ranks_on_two_cores_make_progress_in_a_token_ring",
+        |u| {
+            let w = u.world();
+            let (me, n) = (w.rank(), w.size());
+            let mut tok = [0u64];
+            for lap in 0..200u64 {
+                if me == 0 {
+                    w.send(&[lap * n as u64], 1, 0).unwrap();
+                    w.recv(&mut tok, n - 1, 0).unwrap();
+                    assert_eq!(tok[0], lap * n as u64 + n as u64 - 1);
+                } else {
+                    w.recv(&mut tok, me - 1, 0).unwrap();
+                    w.send(&[tok[0] + 1], (me + 1) % n, 0).unwrap();
+                }
             }
-        }
-    });
+        },
+    );
 }
 
 fn assert_no_new_segments(before: &[String]) {

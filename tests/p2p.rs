@@ -32,7 +32,8 @@ fn ping_pong_returns_each_message_unchanged() {
                 assert_eq!((st.source, st.tag, st.bytes), (1, 8, 32));
             } else {
                 w.recv(&mut b, peer, 7).unwrap();
-                w.send(&[b[0] + 10, b[1] + 10, b[2] + 10, b[3] + 10], peer, 8).unwrap();
+                w.send(&[b[0] + 10, b[1] + 10, b[2] + 10, b[3] + 10], peer, 8)
+                    .unwrap();
             }
         }
     });
@@ -40,78 +41,93 @@ fn ping_pong_returns_each_message_unchanged() {
 
 #[test]
 fn all_pairs_exchange_with_8_ranks_delivers_every_message() {
-    run_ranks(8, "all_pairs_exchange_with_8_ranks_delivers_every_message", |u| {
-        let w = u.world();
-        let (me, n) = (w.rank(), w.size());
-        for round in 0..20 {
-            let sends: Vec<Vec<u32>> = (0..n)
-                .map(|d| vec![(me * 1000 + d) as u32 + round; 100 + d as usize])
-                .collect();
-            let mut recvs: Vec<Vec<u32>> = (0..n).map(|_| vec![0u32; 100 + me as usize]).collect();
-            let mut reqs = Vec::new();
-            for (s, buf) in recvs.iter_mut().enumerate() {
-                if s as i32 != me {
-                    reqs.push(w.irecv(buf, s as i32, 3).unwrap());
+    run_ranks(
+        8,
+        "all_pairs_exchange_with_8_ranks_delivers_every_message",
+        |u| {
+            let w = u.world();
+            let (me, n) = (w.rank(), w.size());
+            for round in 0..20 {
+                let sends: Vec<Vec<u32>> = (0..n)
+                    .map(|d| vec![(me * 1000 + d) as u32 + round; 100 + d as usize])
+                    .collect();
+                let mut recvs: Vec<Vec<u32>> =
+                    (0..n).map(|_| vec![0u32; 100 + me as usize]).collect();
+                let mut reqs = Vec::new();
+                for (s, buf) in recvs.iter_mut().enumerate() {
+                    if s as i32 != me {
+                        reqs.push(w.irecv(buf, s as i32, 3).unwrap());
+                    }
+                }
+                for (d, buf) in sends.iter().enumerate() {
+                    if d as i32 != me {
+                        reqs.push(w.isend(buf, d as i32, 3).unwrap());
+                    }
+                }
+                shmpi::comm::wait_all(reqs).unwrap();
+                for (s, buf) in recvs.iter().enumerate() {
+                    if s as i32 != me {
+                        assert!(buf
+                            .iter()
+                            .all(|&v| v == (s as i32 * 1000 + me) as u32 + round));
+                    }
                 }
             }
-            for (d, buf) in sends.iter().enumerate() {
-                if d as i32 != me {
-                    reqs.push(w.isend(buf, d as i32, 3).unwrap());
-                }
-            }
-            shmpi::comm::wait_all(reqs).unwrap();
-            for (s, buf) in recvs.iter().enumerate() {
-                if s as i32 != me {
-                    assert!(buf.iter().all(|&v| v == (s as i32 * 1000 + me) as u32 + round));
-                }
-            }
-        }
-    });
+        },
+    );
 }
 
 #[test]
 fn any_source_fan_in_of_10000_messages_from_7_senders_loses_none() {
-    run_ranks(8, "any_source_fan_in_of_10000_messages_from_7_senders_loses_none", |u| {
-        let w = u.world();
-        const PER: u64 = 10_000 / 7 + 1;
-        if w.rank() == 0 {
-            let mut next = [0u64; 8];
-            for _ in 0..PER * 7 {
-                let mut b = [0u64; 2];
-                let st = w.recv(&mut b, ANY_SOURCE, ANY_TAG).unwrap();
-                let s = st.source as usize;
-                assert_eq!(b[0], s as u64);
-                assert_eq!(b[1], next[s], "message from {s} out of order");
-                next[s] += 1;
+    run_ranks(
+        8,
+        "any_source_fan_in_of_10000_messages_from_7_senders_loses_none",
+        |u| {
+            let w = u.world();
+            const PER: u64 = 10_000 / 7 + 1;
+            if w.rank() == 0 {
+                let mut next = [0u64; 8];
+                for _ in 0..PER * 7 {
+                    let mut b = [0u64; 2];
+                    let st = w.recv(&mut b, ANY_SOURCE, ANY_TAG).unwrap();
+                    let s = st.source as usize;
+                    assert_eq!(b[0], s as u64);
+                    assert_eq!(b[1], next[s], "message from {s} out of order");
+                    next[s] += 1;
+                }
+                assert!(next[1..].iter().all(|&c| c == PER));
+            } else {
+                for i in 0..PER {
+                    w.send(&[w.rank() as u64, i], 0, (i % 5) as i32).unwrap();
+                }
             }
-            assert!(next[1..].iter().all(|&c| c == PER));
-        } else {
-            for i in 0..PER {
-                w.send(&[w.rank() as u64, i], 0, (i % 5) as i32).unwrap();
-            }
-        }
-    });
+        },
+    );
 }
 
 #[test]
 fn unexpected_messages_sent_before_the_receive_are_kept() {
-    run_ranks(2, "unexpected_messages_sent_before_the_receive_are_kept", |u| {
-        let w = u.world();
-        if w.rank() == 0 {
-            for t in 0..50 {
-                w.send(&pattern(t as u64, 100 + t as usize), 1, t).unwrap();
+    run_ranks(
+        2,
+        "unexpected_messages_sent_before_the_receive_are_kept",
+        |u| {
+            let w = u.world();
+            if w.rank() == 0 {
+                for t in 0..50 {
+                    w.send(&pattern(t as u64, 100 + t as usize), 1, t).unwrap();
+                }
+                w.barrier().unwrap();
+            } else {
+                w.barrier().unwrap();
+                // Received in reverse tag order: each waited in the queue.
+                for t in (0..50).rev() {
+                    let mut b = vec![0u8; 100 + t as usize];
+                    w.recv(&mut b, 0, t).unwrap();
+                    assert_eq!(b, pattern(t as u64, 100 + t as usize));
+                }
             }
-            w.barrier().unwrap();
-        } else {
-            w.barrier().unwrap();
-            // Received in reverse tag order: each waited in the queue.
-            for t in (0..50).rev() {
-                let mut b = vec![0u8; 100 + t as usize];
-                w.recv(&mut b, 0, t).unwrap();
-                assert_eq!(b, pattern(t as u64, 100 + t as usize));
-            }
-        }
-    });
+        },
+    );
 }
 
 #[test]
@@ -161,27 +177,31 @@ fn tag_wildcard_takes_messages_in_arrival_order() {
 
 #[test]
 fn truncated_receive_fails_with_err_truncate_and_reports_the_size() {
-    run_ranks(2, "truncated_receive_fails_with_err_truncate_and_reports_the_size", |u| {
-        let w = u.world();
-        if w.rank() == 0 {
-            w.send(&[1u8; 100], 1, 0).unwrap();
-            w.send(&[2u8; 200_000], 1, 0).unwrap();
-            w.send(&[3u8; 4], 1, 1).unwrap();
-        } else {
-            for want in [100usize, 200_000] {
-                let mut b = [0u8; 10];
-                let e = w.recv(&mut b, 0, 0).unwrap_err();
-                assert_eq!(e.class(), ErrorClass::Truncate, "{e}");
-                let st = e.status().expect("truncation carries the status");
-                assert_eq!((st.source, st.tag, st.bytes), (0, 0, want));
-                assert!(b.iter().all(|&x| x != 0), "the part that fits is delivered");
+    run_ranks(
+        2,
+        "truncated_receive_fails_with_err_truncate_and_reports_the_size",
+        |u| {
+            let w = u.world();
+            if w.rank() == 0 {
+                w.send(&[1u8; 100], 1, 0).unwrap();
+                w.send(&[2u8; 200_000], 1, 0).unwrap();
+                w.send(&[3u8; 4], 1, 1).unwrap();
+            } else {
+                for want in [100usize, 200_000] {
+                    let mut b = [0u8; 10];
+                    let e = w.recv(&mut b, 0, 0).unwrap_err();
+                    assert_eq!(e.class(), ErrorClass::Truncate, "{e}");
+                    let st = e.status().expect("truncation carries the status");
+                    assert_eq!((st.source, st.tag, st.bytes), (0, 0, want));
+                    assert!(b.iter().all(|&x| x != 0), "the part that fits is delivered");
+                }
+                // The truncated messages were consumed: the next one arrives.
+                let mut b = [0u8; 4];
+                w.recv(&mut b, 0, ANY_TAG).unwrap();
+                assert_eq!(b, [3; 4]);
             }
-            // The truncated messages were consumed: the next one arrives.
-            let mut b = [0u8; 4];
-            w.recv(&mut b, 0, ANY_TAG).unwrap();
-            assert_eq!(b, [3; 4]);
-        }
-    });
+        },
+    );
 }
 
 fn sizes_case(u: &shmpi::Universe, sizes: &[usize]) {
@@ -207,9 +227,13 @@ fn sizes_case(u: &shmpi::Universe, sizes: &[usize]) {
 #[test]
 fn messages_around_the_ring_size_and_4_mib_arrive_intact() {
     const RING: usize = 64 << 10;
-    run_ranks_with_ring(RING, "messages_around_the_ring_size_and_4_mib_arrive_intact", |u| {
-        sizes_case(u, &[0, 1, RING - 1, RING, RING + 1, 4 << 20, 7]);
-    });
+    run_ranks_with_ring(
+        RING,
+        "messages_around_the_ring_size_and_4_mib_arrive_intact",
+        |u| {
+            sizes_case(u, &[0, 1, RING - 1, RING, RING + 1, 4 << 20, 7]);
+        },
+    );
 }
 
 fn run_ranks_with_ring(ring: usize, name: &str, body: impl FnOnce(&shmpi::Universe)) {
@@ -275,38 +299,48 @@ fn probe_and_matched_probe_see_the_envelope_first() {
 
 #[test]
 fn wait_any_some_and_test_all_complete_every_request() {
-    run_ranks(2, "wait_any_some_and_test_all_complete_every_request", |u| {
-        let w = u.world();
-        let peer = 1 - w.rank();
-        let mut bufs = vec![[0u32; 8]; 6];
-        let out: Vec<[u32; 8]> = (0..6).map(|i| [i as u32 + 100 * w.rank() as u32; 8]).collect();
-        let mut sends: Vec<_> = out.iter().enumerate().map(|(i, b)| w.isend(b, peer, i as i32).unwrap()).collect();
-        {
-            let mut reqs: Vec<Option<_>> = bufs
-                .iter_mut()
-                .enumerate()
-                .map(|(i, b)| Some(w.irecv(b, peer, i as i32).unwrap()))
+    run_ranks(
+        2,
+        "wait_any_some_and_test_all_complete_every_request",
+        |u| {
+            let w = u.world();
+            let peer = 1 - w.rank();
+            let mut bufs = [[0u32; 8]; 6];
+            let out: Vec<[u32; 8]> = (0..6)
+                .map(|i| [i as u32 + 100 * w.rank() as u32; 8])
                 .collect();
-            let (i, st) = shmpi::comm::wait_any(&mut reqs).unwrap().unwrap();
-            assert_eq!(st.tag, i as i32);
-            assert!(reqs[i].is_none());
-            let some = shmpi::comm::wait_some(&mut reqs).unwrap();
-            assert!(!some.is_empty());
-            loop {
-                if let Some(all) = shmpi::comm::test_all(&mut reqs).unwrap() {
-                    assert_eq!(all.len(), 6);
-                    break;
+            let mut sends: Vec<_> = out
+                .iter()
+                .enumerate()
+                .map(|(i, b)| w.isend(b, peer, i as i32).unwrap())
+                .collect();
+            {
+                let mut reqs: Vec<Option<_>> = bufs
+                    .iter_mut()
+                    .enumerate()
+                    .map(|(i, b)| Some(w.irecv(b, peer, i as i32).unwrap()))
+                    .collect();
+                let (i, st) = shmpi::comm::wait_any(&mut reqs).unwrap().unwrap();
+                assert_eq!(st.tag, i as i32);
+                assert!(reqs[i].is_none());
+                let some = shmpi::comm::wait_some(&mut reqs).unwrap();
+                assert!(!some.is_empty());
+                loop {
+                    if let Some(all) = shmpi::comm::test_all(&mut reqs).unwrap() {
+                        assert_eq!(all.len(), 6);
+                        break;
+                    }
                 }
+                assert!(reqs.iter().all(|r| r.is_none()));
             }
-            assert!(reqs.iter().all(|r| r.is_none()));
-        }
-        for (i, b) in bufs.iter().enumerate() {
-            assert_eq!(*b, [i as u32 + 100 * peer as u32; 8]);
-        }
-        for s in sends.drain(..) {
-            s.wait().unwrap();
-        }
-    });
+            for (i, b) in bufs.iter().enumerate() {
+                assert_eq!(*b, [i as u32 + 100 * peer as u32; 8]);
+            }
+            for s in sends.drain(..) {
+                s.wait().unwrap();
+            }
+        },
+    );
 }
 
 #[test]
@@ -316,7 +350,14 @@ fn sendrecv_exchanges_in_a_ring_without_deadlock() {
         let (me, n) = (w.rank(), w.size());
         let mut b = vec![0i64; 50_000];
         let st = w
-            .sendrecv(&vec![me as i64; 50_000], (me + 1) % n, 0, &mut b, (me + n - 1) % n, 0)
+            .sendrecv(
+                &vec![me as i64; 50_000],
+                (me + 1) % n,
+                0,
+                &mut b,
+                (me + n - 1) % n,
+                0,
+            )
             .unwrap();
         assert_eq!(st.source, (me + n - 1) % n);
         assert!(b.iter().all(|&x| x == ((me + n - 1) % n) as i64));
@@ -325,25 +366,36 @@ fn sendrecv_exchanges_in_a_ring_without_deadlock() {
 
 #[test]
 fn bad_rank_and_tag_give_err_rank_and_err_tag_without_hanging() {
-    run_ranks(2, "bad_rank_and_tag_give_err_rank_and_err_tag_without_hanging", |u| {
-        let w = u.world();
-        let e = w.send(&[1u8], 2, 0).unwrap_err();
-        assert_eq!(e.class(), ErrorClass::Rank);
-        assert!(e.to_string().contains("rank 2 is out of range for a communicator of size 2"), "{e}");
-        assert_eq!(w.send(&[1u8], -5, 0).unwrap_err().class(), ErrorClass::Rank);
-        assert_eq!(w.send(&[1u8], 1 - w.rank(), -3).unwrap_err().class(), ErrorClass::Tag);
-        let mut b = [0u8];
-        assert_eq!(w.recv(&mut b, 7, 0).unwrap_err().class(), ErrorClass::Rank);
-        assert_eq!(w.recv(&mut b, 0, -7).unwrap_err().class(), ErrorClass::Tag);
-        // PROC_NULL completes at once.
-        w.send(&[1u8], PROC_NULL, 0).unwrap();
-        let st = w.recv(&mut b, PROC_NULL, 0).unwrap();
-        assert_eq!((st.source, st.bytes), (PROC_NULL, 0));
-        // Nothing was lost by the errors: a real exchange still works.
-        let peer = 1 - w.rank();
-        let r = w.irecv(&mut b, peer, 1).unwrap();
-        w.send(&[9u8], peer, 1).unwrap();
-        r.wait().unwrap();
-        assert_eq!(b, [9]);
-    });
+    run_ranks(
+        2,
+        "bad_rank_and_tag_give_err_rank_and_err_tag_without_hanging",
+        |u| {
+            let w = u.world();
+            let e = w.send(&[1u8], 2, 0).unwrap_err();
+            assert_eq!(e.class(), ErrorClass::Rank);
+            assert!(
+                e.to_string()
+                    .contains("rank 2 is out of range for a communicator of size 2"),
+                "{e}"
+            );
+            assert_eq!(w.send(&[1u8], -5, 0).unwrap_err().class(), ErrorClass::Rank);
+            assert_eq!(
+                w.send(&[1u8], 1 - w.rank(), -3).unwrap_err().class(),
+                ErrorClass::Tag
+            );
+            let mut b = [0u8];
+            assert_eq!(w.recv(&mut b, 7, 0).unwrap_err().class(), ErrorClass::Rank);
+            assert_eq!(w.recv(&mut b, 0, -7).unwrap_err().class(), ErrorClass::Tag);
+            // PROC_NULL completes at once.
+            w.send(&[1u8], PROC_NULL, 0).unwrap();
+            let st = w.recv(&mut b, PROC_NULL, 0).unwrap();
+            assert_eq!((st.source, st.bytes), (PROC_NULL, 0));
+            // Nothing was lost by the errors: a real exchange still works.
+            let peer = 1 - w.rank();
+            let r = w.irecv(&mut b, peer, 1).unwrap();
+            w.send(&[9u8], peer, 1).unwrap();
+            r.wait().unwrap();
+            assert_eq!(b, [9]);
+        },
+    );
 }

@@ -58,7 +58,10 @@ fn full_ring_reports_too_few_bytes_and_loses_nothing() {
             Err(e) => panic!("{e}"),
         }
     }
-    assert!(n >= 7, "a 256-byte ring holds at least 7 frames of 20 bytes, got {n}");
+    assert!(
+        n >= 7,
+        "a 256-byte ring holds at least 7 frames of 20 bytes, got {n}"
+    );
     for i in 0..n {
         let f = c.peek().expect("frame present");
         assert_eq!(f.bytes(), &[i; 20]);
@@ -103,7 +106,11 @@ fn gather_push_and_partial_read_agree() {
 
 #[test]
 fn two_threads_random_sizes_nothing_lost_reordered_or_corrupted() {
-    const COUNT: u64 = if cfg!(debug_assertions) { 20_000 } else { 200_000 };
+    const COUNT: u64 = if cfg!(debug_assertions) {
+        20_000
+    } else {
+        200_000
+    };
     let cap = 4096;
     let (mut p, mut c) = heap_ring(cap).unwrap();
     let max = max_payload(cap);
@@ -126,7 +133,10 @@ fn two_threads_random_sizes_nothing_lost_reordered_or_corrupted() {
     let mut expect = 0u64;
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     while expect < COUNT {
-        assert!(std::time::Instant::now() < deadline, "consumer stalled at {expect}");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "consumer stalled at {expect}"
+        );
         let Some(f) = c.peek() else {
             std::thread::yield_now();
             continue;
@@ -135,7 +145,11 @@ fn two_threads_random_sizes_nothing_lost_reordered_or_corrupted() {
         let (data, sum) = b.split_at(b.len() - 8);
         assert_eq!(u64::from_le_bytes(data[..8].try_into().unwrap()), expect);
         let got: u64 = data.iter().map(|&b| b as u64).sum();
-        assert_eq!(got, u64::from_le_bytes(sum.try_into().unwrap()), "checksum of {expect}");
+        assert_eq!(
+            got,
+            u64::from_le_bytes(sum.try_into().unwrap()),
+            "checksum of {expect}"
+        );
         f.release();
         expect += 1;
     }

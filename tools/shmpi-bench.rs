@@ -1,1 +1,291 @@
-fn main(){}
+//! `shmpi-bench`: OSU-style point-to-point benchmarks between two ranks of
+//! this node.
+//!
+//! ```text
+//! shmpi-bench latency|bw|bibw [--min-size N] [--max-size N]
+//!             [--iterations N] [--warmup N] [--cpus A,B] [--format osu|csv|json]
+//! ```
+//!
+//! Run on its own it launches itself with 2 ranks through `shmpiexec`,
+//! pinned to two different cores (the first two this process may use, or
+//! `--cpus`). Method (as the OSU micro-benchmarks): latency is half the
+//! round trip of a ping-pong, averaged over the timed iterations after a
+//! warm-up; bandwidth sends a window of 64 nonblocking messages, waits for
+//! them all and for a 4-byte ack, and reports 10^6 bytes per second; bibw
+//! does that in both directions at once.
+
+use shmpi::comm::wait_all;
+use std::process::{Command, ExitCode};
+use std::time::Instant;
+
+const WINDOW: usize = 64;
+const LARGE: usize = 8 << 10;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Test {
+    Latency,
+    Bw,
+    Bibw,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Format {
+    Osu,
+    Csv,
+    Json,
+}
+
+#[derive(Debug)]
+struct Opts {
+    test: Test,
+    min: usize,
+    max: usize,
+    iters: Option<usize>,
+    warmup: Option<usize>,
+    cpus: Option<String>,
+    format: Format,
+}
+
+const USAGE: &str = "usage: shmpi-bench latency|bw|bibw [--min-size N] [--max-size N] \
+[--iterations N] [--warmup N] [--cpus A,B] [--format osu|csv|json]";
+
+fn parse(args: &[String]) -> Result<Opts, String> {
+    let test = match args.first().map(String::as_str) {
+        Some("latency") => Test::Latency,
+        Some("bw") => Test::Bw,
+        Some("bibw") => Test::Bibw,
+        Some(x) => return Err(format!("unknown benchmark {x:?}\n{USAGE}")),
+        None => return Err(USAGE.to_string()),
+    };
+    let mut o = Opts {
+        test,
+        min: if test == Test::Latency { 0 } else { 1 },
+        max: 4 << 20,
+        iters: None,
+        warmup: None,
+        cpus: None,
+        format: Format::Osu,
+    };
+    let mut i = 1;
+    while i < args.len() {
+        let flag = args[i].as_str();
+        let v = args
+            .get(i + 1)
+            .ok_or_else(|| format!("{flag} needs a value\n{USAGE}"))?;
+        let num = || {
+            v.parse::<usize>()
+                .map_err(|_| format!("{flag}: {v:?} is not a number"))
+        };
+        match flag {
+            "--min-size" => o.min = num()?,
+            "--max-size" => o.max = num()?,
+            "--iterations" => o.iters = Some(num()?.max(1)),
+            "--warmup" => o.warmup = Some(num()?),
+            "--cpus" => o.cpus = Some(v.clone()),
+            "--format" => {
+                o.format = match v.as_str() {
+                    "osu" => Format::Osu,
+                    "csv" => Format::Csv,
+                    "json" => Format::Json,
+                    _ => return Err(format!("--format: {v:?} is not osu, csv or json")),
+                }
+            }
+            _ => return Err(format!("unknown option {flag}\n{USAGE}")),
+        }
+        i += 2;
+    }
+    if o.min > o.max {
+        return Err("--min-size is above --max-size".into());
+    }
+    Ok(o)
+}
+
+fn sizes(o: &Opts) -> Vec<usize> {
+    let mut v = Vec::new();
+    if o.min == 0 {
+        v.push(0);
+    }
+    let mut s = 1;
+    while s <= o.max {
+        if s >= o.min {
+            v.push(s);
+        }
+        s *= 2;
+    }
+    v
+}
+
+fn counts(o: &Opts, size: usize) -> (usize, usize) {
+    let large = size > LARGE;
+    let (i, w) = match (o.test, large) {
+        (Test::Latency, false) => (10_000, 1_000),
+        (Test::Latency, true) => (1_000, 100),
+        (_, false) => (100, 10),
+        (_, true) => (20, 2),
+    };
+    (o.iters.unwrap_or(i), o.warmup.unwrap_or(w))
+}
+
+fn latency(w: &shmpi::Communicator, size: usize, iters: usize, warm: usize) -> f64 {
+    let sbuf = vec![b'a'; size];
+    let mut rbuf = vec![b'b'; size];
+    let me = w.rank();
+    w.barrier().unwrap();
+    let mut t0 = Instant::now();
+    for i in 0..warm + iters {
+        if i == warm {
+            t0 = Instant::now();
+        }
+        if me == 0 {
+            w.send(&sbuf, 1, 1).unwrap();
+            w.recv(&mut rbuf, 1, 1).unwrap();
+        } else {
+            w.recv(&mut rbuf, 0, 1).unwrap();
+            w.send(&sbuf, 0, 1).unwrap();
+        }
+    }
+    t0.elapsed().as_secs_f64() * 1e6 / (2.0 * iters as f64)
+}
+
+fn bandwidth(w: &shmpi::Communicator, size: usize, iters: usize, warm: usize, bi: bool) -> f64 {
+    let sbuf = vec![b'a'; size];
+    let mut rbufs: Vec<Vec<u8>> = (0..WINDOW).map(|_| vec![b'b'; size]).collect();
+    let me = w.rank();
+    let peer = 1 - me;
+    let mut ack = [0u8; 4];
+    w.barrier().unwrap();
+    let mut t0 = Instant::now();
+    for i in 0..warm + iters {
+        if i == warm {
+            t0 = Instant::now();
+        }
+        let sending = me == 0 || bi;
+        let receiving = me == 1 || bi;
+        let mut reqs = Vec::with_capacity(2 * WINDOW);
+        if receiving {
+            for b in rbufs.iter_mut() {
+                reqs.push(w.irecv(b, peer, 100).unwrap());
+            }
+        }
+        if sending {
+            for _ in 0..WINDOW {
+                reqs.push(w.isend(&sbuf, peer, 100).unwrap());
+            }
+        }
+        wait_all(reqs).unwrap();
+        if me == 1 {
+            w.send(&ack, 0, 101).unwrap();
+        } else {
+            w.recv(&mut ack, 1, 101).unwrap();
+        }
+    }
+    let t = t0.elapsed().as_secs_f64();
+    let dirs = if bi { 2.0 } else { 1.0 };
+    dirs * (size * WINDOW * iters) as f64 / t / 1e6
+}
+
+fn run_rank(o: &Opts) -> Result<(), String> {
+    let u = shmpi::init().map_err(|e| e.to_string())?;
+    let w = u.world();
+    if w.size() != 2 {
+        return Err(format!(
+            "shmpi-bench needs exactly 2 ranks, got {}",
+            w.size()
+        ));
+    }
+    let me = w.rank();
+    let (title, col) = match o.test {
+        Test::Latency => ("Latency Test", "Latency (us)"),
+        Test::Bw => ("Bandwidth Test", "Bandwidth (MB/s)"),
+        Test::Bibw => ("Bi-Directional Bandwidth Test", "Bandwidth (MB/s)"),
+    };
+    let key = match o.test {
+        Test::Latency => "latency_us",
+        _ => "bandwidth_mb_s",
+    };
+    let mut rows = Vec::new();
+    if me == 0 {
+        match o.format {
+            Format::Osu => {
+                println!(
+                    "# OSU-style MPI {title} (shmpi-bench {})",
+                    env!("CARGO_PKG_VERSION")
+                );
+                println!("# Size      {col:>18}");
+            }
+            Format::Csv => println!("size,{key}"),
+            Format::Json => {}
+        }
+    }
+    for size in sizes(o) {
+        let (iters, warm) = counts(o, size);
+        let v = match o.test {
+            Test::Latency => latency(&w, size, iters, warm),
+            Test::Bw => bandwidth(&w, size, iters, warm, false),
+            Test::Bibw => bandwidth(&w, size, iters, warm, true),
+        };
+        if me == 0 {
+            match o.format {
+                Format::Osu => println!("{size:<10}{v:>18.2}"),
+                Format::Csv => println!("{size},{v:.3}"),
+                Format::Json => rows.push(format!("{{\"size\":{size},\"{key}\":{v:.3}}}")),
+            }
+        }
+    }
+    if me == 0 && o.format == Format::Json {
+        let test = format!("{:?}", o.test).to_lowercase();
+        println!(
+            "{{\"benchmark\":\"{test}\",\"results\":[{}]}}",
+            rows.join(",")
+        );
+    }
+    u.finalize().map_err(|e| e.to_string())
+}
+
+/// The first two CPUs this process may run on, as "a,b".
+fn default_cpus() -> Option<String> {
+    let ids = core_affinity::get_core_ids()?;
+    (ids.len() >= 2).then(|| format!("{},{}", ids[0].id, ids[1].id))
+}
+
+fn launch_self(o: &Opts, args: &[String]) -> Result<i32, String> {
+    let me = std::env::current_exe().map_err(|e| e.to_string())?;
+    let exec = me.with_file_name("shmpiexec");
+    if !exec.exists() {
+        return Err(format!(
+            "{} not found: build it with `cargo build --release` (it sits beside shmpi-bench)",
+            exec.display()
+        ));
+    }
+    let mut cmd = Command::new(exec);
+    cmd.args(["-n", "2"]);
+    if let Some(c) = o.cpus.clone().or_else(default_cpus) {
+        cmd.args(["--cpu-list", &c]);
+    }
+    cmd.arg(&me).args(args);
+    let st = cmd.status().map_err(|e| e.to_string())?;
+    Ok(st.code().unwrap_or(1))
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let o = match parse(&args) {
+        Ok(o) => o,
+        Err(m) => {
+            eprintln!("shmpi-bench: {m}");
+            return ExitCode::from(2);
+        }
+    };
+    let r = if std::env::var_os(shmpi::job::env::JOB_ID).is_some() {
+        run_rank(&o).map(|_| 0)
+    } else {
+        launch_self(&o, &args)
+    };
+    match r {
+        Ok(c) => ExitCode::from(c.clamp(0, 255) as u8),
+        Err(m) => {
+            eprintln!("shmpi-bench: {m}");
+            ExitCode::from(1)
+        }
+    }
+}

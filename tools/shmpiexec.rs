@@ -18,7 +18,8 @@ fn parse_cpu_list(s: &str) -> Result<Vec<usize>, String> {
         let bad = || format!("--cpu-list: {part:?} is not a CPU number or range");
         match part.split_once('-') {
             Some((a, b)) => {
-                let (a, b): (usize, usize) = (a.parse().map_err(|_| bad())?, b.parse().map_err(|_| bad())?);
+                let (a, b): (usize, usize) =
+                    (a.parse().map_err(|_| bad())?, b.parse().map_err(|_| bad())?);
                 if a > b {
                     return Err(bad());
                 }
@@ -57,7 +58,10 @@ fn parse(args: &[String]) -> Result<(JobSpec, Option<usize>), String> {
         match a {
             "-n" | "-np" | "--np" => {
                 let v = value(&mut i, a)?;
-                n = Some(v.parse().map_err(|_| format!("{a}: {v:?} is not a number"))?);
+                n = Some(
+                    v.parse()
+                        .map_err(|_| format!("{a}: {v:?} is not a number"))?,
+                );
             }
             "--tag-output" => spec.tag_output = true,
             "-x" => {
@@ -70,7 +74,10 @@ fn parse(args: &[String]) -> Result<(JobSpec, Option<usize>), String> {
             "--cpu-list" => spec.cpus = parse_cpu_list(&value(&mut i, a)?)?,
             "--ring-size" => {
                 let v = value(&mut i, a)?;
-                ring = Some(v.parse().map_err(|_| format!("--ring-size: {v:?} is not a number"))?);
+                ring = Some(
+                    v.parse()
+                        .map_err(|_| format!("--ring-size: {v:?} is not a number"))?,
+                );
             }
             "--shm-dir" => spec.shm_dir = value(&mut i, a)?.into(),
             "-h" | "--help" => return Err(USAGE.to_string()),

@@ -85,7 +85,11 @@ impl Communicator {
         let Some(world) = self.ctx.dest(dest)? else {
             return Ok(());
         };
-        let cid = if coll { self.ctx.coll_id() } else { self.ctx.id };
+        let cid = if coll {
+            self.ctx.coll_id()
+        } else {
+            self.ctx.id
+        };
         let (start, ack) = {
             let mut e = self.shared().lock();
             e.start_send(cid, self.ctx.rank as u32, world, tag, data, sync)
@@ -111,7 +115,11 @@ impl Communicator {
         if !self.ctx.source(src)? {
             return Ok(Status::null());
         }
-        let cid = if coll { self.ctx.coll_id() } else { self.ctx.id };
+        let cid = if coll {
+            self.ctx.coll_id()
+        } else {
+            self.ctx.id
+        };
         let id = self.shared().lock().post_recv(cid, src, tag, buf.len());
         self.shared()
             .wait_until(None, |e| e.is_complete(id).then(|| e.finish_recv(id, buf)))
@@ -185,7 +193,11 @@ impl Communicator {
         let Some(world) = self.ctx.dest(dest)? else {
             return Ok(Request::done(self.proc_.clone(), Status::null()));
         };
-        let cid = if coll { self.ctx.coll_id() } else { self.ctx.id };
+        let cid = if coll {
+            self.ctx.coll_id()
+        } else {
+            self.ctx.id
+        };
         let mut e = self.shared().lock();
         let (start, ack) = e.start_send(cid, self.ctx.rank as u32, world, tag, data, sync);
         let slot = match (start, ack) {
@@ -205,7 +217,12 @@ impl Communicator {
     ///
     /// # Errors
     /// `Rank`, `Tag`.
-    pub fn irecv<'a, T: Scalar>(&self, buf: &'a mut [T], src: i32, tag: i32) -> Result<Request<'a>> {
+    pub fn irecv<'a, T: Scalar>(
+        &self,
+        buf: &'a mut [T],
+        src: i32,
+        tag: i32,
+    ) -> Result<Request<'a>> {
         self.irecv_bytes(as_bytes_mut(buf), src, tag, false)
     }
 
@@ -221,7 +238,11 @@ impl Communicator {
         if !self.ctx.source(src)? {
             return Ok(Request::done(self.proc_.clone(), Status::null()));
         }
-        let cid = if coll { self.ctx.coll_id() } else { self.ctx.id };
+        let cid = if coll {
+            self.ctx.coll_id()
+        } else {
+            self.ctx.id
+        };
         let id = self.shared().lock().post_recv(cid, src, tag, buf.len());
         Ok(Request::recv(self.proc_.clone(), id, buf))
     }
@@ -307,8 +328,7 @@ impl Communicator {
         }
         let mut e = self.shared().lock();
         e.progress();
-        Ok(e
-            .improbe(self.ctx.id, src, tag)
+        Ok(e.improbe(self.ctx.id, src, tag)
             .map(|(id, st)| (Message::new(self.proc_.clone(), id), st)))
     }
 

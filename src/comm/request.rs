@@ -78,9 +78,9 @@ impl<'a> Request<'a> {
         let Some(id) = self.slot() else {
             return self.finish_unlocked();
         };
-        proc_.p2p.wait_until(None, |e| {
-            e.is_complete(id).then(|| self.finish(e))
-        })
+        proc_
+            .p2p
+            .wait_until(None, |e| e.is_complete(id).then(|| self.finish(e)))
     }
 
     fn finish_unlocked(&mut self) -> Result<Status> {
@@ -203,9 +203,10 @@ pub fn wait_any(reqs: &mut [Option<Request<'_>>]) -> Result<Option<(usize, Statu
         return Ok(None);
     };
     proc_.p2p.wait_until(None, |e| {
-        let i = reqs
-            .iter()
-            .position(|r| r.as_ref().is_some_and(|r| r.slot().is_none_or(|id| e.is_complete(id))))?;
+        let i = reqs.iter().position(|r| {
+            r.as_ref()
+                .is_some_and(|r| r.slot().is_none_or(|id| e.is_complete(id)))
+        })?;
         let mut r = reqs[i].take().expect("found above");
         Some(r.finish(e).map(|s| Some((i, s))))
     })
@@ -225,7 +226,10 @@ pub fn wait_some(reqs: &mut [Option<Request<'_>>]) -> Result<Vec<(usize, Status)
         let ready: Vec<usize> = reqs
             .iter()
             .enumerate()
-            .filter(|(_, r)| r.as_ref().is_some_and(|r| r.slot().is_none_or(|id| e.is_complete(id))))
+            .filter(|(_, r)| {
+                r.as_ref()
+                    .is_some_and(|r| r.slot().is_none_or(|id| e.is_complete(id)))
+            })
             .map(|(i, _)| i)
             .collect();
         if ready.is_empty() {
@@ -280,9 +284,9 @@ impl Message {
         };
         let bytes = crate::transport::bytes::as_bytes_mut(buf);
         let proc_ = self.proc_.clone();
-        proc_
-            .p2p
-            .wait_until(None, |e| e.is_complete(id).then(|| e.finish_recv(id, bytes)))
+        proc_.p2p.wait_until(None, |e| {
+            e.is_complete(id).then(|| e.finish_recv(id, bytes))
+        })
     }
 }
 

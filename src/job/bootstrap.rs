@@ -16,7 +16,12 @@ pub fn attach(contract: &JobContract, spec: SegmentSpec) -> Result<Segment> {
     Segment::attach(&contract.segment, spec).map_err(|e| {
         Error::new(
             e_class(&e),
-            format!("rank {}: {} ({})", contract.rank, e, contract.segment.display()),
+            format!(
+                "rank {}: {} ({})",
+                contract.rank,
+                e,
+                contract.segment.display()
+            ),
         )
     })
 }
@@ -73,7 +78,11 @@ pub fn arrive(seg: &Segment, rank: usize, size: usize, timeout: Duration) -> Res
                 ),
             ));
         }
-        Kernel.wait(counter, now_in, Some((deadline - now).min(Duration::from_millis(50))));
+        Kernel.wait(
+            counter,
+            now_in,
+            Some((deadline - now).min(Duration::from_millis(50))),
+        );
     }
 }
 

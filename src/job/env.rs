@@ -50,17 +50,18 @@ fn var(name: &str) -> Result<String> {
     })
 }
 
-fn parse<T: std::str::FromStr>(name: &str, v: &str, radix16: bool) -> Result<T>
-where
-    T: TryFrom<u64>,
-{
+fn parse<T: TryFrom<u64>>(name: &str, v: &str, radix16: bool) -> Result<T> {
     let n = if radix16 {
         u64::from_str_radix(v, 16).ok()
     } else {
         v.parse::<u64>().ok()
     };
-    n.and_then(|n| T::try_from(n).ok())
-        .ok_or_else(|| Error::new(ErrorClass::Other, format!("{name}={v:?} is not a valid number")))
+    n.and_then(|n| T::try_from(n).ok()).ok_or_else(|| {
+        Error::new(
+            ErrorClass::Other,
+            format!("{name}={v:?} is not a valid number"),
+        )
+    })
 }
 
 impl JobContract {

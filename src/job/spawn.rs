@@ -82,8 +82,8 @@ fn describe(rank: usize, st: ExitStatus, state: RankState, abort_code: i32) -> S
     }
 }
 
-fn forward(rank: usize, tag: &'static str, src: impl std::io::Read + Send + 'static, err: bool) {
-    let _ = tag;
+/// Copies a rank's output to ours, line by line, each prefixed `[rank] `.
+fn forward(rank: usize, src: impl std::io::Read + Send + 'static, err: bool) {
     std::thread::spawn(move || {
         let mut r = BufReader::new(src);
         let mut line = Vec::new();
@@ -170,10 +170,10 @@ pub fn run(spec: &JobSpec, shape: SegmentShape) -> Result<JobOutcome, String> {
             Ok(mut child) => {
                 if spec.tag_output {
                     if let Some(o) = child.stdout.take() {
-                        forward(rank, "stdout", o, false);
+                        forward(rank, o, false);
                     }
                     if let Some(e) = child.stderr.take() {
-                        forward(rank, "stderr", e, true);
+                        forward(rank, e, true);
                     }
                 }
                 children.push(Some(child));
@@ -200,7 +200,10 @@ fn supervise(n: usize, children: &mut [Option<Child>], seg: &Segment) -> JobOutc
                 os::send_signal(c.id(), sig);
             }
             if outcome.failure.is_none() {
-                outcome.failure = Some(format!("shmpiexec: got {}, passed it on to the ranks", os::signal_name(sig)));
+                outcome.failure = Some(format!(
+                    "shmpiexec: got {}, passed it on to the ranks",
+                    os::signal_name(sig)
+                ));
                 outcome.code = 128 + sig;
             }
         }

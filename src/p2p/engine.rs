@@ -24,15 +24,25 @@ pub type SlotId = usize;
 enum SlotState {
     Free,
     /// A receive waiting in the posted queue.
-    Posted { ctx: u32, src: i32, tag: i32 },
+    Posted {
+        ctx: u32,
+        src: i32,
+        tag: i32,
+    },
     /// A receive (or matched probe) taking a message's fragments.
-    Filling { status: Status },
+    Filling {
+        status: Status,
+    },
     /// A receive that has its whole message (maybe truncated).
-    Done { status: Status },
+    Done {
+        status: Status,
+    },
     /// A send whose rest is queued in the transport.
     Queued(Ticket),
     /// A synchronous send waiting for its ack (and maybe queued too).
-    AwaitAck { ticket: Option<Ticket> },
+    AwaitAck {
+        ticket: Option<Ticket>,
+    },
     /// A send that is complete.
     Sent,
 }
@@ -205,10 +215,13 @@ impl Matcher {
 
     /// A message's first bytes arrived (from a ring or from this process).
     fn arrive(&mut self, hdr: Header, peer: usize, total: usize, data: &[u8], last: bool) {
-        let hit = self.posted.iter().position(|&id| match self.slots[id].state {
-            SlotState::Posted { ctx, src, tag } => hdr.matches(ctx, src, tag),
-            _ => false,
-        });
+        let hit = self
+            .posted
+            .iter()
+            .position(|&id| match self.slots[id].state {
+                SlotState::Posted { ctx, src, tag } => hdr.matches(ctx, src, tag),
+                _ => false,
+            });
         if let Some(pos) = hit {
             let id = self.posted.remove(pos).expect("position is valid");
             self.start_into(id, &hdr, peer, total, data);
@@ -468,7 +481,9 @@ impl Engine {
                 bytes: u.total,
             }
         };
-        let id = self.m.alloc(SlotState::Posted { ctx, src, tag }, usize::MAX);
+        let id = self
+            .m
+            .alloc(SlotState::Posted { ctx, src, tag }, usize::MAX);
         self.m.claim(pos, id);
         self.flush_acks();
         Some((id, st))
@@ -490,7 +505,10 @@ impl Engine {
     /// `Truncate` when the message was longer than `dst`.
     pub fn finish_recv(&mut self, id: SlotId, dst: &mut [u8]) -> Result<Status> {
         let SlotState::Done { status } = self.m.slots[id].state else {
-            return Err(Error::new(ErrorClass::Intern, "receive finished before completion"));
+            return Err(Error::new(
+                ErrorClass::Intern,
+                "receive finished before completion",
+            ));
         };
         let s = &self.m.slots[id];
         let n = s.buf.len().min(dst.len());

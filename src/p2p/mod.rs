@@ -173,7 +173,10 @@ impl Shared {
             }
             if let Some(d) = deadline {
                 if Instant::now() >= d {
-                    return Err(Error::new(ErrorClass::Other, "timed out waiting for completion"));
+                    return Err(Error::new(
+                        ErrorClass::Other,
+                        "timed out waiting for completion",
+                    ));
                 }
             }
             if let Rung::Sleep(t) = waiter.pause(deadline) {

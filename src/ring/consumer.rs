@@ -117,6 +117,13 @@ impl Consumer {
         }
     }
 
+    /// Offset in the data region of the header word the next frame will
+    /// start with: a sleeper may watch that word (see the transport's
+    /// `Sleeper`).
+    pub fn next_word_offset(&self) -> usize {
+        (self.head as usize) & self.mask
+    }
+
     /// Whether a frame is waiting (a peek without holding it).
     #[inline]
     pub fn has_frame(&mut self) -> bool {
@@ -180,7 +187,11 @@ impl Frame<'_> {
         // SAFETY: the payload range was published by the Acquire in `peek`
         // and is not released (so not reused) while `self` borrows the
         // consumer mutably.
-        unsafe { self.consumer.region().slice(self.off + FRAME_HEADER, self.len) }
+        unsafe {
+            self.consumer
+                .region()
+                .slice(self.off + FRAME_HEADER, self.len)
+        }
     }
 
     /// Gives the frame's bytes back to the producer.

@@ -1,6 +1,6 @@
 //! The ring's shared header: consumer index, producer index, capacity.
 
-use crate::sync::{AtomicU64, CachePadded, Ordering};
+use crate::sync::{AtomicU32, AtomicU64, CachePadded, Ordering};
 
 /// The shared part of a ring, `#[repr(C)]`, placed in front of (or apart
 /// from) its data region. Each index sits on its own cache line(s) so the
@@ -19,9 +19,23 @@ pub struct RingHeader {
     /// consumer does not need it to find frames (it reads the frame header
     /// words, see `frame.rs`); it serves `len()` and diagnostics.
     pub(crate) tail: CachePadded<AtomicU64>,
+    /// Rarely written facts: the capacity and the consumer's `watched`
+    /// flag (see [`RingHeader::watched`]).
+    pub(crate) meta: CachePadded<Meta>,
+}
+
+/// The rarely written line of a ring header.
+#[repr(C)]
+#[derive(Debug)]
+pub(crate) struct Meta {
     /// Size of the data region in bytes: a power of two, at least 64.
     /// Written once before the ring is shared.
-    pub(crate) capacity: CachePadded<AtomicU64>,
+    pub(crate) capacity: AtomicU64,
+    /// Set by the consumer while it polls this ring's next frame directly,
+    /// so the producer need not flag the frame in the consumer's pending
+    /// bitmap. Only a hint for the layer above; the ring itself ignores it.
+    pub(crate) watched: AtomicU32,
+    _reserved: AtomicU32,
 }
 
 #[cfg(not(loom))]
@@ -34,7 +48,11 @@ impl RingHeader {
         RingHeader {
             head: CachePadded::new(AtomicU64::new(0)),
             tail: CachePadded::new(AtomicU64::new(0)),
-            capacity: CachePadded::new(AtomicU64::new(capacity)),
+            meta: CachePadded::new(Meta {
+                capacity: AtomicU64::new(capacity),
+                watched: AtomicU32::new(0),
+                _reserved: AtomicU32::new(0),
+            }),
         }
     }
 
@@ -43,7 +61,8 @@ impl RingHeader {
     pub fn init(&self, capacity: u64) {
         // Relaxed: the header is published to other processes by the
         // segment's start barrier (SYNC(job.start) in docs/memory-model.md).
-        self.capacity.store(capacity, Ordering::Relaxed);
+        self.meta.capacity.store(capacity, Ordering::Relaxed);
+        self.meta.watched.store(0, Ordering::Relaxed);
         self.head.store(0, Ordering::Relaxed);
         self.tail.store(0, Ordering::Relaxed);
     }
@@ -51,7 +70,14 @@ impl RingHeader {
     /// The capacity in bytes.
     pub fn capacity(&self) -> u64 {
         // Relaxed: written once before sharing (see `init`).
-        self.capacity.load(Ordering::Relaxed)
+        self.meta.capacity.load(Ordering::Relaxed)
+    }
+
+    /// The consumer's "I poll this ring directly" flag. Its orderings are
+    /// the user's: the transport pairs it with SeqCst fences
+    /// (`SYNC(watched)` in docs/memory-model.md).
+    pub fn watched(&self) -> &AtomicU32 {
+        &self.meta.watched
     }
 
     /// Bytes in use, as seen now; may be stale by the time it returns.

@@ -23,13 +23,15 @@
 mod consumer;
 mod frame;
 mod header;
+#[cfg(all(test, loom))]
+mod model_tests;
 mod producer;
 mod region;
 
 pub use consumer::{Consumer, Frame};
 pub use frame::{footprint, FRAME_ALIGN, FRAME_HEADER};
 pub use header::RingHeader;
-pub use producer::{Producer, RingReserveError, Reservation};
+pub use producer::{Producer, Reservation, RingReserveError};
 
 use region::Region;
 use std::fmt;

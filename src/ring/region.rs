@@ -41,7 +41,7 @@ mod real {
             // SAFETY: the assert keeps `off..off + 8` inside the region, the
             // base is 8-aligned (constructor contract), and header words are
             // only ever accessed atomically while they may be shared.
-            unsafe { AtomicU64::from_ptr(self.base.as_ptr().add(off).cast::<u64>()) }
+            unsafe { AtomicU64::from_ptr(self.base.as_ptr().wrapping_add(off).cast::<u64>()) }
         }
 
         /// Copies `src` to `off`.
@@ -58,7 +58,7 @@ mod real {
             unsafe {
                 self.base
                     .as_ptr()
-                    .add(off)
+                    .wrapping_add(off)
                     .copy_from_nonoverlapping(src.as_ptr(), src.len())
             };
         }
@@ -72,7 +72,7 @@ mod real {
         pub(crate) unsafe fn slice(&self, off: usize, len: usize) -> &[u8] {
             debug_assert!(off + len <= self.len);
             // SAFETY: delegated to the caller (see # Safety).
-            unsafe { std::slice::from_raw_parts(self.base.as_ptr().add(off), len) }
+            unsafe { std::slice::from_raw_parts(self.base.as_ptr().wrapping_add(off), len) }
         }
     }
 }

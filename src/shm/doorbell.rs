@@ -4,21 +4,27 @@
 //! The word is `AWAKE` or `SLEEPING` and belongs to one sleeper (a rank's
 //! progress engine). Ringers are the peers that publish work for it.
 //!
-//! Protocol (a Dekker pair; both sides use SeqCst so that at least one sees
-//! the other's write, `SYNC(doorbell)` in `docs/memory-model.md`):
+//! Protocol (a Dekker pair; each side separates its write from its read
+//! with a SeqCst fence, so at least one sees the other's write,
+//! `SYNC(doorbell)` in `docs/memory-model.md`):
 //!
 //! ```text
-//! ringer:  publish work (SeqCst RMW)      sleeper: word = SLEEPING (SeqCst)
-//!          if word == SLEEPING (SeqCst)            if work visible (SeqCst): word = AWAKE, return
+//! ringer:  publish work                   sleeper: word = SLEEPING
+//!          fence(SeqCst)                           fence(SeqCst)
+//!          if word == SLEEPING                     if work visible: word = AWAKE, return
 //!             swap(AWAKE) and FUTEX_WAKE           FUTEX_WAIT(word, SLEEPING)
 //! ```
+//!
+//! Fences rather than SeqCst accesses alone: loom models SeqCst fences
+//! exactly (it found a lost wake-up in a version that relied on a SeqCst
+//! RMW followed by a SeqCst load), and on x86 a fence is one `mfence`.
 //!
 //! If the sleeper misses the work, the ringer sees `SLEEPING` and wakes it;
 //! if the ringer swaps before the sleeper enters the kernel, `FUTEX_WAIT`
 //! returns at once because the word is no longer `SLEEPING`. The model in
 //! [`model`] is checked by loom in `tests/ring_model.rs`.
 
-use crate::sync::{AtomicU32, Ordering};
+use crate::sync::{fence, AtomicU32, Ordering};
 use std::time::Duration;
 
 /// The sleeper is running (or about to look for work).
@@ -35,11 +41,11 @@ pub trait Futex {
     fn wake(&self, word: &AtomicU32);
 }
 
-/// The ringer's half: call after publishing work with a SeqCst operation.
+/// The ringer's half: call after publishing work *and* a SeqCst fence.
 #[inline]
 pub fn ring<F: Futex>(futex: &F, word: &AtomicU32) {
-    // SYNC(doorbell): SeqCst load; the other half of the Dekker pair with
-    // the sleeper's SeqCst store of SLEEPING in `sleep`.
+    // SYNC(doorbell): ordered after the work by the caller's SeqCst fence;
+    // pairs with the sleeper's store + fence in `sleep`.
     if word.load(Ordering::SeqCst) == SLEEPING
         // SeqCst: one ringer wins the swap and makes the syscall.
         && word.swap(AWAKE, Ordering::SeqCst) == SLEEPING
@@ -48,9 +54,8 @@ pub fn ring<F: Futex>(futex: &F, word: &AtomicU32) {
     }
 }
 
-/// The sleeper's half: sleeps until `has_work()` (whose loads must be
-/// SeqCst) is true or `timeout` passes. Returns whether work was seen
-/// before sleeping.
+/// The sleeper's half: sleeps until `has_work()` is true or `timeout`
+/// passes. Returns whether work was seen before sleeping.
 pub fn sleep<F: Futex>(
     futex: &F,
     word: &AtomicU32,
@@ -60,6 +65,7 @@ pub fn sleep<F: Futex>(
     // SYNC(doorbell): SeqCst store, paired with the ringer's SeqCst
     // publish-then-load in `ring`.
     word.store(SLEEPING, Ordering::SeqCst);
+    fence(Ordering::SeqCst);
     if has_work() {
         // Relaxed: only this sleeper reads the word as a sleep flag.
         word.store(AWAKE, Ordering::Relaxed);
@@ -105,9 +111,7 @@ impl Futex for Kernel {
     fn wake(&self, word: &AtomicU32) {
         // SAFETY: `word` is a valid, aligned u32; FUTEX_WAKE does not
         // dereference it beyond computing the futex key.
-        unsafe {
-            libc::syscall(libc::SYS_futex, word.as_ptr(), libc::FUTEX_WAKE, i32::MAX)
-        };
+        unsafe { libc::syscall(libc::SYS_futex, word.as_ptr(), libc::FUTEX_WAKE, i32::MAX) };
     }
 }
 
@@ -174,7 +178,7 @@ pub mod model {
     }
 
     /// Work published the way the transport publishes it: a SeqCst RMW on
-    /// the receiver's pending word.
+    /// the receiver's pending word, then the SeqCst fence `ring` expects.
     #[derive(Debug)]
     pub struct Work(AtomicU64);
 
@@ -186,6 +190,7 @@ pub mod model {
         /// Publishes work.
         pub fn post(&self) {
             self.0.fetch_or(1, Ordering::SeqCst);
+            fence(Ordering::SeqCst);
         }
         /// Whether work is visible.
         pub fn taken(&self) -> bool {

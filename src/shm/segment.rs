@@ -1,7 +1,8 @@
 //! Creating, attaching, reserving and unlinking the segment file.
 
-use super::{ControlBlock, SegmentAttachError, SegmentCreateError, SegmentHeader, SegmentSpec};
 use super::{control_end, CONTROL_OFFSET};
+use super::{ControlBlock, SegmentAttachError, SegmentCreateError, SegmentHeader, SegmentSpec};
+use crate::sync::{AtomicU32, Ordering};
 use memmap2::{MmapOptions, MmapRaw};
 use std::ffi::CString;
 use std::fs::File;
@@ -9,8 +10,6 @@ use std::os::fd::{AsRawFd, FromRawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::ptr::NonNull;
-use std::sync::atomic::AtomicBool;
-use std::sync::atomic::Ordering as StdOrdering;
 
 /// The file name of a job's segment: `{dir}/shmpi-{uid}-{job_id:016x}`.
 pub fn segment_path(dir: &Path, job_id: u64) -> PathBuf {
@@ -27,7 +26,7 @@ pub struct Segment {
     path: PathBuf,
     spec: SegmentSpec,
     /// Whether this handle still has to remove the file (creator only).
-    linked: AtomicBool,
+    linked: AtomicU32,
 }
 
 fn errno() -> i32 {
@@ -73,7 +72,8 @@ impl Segment {
             }
         }
         let c = cpath(path);
-        let flags = libc::O_RDWR | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+        let flags =
+            libc::O_RDWR | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC;
         // SAFETY: `c` is NUL-terminated; the mode argument is passed as the
         // variadic third argument open(2) expects with O_CREAT.
         let fd = unsafe { libc::open(c.as_ptr(), flags, 0o600 as libc::c_uint) };
@@ -82,7 +82,10 @@ impl Segment {
             return Err(if e == libc::EEXIST {
                 SegmentCreateError::AlreadyExists(path.display().to_string())
             } else {
-                SegmentCreateError::Os { what: "open", errno: e }
+                SegmentCreateError::Os {
+                    what: "open",
+                    errno: e,
+                }
             });
         }
         // SAFETY: `fd` was just opened by us and is owned by nothing else.
@@ -119,7 +122,7 @@ impl Segment {
             file,
             path: path.to_owned(),
             spec,
-            linked: AtomicBool::new(true),
+            linked: AtomicU32::new(1),
         };
         seg.header().write(&spec);
         Ok(seg)
@@ -140,7 +143,10 @@ impl Segment {
             return Err(if e == libc::ENOENT {
                 SegmentAttachError::NotFound(path.display().to_string())
             } else {
-                SegmentAttachError::Os { what: "open", errno: e }
+                SegmentAttachError::Os {
+                    what: "open",
+                    errno: e,
+                }
             });
         }
         // SAFETY: `fd` was just opened by us and is owned by nothing else.
@@ -173,7 +179,7 @@ impl Segment {
             file,
             path: path.to_owned(),
             spec,
-            linked: AtomicBool::new(false),
+            linked: AtomicU32::new(0),
         };
         seg.header().validate(&spec)?;
         Ok(seg)
@@ -208,7 +214,7 @@ impl Segment {
     /// Removes the file name; the mapping stays valid. Idempotent.
     pub fn unlink(&self) {
         // Relaxed: the flag only makes unlink idempotent in this process.
-        if self.linked.swap(false, StdOrdering::Relaxed) {
+        if self.linked.swap(0, Ordering::Relaxed) != 0 {
             let c = cpath(&self.path);
             // SAFETY: `c` is NUL-terminated.
             unsafe { libc::unlink(c.as_ptr()) };
@@ -258,7 +264,7 @@ impl Segment {
         // SAFETY: `off` lies within the reserved control area below
         // `control_end(nranks)`, aligned to the cache line (the header and
         // the blocks are CachePadded); control blocks are all atomics.
-        unsafe { &*self.map.as_ptr().add(off).cast::<ControlBlock>() }
+        unsafe { &*self.map.as_ptr().wrapping_add(off).cast::<ControlBlock>() }
     }
 }
 

@@ -17,7 +17,5 @@ pub fn as_bytes<T: Scalar>(s: &[T]) -> &[u8] {
 pub fn as_bytes_mut<T: Scalar>(s: &mut [T]) -> &mut [u8] {
     // SAFETY: as in `as_bytes`; in addition every bit pattern is a valid
     // value of each `Scalar` type, so any bytes written leave valid `T`s.
-    unsafe {
-        std::slice::from_raw_parts_mut(s.as_mut_ptr().cast::<u8>(), std::mem::size_of_val(s))
-    }
+    unsafe { std::slice::from_raw_parts_mut(s.as_mut_ptr().cast::<u8>(), std::mem::size_of_val(s)) }
 }

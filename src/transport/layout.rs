@@ -111,7 +111,11 @@ impl Layout {
     /// If either rank is out of range or they are equal.
     pub fn ring(&self, sender: usize, receiver: usize) -> (usize, usize) {
         assert!(sender < self.nranks && receiver < self.nranks && sender != receiver);
-        let idx = if sender < receiver { sender } else { sender - 1 };
+        let idx = if sender < receiver {
+            sender
+        } else {
+            sender - 1
+        };
         let header = self.receiver_region(receiver).0 + idx * (RING_HEADER + self.ring_capacity);
         (header, header + RING_HEADER)
     }

@@ -49,6 +49,11 @@ use std::sync::Arc;
 use std::time::Duration;
 use wire::Kind;
 
+/// Peers whose rings a receiver polls directly (most recently active
+/// first in, oldest evicted); the others are found through the pending
+/// bitmap. Small, so an idle receiver's poll stays a few loads.
+pub const DIRECT_MAX: usize = 4;
+
 /// Largest fragment of a pipelined message. `SHMPI_FRAGMENT_SIZE`
 /// overrides it (rounded to the ring's limit).
 pub const DEFAULT_FRAGMENT: usize = 64 << 10;
@@ -133,9 +138,32 @@ struct Queued {
     seq: u64,
 }
 
+/// A ring header in the segment; valid while the transport (which holds
+/// the segment) lives.
+#[derive(Debug, Clone, Copy)]
+struct HeaderPtr(NonNull<RingHeader>);
+
+impl HeaderPtr {
+    #[inline]
+    fn get(&self) -> &RingHeader {
+        // SAFETY: made by `ring_header` from an in-bounds, aligned offset of
+        // the segment that the owning `Transport` keeps mapped; ring
+        // headers are all atomics.
+        unsafe { self.0.as_ref() }
+    }
+}
+
+#[derive(Debug)]
+struct Rx {
+    cons: Consumer,
+    hdr: HeaderPtr,
+    data_off: usize,
+}
+
 #[derive(Debug)]
 struct Tx {
     prod: Producer,
+    hdr: HeaderPtr,
     header_off: usize,
     queue: VecDeque<Queued>,
     next_seq: u64,
@@ -149,7 +177,9 @@ pub struct Transport {
     layout: Layout,
     me: usize,
     tx: Vec<Option<Tx>>,
-    rx: Vec<Option<Consumer>>,
+    rx: Vec<Option<Rx>>,
+    /// Peers polled directly, oldest first (at most [`DIRECT_MAX`]).
+    direct: Vec<usize>,
     /// Total length of the message whose fragments each peer is sending.
     rx_total: Vec<usize>,
     /// Pending bits this rank took from its bitmap but has not drained.
@@ -170,6 +200,11 @@ fn ring_data(seg: &Segment, off: usize, cap: usize) -> NonNull<u8> {
     // SAFETY: in bounds (asserted), inside the mapping.
     NonNull::new(unsafe { seg.base().as_ptr().add(off) }).expect("non-null")
 }
+
+// SAFETY: a Transport owns its producers and consumers (each the only one
+// of its role) and raw pointers into the segment it keeps alive through
+// `seg`; moving it to another thread keeps a single owner of every role.
+unsafe impl Send for Transport {}
 
 impl Transport {
     /// Prepares rank `me`'s side: reserves the region of rings it reads
@@ -216,7 +251,11 @@ impl Transport {
             // segment) lives; this rank is the only consumer of ring s → me.
             let c = unsafe { ring::consumer_at(hp, ring_data(&seg, d, cap), owner.clone()) }
                 .map_err(|e| Error::new(ErrorClass::Intern, e.to_string()))?;
-            rx.push(Some(c));
+            rx.push(Some(Rx {
+                cons: c,
+                hdr: HeaderPtr(hp),
+                data_off: d,
+            }));
         }
         let frag_max = ring::max_payload(cap) - WIRE_HEADER;
         let fragment = std::env::var("SHMPI_FRAGMENT_SIZE")
@@ -231,6 +270,7 @@ impl Transport {
             me,
             tx: (0..n).map(|_| None).collect(),
             rx,
+            direct: Vec::with_capacity(DIRECT_MAX),
             rx_total: vec![0; n],
             local: vec![0; n.div_ceil(64)],
             words: n.div_ceil(64),
@@ -274,6 +314,7 @@ impl Transport {
                 .expect("layout gives valid rings");
             self.tx[peer] = Some(Tx {
                 prod,
+                hdr: HeaderPtr(hp),
                 header_off: h,
                 queue: VecDeque::new(),
                 next_seq: 0,
@@ -340,7 +381,9 @@ impl Transport {
 
     /// Whether the enqueued message `t` is wholly in the ring.
     pub fn is_done(&self, t: Ticket) -> bool {
-        self.tx[t.peer].as_ref().is_none_or(|tx| tx.done_seq > t.seq)
+        self.tx[t.peer]
+            .as_ref()
+            .is_none_or(|tx| tx.done_seq > t.seq)
     }
 
     /// Whether nothing is queued for `peer`.
@@ -351,14 +394,57 @@ impl Transport {
             .is_none_or(|t| t.queue.is_empty())
     }
 
+    #[inline]
     fn notify(&self, peer: usize) {
         let cb = self.seg.control(peer);
-        // SYNC(pending): SeqCst RMW; the frames were published before it
-        // (Release stores, program order), and it pairs with the receiver's
-        // Acquire swap in `poll` and its SeqCst check before sleeping.
-        cb.pending(self.me / 64)
-            .fetch_or(1u64 << (self.me % 64), Ordering::SeqCst);
+        // SYNC(watched): SeqCst fence between publishing the frames
+        // (Release header stores above) and reading the consumer's
+        // `watched` flag and doorbell; pairs with the consumer's store +
+        // fence + peek in `unwatch` and the sleeper's store + fence + loads
+        // in `doorbell::sleep` / `Sleeper::has_work`.
+        fence(Ordering::SeqCst);
+        let watched = self.tx[peer]
+            .as_ref()
+            .is_some_and(|t| t.hdr.get().watched().load(Ordering::Relaxed) != 0);
+        if !watched {
+            // SYNC(pending): SeqCst RMW after the frames; pairs with the
+            // receiver's Acquire swap in `poll`; the fence after it is the
+            // one `doorbell::ring` expects (SYNC(doorbell)).
+            cb.pending(self.me / 64)
+                .fetch_or(1u64 << (self.me % 64), Ordering::SeqCst);
+            fence(Ordering::SeqCst);
+        }
         doorbell::ring(&Kernel, cb.doorbell());
+    }
+
+    /// Starts polling `peer`'s ring directly, evicting the oldest direct
+    /// peer if the set is full.
+    fn watch(&mut self, peer: usize) {
+        if self.direct.len() == DIRECT_MAX {
+            let old = self.direct.remove(0);
+            self.unwatch(old);
+        }
+        self.direct.push(peer);
+        if let Some(rx) = self.rx[peer].as_ref() {
+            // Relaxed: a hint; a producer that misses it flags the bitmap,
+            // which is merely redundant.
+            rx.hdr.get().watched().store(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Stops polling `peer` directly. A producer may have seen the old
+    /// flag and skipped the bitmap, so look at the ring once more after a
+    /// SeqCst fence (`SYNC(watched)`, the other half of `notify`).
+    fn unwatch(&mut self, peer: usize) {
+        let Some(rx) = self.rx[peer].as_mut() else {
+            return;
+        };
+        // Relaxed store ordered before the peek by the fence below.
+        rx.hdr.get().watched().store(0, Ordering::Relaxed);
+        fence(Ordering::SeqCst);
+        if rx.cons.has_frame() {
+            self.local[peer / 64] |= 1u64 << (peer % 64);
+        }
     }
 
     /// Drains queued sends and up to `budget` incoming frames, calling
@@ -366,6 +452,14 @@ impl Transport {
     pub fn poll(&mut self, budget: usize, handler: &mut dyn FnMut(Incoming<'_>)) -> usize {
         let mut work = self.drain_queues();
         let me = self.me;
+        for i in 0..self.direct.len() {
+            let peer = self.direct[i];
+            let (n, more) = self.drain_ring(peer, budget, handler);
+            work += n;
+            if more {
+                self.local[peer / 64] |= 1u64 << (peer % 64);
+            }
+        }
         for w in 0..self.words {
             let word = self.seg.control(me).pending(w);
             // Relaxed peek first: an idle bitmap costs one load of a line
@@ -386,6 +480,9 @@ impl Transport {
                 if more {
                     self.local[w] |= 1u64 << b;
                 }
+                if n > 0 && !self.direct.contains(&peer) {
+                    self.watch(peer);
+                }
             }
         }
         work
@@ -397,9 +494,10 @@ impl Transport {
         budget: usize,
         handler: &mut dyn FnMut(Incoming<'_>),
     ) -> (usize, bool) {
-        let Some(c) = self.rx[peer].as_mut() else {
+        let Some(rx) = self.rx[peer].as_mut() else {
             return (0, false);
         };
+        let c = &mut rx.cons;
         let rx_total = &mut self.rx_total[peer];
         let mut n = 0;
         while n < budget {
@@ -471,19 +569,32 @@ impl Transport {
             .filter(|t| !t.queue.is_empty())
             .map(|t| (t.header_off, t.prod.head_seen()))
             .collect();
+        let direct = self
+            .direct
+            .iter()
+            .filter_map(|&p| self.rx[p].as_ref())
+            .map(|rx| rx.data_off + rx.cons.next_word_offset())
+            .collect();
         Sleeper {
             seg: self.seg.clone(),
             me: self.me,
             words: self.words,
             local: self.local.iter().any(|&b| b != 0),
             blocked,
+            direct,
         }
     }
 }
 
 /// Pushes frames of `out` from `data` (whose byte 0 is message byte `base`)
 /// until done or the ring is full; returns frames pushed.
-fn push_frames(prod: &mut Producer, out: &mut OutMsg, data: &[u8], base: usize, frag: usize) -> usize {
+fn push_frames(
+    prod: &mut Producer,
+    out: &mut OutMsg,
+    data: &[u8],
+    base: usize,
+    frag: usize,
+) -> usize {
     let mut frames = 0;
     while !out.is_complete() {
         let (kind, word, len) = if !out.started && out.total <= frag {
@@ -517,6 +628,9 @@ pub struct Sleeper {
     words: usize,
     local: bool,
     blocked: Vec<(usize, u64)>,
+    /// Segment offsets of the next frame header word of each directly
+    /// polled ring.
+    direct: Vec<usize>,
 }
 
 impl Sleeper {
@@ -525,14 +639,28 @@ impl Sleeper {
             return true;
         }
         let cb = self.seg.control(self.me);
-        // SYNC(doorbell): SeqCst loads, the sleeper's half of the Dekker
-        // pairs (see `shm::doorbell`).
+        // SYNC(doorbell): SeqCst loads after the sleeper's store + fence,
+        // its half of the Dekker pairs (see `shm::doorbell`).
         (0..self.words).any(|w| cb.pending(w).load(Ordering::SeqCst) != 0)
             || self.blocked.iter().any(|&(off, seen)| {
                 // SAFETY: `off` came from the layout and lies in the mapping
                 // that `self.seg` keeps alive; headers are all atomics.
                 let h = unsafe { ring_header(&self.seg, off).as_ref() };
                 h.head_for_sleep() != seen
+            })
+            || self.direct.iter().any(|&off| {
+                assert!(off % 8 == 0 && off + 8 <= self.seg.len());
+                // SAFETY: `off` is an 8-aligned frame header word inside
+                // the mapping kept alive by `self.seg` (asserted); header
+                // words are only accessed atomically while shared.
+                let w = unsafe {
+                    crate::sync::AtomicU64::from_ptr(
+                        self.seg.base().as_ptr().wrapping_add(off).cast::<u64>(),
+                    )
+                };
+                // SYNC(watched): after the sleeper's store + fence; pairs
+                // with the producer's fence in `notify`.
+                w.load(Ordering::SeqCst) != 0
             })
     }
 

@@ -39,7 +39,13 @@ pub fn is_rank_of(name: &str) -> bool {
 
 /// Launches `n` ranks of this test binary running case `name`, with extra
 /// launcher arguments and environment; waits at most `timeout`.
-pub fn launch(n: usize, name: &str, launcher_args: &[&str], envs: &[(&str, &str)], timeout: Duration) -> Outcome {
+pub fn launch(
+    n: usize,
+    name: &str,
+    launcher_args: &[&str],
+    envs: &[(&str, &str)],
+    timeout: Duration,
+) -> Outcome {
     let exe = std::env::current_exe().expect("test binary path");
     let mut cmd = Command::new(shmpiexec());
     cmd.arg("-n").arg(n.to_string());
@@ -70,9 +76,14 @@ pub fn launch(n: usize, name: &str, launcher_args: &[&str], envs: &[(&str, &str)
         if start.elapsed() > timeout {
             // SIGTERM: the launcher passes it to the ranks and cleans up;
             // SIGKILL after a grace period if it does not.
-            let _ = Command::new("kill").arg("-TERM").arg(child.id().to_string()).status();
+            let _ = Command::new("kill")
+                .arg("-TERM")
+                .arg(child.id().to_string())
+                .status();
             let grace = Instant::now();
-            while child.try_wait().ok().flatten().is_none() && grace.elapsed() < Duration::from_secs(5) {
+            while child.try_wait().ok().flatten().is_none()
+                && grace.elapsed() < Duration::from_secs(5)
+            {
                 std::thread::sleep(Duration::from_millis(20));
             }
             let _ = child.kill();
@@ -129,7 +140,9 @@ pub fn run_ranks_with(
 pub fn assert_no_segments_left() {
     let uid = uid();
     let prefix = format!("shmpi-{uid}-");
-    let Ok(dir) = std::fs::read_dir("/dev/shm") else { return };
+    let Ok(dir) = std::fs::read_dir("/dev/shm") else {
+        return;
+    };
     for e in dir.flatten() {
         let name = e.file_name().to_string_lossy().to_string();
         if !name.starts_with(&prefix) {

@@ -1,12 +1,12 @@
 //! Loom model checks: every interleaving of the ring's reserve / commit /
 //! peek / release, and of the doorbell's sleep / wake protocol.
 //!
-//! Run with `RUSTFLAGS="--cfg loom" cargo test --release --test ring_model`
-//! (`.ci/run` does, in its own target directory).
-#![cfg(loom)]
+//! Run with `RUSTFLAGS="--cfg loom" cargo test --release --lib` (`.ci/run`
+//! does, in its own target directory). They live in the library, not in
+//! `tests/`, so that a loom build compiles only the layers it checks.
 
+use crate::ring::heap_ring;
 use loom::thread;
-use shmpi::ring::heap_ring;
 
 /// Pushes `sizes` through a 64-byte ring (so frames wrap) from one thread
 /// while another pops them: every frame arrives whole and in order, and
@@ -53,7 +53,7 @@ fn frames_that_fill_and_wrap_the_ring_pass_intact() {
 
 #[test]
 fn doorbell_sleep_and_ring_never_lose_a_wakeup() {
-    use shmpi::shm::doorbell::model::{Bell, Work};
+    use crate::shm::doorbell::model::{Bell, Work};
     use std::sync::Arc;
     loom::model(|| {
         let bell = Arc::new(Bell::new());

@@ -1,0 +1,194 @@
+//! The transport over a real /dev/shm segment between two processes:
+//! random message sizes (sole frames and pipelined fragments, wrapping a
+//! small ring many times) arrive complete, in order and uncorrupted.
+
+mod support;
+
+use shmpi::job::bootstrap;
+use shmpi::shm::{segment_path, Segment};
+use shmpi::transport::{Envelope, Layout, Sent, Transport};
+use std::process::Command;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+const CASE: &str = "random_messages_between_two_processes_arrive_intact_in_order";
+const RING: usize = 16 << 10;
+const COUNT: u64 = 3000;
+
+fn fnv(data: &[u8]) -> u64 {
+    data.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
+        (h ^ b as u64).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}
+
+fn message(seq: u64) -> Vec<u8> {
+    let mut x = seq.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    let mut next = || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    // Mostly small, sometimes several fragments long.
+    let len = match next() % 10 {
+        0 => (next() % (5 * RING as u64)) as usize,
+        _ => (next() % 300) as usize,
+    };
+    (0..len).map(|_| next() as u8).collect()
+}
+
+fn envelope(seq: u64, sum: u64) -> Envelope {
+    let mut e = [0u8; 16];
+    e[..8].copy_from_slice(&seq.to_le_bytes());
+    e[8..].copy_from_slice(&sum.to_le_bytes());
+    Envelope(e)
+}
+
+fn send_all(t: &mut Transport, peer: usize, env: &Envelope, data: &[u8], deadline: Instant) {
+    if let Sent::Partial(mut out) = t.send(peer, env, data) {
+        while !t.resume(&mut out, data) {
+            assert!(Instant::now() < deadline, "send stalled");
+            t.poll(16, &mut |_| panic!("no traffic expected this way"));
+            std::thread::yield_now();
+        }
+    }
+}
+
+fn open(path: &std::path::Path, job: u64, rank: usize, create: bool) -> (Arc<Segment>, Transport) {
+    let layout = Layout::new(2, RING).unwrap();
+    let seg = if create {
+        Segment::create(path, layout.spec(job)).unwrap()
+    } else {
+        Segment::attach(path, layout.spec(job)).unwrap()
+    };
+    let seg = Arc::new(seg);
+    let t = Transport::new(seg.clone(), layout, rank).unwrap();
+    bootstrap::arrive(&seg, rank, 2, Duration::from_secs(20)).unwrap();
+    (seg, t)
+}
+
+#[test]
+fn random_messages_between_two_processes_arrive_intact_in_order() {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    if support::is_rank_of(CASE) {
+        let path = std::env::var("SHMPI_TEST_SEGMENT").unwrap();
+        let job = u64::from_str_radix(&std::env::var("SHMPI_TEST_JOB").unwrap(), 16).unwrap();
+        let (_seg, mut t) = open(std::path::Path::new(&path), job, 1, false);
+        let mut buf = Vec::new();
+        let mut next = 0u64;
+        while next < COUNT {
+            assert!(Instant::now() < deadline, "receiver stalled at {next}");
+            t.poll(64, &mut |m| {
+                if m.is_first() {
+                    buf.clear();
+                }
+                assert_eq!(m.offset, buf.len(), "fragment out of order");
+                buf.extend_from_slice(m.data);
+                if m.is_last() {
+                    let seq = u64::from_le_bytes(m.envelope.0[..8].try_into().unwrap());
+                    let sum = u64::from_le_bytes(m.envelope.0[8..].try_into().unwrap());
+                    assert_eq!(seq, next, "message reordered");
+                    assert_eq!(buf.len(), m.total);
+                    assert_eq!(fnv(&buf), sum, "message {seq} corrupted");
+                    next += 1;
+                }
+            });
+        }
+        send_all(&mut t, 0, &envelope(u64::MAX, next), &[], deadline);
+        // Stay mapped until the parent has read the reply.
+        std::thread::sleep(Duration::from_millis(200));
+        return;
+    }
+    let job = 0x7e57_0000_0000 | std::process::id() as u64;
+    let path = segment_path(std::path::Path::new("/dev/shm"), job);
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args([CASE, "--exact", "--nocapture", "--test-threads=1"])
+        .env(support::CASE, CASE)
+        .env("SHMPI_TEST_SEGMENT", &path)
+        .env("SHMPI_TEST_JOB", format!("{job:x}"))
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // The child attaches while the parent waits in `arrive`.
+    let (seg, mut t) = open(&path, job, 0, true);
+    seg.unlink();
+    for seq in 0..COUNT {
+        let data = message(seq);
+        send_all(&mut t, 1, &envelope(seq, fnv(&data)), &data, deadline);
+    }
+    let mut done = None;
+    while done.is_none() {
+        assert!(Instant::now() < deadline, "no reply from the receiver");
+        if let Ok(Some(st)) = child.try_wait() {
+            panic!("receiver exited early: {st}");
+        }
+        t.poll(8, &mut |m| {
+            done = Some(u64::from_le_bytes(m.envelope.0[8..].try_into().unwrap()));
+        });
+        std::thread::yield_now();
+    }
+    assert_eq!(done, Some(COUNT));
+    let st = child.wait().unwrap();
+    assert!(st.success(), "receiver failed: {st}");
+}
+
+#[test]
+fn attach_refuses_a_segment_of_another_shape_with_a_named_error() {
+    let job = 0x7e58_0000_0000 | std::process::id() as u64;
+    let path = segment_path(std::path::Path::new("/dev/shm"), job);
+    let l2 = Layout::new(2, RING).unwrap();
+    let seg = Segment::create(&path, l2.spec(job)).unwrap();
+    // Same size, other layout digest.
+    let mut other = l2.spec(job);
+    other.layout_digest ^= 1;
+    let e = Segment::attach(&path, other).unwrap_err();
+    assert!(
+        matches!(e, shmpi::shm::SegmentAttachError::LayoutMismatch { .. }),
+        "{e}"
+    );
+    // Another job id.
+    let e = Segment::attach(&path, l2.spec(job + 1)).unwrap_err();
+    assert!(
+        matches!(e, shmpi::shm::SegmentAttachError::JobMismatch { .. }),
+        "{e}"
+    );
+    // Another size.
+    let l4 = Layout::new(4, RING).unwrap();
+    let e = Segment::attach(&path, l4.spec(job)).unwrap_err();
+    assert!(
+        matches!(e, shmpi::shm::SegmentAttachError::SizeMismatch { .. }),
+        "{e}"
+    );
+    // Creating it twice fails: O_EXCL.
+    let e = Segment::create(&path, l2.spec(job)).unwrap_err();
+    assert!(
+        matches!(e, shmpi::shm::SegmentCreateError::AlreadyExists(_)),
+        "{e}"
+    );
+    drop(seg);
+    assert!(!path.exists(), "the creator unlinks on drop");
+    let e = Segment::attach(&path, l2.spec(job)).unwrap_err();
+    assert!(
+        matches!(e, shmpi::shm::SegmentAttachError::NotFound(_)),
+        "{e}"
+    );
+}
+
+#[test]
+fn segment_file_is_private_to_its_user() {
+    use std::os::unix::fs::PermissionsExt;
+    let job = 0x7e59_0000_0000 | std::process::id() as u64;
+    let path = segment_path(std::path::Path::new("/dev/shm"), job);
+    let l = Layout::new(2, RING).unwrap();
+    let seg = Segment::create(&path, l.spec(job)).unwrap();
+    let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+    // A segment whose mode was widened is refused.
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let e = Segment::attach(&path, l.spec(job)).unwrap_err();
+    assert!(
+        matches!(e, shmpi::shm::SegmentAttachError::NotPrivate(_)),
+        "{e}"
+    );
+    drop(seg);
+}
