@@ -122,7 +122,9 @@ impl Communicator {
         };
         let id = self.shared().lock().post_recv(cid, src, tag, buf.len());
         self.shared()
-            .wait_until(None, |e| e.is_complete(id).then(|| e.finish_recv(id, buf)))
+            .wait_until_into(None, &mut [(id, buf)], |e, sinks| {
+                e.is_complete(id).then(|| e.finish_recv(id, sinks[0].1))
+            })
     }
 
     /// Sends `buf` to `dest` with `tag` (`MPI_Send`, standard mode: returns

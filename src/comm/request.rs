@@ -136,15 +136,44 @@ impl Drop for Request<'_> {
 ///
 /// # Errors
 /// The first error among them; all are completed regardless.
-pub fn wait_all(reqs: Vec<Request<'_>>) -> Result<Vec<Status>> {
-    let mut out = Vec::with_capacity(reqs.len());
+pub fn wait_all(mut reqs: Vec<Request<'_>>) -> Result<Vec<Status>> {
+    let Some(proc_) = reqs.first().map(|r| r.proc_.clone()) else {
+        return Ok(Vec::new());
+    };
+    let mut ops: Vec<Option<Op<'_>>> = reqs.iter_mut().map(|r| r.op.take()).collect();
+    // Lend every receive buffer to progress for the whole wait.
+    let mut sinks: Vec<(SlotId, &mut [u8])> = Vec::new();
+    let mut sends = Vec::new();
+    for op in ops.iter_mut() {
+        match op {
+            Some(Op::Recv(id, buf)) => sinks.push((*id, &mut **buf)),
+            Some(Op::Send(id)) => sends.push(*id),
+            _ => {}
+        }
+    }
+    proc_.p2p.wait_until_into(None, &mut sinks, |e, sinks| {
+        (sends.iter().all(|&id| e.is_complete(id))
+            && sinks.iter().all(|(id, _)| e.is_complete(*id)))
+        .then_some(Ok(()))
+    })?;
+    let mut e = proc_.p2p.lock();
+    let mut out = Vec::with_capacity(ops.len());
     let mut first_err = None;
-    for r in reqs {
-        match r.wait() {
+    for op in ops {
+        let r = match op {
+            None => Ok(Status::null()),
+            Some(Op::Done(st)) => Ok(st),
+            Some(Op::Send(id)) => {
+                e.finish_send(id);
+                Ok(Status::null())
+            }
+            Some(Op::Recv(id, buf)) => e.finish_recv(id, buf),
+        };
+        match r {
             Ok(s) => out.push(s),
-            Err(e) => {
+            Err(err) => {
                 out.push(Status::null());
-                first_err.get_or_insert(e);
+                first_err.get_or_insert(err);
             }
         }
     }

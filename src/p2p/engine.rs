@@ -20,6 +20,12 @@ pub const POLL_BUDGET: usize = 64;
 /// Index of a request slot.
 pub type SlotId = usize;
 
+/// Receive buffers that a waiting caller lends to progress: bytes for
+/// these slots go straight from the ring into the caller's buffer instead
+/// of through the slot's own buffer. The lender passes the same buffer to
+/// [`Engine::finish_recv`].
+pub type Sinks<'a, 'b> = &'a mut [(SlotId, &'b mut [u8])];
+
 #[derive(Debug)]
 enum SlotState {
     Free,
@@ -52,9 +58,12 @@ struct Slot {
     state: SlotState,
     /// Receive capacity in bytes (the user's buffer length).
     cap: usize,
-    /// Received bytes (kept between uses so small receives do not
-    /// allocate).
+    /// Received bytes not yet in the user's buffer (kept between uses so
+    /// small receives do not allocate): message bytes `base..base +
+    /// buf.len()`. Bytes below `base` went straight into the user's buffer
+    /// through a sink.
     buf: Vec<u8>,
+    base: usize,
     /// The handle was dropped: free the slot when the operation completes.
     orphan: bool,
 }
@@ -107,6 +116,7 @@ impl Matcher {
             s.state = state;
             s.cap = cap;
             s.buf.clear();
+            s.base = 0;
             s.orphan = false;
             id
         } else {
@@ -114,6 +124,7 @@ impl Matcher {
                 state,
                 cap,
                 buf: Vec::new(),
+                base: 0,
                 orphan: false,
             });
             self.slots.len() - 1
@@ -146,8 +157,45 @@ impl Matcher {
         }
     }
 
+    /// Stores message bytes `off..off + data.len()` of slot `id` (the part
+    /// below its capacity), into a lent sink if there is one, else into
+    /// the slot's buffer.
+    fn store(slots: &mut [Slot], id: SlotId, off: usize, data: &[u8], sinks: Sinks<'_, '_>) {
+        let s = &mut slots[id];
+        let end = (off + data.len()).min(s.cap);
+        if end <= off {
+            return;
+        }
+        let data = &data[..end - off];
+        if let Some((_, sink)) = sinks.iter_mut().find(|(i, _)| *i == id) {
+            flush(s, sink);
+            // A matched probe's slot has no capacity of its own: the sink
+            // (the mrecv buffer) bounds it, and the rest is truncated.
+            let end = end.min(sink.len());
+            if end > off {
+                sink[off..end].copy_from_slice(&data[..end - off]);
+            }
+            s.base = end.max(off);
+        } else {
+            if s.buf.is_empty() {
+                s.base = off;
+            }
+            debug_assert_eq!(s.base + s.buf.len(), off, "fragments arrive in order");
+            s.buf.extend_from_slice(data);
+        }
+    }
+
     /// Starts delivering a message into receive slot `id`.
-    fn start_into(&mut self, id: SlotId, hdr: &Header, peer: usize, total: usize, data: &[u8]) {
+    #[allow(clippy::too_many_arguments)]
+    fn start_into(
+        &mut self,
+        id: SlotId,
+        hdr: &Header,
+        peer: usize,
+        total: usize,
+        data: &[u8],
+        sinks: Sinks<'_, '_>,
+    ) {
         let s = &mut self.slots[id];
         s.state = SlotState::Filling {
             status: Status {
@@ -157,25 +205,18 @@ impl Matcher {
             },
         };
         s.buf.clear();
-        let keep = data.len().min(s.cap);
-        if total > data.len() {
-            s.buf.reserve(total.min(s.cap));
-        }
-        s.buf.extend_from_slice(&data[..keep]);
+        s.base = 0;
+        Self::store(&mut self.slots, id, 0, data, sinks);
         if hdr.kind == FrameKind::Sync {
             self.acks.push((peer, hdr.ctx, hdr.token));
         }
     }
 
-    fn on_frame(&mut self, inc: Incoming<'_>) {
+    fn on_frame(&mut self, inc: Incoming<'_>, sinks: Sinks<'_, '_>) {
         if !inc.is_first() {
             match self.inbound[inc.peer] {
                 Inbound::Slot(id) => {
-                    let s = &mut self.slots[id];
-                    let end = (inc.offset + inc.data.len()).min(s.cap);
-                    if end > inc.offset {
-                        s.buf.extend_from_slice(&inc.data[..end - inc.offset]);
-                    }
+                    Self::store(&mut self.slots, id, inc.offset, inc.data, sinks);
                     if inc.is_last() {
                         self.inbound[inc.peer] = Inbound::Idle;
                         self.complete_recv(id);
@@ -210,11 +251,19 @@ impl Matcher {
             }
             return;
         }
-        self.arrive(hdr, inc.peer, inc.total, inc.data, inc.is_last());
+        self.arrive(hdr, inc.peer, inc.total, inc.data, inc.is_last(), sinks);
     }
 
     /// A message's first bytes arrived (from a ring or from this process).
-    fn arrive(&mut self, hdr: Header, peer: usize, total: usize, data: &[u8], last: bool) {
+    fn arrive(
+        &mut self,
+        hdr: Header,
+        peer: usize,
+        total: usize,
+        data: &[u8],
+        last: bool,
+        sinks: Sinks<'_, '_>,
+    ) {
         let hit = self
             .posted
             .iter()
@@ -224,7 +273,7 @@ impl Matcher {
             });
         if let Some(pos) = hit {
             let id = self.posted.remove(pos).expect("position is valid");
-            self.start_into(id, &hdr, peer, total, data);
+            self.start_into(id, &hdr, peer, total, data, sinks);
             if last {
                 self.complete_recv(id);
             } else {
@@ -259,11 +308,12 @@ impl Matcher {
     /// Moves unexpected message `pos` into slot `id` (a receive or a
     /// matched probe), redirecting its remaining fragments there.
     fn claim(&mut self, pos: usize, id: SlotId) {
-        let u = self.unexpected.remove(pos).expect("position is valid");
+        let mut u = self.unexpected.remove(pos).expect("position is valid");
         let s = &mut self.slots[id];
-        let keep = u.data.len().min(s.cap);
-        s.buf.clear();
-        s.buf.extend_from_slice(&u.data[..keep]);
+        u.data.truncate(s.cap);
+        // The unexpected buffer becomes the slot's: no copy.
+        std::mem::swap(&mut s.buf, &mut u.data);
+        s.base = 0;
         s.state = SlotState::Filling {
             status: Status {
                 source: u.hdr.src as i32,
@@ -279,6 +329,19 @@ impl Matcher {
         } else {
             self.inbound[u.peer] = Inbound::Slot(id);
         }
+    }
+}
+
+/// Moves what a slot holds in its own buffer into the lent `sink`.
+fn flush(s: &mut Slot, sink: &mut [u8]) {
+    if !s.buf.is_empty() {
+        let end = s.base + s.buf.len();
+        let fit = end.min(sink.len());
+        if fit > s.base {
+            sink[s.base..fit].copy_from_slice(&s.buf[..fit - s.base]);
+        }
+        s.base = end;
+        s.buf.clear();
     }
 }
 
@@ -327,8 +390,14 @@ impl Engine {
     /// One bounded round of progress: queued sends, incoming frames,
     /// acks. Returns the work done.
     pub fn progress(&mut self) -> usize {
+        self.progress_into(&mut [])
+    }
+
+    /// As [`progress`](Self::progress), delivering bytes for the slots in
+    /// `sinks` straight into the lent buffers.
+    pub fn progress_into(&mut self, sinks: Sinks<'_, '_>) -> usize {
         let m = &mut self.m;
-        let mut work = self.t.poll(POLL_BUDGET, &mut |inc| m.on_frame(inc));
+        let mut work = self.t.poll(POLL_BUDGET, &mut |inc| m.on_frame(inc, sinks));
         work += self.flush_acks();
         work += self.reap_queued();
         work
@@ -405,7 +474,7 @@ impl Engine {
         });
         if dest == self.m.me {
             let me = self.m.me;
-            self.m.arrive(hdr, me, data.len(), data, true);
+            self.m.arrive(hdr, me, data.len(), data, true, &mut []);
             self.flush_acks();
             return (SendStart::Done, ack_slot);
         }
@@ -510,9 +579,7 @@ impl Engine {
                 "receive finished before completion",
             ));
         };
-        let s = &self.m.slots[id];
-        let n = s.buf.len().min(dst.len());
-        dst[..n].copy_from_slice(&s.buf[..n]);
+        flush(&mut self.m.slots[id], dst);
         self.m.release(id);
         if status.bytes > dst.len() {
             return Err(Error::new(

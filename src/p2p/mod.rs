@@ -15,7 +15,7 @@ pub mod engine;
 pub mod envelope;
 pub mod status;
 
-pub use engine::{Engine, SendStart, SlotId};
+pub use engine::{Engine, SendStart, Sinks, SlotId};
 pub use envelope::{ANY_SOURCE, ANY_TAG, PROC_NULL, TAG_UB};
 pub use status::Status;
 
@@ -156,15 +156,29 @@ impl Shared {
         deadline: Option<Instant>,
         mut done: impl FnMut(&mut Engine) -> Option<Result<T>>,
     ) -> Result<T> {
+        self.wait_until_into(deadline, &mut [], |e, _| done(e))
+    }
+
+    /// As [`wait_until`](Self::wait_until), lending receive buffers to
+    /// progress (see [`Sinks`]); `done` gets them back to finish with.
+    ///
+    /// # Errors
+    /// As [`wait_until`](Self::wait_until).
+    pub fn wait_until_into<T>(
+        &self,
+        deadline: Option<Instant>,
+        sinks: Sinks<'_, '_>,
+        mut done: impl FnMut(&mut Engine, Sinks<'_, '_>) -> Option<Result<T>>,
+    ) -> Result<T> {
         let mut waiter = Waiter::new(self.policy);
         loop {
             {
                 let mut e = self.lock();
-                if let Some(r) = done(&mut e) {
+                if let Some(r) = done(&mut e, sinks) {
                     return r;
                 }
-                if e.progress() > 0 {
-                    if let Some(r) = done(&mut e) {
+                if e.progress_into(sinks) > 0 {
+                    if let Some(r) = done(&mut e, sinks) {
                         return r;
                     }
                     waiter.reset();

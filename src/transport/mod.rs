@@ -54,6 +54,10 @@ use wire::Kind;
 /// bitmap. Small, so an idle receiver's poll stays a few loads.
 pub const DIRECT_MAX: usize = 4;
 
+/// Bytes of send-queue buffers kept for reuse, so that a stream of large
+/// nonblocking sends does not fault in fresh pages for every copy.
+pub const SEND_POOL_MAX: usize = 64 << 20;
+
 /// Largest fragment of a pipelined message. `SHMPI_FRAGMENT_SIZE`
 /// overrides it (rounded to the ring's limit).
 pub const DEFAULT_FRAGMENT: usize = 64 << 10;
@@ -186,6 +190,9 @@ pub struct Transport {
     local: Vec<u64>,
     words: usize,
     fragment: usize,
+    /// Spare send-queue buffers, and their total capacity.
+    pool: Vec<Vec<u8>>,
+    pooled: usize,
 }
 
 fn ring_header(seg: &Segment, off: usize) -> NonNull<RingHeader> {
@@ -275,6 +282,8 @@ impl Transport {
             local: vec![0; n.div_ceil(64)],
             words: n.div_ceil(64),
             fragment,
+            pool: Vec::new(),
+            pooled: 0,
         })
     }
 
@@ -366,17 +375,44 @@ impl Transport {
     /// [`poll`](Self::poll); returns a ticket for [`is_done`](Self::is_done).
     pub fn enqueue(&mut self, out: OutMsg, data: &[u8]) -> Ticket {
         let peer = out.peer;
+        let base = out.sent;
+        let rest = &data[base..];
+        let mut buf = self.pooled_buffer(rest.len());
+        buf.extend_from_slice(rest);
         let tx = self.tx(peer);
         let seq = tx.next_seq;
         tx.next_seq += 1;
-        let base = out.sent;
         tx.queue.push_back(Queued {
-            data: data[base..].to_vec(),
+            data: buf,
             base,
             msg: out,
             seq,
         });
         Ticket { peer, seq }
+    }
+
+    /// An empty buffer of at least `n` bytes' capacity, from the pool when
+    /// one fits.
+    fn pooled_buffer(&mut self, n: usize) -> Vec<u8> {
+        if n < 4096 {
+            return Vec::with_capacity(n);
+        }
+        match self.pool.iter().position(|b| b.capacity() >= n) {
+            Some(i) => {
+                let b = self.pool.swap_remove(i);
+                self.pooled -= b.capacity();
+                b
+            }
+            None => Vec::with_capacity(n),
+        }
+    }
+
+    fn recycle(pool: &mut Vec<Vec<u8>>, pooled: &mut usize, mut b: Vec<u8>) {
+        if b.capacity() >= 4096 && *pooled + b.capacity() <= SEND_POOL_MAX {
+            b.clear();
+            *pooled += b.capacity();
+            pool.push(b);
+        }
     }
 
     /// Whether the enqueued message `t` is wholly in the ring.
@@ -549,7 +585,9 @@ impl Transport {
                     break;
                 }
                 tx.done_seq = q.seq + 1;
-                tx.queue.pop_front();
+                if let Some(q) = tx.queue.pop_front() {
+                    Self::recycle(&mut self.pool, &mut self.pooled, q.data);
+                }
             }
             if pushed > 0 {
                 work += pushed;
