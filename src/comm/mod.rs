@@ -170,7 +170,12 @@ impl Communicator {
     ///
     /// # Errors
     /// As [`send`](Self::send).
-    pub fn isend<'a, T: Scalar>(&self, buf: &'a [T], dest: i32, tag: i32) -> Result<Request<'a>> {
+    pub fn isend<'a, T: Scalar>(
+        &'a self,
+        buf: &'a [T],
+        dest: i32,
+        tag: i32,
+    ) -> Result<Request<'a>> {
         self.isend_bytes(as_bytes(buf), dest, tag, false, false)
     }
 
@@ -178,12 +183,17 @@ impl Communicator {
     ///
     /// # Errors
     /// As [`send`](Self::send).
-    pub fn issend<'a, T: Scalar>(&self, buf: &'a [T], dest: i32, tag: i32) -> Result<Request<'a>> {
+    pub fn issend<'a, T: Scalar>(
+        &'a self,
+        buf: &'a [T],
+        dest: i32,
+        tag: i32,
+    ) -> Result<Request<'a>> {
         self.isend_bytes(as_bytes(buf), dest, tag, true, false)
     }
 
     pub(crate) fn isend_bytes<'a>(
-        &self,
+        &'a self,
         data: &'a [u8],
         dest: i32,
         tag: i32,
@@ -193,7 +203,7 @@ impl Communicator {
         self.proc_.check()?;
         p2p::check_send_tag(tag)?;
         let Some(world) = self.ctx.dest(dest)? else {
-            return Ok(Request::done(self.proc_.clone(), Status::null()));
+            return Ok(Request::done(&self.proc_, Status::null()));
         };
         let cid = if coll {
             self.ctx.coll_id()
@@ -205,13 +215,13 @@ impl Communicator {
         let slot = match (start, ack) {
             (SendStart::Done, None) => {
                 drop(e);
-                return Ok(Request::done(self.proc_.clone(), Status::null()));
+                return Ok(Request::done(&self.proc_, Status::null()));
             }
             (SendStart::Done, Some(id)) => id,
             (SendStart::Partial(out), ack) => e.queue_send(out, data, ack),
         };
         drop(e);
-        Ok(Request::send(self.proc_.clone(), slot))
+        Ok(Request::send(&self.proc_, slot))
     }
 
     /// Starts a receive (`MPI_Irecv`). The buffer stays borrowed until the
@@ -220,7 +230,7 @@ impl Communicator {
     /// # Errors
     /// `Rank`, `Tag`.
     pub fn irecv<'a, T: Scalar>(
-        &self,
+        &'a self,
         buf: &'a mut [T],
         src: i32,
         tag: i32,
@@ -229,7 +239,7 @@ impl Communicator {
     }
 
     pub(crate) fn irecv_bytes<'a>(
-        &self,
+        &'a self,
         buf: &'a mut [u8],
         src: i32,
         tag: i32,
@@ -238,7 +248,7 @@ impl Communicator {
         self.proc_.check()?;
         p2p::check_recv_tag(tag)?;
         if !self.ctx.source(src)? {
-            return Ok(Request::done(self.proc_.clone(), Status::null()));
+            return Ok(Request::done(&self.proc_, Status::null()));
         }
         let cid = if coll {
             self.ctx.coll_id()
@@ -246,7 +256,7 @@ impl Communicator {
             self.ctx.id
         };
         let id = self.shared().lock().post_recv(cid, src, tag, buf.len());
-        Ok(Request::recv(self.proc_.clone(), id, buf))
+        Ok(Request::recv(&self.proc_, id, buf))
     }
 
     /// Sends and receives in one call (`MPI_Sendrecv`), without deadlock
@@ -305,33 +315,33 @@ impl Communicator {
     ///
     /// # Errors
     /// `Rank`, `Tag`.
-    pub fn mprobe(&self, src: i32, tag: i32) -> Result<(Message, Status)> {
+    pub fn mprobe(&self, src: i32, tag: i32) -> Result<(Message<'_>, Status)> {
         self.proc_.check()?;
         p2p::check_recv_tag(tag)?;
         if !self.ctx.source(src)? {
-            return Ok((Message::null(self.proc_.clone()), Status::null()));
+            return Ok((Message::null(&self.proc_), Status::null()));
         }
         let cid = self.ctx.id;
         let (id, st) = self
             .shared()
             .wait_until(None, |e| e.improbe(cid, src, tag).map(Ok))?;
-        Ok((Message::new(self.proc_.clone(), id), st))
+        Ok((Message::new(&self.proc_, id), st))
     }
 
     /// As [`mprobe`](Self::mprobe), without waiting (`MPI_Improbe`).
     ///
     /// # Errors
     /// `Rank`, `Tag`.
-    pub fn improbe(&self, src: i32, tag: i32) -> Result<Option<(Message, Status)>> {
+    pub fn improbe(&self, src: i32, tag: i32) -> Result<Option<(Message<'_>, Status)>> {
         self.proc_.check()?;
         p2p::check_recv_tag(tag)?;
         if !self.ctx.source(src)? {
-            return Ok(Some((Message::null(self.proc_.clone()), Status::null())));
+            return Ok(Some((Message::null(&self.proc_), Status::null())));
         }
         let mut e = self.shared().lock();
         e.progress();
         Ok(e.improbe(self.ctx.id, src, tag)
-            .map(|(id, st)| (Message::new(self.proc_.clone(), id), st)))
+            .map(|(id, st)| (Message::new(&self.proc_, id), st)))
     }
 
     /// Blocks until every member has called it (`MPI_Barrier`); a

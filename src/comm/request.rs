@@ -4,7 +4,6 @@
 use super::Process;
 use crate::error::Result;
 use crate::p2p::{SlotId, Status};
-use std::sync::Arc;
 
 #[derive(Debug)]
 enum Op<'a> {
@@ -23,26 +22,26 @@ enum Op<'a> {
 #[derive(Debug)]
 #[must_use = "a request must be waited on or tested to learn its outcome"]
 pub struct Request<'a> {
-    proc_: Arc<Process>,
+    proc_: &'a Process,
     op: Option<Op<'a>>,
 }
 
 impl<'a> Request<'a> {
-    pub(crate) fn done(proc_: Arc<Process>, st: Status) -> Request<'a> {
+    pub(crate) fn done(proc_: &'a Process, st: Status) -> Request<'a> {
         Request {
             proc_,
             op: Some(Op::Done(st)),
         }
     }
 
-    pub(crate) fn send(proc_: Arc<Process>, id: SlotId) -> Request<'a> {
+    pub(crate) fn send(proc_: &'a Process, id: SlotId) -> Request<'a> {
         Request {
             proc_,
             op: Some(Op::Send(id)),
         }
     }
 
-    pub(crate) fn recv(proc_: Arc<Process>, id: SlotId, buf: &'a mut [u8]) -> Request<'a> {
+    pub(crate) fn recv(proc_: &'a Process, id: SlotId, buf: &'a mut [u8]) -> Request<'a> {
         Request {
             proc_,
             op: Some(Op::Recv(id, buf)),
@@ -74,7 +73,7 @@ impl<'a> Request<'a> {
     /// # Errors
     /// `Truncate` for a receive whose message was too long.
     pub fn wait(mut self) -> Result<Status> {
-        let proc_ = self.proc_.clone();
+        let proc_ = self.proc_;
         let Some(id) = self.slot() else {
             return self.finish_unlocked();
         };
@@ -106,7 +105,7 @@ impl<'a> Request<'a> {
         let Some(id) = self.slot() else {
             return self.finish_unlocked().map(Some);
         };
-        let proc_ = self.proc_.clone();
+        let proc_ = self.proc_;
         let mut e = proc_.p2p.lock();
         if !e.is_complete(id) {
             e.progress();
@@ -137,7 +136,7 @@ impl Drop for Request<'_> {
 /// # Errors
 /// The first error among them; all are completed regardless.
 pub fn wait_all(mut reqs: Vec<Request<'_>>) -> Result<Vec<Status>> {
-    let Some(proc_) = reqs.first().map(|r| r.proc_.clone()) else {
+    let Some(proc_) = reqs.first().map(|r| r.proc_) else {
         return Ok(Vec::new());
     };
     let mut ops: Vec<Option<Op<'_>>> = reqs.iter_mut().map(|r| r.op.take()).collect();
@@ -190,7 +189,7 @@ pub fn wait_all(mut reqs: Vec<Request<'_>>) -> Result<Vec<Status>> {
 /// # Errors
 /// The first error among them once all are complete.
 pub fn test_all(reqs: &mut [Option<Request<'_>>]) -> Result<Option<Vec<Status>>> {
-    let Some(proc_) = reqs.iter().flatten().next().map(|r| r.proc_.clone()) else {
+    let Some(proc_) = reqs.iter().flatten().next().map(|r| r.proc_) else {
         return Ok(Some(vec![Status::null(); reqs.len()]));
     };
     let mut e = proc_.p2p.lock();
@@ -228,7 +227,7 @@ pub fn test_all(reqs: &mut [Option<Request<'_>>]) -> Result<Option<Vec<Status>>>
 /// # Errors
 /// The completed request's error.
 pub fn wait_any(reqs: &mut [Option<Request<'_>>]) -> Result<Option<(usize, Status)>> {
-    let Some(proc_) = reqs.iter().flatten().next().map(|r| r.proc_.clone()) else {
+    let Some(proc_) = reqs.iter().flatten().next().map(|r| r.proc_) else {
         return Ok(None);
     };
     proc_.p2p.wait_until(None, |e| {
@@ -248,7 +247,7 @@ pub fn wait_any(reqs: &mut [Option<Request<'_>>]) -> Result<Option<(usize, Statu
 /// # Errors
 /// The first error among the completed ones.
 pub fn wait_some(reqs: &mut [Option<Request<'_>>]) -> Result<Vec<(usize, Status)>> {
-    let Some(proc_) = reqs.iter().flatten().next().map(|r| r.proc_.clone()) else {
+    let Some(proc_) = reqs.iter().flatten().next().map(|r| r.proc_) else {
         return Ok(Vec::new());
     };
     proc_.p2p.wait_until(None, |e| {
@@ -286,20 +285,20 @@ pub fn wait_some(reqs: &mut [Option<Request<'_>>]) -> Result<Vec<(usize, Status)
 /// [`Message::recv`] can receive it.
 #[derive(Debug)]
 #[must_use = "a matched message must be received"]
-pub struct Message {
-    proc_: Arc<Process>,
+pub struct Message<'a> {
+    proc_: &'a Process,
     slot: Option<SlotId>,
 }
 
-impl Message {
-    pub(crate) fn new(proc_: Arc<Process>, id: SlotId) -> Message {
+impl<'a> Message<'a> {
+    pub(crate) fn new(proc_: &'a Process, id: SlotId) -> Message<'a> {
         Message {
             proc_,
             slot: Some(id),
         }
     }
 
-    pub(crate) fn null(proc_: Arc<Process>) -> Message {
+    pub(crate) fn null(proc_: &'a Process) -> Message<'a> {
         Message { proc_, slot: None }
     }
 
@@ -312,14 +311,14 @@ impl Message {
             return Ok(Status::null());
         };
         let bytes = crate::transport::bytes::as_bytes_mut(buf);
-        let proc_ = self.proc_.clone();
+        let proc_ = self.proc_;
         proc_.p2p.wait_until(None, |e| {
             e.is_complete(id).then(|| e.finish_recv(id, bytes))
         })
     }
 }
 
-impl Drop for Message {
+impl Drop for Message<'_> {
     fn drop(&mut self) {
         if let Some(id) = self.slot {
             self.proc_.p2p.lock().orphan(id);
