@@ -12,7 +12,8 @@
 //! round trip of a ping-pong, averaged over the timed iterations after a
 //! warm-up; bandwidth sends a window of 64 nonblocking messages, waits for
 //! them all and for a 4-byte ack, and reports 10^6 bytes per second; bibw
-//! does that in both directions at once.
+//! does that in both directions at once. Before the first size both this
+//! tool and the peers' harness run an untimed warm-up ping-pong.
 
 use shmpi::comm::wait_all;
 use std::process::{Command, ExitCode};
@@ -217,6 +218,10 @@ fn run_rank(o: &Opts) -> Result<(), String> {
             Format::Json => {}
         }
     }
+    // Untimed warm-up (50,000 round trips of 8 bytes, about 10 ms) so the
+    // first row is not measured on a cold core; the peers' harness
+    // (tools/peers/osu_pingpong.c) does the same.
+    latency(&w, 8, 1, 50_000);
     for size in sizes(o) {
         let (iters, warm) = counts(o, size);
         let v = match o.test {

@@ -20,6 +20,7 @@ pub use envelope::{ANY_SOURCE, ANY_TAG, PROC_NULL, TAG_UB};
 pub use status::Status;
 
 use crate::error::{Error, ErrorClass, Result};
+use crate::shm::Segment;
 use crate::transport::{Rung, WaitPolicy, Waiter};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
@@ -128,14 +129,19 @@ pub fn check_recv_tag(tag: i32) -> Result<()> {
 pub struct Shared {
     engine: Mutex<Engine>,
     policy: WaitPolicy,
+    /// The engine's segment, reachable without the lock (for spinning and
+    /// sleeping on lock-free views of it).
+    seg: Arc<Segment>,
 }
 
 impl Shared {
     /// Wraps an engine.
     pub fn new(engine: Engine, policy: WaitPolicy) -> Shared {
+        let seg = engine.transport().segment().clone();
         Shared {
             engine: Mutex::new(engine),
             policy,
+            seg,
         }
     }
 
@@ -172,7 +178,7 @@ impl Shared {
     ) -> Result<T> {
         let mut waiter = Waiter::new(self.policy);
         loop {
-            {
+            let sleeper = {
                 let mut e = self.lock();
                 if let Some(r) = done(&mut e, sinks) {
                     return r;
@@ -184,19 +190,32 @@ impl Shared {
                     waiter.reset();
                     continue;
                 }
-            }
-            if let Some(d) = deadline {
-                if Instant::now() >= d {
-                    return Err(Error::new(
-                        ErrorClass::Other,
-                        "timed out waiting for completion",
-                    ));
+                e.sleeper()
+            };
+            // Nothing to do: wait for work without the lock, spinning on
+            // the few words a peer writes when it has something for us.
+            // Every RECHECK rounds the lock is taken again, since another
+            // thread may have completed our operation.
+            for _ in 0..RECHECK {
+                if sleeper.has_work(&self.seg) {
+                    break;
                 }
-            }
-            if let Rung::Sleep(t) = waiter.pause(deadline) {
-                let sleeper = self.lock().sleeper();
-                sleeper.sleep(t);
+                if let Some(d) = deadline {
+                    if Instant::now() >= d {
+                        return Err(Error::new(
+                            ErrorClass::Other,
+                            "timed out waiting for completion",
+                        ));
+                    }
+                }
+                if let Rung::Sleep(t) = waiter.pause(deadline) {
+                    sleeper.sleep(&self.seg, t);
+                    break;
+                }
             }
         }
     }
 }
+
+/// Lock-free spin rounds between two looks under the lock.
+const RECHECK: usize = 256;

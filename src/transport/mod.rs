@@ -42,7 +42,7 @@ pub use wire::{Envelope, WIRE_HEADER};
 use crate::ring::{self, Consumer, Producer, RingHeader, RingReserveError};
 use crate::shm::doorbell::{self, Kernel};
 use crate::shm::Segment;
-use crate::sync::{fence, Ordering};
+use crate::sync::{fence, AtomicU64, Ordering};
 use std::collections::VecDeque;
 use std::ptr::NonNull;
 use std::sync::Arc;
@@ -597,8 +597,10 @@ impl Transport {
         work
     }
 
-    /// A lock-free view for sleeping until a peer publishes work for this
-    /// rank or frees room in a ring this rank is blocked on.
+    /// A lock-free view of what would count as work for this rank: a
+    /// frame in a directly polled ring, a pending bit, or room in a ring
+    /// this rank is blocked on. Used to spin and to sleep without holding
+    /// the engine's lock; valid until this transport polls again.
     pub fn sleeper(&self) -> Sleeper {
         let blocked = self
             .tx
@@ -607,19 +609,19 @@ impl Transport {
             .filter(|t| !t.queue.is_empty())
             .map(|t| (t.header_off, t.prod.head_seen()))
             .collect();
-        let direct = self
-            .direct
-            .iter()
-            .filter_map(|&p| self.rx[p].as_ref())
-            .map(|rx| rx.data_off + rx.cons.next_word_offset())
-            .collect();
+        let mut direct = [0usize; DIRECT_MAX];
+        let mut ndirect = 0;
+        for rx in self.direct.iter().filter_map(|&p| self.rx[p].as_ref()) {
+            direct[ndirect] = rx.data_off + rx.cons.next_word_offset();
+            ndirect += 1;
+        }
         Sleeper {
-            seg: self.seg.clone(),
             me: self.me,
             words: self.words,
             local: self.local.iter().any(|&b| b != 0),
             blocked,
             direct,
+            ndirect,
         }
     }
 }
@@ -658,54 +660,58 @@ fn push_frames(
     frames
 }
 
-/// Sleeps until this rank has work; see [`Transport::sleeper`].
+/// What counts as work for a rank, checked without the engine's lock;
+/// see [`Transport::sleeper`]. Its methods take the rank's segment.
 #[derive(Debug)]
 pub struct Sleeper {
-    seg: Arc<Segment>,
     me: usize,
     words: usize,
     local: bool,
     blocked: Vec<(usize, u64)>,
     /// Segment offsets of the next frame header word of each directly
     /// polled ring.
-    direct: Vec<usize>,
+    direct: [usize; DIRECT_MAX],
+    ndirect: usize,
 }
 
 impl Sleeper {
-    fn has_work(&self) -> bool {
+    /// Whether work is visible now: a few loads of lines that stay in this
+    /// core's cache until a peer writes them, so spinning on it is cheap.
+    #[inline]
+    pub fn has_work(&self, seg: &Segment) -> bool {
         if self.local {
             return true;
         }
-        let cb = self.seg.control(self.me);
+        let direct = self.direct[..self.ndirect].iter().any(|&off| {
+            assert!(off % 8 == 0 && off + 8 <= seg.len());
+            // SAFETY: `off` is an 8-aligned frame header word inside the
+            // mapping (asserted), which `seg` keeps alive; header words are
+            // only accessed atomically while shared.
+            let w =
+                unsafe { AtomicU64::from_ptr(seg.base().as_ptr().wrapping_add(off).cast::<u64>()) };
+            // SYNC(watched): after the sleeper's store + fence (when
+            // sleeping); pairs with the producer's fence in `notify`.
+            w.load(Ordering::SeqCst) != 0
+        });
+        if direct {
+            return true;
+        }
+        let cb = seg.control(self.me);
         // SYNC(doorbell): SeqCst loads after the sleeper's store + fence,
         // its half of the Dekker pairs (see `shm::doorbell`).
         (0..self.words).any(|w| cb.pending(w).load(Ordering::SeqCst) != 0)
             || self.blocked.iter().any(|&(off, seen)| {
                 // SAFETY: `off` came from the layout and lies in the mapping
-                // that `self.seg` keeps alive; headers are all atomics.
-                let h = unsafe { ring_header(&self.seg, off).as_ref() };
+                // that `seg` keeps alive; headers are all atomics.
+                let h = unsafe { ring_header(seg, off).as_ref() };
                 h.head_for_sleep() != seen
-            })
-            || self.direct.iter().any(|&off| {
-                assert!(off % 8 == 0 && off + 8 <= self.seg.len());
-                // SAFETY: `off` is an 8-aligned frame header word inside
-                // the mapping kept alive by `self.seg` (asserted); header
-                // words are only accessed atomically while shared.
-                let w = unsafe {
-                    crate::sync::AtomicU64::from_ptr(
-                        self.seg.base().as_ptr().wrapping_add(off).cast::<u64>(),
-                    )
-                };
-                // SYNC(watched): after the sleeper's store + fence; pairs
-                // with the producer's fence in `notify`.
-                w.load(Ordering::SeqCst) != 0
             })
     }
 
     /// Sleeps on the doorbell for at most `timeout`, unless work is already
     /// visible.
-    pub fn sleep(&self, timeout: Duration) {
-        let bell = self.seg.control(self.me).doorbell();
-        doorbell::sleep(&Kernel, bell, || self.has_work(), Some(timeout));
+    pub fn sleep(&self, seg: &Segment, timeout: Duration) {
+        let bell = seg.control(self.me).doorbell();
+        doorbell::sleep(&Kernel, bell, || self.has_work(seg), Some(timeout));
     }
 }

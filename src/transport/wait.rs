@@ -20,6 +20,9 @@ pub const DEFAULT_YIELD_US: u64 = 200;
 /// Longest single futex sleep; a safety net, not a protocol need.
 pub const MAX_SLEEP: Duration = Duration::from_millis(100);
 
+/// Spin rounds before a waiter first looks at the clock.
+pub const FREE_SPINS: u32 = 128;
+
 /// How long each rung of the ladder lasts.
 #[derive(Clone, Copy, Debug)]
 pub struct WaitPolicy {
@@ -98,8 +101,10 @@ impl Waiter {
     #[inline]
     pub fn pause(&mut self, deadline: Option<Instant>) -> Rung {
         self.rounds = self.rounds.wrapping_add(1);
-        // While spinning, read the clock only every 64 rounds.
-        if self.in_spin && self.started.is_some() && self.rounds % 64 != 0 {
+        // The first rounds spin without reading the clock (most waits end
+        // within them, and a clock read costs as much as a cache-line
+        // transfer); after that, while spinning, read it every 64 rounds.
+        if self.in_spin && (self.rounds <= FREE_SPINS || self.rounds % 64 != 0) {
             crate::sync::spin_hint();
             return Rung::Spin;
         }
