@@ -275,20 +275,27 @@ fn cpu_seconds() -> f64 {
 
 #[test]
 fn a_rank_blocked_in_recv_sleeps_instead_of_burning_a_core() {
-    run_ranks(2, "a_rank_blocked_in_recv_sleeps_instead_of_burning_a_core", |u| {
-        let w = u.world();
-        if w.rank() == 0 {
-            std::thread::sleep(Duration::from_millis(1500));
-            w.send(&[1u8], 1, 0).unwrap();
-        } else {
-            let before = cpu_seconds();
-            let mut b = [0u8];
-            w.recv(&mut b, 0, 0).unwrap();
-            let used = cpu_seconds() - before;
-            // 1.5 s blocked: spinning would use all of it; the wait ladder
-            // spins for microseconds, yields briefly, then sleeps on the
-            // futex doorbell.
-            assert!(used < 0.3, "a blocked receive used {used:.2} s of CPU in 1.5 s");
-        }
-    });
+    run_ranks(
+        2,
+        "a_rank_blocked_in_recv_sleeps_instead_of_burning_a_core",
+        |u| {
+            let w = u.world();
+            if w.rank() == 0 {
+                std::thread::sleep(Duration::from_millis(1500));
+                w.send(&[1u8], 1, 0).unwrap();
+            } else {
+                let before = cpu_seconds();
+                let mut b = [0u8];
+                w.recv(&mut b, 0, 0).unwrap();
+                let used = cpu_seconds() - before;
+                // 1.5 s blocked: spinning would use all of it; the wait ladder
+                // spins for microseconds, yields briefly, then sleeps on the
+                // futex doorbell.
+                assert!(
+                    used < 0.3,
+                    "a blocked receive used {used:.2} s of CPU in 1.5 s"
+                );
+            }
+        },
+    );
 }

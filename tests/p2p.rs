@@ -443,3 +443,44 @@ fn large_messages_split_between_buffered_and_lent_delivery_arrive_whole() {
         },
     );
 }
+
+#[test]
+fn threads_of_one_rank_send_and_receive_large_messages_concurrently() {
+    support::run_ranks_with(
+        2,
+        "threads_of_one_rank_send_and_receive_large_messages_concurrently",
+        &["--ring-size", "65536"],
+        &[],
+        |u| {
+            let w = u.world();
+            let me = w.rank();
+            std::thread::scope(|s| {
+                for t in 0..3i32 {
+                    let w = w.clone();
+                    s.spawn(move || {
+                        for i in 0..40u64 {
+                            let n = 50_000 + (i as usize * 7919) % 200_000;
+                            let seed = (t as u64) << 32 | i;
+                            if me == 0 {
+                                if i % 2 == 0 {
+                                    w.send(&pattern(seed, n), 1, t).unwrap();
+                                } else {
+                                    let d = pattern(seed, n);
+                                    w.isend(&d, 1, t).unwrap().wait().unwrap();
+                                }
+                            } else {
+                                let mut b = vec![0u8; 300_000];
+                                let st = w.recv(&mut b, 0, t).unwrap();
+                                assert_eq!(st.bytes, n, "thread {t} message {i}");
+                                assert!(
+                                    b[..n] == pattern(seed, n)[..],
+                                    "thread {t} message {i} corrupted"
+                                );
+                            }
+                        }
+                    });
+                }
+            });
+        },
+    );
+}

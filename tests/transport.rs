@@ -54,13 +54,9 @@ fn send_all(t: &mut Transport, peer: usize, env: &Envelope, data: &[u8], deadlin
     }
 }
 
-fn open(path: &std::path::Path, job: u64, rank: usize, create: bool) -> (Arc<Segment>, Transport) {
+/// Prepares `rank`'s transport on a mapped segment and meets the peer.
+fn open(seg: Segment, rank: usize) -> (Arc<Segment>, Transport) {
     let layout = Layout::new(2, RING).unwrap();
-    let seg = if create {
-        Segment::create(path, layout.spec(job)).unwrap()
-    } else {
-        Segment::attach(path, layout.spec(job)).unwrap()
-    };
     let seg = Arc::new(seg);
     let t = Transport::new(seg.clone(), layout, rank).unwrap();
     bootstrap::arrive(&seg, rank, 2, Duration::from_secs(20)).unwrap();
@@ -73,7 +69,9 @@ fn random_messages_between_two_processes_arrive_intact_in_order() {
     if support::is_rank_of(CASE) {
         let path = std::env::var("SHMPI_TEST_SEGMENT").unwrap();
         let job = u64::from_str_radix(&std::env::var("SHMPI_TEST_JOB").unwrap(), 16).unwrap();
-        let (_seg, mut t) = open(std::path::Path::new(&path), job, 1, false);
+        let layout = Layout::new(2, RING).unwrap();
+        let seg = Segment::attach(std::path::Path::new(&path), layout.spec(job)).unwrap();
+        let (_seg, mut t) = open(seg, 1);
         let mut buf = Vec::new();
         let mut next = 0u64;
         while next < COUNT {
@@ -101,6 +99,8 @@ fn random_messages_between_two_processes_arrive_intact_in_order() {
     }
     let job = 0x7e57_0000_0000 | std::process::id() as u64;
     let path = segment_path(std::path::Path::new("/dev/shm"), job);
+    // Created before the child starts, so its attach finds it.
+    let seg = Segment::create(&path, Layout::new(2, RING).unwrap().spec(job)).unwrap();
     let mut child = Command::new(std::env::current_exe().unwrap())
         .args([CASE, "--exact", "--nocapture", "--test-threads=1"])
         .env(support::CASE, CASE)
@@ -110,7 +110,7 @@ fn random_messages_between_two_processes_arrive_intact_in_order() {
         .spawn()
         .unwrap();
     // The child attaches while the parent waits in `arrive`.
-    let (seg, mut t) = open(&path, job, 0, true);
+    let (seg, mut t) = open(seg, 0);
     seg.unlink();
     for seq in 0..COUNT {
         let data = message(seq);

@@ -439,9 +439,11 @@ impl Engine {
         n
     }
 
-    /// A sleeper for the wait ladder's last rung.
-    pub fn sleeper(&self) -> Sleeper {
-        self.t.sleeper()
+    /// A lock-free view of what counts as work for this rank (see
+    /// [`Transport::sleeper`]); `precise` only while one thread uses the
+    /// engine.
+    pub fn sleeper(&self, precise: bool) -> Sleeper {
+        self.t.sleeper(precise)
     }
 
     /// Starts sending `data` from this process to world rank `dest`.
@@ -464,7 +466,14 @@ impl Engine {
             token: 0,
         };
         let ack_slot = sync.then(|| {
-            let token = self.m.next_token & 0x00ff_ffff;
+            // 24-bit tokens; skip any still awaiting an ack (an issend
+            // that was never matched) so a late ack cannot complete the
+            // wrong send.
+            let mut token = self.m.next_token & 0x00ff_ffff;
+            while self.m.awaiting.contains_key(&token) {
+                self.m.next_token = self.m.next_token.wrapping_add(1);
+                token = self.m.next_token & 0x00ff_ffff;
+            }
             self.m.next_token = self.m.next_token.wrapping_add(1);
             hdr.kind = FrameKind::Sync;
             hdr.token = token;

@@ -21,6 +21,7 @@ pub use status::Status;
 
 use crate::error::{Error, ErrorClass, Result};
 use crate::shm::Segment;
+use crate::sync::{fence, AtomicU32, AtomicU64, Ordering};
 use crate::transport::{Rung, WaitPolicy, Waiter};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
@@ -132,6 +133,24 @@ pub struct Shared {
     /// The engine's segment, reachable without the lock (for spinning and
     /// sleeping on lock-free views of it).
     seg: Arc<Segment>,
+    /// The token of the first thread that used the engine (0: none yet).
+    owner: AtomicU64,
+    /// Set for good once a second thread uses the engine: from then on
+    /// waiters watch ring tails, not next-frame words (see
+    /// `transport::Sleeper`), and progress wakes sleeping threads.
+    multi: AtomicU32,
+    /// Threads spinning on next-frame words right now.
+    word_spinners: AtomicU32,
+    /// Bumped by progress that did work while several threads use the
+    /// engine, so a thread about to sleep notices another thread's progress.
+    epoch: AtomicU64,
+}
+
+static NEXT_TOKEN: AtomicU64 = AtomicU64::new(1);
+
+thread_local! {
+    /// A small unique number per thread (cheaper than `thread::current()`).
+    static TOKEN: u64 = NEXT_TOKEN.fetch_add(1, Ordering::Relaxed);
 }
 
 impl Shared {
@@ -142,6 +161,10 @@ impl Shared {
             engine: Mutex::new(engine),
             policy,
             seg,
+            owner: AtomicU64::new(0),
+            multi: AtomicU32::new(0),
+            word_spinners: AtomicU32::new(0),
+            epoch: AtomicU64::new(0),
         }
     }
 
@@ -149,7 +172,36 @@ impl Shared {
     /// does not poison this process's communication.
     #[inline]
     pub fn lock(&self) -> MutexGuard<'_, Engine> {
+        let t = TOKEN.with(|t| *t);
+        // Relaxed: only compared with this thread's own token.
+        if self.owner.load(Ordering::Relaxed) != t {
+            self.note_thread(t);
+        }
         self.engine.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A thread that is not the first user: switch to the multi-threaded
+    /// mode for good, and wait until no thread spins on next-frame words
+    /// (this thread's progress could let the producer reuse those words
+    /// for payload). The Dekker pair with `wait_until_into`: this side
+    /// stores `multi`, fences, reads `word_spinners`; a spinner increments
+    /// `word_spinners`, fences, reads `multi`.
+    #[cold]
+    fn note_thread(&self, t: u64) {
+        if self
+            .owner
+            .compare_exchange(0, t, Ordering::Relaxed, Ordering::Relaxed)
+            .is_ok()
+        {
+            return;
+        }
+        if self.multi.load(Ordering::Relaxed) == 0 {
+            self.multi.store(1, Ordering::SeqCst);
+        }
+        fence(Ordering::SeqCst);
+        while self.word_spinners.load(Ordering::SeqCst) != 0 {
+            crate::sync::spin_hint();
+        }
     }
 
     /// Drives progress until `done` holds, spinning, yielding and then
@@ -178,42 +230,88 @@ impl Shared {
     ) -> Result<T> {
         let mut waiter = Waiter::new(self.policy);
         loop {
-            let sleeper = {
+            // Relaxed: re-checked after the fence below before any
+            // next-frame word is read.
+            let precise = self.multi.load(Ordering::Relaxed) == 0;
+            let (sleeper, epoch) = {
                 let mut e = self.lock();
                 if let Some(r) = done(&mut e, sinks) {
                     return r;
                 }
                 if e.progress_into(sinks) > 0 {
+                    if self.multi.load(Ordering::Relaxed) != 0 {
+                        // SYNC(epoch): SeqCst RMW and fence, then the
+                        // doorbell: a thread of this rank about to sleep
+                        // sees the new epoch or is woken.
+                        self.epoch.fetch_add(1, Ordering::SeqCst);
+                        fence(Ordering::SeqCst);
+                        e.transport().wake_local();
+                    }
                     if let Some(r) = done(&mut e, sinks) {
                         return r;
                     }
                     waiter.reset();
                     continue;
                 }
-                e.sleeper()
+                // SeqCst: read after this thread's progress; the other half
+                // is the RMW above.
+                (e.sleeper(precise), self.epoch.load(Ordering::SeqCst))
             };
-            // Nothing to do: wait for work without the lock, spinning on
-            // the few words a peer writes when it has something for us.
-            // Every RECHECK rounds the lock is taken again, since another
-            // thread may have completed our operation.
-            for _ in 0..RECHECK {
-                if sleeper.has_work(&self.seg) {
-                    break;
-                }
-                if let Some(d) = deadline {
-                    if Instant::now() >= d {
-                        return Err(Error::new(
-                            ErrorClass::Other,
-                            "timed out waiting for completion",
-                        ));
-                    }
-                }
-                if let Rung::Sleep(t) = waiter.pause(deadline) {
-                    sleeper.sleep(&self.seg, t);
-                    break;
+            if precise {
+                self.word_spinners.fetch_add(1, Ordering::SeqCst);
+                fence(Ordering::SeqCst);
+                if self.multi.load(Ordering::SeqCst) != 0 {
+                    self.word_spinners.fetch_sub(1, Ordering::SeqCst);
+                    continue;
                 }
             }
+            let r = self.spin(&mut waiter, &sleeper, epoch, precise, deadline);
+            if precise {
+                // SeqCst: the word loads above happen before a new thread's
+                // progress (which waits for this count to reach zero).
+                self.word_spinners.fetch_sub(1, Ordering::SeqCst);
+            }
+            r?;
         }
+    }
+
+    /// Waits without the lock for work (spinning on the few words a peer
+    /// writes when it has something for this rank, then sleeping), at most
+    /// RECHECK rounds, since another thread may complete our operation.
+    fn spin(
+        &self,
+        waiter: &mut Waiter,
+        sleeper: &crate::transport::Sleeper,
+        epoch: u64,
+        precise: bool,
+        deadline: Option<Instant>,
+    ) -> Result<()> {
+        // SYNC(epoch): SeqCst, read after the sleeper's increment + fence on
+        // the sleep path; pairs with the RMW + fence in `wait_until_into`.
+        let moved = || self.epoch.load(Ordering::SeqCst) != epoch;
+        for _ in 0..RECHECK {
+            // Relaxed: once set, `multi` stays set; the fence-ordered check
+            // in `wait_until_into` covers the first round.
+            if precise && self.multi.load(Ordering::Relaxed) != 0 {
+                return Ok(());
+            }
+            if sleeper.has_work(&self.seg) || moved() {
+                return Ok(());
+            }
+            if let Some(d) = deadline {
+                if Instant::now() >= d {
+                    return Err(Error::new(
+                        ErrorClass::Other,
+                        "timed out waiting for completion",
+                    ));
+                }
+            }
+            if let Rung::Sleep(t) = waiter.pause(deadline) {
+                sleeper.sleep(&self.seg, t, moved);
+                return Ok(());
+            }
+        }
+        Ok(())
     }
 }
 

@@ -102,6 +102,15 @@ impl Consumer {
             match frame::kind(word) {
                 frame::KIND_DATA => {
                     let len = frame::len(word);
+                    // The word was written by another process: a length
+                    // past what a frame may carry means the ring is
+                    // corrupted (a peer bug or a stray write), and reading
+                    // on would leave the region.
+                    assert!(
+                        len <= super::max_payload(self.capacity),
+                        "ring corrupted: frame of {len} bytes at offset {off} in a ring of {}",
+                        self.capacity
+                    );
                     return Some(Frame {
                         consumer: self,
                         off,
@@ -112,9 +121,15 @@ impl Consumer {
                     let skip = self.capacity - off;
                     self.advance(skip);
                 }
-                _ => return None,
+                0 => return None,
+                k => panic!("ring corrupted: frame kind {k} at offset {off}"),
             }
         }
+    }
+
+    /// The consumer's position (bytes consumed since the ring began).
+    pub fn position(&self) -> u64 {
+        self.head
     }
 
     /// Offset in the data region of the header word the next frame will

@@ -97,6 +97,13 @@ impl RingHeader {
         self.head.load(Ordering::SeqCst)
     }
 
+    /// The producer's committed position, loaded SeqCst: for a consumer
+    /// about to sleep until a frame arrives (the producer's fence after
+    /// its commit orders the store, `SYNC(doorbell)`).
+    pub fn tail_for_sleep(&self) -> u64 {
+        self.tail.load(Ordering::SeqCst)
+    }
+
     /// Whether no committed bytes are waiting, as seen now.
     pub fn is_empty(&self) -> bool {
         self.len() == 0

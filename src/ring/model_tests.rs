@@ -69,3 +69,29 @@ fn doorbell_sleep_and_ring_never_lose_a_wakeup() {
         sender.join().unwrap();
     });
 }
+
+#[test]
+fn two_sleepers_of_one_rank_are_both_woken() {
+    use crate::shm::doorbell::model::{Bell, Work};
+    use std::sync::Arc;
+    // Three threads: bound the preemptions so the search stays within CI's
+    // budget (unbounded it takes over ten minutes on two cores); lost
+    // wake-ups need at most two (the ringer between the sleeper's
+    // announcement and its wait).
+    let mut b = loom::model::Builder::new();
+    b.preemption_bound = Some(3);
+    b.check(|| {
+        let bell = Arc::new(Bell::new());
+        let work = Arc::new(Work::new());
+        let (b2, w2) = (bell.clone(), work.clone());
+        let other = thread::spawn(move || b2.sleep_until(|| w2.taken()));
+        let (b3, w3) = (bell.clone(), work.clone());
+        let sender = thread::spawn(move || {
+            w3.post();
+            b3.ring();
+        });
+        bell.sleep_until(|| work.taken());
+        sender.join().unwrap();
+        other.join().unwrap();
+    });
+}

@@ -158,6 +158,15 @@ impl Producer {
     /// Bytes a new frame could carry right now (refreshes the cached head).
     pub fn room(&mut self) -> usize {
         self.refresh_head();
+        self.cached_room()
+    }
+
+    /// Bytes a new frame could carry by the cached head. The error path of
+    /// `reserve` uses this, not [`room`](Self::room): re-reading the head
+    /// there would record a newer head than the one the failed check saw,
+    /// and a sleeper comparing against it could miss the wake-up for that
+    /// release.
+    fn cached_room(&self) -> usize {
         let off = (self.tail as usize) & self.mask;
         let contiguous = self.capacity - off;
         let free = self.free();
@@ -165,7 +174,7 @@ impl Producer {
         let after_wrap = free
             .saturating_sub(contiguous)
             .saturating_sub(2 * FRAME_HEADER);
-        here.max(after_wrap.min(self.max_payload())) & !7
+        here.max(after_wrap).min(self.max_payload()) & !7
     }
 
     /// Reserves a frame of `len` payload bytes, to be filled with
@@ -188,7 +197,7 @@ impl Producer {
             // skipped and start over at offset 0. Needs the rest of the lap
             // plus the header word at offset 0.
             if !self.has_room(contiguous + FRAME_HEADER) {
-                return Err(RingReserveError::TooFewBytes(self.room()));
+                return Err(RingReserveError::TooFewBytes(self.cached_room()));
             }
             // The guard: offset 0 must read "empty" before the consumer is
             // told to go there. Relaxed: published by the Release below.
@@ -205,7 +214,7 @@ impl Producer {
         // The frame plus the guard word after it.
         if !self.has_room(fp + FRAME_HEADER) {
             self.publish_tail();
-            return Err(RingReserveError::TooFewBytes(self.room()));
+            return Err(RingReserveError::TooFewBytes(self.cached_room()));
         }
         Ok(Reservation {
             producer: self,

@@ -70,7 +70,7 @@ mod real {
         /// frame header and is not released until the view is dropped.
         #[inline]
         pub(crate) unsafe fn slice(&self, off: usize, len: usize) -> &[u8] {
-            debug_assert!(off + len <= self.len);
+            assert!(off + len <= self.len, "frame past the end of the ring");
             // SAFETY: delegated to the caller (see # Safety).
             unsafe { std::slice::from_raw_parts(self.base.as_ptr().wrapping_add(off), len) }
         }

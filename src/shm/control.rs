@@ -58,7 +58,7 @@ struct Life {
 #[derive(Debug)]
 struct Wake {
     doorbell: AtomicU32,
-    _pad: AtomicU32,
+    sleepers: AtomicU32,
     pending: [AtomicU64; PENDING_WORDS],
 }
 
@@ -103,10 +103,17 @@ impl ControlBlock {
         self.life.pid.load(Ordering::Relaxed)
     }
 
-    /// The doorbell word (see [`super::doorbell`]).
+    /// The doorbell's generation word, the one futex waits on (see
+    /// [`crate::shm::doorbell`]).
     #[inline]
     pub fn doorbell(&self) -> &AtomicU32 {
         &self.wake.doorbell
+    }
+
+    /// The doorbell's count of sleeping threads.
+    #[inline]
+    pub fn sleepers(&self) -> &AtomicU32 {
+        &self.wake.sleepers
     }
 
     /// Pending-bitmap word `i`.

@@ -1,36 +1,34 @@
 //! A futex doorbell shared across processes: the last rung of the wait
 //! ladder (spin → yield → sleep).
 //!
-//! The word is `AWAKE` or `SLEEPING` and belongs to one sleeper (a rank's
-//! progress engine). Ringers are the peers that publish work for it.
+//! Two words belong to one rank: a *generation* (the futex word) and a
+//! count of *sleepers* (threads of that rank about to sleep or asleep).
+//! Ringers are the peers (or other threads) that publish work for it.
 //!
 //! Protocol (a Dekker pair; each side separates its write from its read
 //! with a SeqCst fence, so at least one sees the other's write,
 //! `SYNC(doorbell)` in `docs/memory-model.md`):
 //!
 //! ```text
-//! ringer:  publish work                   sleeper: word = SLEEPING
+//! ringer:  publish work                   sleeper: sleepers += 1; g = generation
 //!          fence(SeqCst)                           fence(SeqCst)
-//!          if word == SLEEPING                     if work visible: word = AWAKE, return
-//!             swap(AWAKE) and FUTEX_WAKE           FUTEX_WAIT(word, SLEEPING)
+//!          if sleepers > 0:                        if no work visible: FUTEX_WAIT(generation, g)
+//!             generation += 1; FUTEX_WAKE          sleepers -= 1
 //! ```
+//!
+//! If the sleeper misses the work, the ringer sees the sleeper count and
+//! bumps the generation, so `FUTEX_WAIT` either returns at once (the word
+//! is no longer `g`) or is woken. If the sleeper read `g` after the bump,
+//! that read synchronises with the bump and the work is visible to it.
+//! Several threads of one rank may sleep at once; a ring wakes them all.
 //!
 //! Fences rather than SeqCst accesses alone: loom models SeqCst fences
 //! exactly (it found a lost wake-up in a version that relied on a SeqCst
-//! RMW followed by a SeqCst load), and on x86 a fence is one `mfence`.
-//!
-//! If the sleeper misses the work, the ringer sees `SLEEPING` and wakes it;
-//! if the ringer swaps before the sleeper enters the kernel, `FUTEX_WAIT`
-//! returns at once because the word is no longer `SLEEPING`. The model in
-//! [`model`] is checked by loom in `tests/ring_model.rs`.
+//! RMW followed by a SeqCst load), and on x86 a fence is one `mfence`. The
+//! model in [`model`] is checked by loom in `src/ring/model_tests.rs`.
 
 use crate::sync::{fence, AtomicU32, Ordering};
 use std::time::Duration;
-
-/// The sleeper is running (or about to look for work).
-pub const AWAKE: u32 = 0;
-/// The sleeper has announced that it will sleep.
-pub const SLEEPING: u32 = 1;
 
 /// Waiting and waking on a 32-bit word.
 pub trait Futex {
@@ -43,38 +41,38 @@ pub trait Futex {
 
 /// The ringer's half: call after publishing work *and* a SeqCst fence.
 #[inline]
-pub fn ring<F: Futex>(futex: &F, word: &AtomicU32) {
+pub fn ring<F: Futex>(futex: &F, generation: &AtomicU32, sleepers: &AtomicU32) {
     // SYNC(doorbell): ordered after the work by the caller's SeqCst fence;
-    // pairs with the sleeper's store + fence in `sleep`.
-    if word.load(Ordering::SeqCst) == SLEEPING
-        // SeqCst: one ringer wins the swap and makes the syscall.
-        && word.swap(AWAKE, Ordering::SeqCst) == SLEEPING
-    {
-        futex.wake(word);
+    // pairs with the sleeper's increment + fence in `sleep`.
+    if sleepers.load(Ordering::SeqCst) != 0 {
+        // SeqCst RMW: a sleeper that reads the new generation also sees the
+        // work published before the caller's fence.
+        generation.fetch_add(1, Ordering::SeqCst);
+        futex.wake(generation);
     }
 }
 
 /// The sleeper's half: sleeps until `has_work()` is true or `timeout`
-/// passes. Returns whether work was seen before sleeping.
+/// passes (or spuriously). Returns whether work was seen before sleeping.
 pub fn sleep<F: Futex>(
     futex: &F,
-    word: &AtomicU32,
+    generation: &AtomicU32,
+    sleepers: &AtomicU32,
     has_work: impl Fn() -> bool,
     timeout: Option<Duration>,
 ) -> bool {
-    // SYNC(doorbell): SeqCst store, paired with the ringer's SeqCst
-    // publish-then-load in `ring`.
-    word.store(SLEEPING, Ordering::SeqCst);
+    // SYNC(doorbell): the sleeper's write, then the fence, then its reads.
+    sleepers.fetch_add(1, Ordering::SeqCst);
+    let g = generation.load(Ordering::SeqCst);
     fence(Ordering::SeqCst);
-    if has_work() {
-        // Relaxed: only this sleeper reads the word as a sleep flag.
-        word.store(AWAKE, Ordering::Relaxed);
-        return true;
+    let seen = has_work();
+    if !seen {
+        futex.wait(generation, g, timeout);
     }
-    futex.wait(word, SLEEPING, timeout);
-    // Relaxed: as above; a ringer may already have reset it.
-    word.store(AWAKE, Ordering::Relaxed);
-    false
+    // SeqCst: keeps the count exact for ringers; nothing is published
+    // through the decrement.
+    sleepers.fetch_sub(1, Ordering::SeqCst);
+    seen
 }
 
 /// The kernel's futex, on a word that may live in shared memory (so not
@@ -144,29 +142,31 @@ pub mod model {
         }
     }
 
-    /// One sleeper's doorbell with its futex model.
+    /// One rank's doorbell with its futex model.
     #[derive(Debug)]
     pub struct Bell {
-        word: AtomicU32,
+        generation: AtomicU32,
+        sleepers: AtomicU32,
         futex: ModelFutex,
     }
 
     impl Bell {
-        /// An awake bell.
+        /// A bell with no sleepers.
         pub fn new() -> Self {
             Bell {
-                word: AtomicU32::new(AWAKE),
+                generation: AtomicU32::new(0),
+                sleepers: AtomicU32::new(0),
                 futex: ModelFutex::default(),
             }
         }
         /// The ringer's half.
         pub fn ring(&self) {
-            ring(&self.futex, &self.word);
+            ring(&self.futex, &self.generation, &self.sleepers);
         }
         /// Sleeps until `cond()` holds.
         pub fn sleep_until(&self, cond: impl Fn() -> bool) {
             while !cond() {
-                sleep(&self.futex, &self.word, &cond, None);
+                sleep(&self.futex, &self.generation, &self.sleepers, &cond, None);
             }
         }
     }

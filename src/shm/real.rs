@@ -49,6 +49,8 @@ pub enum SegmentCreateError {
         /// The errno.
         errno: i32,
     },
+    /// The spec cannot describe a segment (no ranks, too many, too small).
+    BadShape(String),
 }
 
 impl fmt::Display for SegmentCreateError {
@@ -71,6 +73,7 @@ impl fmt::Display for SegmentCreateError {
                 "{what} failed: {}",
                 std::io::Error::from_raw_os_error(*errno)
             ),
+            SegmentCreateError::BadShape(m) => write!(f, "bad segment shape: {m}"),
         }
     }
 }
@@ -145,6 +148,8 @@ pub enum SegmentAttachError {
         /// The errno.
         errno: i32,
     },
+    /// The spec cannot describe a segment (no ranks, too many, too small).
+    BadShape(String),
 }
 
 impl fmt::Display for SegmentAttachError {
@@ -186,6 +191,7 @@ impl fmt::Display for SegmentAttachError {
                 "{what} failed: {}",
                 std::io::Error::from_raw_os_error(*errno)
             ),
+            E::BadShape(m) => write!(f, "bad segment shape: {m}"),
         }
     }
 }

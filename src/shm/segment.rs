@@ -49,6 +49,26 @@ fn available(dir: &Path) -> Option<u64> {
     Some(st.f_bavail as u64 * st.f_frsize as u64)
 }
 
+/// The header and control blocks must fit: `header()` and `control()`
+/// rely on it.
+fn check_shape(spec: &SegmentSpec) -> Result<(), String> {
+    let n = spec.nranks as usize;
+    if n == 0 || n > super::MAX_RANKS {
+        return Err(format!(
+            "{n} ranks: a segment serves 1 to {} ranks",
+            super::MAX_RANKS
+        ));
+    }
+    if (spec.size as usize) < control_end(n) {
+        return Err(format!(
+            "{} bytes cannot hold the header and {n} control blocks ({} bytes)",
+            spec.size,
+            control_end(n)
+        ));
+    }
+    Ok(())
+}
+
 impl Segment {
     /// Creates the segment file (`O_CREAT | O_EXCL | O_NOFOLLOW`, mode
     /// 0600), sizes it, reserves the header and control blocks, maps it and
@@ -61,6 +81,7 @@ impl Segment {
     /// space than `spec.size`, `AlreadyExists`, `TooLarge` (RLIMIT_FSIZE),
     /// or `Os`.
     pub fn create(path: &Path, spec: SegmentSpec) -> Result<Segment, SegmentCreateError> {
+        check_shape(&spec).map_err(SegmentCreateError::BadShape)?;
         let dir = path.parent().unwrap_or(Path::new("/"));
         if let Some(avail) = available(dir) {
             if avail < spec.size {
@@ -134,6 +155,7 @@ impl Segment {
     /// A named [`SegmentAttachError`] for a missing file, one not private to
     /// this user, or any header field that differs.
     pub fn attach(path: &Path, spec: SegmentSpec) -> Result<Segment, SegmentAttachError> {
+        check_shape(&spec).map_err(SegmentAttachError::BadShape)?;
         let c = cpath(path);
         let flags = libc::O_RDWR | libc::O_NOFOLLOW | libc::O_CLOEXEC;
         // SAFETY: `c` is NUL-terminated.

@@ -23,6 +23,9 @@ pub const PAGE: usize = 4096;
 pub const DEFAULT_RING_BUDGET: usize = 192 << 20;
 /// Largest default ring (2 ranks get this).
 pub const MAX_DEFAULT_RING: usize = 1 << 20;
+/// Smallest ring the transport accepts: room for a fragment after the
+/// wire header, and ring strides that keep headers cache-line aligned.
+pub const MIN_RING: usize = 1024;
 /// Smallest default ring.
 pub const MIN_DEFAULT_RING: usize = 16 << 10;
 
@@ -70,6 +73,11 @@ impl Layout {
             ));
         }
         check_capacity(ring_capacity).map_err(|e| e.to_string())?;
+        if ring_capacity < MIN_RING {
+            return Err(format!(
+                "ring size {ring_capacity} is below the transport's minimum of {MIN_RING} bytes"
+            ));
+        }
         let rings_offset = align_up(control_end(nranks), PAGE);
         let region_bytes = align_up((nranks - 1) * (RING_HEADER + ring_capacity), PAGE);
         let size = rings_offset + nranks * region_bytes;
@@ -180,6 +188,13 @@ mod tests {
         }
         assert!(spans.last().unwrap().1 <= l.size());
         assert!(spans[0].0 >= control_end(5));
+    }
+
+    #[test]
+    fn rings_below_the_minimum_are_refused() {
+        assert!(Layout::new(2, 512).is_err());
+        assert!(Layout::new(2, MIN_RING).is_ok());
+        assert!(Layout::new(0, 4096).is_err());
     }
 
     #[test]

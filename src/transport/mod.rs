@@ -98,6 +98,8 @@ pub struct OutMsg {
     sent: usize,
     /// Whether the first frame is in (a 0-byte message is one frame).
     started: bool,
+    /// Tells this message apart from others to the same peer.
+    id: u64,
 }
 
 impl OutMsg {
@@ -169,6 +171,14 @@ struct Tx {
     prod: Producer,
     hdr: HeaderPtr,
     header_off: usize,
+    /// A message that has frames in the ring but not all of them, resumed
+    /// by its sender from its own buffer: no other message may start on
+    /// this ring until it is complete (fragments must not interleave).
+    /// Holds its id and the queue sequence number reserved for it when it
+    /// started, which is below every message queued behind it.
+    open: Option<(u64, u64)>,
+    /// The last push found the ring full (a sleeper must watch `head`).
+    stalled: bool,
     queue: VecDeque<Queued>,
     next_seq: u64,
     done_seq: u64,
@@ -193,6 +203,7 @@ pub struct Transport {
     /// Spare send-queue buffers, and their total capacity.
     pool: Vec<Vec<u8>>,
     pooled: usize,
+    next_msg: u64,
 }
 
 fn ring_header(seg: &Segment, off: usize) -> NonNull<RingHeader> {
@@ -284,6 +295,7 @@ impl Transport {
             fragment,
             pool: Vec::new(),
             pooled: 0,
+            next_msg: 0,
         })
     }
 
@@ -325,6 +337,8 @@ impl Transport {
                 prod,
                 hdr: HeaderPtr(hp),
                 header_off: h,
+                open: None,
+                stalled: false,
                 queue: VecDeque::new(),
                 next_seq: 0,
                 done_seq: 0,
@@ -347,7 +361,9 @@ impl Transport {
             total: data.len(),
             sent: 0,
             started: false,
+            id: self.next_msg,
         };
+        self.next_msg += 1;
         if self.resume(&mut out, data) {
             Sent::Done
         } else {
@@ -361,10 +377,26 @@ impl Transport {
         let peer = out.peer;
         let frag = self.fragment;
         let tx = self.tx(peer);
-        if !tx.queue.is_empty() {
-            return false;
+        // Another message's fragments are on the ring, or earlier messages
+        // wait in the queue: this one must not start (or go on) now.
+        match tx.open {
+            Some((id, _)) if id != out.id => return false,
+            None if !tx.queue.is_empty() => return false,
+            _ => {}
         }
-        let pushed = push_frames(&mut tx.prod, out, data, 0, frag);
+        let (pushed, full) = push_frames(&mut tx.prod, out, data, 0, frag);
+        tx.stalled = full;
+        match (tx.open, out.is_complete()) {
+            (Some((_, seq)), true) => {
+                tx.done_seq = seq + 1;
+                tx.open = None;
+            }
+            (None, false) if out.started => {
+                tx.open = Some((out.id, tx.next_seq));
+                tx.next_seq += 1;
+            }
+            _ => {}
+        }
         if pushed > 0 {
             self.notify(peer);
         }
@@ -380,6 +412,18 @@ impl Transport {
         let mut buf = self.pooled_buffer(rest.len());
         buf.extend_from_slice(rest);
         let tx = self.tx(peer);
+        if let Some((_, seq)) = tx.open.filter(|&(id, _)| id == out.id) {
+            // Already on the ring in part: it goes first, under the
+            // sequence number it reserved when it started.
+            tx.open = None;
+            tx.queue.push_front(Queued {
+                data: buf,
+                base,
+                msg: out,
+                seq,
+            });
+            return Ticket { peer, seq };
+        }
         let seq = tx.next_seq;
         tx.next_seq += 1;
         tx.queue.push_back(Queued {
@@ -450,7 +494,7 @@ impl Transport {
                 .fetch_or(1u64 << (self.me % 64), Ordering::SeqCst);
             fence(Ordering::SeqCst);
         }
-        doorbell::ring(&Kernel, cb.doorbell());
+        doorbell::ring(&Kernel, cb.doorbell(), cb.sleepers());
     }
 
     /// Starts polling `peer`'s ring directly, evicting the oldest direct
@@ -566,7 +610,8 @@ impl Transport {
             // `release`, paired with a blocked producer's SeqCst store of
             // SLEEPING and SeqCst load of `head` (`Sleeper::sleep`).
             fence(Ordering::SeqCst);
-            doorbell::ring(&Kernel, self.seg.control(peer).doorbell());
+            let cb = self.seg.control(peer);
+            doorbell::ring(&Kernel, cb.doorbell(), cb.sleepers());
         }
         (n, more)
     }
@@ -578,9 +623,15 @@ impl Transport {
             let Some(tx) = self.tx[peer].as_mut() else {
                 continue;
             };
+            if tx.open.is_some() {
+                // Its sender resumes it; the queue waits behind it.
+                continue;
+            }
             let mut pushed = 0;
             while let Some(q) = tx.queue.front_mut() {
-                pushed += push_frames(&mut tx.prod, &mut q.msg, &q.data, q.base, frag);
+                let (n, full) = push_frames(&mut tx.prod, &mut q.msg, &q.data, q.base, frag);
+                pushed += n;
+                tx.stalled = full;
                 if !q.msg.is_complete() {
                     break;
                 }
@@ -601,18 +652,27 @@ impl Transport {
     /// frame in a directly polled ring, a pending bit, or room in a ring
     /// this rank is blocked on. Used to spin and to sleep without holding
     /// the engine's lock; valid until this transport polls again.
-    pub fn sleeper(&self) -> Sleeper {
+    pub fn sleeper(&self, precise: bool) -> Sleeper {
         let blocked = self
             .tx
             .iter()
             .flatten()
-            .filter(|t| !t.queue.is_empty())
+            .filter(|t| t.stalled || !t.queue.is_empty())
             .map(|t| (t.header_off, t.prod.head_seen()))
             .collect();
-        let mut direct = [0usize; DIRECT_MAX];
+        let mut direct = [Watch::Tail(0, 0); DIRECT_MAX];
         let mut ndirect = 0;
-        for rx in self.direct.iter().filter_map(|&p| self.rx[p].as_ref()) {
-            direct[ndirect] = rx.data_off + rx.cons.next_word_offset();
+        for (&p, rx) in self
+            .direct
+            .iter()
+            .filter_map(|p| self.rx[*p].as_ref().map(|r| (p, r)))
+        {
+            let (h, _) = self.layout.ring(p, self.me);
+            direct[ndirect] = if precise {
+                Watch::Word(rx.data_off + rx.cons.next_word_offset())
+            } else {
+                Watch::Tail(h, rx.cons.position())
+            };
             ndirect += 1;
         }
         Sleeper {
@@ -624,18 +684,28 @@ impl Transport {
             ndirect,
         }
     }
+
+    /// Wakes other threads of this rank that sleep on its doorbell (after
+    /// this thread's progress completed something they may wait for).
+    /// The caller published that progress and issued a SeqCst fence.
+    pub fn wake_local(&self) {
+        let cb = self.seg.control(self.me);
+        doorbell::ring(&Kernel, cb.doorbell(), cb.sleepers());
+    }
 }
 
 /// Pushes frames of `out` from `data` (whose byte 0 is message byte `base`)
-/// until done or the ring is full; returns frames pushed.
+/// until done or the ring is full; returns frames pushed and whether the
+/// ring was found full.
 fn push_frames(
     prod: &mut Producer,
     out: &mut OutMsg,
     data: &[u8],
     base: usize,
     frag: usize,
-) -> usize {
+) -> (usize, bool) {
     let mut frames = 0;
+    let mut full = false;
     while !out.is_complete() {
         let (kind, word, len) = if !out.started && out.total <= frag {
             (Kind::Sole, out.total as u64, out.total)
@@ -646,7 +716,10 @@ fn push_frames(
         };
         let mut r = match prod.reserve(WIRE_HEADER + len) {
             Ok(r) => r,
-            Err(RingReserveError::TooFewBytes(_)) => break,
+            Err(RingReserveError::TooFewBytes(_)) => {
+                full = true;
+                break;
+            }
             Err(e @ RingReserveError::TooLarge(_)) => unreachable!("fragment exceeds ring: {e}"),
         };
         r.write(0, &wire::encode(kind, word, &out.env));
@@ -657,7 +730,7 @@ fn push_frames(
         out.sent += len;
         out.started = true;
     }
-    frames
+    (frames, full)
 }
 
 /// What counts as work for a rank, checked without the engine's lock;
@@ -668,10 +741,22 @@ pub struct Sleeper {
     words: usize,
     local: bool,
     blocked: Vec<(usize, u64)>,
-    /// Segment offsets of the next frame header word of each directly
-    /// polled ring.
-    direct: [usize; DIRECT_MAX],
+    /// What to watch on each directly polled ring.
+    direct: [Watch; DIRECT_MAX],
     ndirect: usize,
+}
+
+/// How a sleeper sees a new frame on a directly polled ring.
+#[derive(Debug, Clone, Copy)]
+enum Watch {
+    /// The segment offset of the header word the next frame starts with:
+    /// the cheapest signal (the line the receiver will read anyway). Only
+    /// sound while no other thread consumes from the ring, since a stale
+    /// offset may be reused for payload.
+    Word(usize),
+    /// The ring header at this offset, and the consumer position seen: a
+    /// new frame moves the producer's `tail` past it. Always sound.
+    Tail(usize, u64),
 }
 
 impl Sleeper {
@@ -682,16 +767,27 @@ impl Sleeper {
         if self.local {
             return true;
         }
-        let direct = self.direct[..self.ndirect].iter().any(|&off| {
-            assert!(off % 8 == 0 && off + 8 <= seg.len());
-            // SAFETY: `off` is an 8-aligned frame header word inside the
-            // mapping (asserted), which `seg` keeps alive; header words are
-            // only accessed atomically while shared.
-            let w =
-                unsafe { AtomicU64::from_ptr(seg.base().as_ptr().wrapping_add(off).cast::<u64>()) };
-            // SYNC(watched): after the sleeper's store + fence (when
-            // sleeping); pairs with the producer's fence in `notify`.
-            w.load(Ordering::SeqCst) != 0
+        let direct = self.direct[..self.ndirect].iter().any(|w| match *w {
+            Watch::Word(off) => {
+                assert!(off % 8 == 0 && off + 8 <= seg.len());
+                let p = seg.base().as_ptr().wrapping_add(off).cast::<u64>();
+                // SAFETY: `p` is an 8-aligned frame header word inside the
+                // mapping (asserted), which `seg` keeps alive; `Word`
+                // watches exist only while this thread is the ring's one
+                // consumer, so it is the ring's next header word, which is
+                // only accessed atomically until the consumer moves on.
+                let w = unsafe { AtomicU64::from_ptr(p) };
+                // SYNC(watched): after the sleeper's increment + fence
+                // (when sleeping); pairs with the producer's fence in
+                // `notify`.
+                w.load(Ordering::SeqCst) != 0
+            }
+            Watch::Tail(off, seen) => {
+                // SAFETY: `off` came from the layout and lies in the mapping
+                // that `seg` keeps alive; headers are all atomics.
+                let h = unsafe { ring_header(seg, off).as_ref() };
+                h.tail_for_sleep() != seen
+            }
         });
         if direct {
             return true;
@@ -709,9 +805,16 @@ impl Sleeper {
     }
 
     /// Sleeps on the doorbell for at most `timeout`, unless work is already
-    /// visible.
-    pub fn sleep(&self, seg: &Segment, timeout: Duration) {
-        let bell = seg.control(self.me).doorbell();
-        doorbell::sleep(&Kernel, bell, || self.has_work(seg), Some(timeout));
+    /// visible, or `also()` (the caller's own condition, read after the
+    /// sleeper's fence) holds.
+    pub fn sleep(&self, seg: &Segment, timeout: Duration, also: impl Fn() -> bool) {
+        let cb = seg.control(self.me);
+        doorbell::sleep(
+            &Kernel,
+            cb.doorbell(),
+            cb.sleepers(),
+            || self.has_work(seg) || also(),
+            Some(timeout),
+        );
     }
 }
