@@ -299,3 +299,60 @@ fn a_rank_blocked_in_recv_sleeps_instead_of_burning_a_core() {
         },
     );
 }
+
+#[test]
+fn sigterm_to_the_launcher_is_passed_on_and_the_job_cleaned_up() {
+    let name = "sigterm_to_the_launcher_is_passed_on_and_the_job_cleaned_up";
+    if is_rank_of(name) {
+        let u = shmpi::init().unwrap();
+        let w = u.world();
+        if w.rank() == 0 {
+            println!("ready");
+        }
+        // Wait for a message that never comes: only the signal ends this.
+        let mut b = [0u8];
+        let _ = w.recv(&mut b, 1 - w.rank(), 0);
+        unreachable!("nobody sends");
+    }
+    let before = segments_of_user();
+    let exe = std::env::current_exe().unwrap();
+    let mut child = Command::new(support::shmpiexec())
+        .args(["-n", "2"])
+        .arg(&exe)
+        .args([name, "--exact", "--nocapture", "--test-threads=1"])
+        .env(support::CASE, name)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait (bounded) until rank 0 says it is in the job.
+    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    let t0 = std::time::Instant::now();
+    while !line.contains("ready") {
+        line.clear();
+        use std::io::BufRead;
+        if out.read_line(&mut line).unwrap_or(0) == 0 || t0.elapsed() > Duration::from_secs(20) {
+            let _ = child.kill();
+            panic!("the job did not start");
+        }
+    }
+    let _ = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status();
+    let t1 = std::time::Instant::now();
+    let st = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        if t1.elapsed() > Duration::from_secs(10) {
+            let _ = child.kill();
+            panic!("the launcher did not end after SIGTERM");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    assert_eq!(st.code(), Some(128 + 15));
+    let err = std::io::read_to_string(child.stderr.take().unwrap()).unwrap_or_default();
+    assert!(err.contains("got SIGTERM"), "{err}");
+    assert_no_new_segments(&before);
+}
