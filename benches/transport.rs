@@ -8,11 +8,14 @@ use shmpi::transport::{Envelope, Layout, Sent, Transport};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
+/// Pins the calling thread to the `i`-th CPU of the process's original
+/// affinity mask (read once: after the first pin a thread's mask, which
+/// new threads inherit, holds one CPU only).
 fn pin(i: usize) {
-    if let Some(ids) = core_affinity::get_core_ids() {
-        if let Some(id) = ids.get(i % ids.len()) {
-            core_affinity::set_for_current(*id);
-        }
+    static IDS: std::sync::OnceLock<Vec<core_affinity::CoreId>> = std::sync::OnceLock::new();
+    let ids = IDS.get_or_init(|| core_affinity::get_core_ids().unwrap_or_default());
+    if let Some(id) = ids.get(i % ids.len().max(1)) {
+        core_affinity::set_for_current(*id);
     }
 }
 
