@@ -30,7 +30,7 @@ fn empty_ring_peeks_none() {
 #[test]
 fn bad_capacity_is_refused() {
     assert!(heap_ring(100).is_err());
-    assert!(heap_ring(32).is_err());
+    assert!(heap_ring(64).is_err());
 }
 
 #[test]
@@ -49,7 +49,7 @@ fn frame_too_large_is_refused_and_ring_unchanged() {
 
 #[test]
 fn full_ring_reports_too_few_bytes_and_loses_nothing() {
-    let (mut p, mut c) = heap_ring(256).unwrap();
+    let (mut p, mut c) = heap_ring(1024).unwrap();
     let mut n = 0u8;
     loop {
         match p.push(&[&[n; 20]]) {

@@ -442,7 +442,7 @@ impl Engine {
     /// A lock-free view of what counts as work for this rank (see
     /// [`Transport::sleeper`]); `precise` only while one thread uses the
     /// engine.
-    pub fn sleeper(&self, precise: bool) -> Sleeper {
+    pub fn sleeper(&mut self, precise: bool) -> Sleeper {
         self.t.sleeper(precise)
     }
 

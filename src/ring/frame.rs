@@ -1,7 +1,10 @@
 //! Frame encoding.
 //!
-//! A frame is an 8-byte header word followed by the payload, padded to a
-//! multiple of 8. The header word, read and written atomically, packs:
+//! A frame is an 8-byte header word followed by the payload, the whole
+//! padded to a multiple of 64 bytes: with a line-aligned data region every
+//! frame starts a cache line, so a small message (up to 56 bytes with its
+//! header) is exactly one line and the consumer's spin on the header word
+//! pulls in the payload with it. The header word, read and written atomically, packs:
 //!
 //! ```text
 //! bits 0..32   payload length in bytes
@@ -10,16 +13,17 @@
 //! ```
 //!
 //! The consumer finds frames by reading the header word at its head
-//! position: zero means "nothing yet". The producer keeps that true with a
-//! *guard*: before publishing a frame it zeroes the header word where the
-//! next frame will start, so the consumer never mistakes stale bytes from an
-//! earlier lap for a frame. A wrap marker tells the consumer to skip to the
-//! start of the data region.
+//! position: zero means "nothing yet". The *consumer* keeps that true: when
+//! it releases a frame (or a skipped end of lap) it clears the word at
+//! every frame-start offset in it, so stale bytes from an earlier lap never
+//! look like a frame and the producer writes nothing but the frame itself
+//! (one cache line for a small message). A wrap marker tells the consumer
+//! to skip to the start of the data region.
 
 /// Bytes of the frame header word.
 pub const FRAME_HEADER: usize = 8;
-/// Frames start on 8-byte boundaries.
-pub const FRAME_ALIGN: usize = 8;
+/// Frames start on 64-byte (cache-line) boundaries of the data region.
+pub const FRAME_ALIGN: usize = 64;
 
 pub(crate) const KIND_DATA: u64 = 1;
 pub(crate) const KIND_WRAP: u64 = 2;
@@ -27,7 +31,7 @@ pub(crate) const KIND_WRAP: u64 = 2;
 /// Bytes a frame with `len` payload bytes occupies in the ring.
 #[inline]
 pub const fn footprint(len: usize) -> usize {
-    FRAME_HEADER + ((len + FRAME_ALIGN - 1) & !(FRAME_ALIGN - 1))
+    (FRAME_HEADER + len + FRAME_ALIGN - 1) & !(FRAME_ALIGN - 1)
 }
 
 #[inline]

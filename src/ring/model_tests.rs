@@ -8,12 +8,12 @@
 use crate::ring::heap_ring;
 use loom::thread;
 
-/// Pushes `sizes` through a 64-byte ring (so frames wrap) from one thread
+/// Pushes `sizes` through a 256-byte ring (so frames wrap) from one thread
 /// while another pops them: every frame arrives whole and in order, and
 /// loom reports any read of payload bytes not ordered after their write.
 fn stream(sizes: &'static [usize]) {
     loom::model(move || {
-        let (mut p, mut c) = heap_ring(64).unwrap();
+        let (mut p, mut c) = heap_ring(256).unwrap();
         let t = thread::spawn(move || {
             for (i, &len) in sizes.iter().enumerate() {
                 let data = vec![i as u8 + 1; len];
@@ -46,9 +46,11 @@ fn two_frames_pass_in_order() {
 
 #[test]
 fn frames_that_fill_and_wrap_the_ring_pass_intact() {
-    // A 64-byte ring carries at most 16 payload bytes per frame; three
-    // frames of 16 need the wrap marker and reuse of released bytes.
-    stream(&[16, 16, 16]);
+    // A 256-byte ring carries at most 112 payload bytes per frame. Frames
+    // of 40, 100 and 100 bytes take 64, 128 and 128 bytes: the third does
+    // not fit the 64 bytes left before the end, so it needs the wrap marker
+    // and the bytes the consumer released at the start.
+    stream(&[40, 100, 100]);
 }
 
 #[test]

@@ -195,24 +195,20 @@ impl Producer {
         if fp > contiguous {
             // The frame would straddle the end: mark the rest of the lap as
             // skipped and start over at offset 0. Needs the rest of the lap
-            // plus the header word at offset 0.
-            if !self.has_room(contiguous + FRAME_HEADER) {
+            // (offset 0 reads "empty": the consumer cleared it when it last
+            // released it, see `Frame::release`).
+            if !self.has_room(contiguous) {
                 return Err(RingReserveError::TooFewBytes(self.cached_room()));
             }
-            // The guard: offset 0 must read "empty" before the consumer is
-            // told to go there. Relaxed: published by the Release below.
-            self.region().word(0).store(0, Ordering::Relaxed);
             // SYNC(ring.frame): Release; pairs with the Acquire in
-            // `Consumer::peek`: the guard at offset 0 is visible before the
-            // marker that sends the consumer there.
+            // `Consumer::peek`.
             self.region()
                 .word(off)
                 .store(frame::encode(frame::KIND_WRAP, 0), Ordering::Release);
             self.tail = self.tail.wrapping_add(contiguous as u64);
             off = 0;
         }
-        // The frame plus the guard word after it.
-        if !self.has_room(fp + FRAME_HEADER) {
+        if !self.has_room(fp) {
             self.publish_tail();
             return Err(RingReserveError::TooFewBytes(self.cached_room()));
         }
@@ -273,7 +269,7 @@ impl Reservation<'_> {
     #[inline]
     pub fn write(&mut self, at: usize, src: &[u8]) {
         assert!(at + src.len() <= self.len, "write past the reserved frame");
-        // SAFETY: `reserve` checked that the frame and its guard word are
+        // SAFETY: `reserve` checked that the frame's bytes are
         // free (below the consumer's released head + capacity) and the
         // consumer reads nothing here until `commit` publishes it.
         unsafe {
@@ -288,13 +284,11 @@ impl Reservation<'_> {
     pub fn commit(self) {
         let p = self.producer;
         let fp = frame::footprint(self.len);
-        let next = (self.off + fp) & p.mask;
-        // The guard for the next frame. Relaxed: published by the Release
-        // store of this frame's header below.
-        p.region().word(next).store(0, Ordering::Relaxed);
         // SYNC(ring.frame): Release; pairs with the Acquire in
-        // `Consumer::peek`: the payload and the guard written above are
-        // visible to the consumer once it sees this header word.
+        // `Consumer::peek`: the payload written above is visible to the
+        // consumer once it sees this header word. The word where the next
+        // frame will start already reads "empty" (cleared by the consumer
+        // in the previous lap, or zero from the start).
         p.region().word(self.off).store(
             frame::encode(frame::KIND_DATA, self.len as u32),
             Ordering::Release,

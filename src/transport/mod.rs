@@ -54,6 +54,9 @@ use wire::Kind;
 /// bitmap. Small, so an idle receiver's poll stays a few loads.
 pub const DIRECT_MAX: usize = 4;
 
+/// Longest sleep of a sender waiting for ring room.
+pub const BLOCKED_SLEEP: Duration = Duration::from_millis(1);
+
 /// Bytes of send-queue buffers kept for reuse, so that a stream of large
 /// nonblocking sends does not fault in fresh pages for every copy.
 pub const SEND_POOL_MAX: usize = 64 << 20;
@@ -196,6 +199,9 @@ pub struct Transport {
     direct: Vec<usize>,
     /// Total length of the message whose fragments each peer is sending.
     rx_total: Vec<usize>,
+    /// Bytes released on each peer's ring since that peer's doorbell was
+    /// last rung (see `drain_ring`).
+    owed: Vec<usize>,
     /// Pending bits this rank took from its bitmap but has not drained.
     local: Vec<u64>,
     words: usize,
@@ -290,6 +296,7 @@ impl Transport {
             rx,
             direct: Vec::with_capacity(DIRECT_MAX),
             rx_total: vec![0; n],
+            owed: vec![0; n],
             local: vec![0; n.div_ceil(64)],
             words: n.div_ceil(64),
             fragment,
@@ -475,7 +482,7 @@ impl Transport {
     }
 
     #[inline]
-    fn notify(&self, peer: usize) {
+    fn notify(&mut self, peer: usize) {
         let cb = self.seg.control(peer);
         // SYNC(watched): SeqCst fence between publishing the frames
         // (Release header stores above) and reading the consumer's
@@ -495,6 +502,19 @@ impl Transport {
             fence(Ordering::SeqCst);
         }
         doorbell::ring(&Kernel, cb.doorbell(), cb.sleepers());
+        // That ring also told `peer` about room released on its ring.
+        self.owed[peer] = 0;
+    }
+
+    /// Rings `peer`'s doorbell for the room released on its ring.
+    fn settle(&mut self, peer: usize) {
+        // SYNC(doorbell): SeqCst fence after the Release stores of `head`
+        // (`Frame::release`), paired with a blocked producer's sleeper
+        // increment + fence + SeqCst load of `head` (`Sleeper::has_work`).
+        fence(Ordering::SeqCst);
+        let cb = self.seg.control(peer);
+        doorbell::ring(&Kernel, cb.doorbell(), cb.sleepers());
+        self.owed[peer] = 0;
     }
 
     /// Starts polling `peer`'s ring directly, evicting the oldest direct
@@ -579,6 +599,7 @@ impl Transport {
         };
         let c = &mut rx.cons;
         let rx_total = &mut self.rx_total[peer];
+        let mut released = 0;
         let mut n = 0;
         while n < budget {
             let Some(f) = c.peek() else { break };
@@ -601,17 +622,20 @@ impl Transport {
                 offset,
                 data,
             });
+            released += ring::footprint(bytes.len());
             f.release();
             n += 1;
         }
         let more = c.has_frame();
-        if n > 0 {
-            // SYNC(doorbell): SeqCst fence after the Release of `head` in
-            // `release`, paired with a blocked producer's SeqCst store of
-            // SLEEPING and SeqCst load of `head` (`Sleeper::sleep`).
-            fence(Ordering::SeqCst);
-            let cb = self.seg.control(peer);
-            doorbell::ring(&Kernel, cb.doorbell(), cb.sleepers());
+        if released > 0 {
+            // A producer blocked on this ring may sleep until room appears;
+            // ringing it costs a fence, so it is owed and paid in bulk (a
+            // quarter of the ring), on the next send to that peer (which
+            // fences and rings anyway), or before this rank waits.
+            self.owed[peer] += released;
+            if self.owed[peer] >= self.layout.ring_capacity() / 4 {
+                self.settle(peer);
+            }
         }
         (n, more)
     }
@@ -652,7 +676,18 @@ impl Transport {
     /// frame in a directly polled ring, a pending bit, or room in a ring
     /// this rank is blocked on. Used to spin and to sleep without holding
     /// the engine's lock; valid until this transport polls again.
-    pub fn sleeper(&self, precise: bool) -> Sleeper {
+    pub fn sleeper(&mut self, precise: bool) -> Sleeper {
+        // About to wait: pay what is owed to producers first.
+        if self.owed.iter().any(|&o| o > 0) {
+            fence(Ordering::SeqCst);
+            for peer in 0..self.owed.len() {
+                if self.owed[peer] > 0 {
+                    let cb = self.seg.control(peer);
+                    doorbell::ring(&Kernel, cb.doorbell(), cb.sleepers());
+                    self.owed[peer] = 0;
+                }
+            }
+        }
         let blocked = self
             .tx
             .iter()
@@ -808,6 +843,14 @@ impl Sleeper {
     /// visible, or `also()` (the caller's own condition, read after the
     /// sleeper's fence) holds.
     pub fn sleep(&self, seg: &Segment, timeout: Duration, also: impl Fn() -> bool) {
+        // A consumer rings a blocked producer only in bulk or when it
+        // idles (see `Transport::drain_ring`): a producer waiting for room
+        // looks again every millisecond.
+        let timeout = if self.blocked.is_empty() {
+            timeout
+        } else {
+            timeout.min(BLOCKED_SLEEP)
+        };
         let cb = seg.control(self.me);
         doorbell::sleep(
             &Kernel,
