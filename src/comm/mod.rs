@@ -120,11 +120,23 @@ impl Communicator {
         } else {
             self.ctx.id
         };
-        let id = self.shared().lock().post_recv(cid, src, tag, buf.len());
-        self.shared()
-            .wait_until_into(None, &mut [(id, buf)], |e, sinks| {
-                e.is_complete(id).then(|| e.finish_recv(id, sinks[0].1))
-            })
+        let sh = self.shared();
+        let id = {
+            // Post and make one round of progress under one lock: a
+            // message already in the ring completes here.
+            let mut e = sh.lock();
+            let id = e.post_recv(cid, src, tag, buf.len());
+            if !e.is_complete(id) {
+                sh.progress(&mut e, &mut [(id, &mut *buf)]);
+            }
+            if e.is_complete(id) {
+                return e.finish_recv(id, buf);
+            }
+            id
+        };
+        sh.wait_until_into(None, &mut [(id, buf)], |e, sinks| {
+            e.is_complete(id).then(|| e.finish_recv(id, sinks[0].1))
+        })
     }
 
     /// Sends `buf` to `dest` with `tag` (`MPI_Send`, standard mode: returns

@@ -100,6 +100,8 @@ struct Matcher {
     /// Synchronous sends by token.
     awaiting: HashMap<u32, SlotId>,
     next_token: u32,
+    /// A slot became `Queued` outside a queue drain (see `reap_queued`).
+    reap_needed: bool,
 }
 
 /// The point-to-point engine of one process.
@@ -245,6 +247,7 @@ impl Matcher {
                 match self.slots[id].state {
                     SlotState::AwaitAck { ticket: Some(t) } => {
                         self.slots[id].state = SlotState::Queued(t);
+                        self.reap_needed = true;
                     }
                     _ => self.complete_send(id),
                 }
@@ -373,6 +376,7 @@ impl Engine {
                 acks: Vec::new(),
                 awaiting: HashMap::new(),
                 next_token: 0,
+                reap_needed: false,
             },
         }
     }
@@ -427,6 +431,12 @@ impl Engine {
     }
 
     fn reap_queued(&mut self) -> usize {
+        // Only after a queued message left the queue, or an ack turned a
+        // synchronous send into a queued one.
+        let popped = self.t.take_completed();
+        if !popped && !std::mem::take(&mut self.m.reap_needed) {
+            return 0;
+        }
         let mut n = 0;
         for id in 0..self.m.slots.len() {
             if let SlotState::Queued(t) = self.m.slots[id].state {

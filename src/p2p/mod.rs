@@ -238,15 +238,7 @@ impl Shared {
                 if let Some(r) = done(&mut e, sinks) {
                     return r;
                 }
-                if e.progress_into(sinks) > 0 {
-                    if self.multi.load(Ordering::Relaxed) != 0 {
-                        // SYNC(epoch): SeqCst RMW and fence, then the
-                        // doorbell: a thread of this rank about to sleep
-                        // sees the new epoch or is woken.
-                        self.epoch.fetch_add(1, Ordering::SeqCst);
-                        fence(Ordering::SeqCst);
-                        e.transport().wake_local();
-                    }
+                if self.progress(&mut e, sinks) > 0 {
                     if let Some(r) = done(&mut e, sinks) {
                         return r;
                     }
@@ -273,6 +265,23 @@ impl Shared {
             }
             r?;
         }
+    }
+
+    /// One round of progress under the lock `e`; in the multi-threaded
+    /// mode, productive progress also wakes this rank's other sleeping
+    /// threads.
+    #[inline]
+    pub fn progress(&self, e: &mut Engine, sinks: Sinks<'_, '_>) -> usize {
+        let work = e.progress_into(sinks);
+        if work > 0 && self.multi.load(Ordering::Relaxed) != 0 {
+            // SYNC(epoch): SeqCst RMW and fence, then the doorbell: a
+            // thread of this rank about to sleep sees the new epoch or is
+            // woken.
+            self.epoch.fetch_add(1, Ordering::SeqCst);
+            fence(Ordering::SeqCst);
+            e.transport().wake_local();
+        }
+        work
     }
 
     /// Waits without the lock for work (spinning on the few words a peer

@@ -210,6 +210,10 @@ pub struct Transport {
     pool: Vec<Vec<u8>>,
     pooled: usize,
     next_msg: u64,
+    /// Messages waiting in all per-peer queues.
+    queued: usize,
+    /// A queued message was completed since the last `take_completed`.
+    completed: bool,
 }
 
 fn ring_header(seg: &Segment, off: usize) -> NonNull<RingHeader> {
@@ -303,6 +307,8 @@ impl Transport {
             pool: Vec::new(),
             pooled: 0,
             next_msg: 0,
+            queued: 0,
+            completed: false,
         })
     }
 
@@ -429,6 +435,7 @@ impl Transport {
                 msg: out,
                 seq,
             });
+            self.queued += 1;
             return Ticket { peer, seq };
         }
         let seq = tx.next_seq;
@@ -439,6 +446,7 @@ impl Transport {
             msg: out,
             seq,
         });
+        self.queued += 1;
         Ticket { peer, seq }
     }
 
@@ -640,7 +648,15 @@ impl Transport {
         (n, more)
     }
 
+    /// Whether an enqueued message completed since the last call.
+    pub fn take_completed(&mut self) -> bool {
+        std::mem::take(&mut self.completed)
+    }
+
     fn drain_queues(&mut self) -> usize {
+        if self.queued == 0 {
+            return 0;
+        }
         let mut work = 0;
         let frag = self.fragment;
         for peer in 0..self.tx.len() {
@@ -662,6 +678,8 @@ impl Transport {
                 tx.done_seq = q.seq + 1;
                 if let Some(q) = tx.queue.pop_front() {
                     Self::recycle(&mut self.pool, &mut self.pooled, q.data);
+                    self.queued -= 1;
+                    self.completed = true;
                 }
             }
             if pushed > 0 {
