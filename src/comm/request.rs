@@ -156,18 +156,23 @@ pub fn wait_all(mut reqs: Vec<Request<'_>>) -> Result<Vec<Status>> {
         .then_some(Ok(()))
     })?;
     let mut e = proc_.p2p.lock();
-    let mut out = Vec::with_capacity(ops.len());
+    collect(ops.into_iter().map(|op| match op {
+        None => Ok(Status::null()),
+        Some(Op::Done(st)) => Ok(st),
+        Some(Op::Send(id)) => {
+            e.finish_send(id);
+            Ok(Status::null())
+        }
+        Some(Op::Recv(id, buf)) => e.finish_recv(id, buf),
+    }))
+}
+
+/// The statuses of finished requests in order, or the first error (every
+/// request is finished either way; a failed one's status is empty).
+fn collect(results: impl Iterator<Item = Result<Status>>) -> Result<Vec<Status>> {
+    let mut out = Vec::new();
     let mut first_err = None;
-    for op in ops {
-        let r = match op {
-            None => Ok(Status::null()),
-            Some(Op::Done(st)) => Ok(st),
-            Some(Op::Send(id)) => {
-                e.finish_send(id);
-                Ok(Status::null())
-            }
-            Some(Op::Recv(id, buf)) => e.finish_recv(id, buf),
-        };
+    for r in results {
         match r {
             Ok(s) => out.push(s),
             Err(err) => {
@@ -201,24 +206,11 @@ pub fn test_all(reqs: &mut [Option<Request<'_>>]) -> Result<Option<Vec<Status>>>
     if !all {
         return Ok(None);
     }
-    let mut out = Vec::with_capacity(reqs.len());
-    let mut first_err = None;
-    for r in reqs.iter_mut() {
-        match r.take() {
-            None => out.push(Status::null()),
-            Some(mut r) => match r.finish(&mut e) {
-                Ok(s) => out.push(s),
-                Err(err) => {
-                    out.push(Status::null());
-                    first_err.get_or_insert(err);
-                }
-            },
-        }
-    }
-    match first_err {
-        Some(e) => Err(e),
-        None => Ok(Some(out)),
-    }
+    collect(reqs.iter_mut().map(|r| match r.take() {
+        None => Ok(Status::null()),
+        Some(mut r) => r.finish(&mut e),
+    }))
+    .map(Some)
 }
 
 /// Waits until one request completes (`MPI_Waitany`): returns its index and

@@ -425,27 +425,29 @@ impl Transport {
         let mut buf = self.pooled_buffer(rest.len());
         buf.extend_from_slice(rest);
         let tx = self.tx(peer);
-        if let Some((_, seq)) = tx.open.filter(|&(id, _)| id == out.id) {
-            // Already on the ring in part: it goes first, under the
-            // sequence number it reserved when it started.
-            tx.open = None;
-            tx.queue.push_front(Queued {
-                data: buf,
-                base,
-                msg: out,
-                seq,
-            });
-            self.queued += 1;
-            return Ticket { peer, seq };
-        }
-        let seq = tx.next_seq;
-        tx.next_seq += 1;
-        tx.queue.push_back(Queued {
+        // A message already on the ring in part goes first, under the
+        // sequence number it reserved when it started.
+        let (seq, first) = match tx.open.filter(|&(id, _)| id == out.id) {
+            Some((_, seq)) => {
+                tx.open = None;
+                (seq, true)
+            }
+            None => {
+                tx.next_seq += 1;
+                (tx.next_seq - 1, false)
+            }
+        };
+        let q = Queued {
             data: buf,
             base,
             msg: out,
             seq,
-        });
+        };
+        if first {
+            tx.queue.push_front(q);
+        } else {
+            tx.queue.push_back(q);
+        }
         self.queued += 1;
         Ticket { peer, seq }
     }
