@@ -123,9 +123,25 @@ fn stream(c: &mut Criterion) {
     g.finish();
 }
 
+fn one_thread(c: &mut Criterion) {
+    // Both endpoints in one thread: the transport's instruction cost per
+    // message, without any cache-line transfer.
+    c.bench_function("transport/one_thread_send_poll_8B", |b| {
+        let (mut t0, mut t1) = pair();
+        let data = [1u8; 8];
+        let env = Envelope::default();
+        b.iter(|| {
+            assert!(matches!(t0.send(1, &env, &data), Sent::Done));
+            let mut got = 0;
+            t1.poll(64, &mut |m| got += m.data.len());
+            assert_eq!(got, 8);
+        });
+    });
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default().measurement_time(Duration::from_secs(3)).warm_up_time(Duration::from_secs(1));
-    targets = ping_pong, stream
+    targets = ping_pong, stream, one_thread
 }
 criterion_main!(benches);
