@@ -580,7 +580,9 @@ impl Transport {
                 // fetch_or in `notify`: their frames are visible now.
                 bits |= word.swap(0, Ordering::Acquire);
             }
-            self.local[w] = 0;
+            if self.local[w] != 0 {
+                self.local[w] = 0;
+            }
             while bits != 0 {
                 let b = bits.trailing_zeros() as usize;
                 bits &= bits - 1;
