@@ -139,7 +139,8 @@ pub struct Shared {
     /// waiters watch ring tails, not next-frame words (see
     /// `transport::Sleeper`), and progress wakes sleeping threads.
     multi: AtomicU32,
-    /// Threads spinning on next-frame words right now.
+    /// 1 while the owner thread spins on next-frame words (only the owner
+    /// does, and only before `multi` is set).
     word_spinners: AtomicU32,
     /// Bumped by progress that did work while several threads use the
     /// engine, so a thread about to sleep notices another thread's progress.
@@ -184,8 +185,10 @@ impl Shared {
     /// mode for good, and wait until no thread spins on next-frame words
     /// (this thread's progress could let the producer reuse those words
     /// for payload). The Dekker pair with `wait_until_into`: this side
-    /// stores `multi`, fences, reads `word_spinners`; a spinner increments
-    /// `word_spinners`, fences, reads `multi`.
+    /// stores `multi`, fences, reads `word_spinners`; the spinner sets
+    /// `word_spinners`, fences, reads `multi`, and clears `word_spinners`
+    /// with a Release store when done, which the Acquire half of this
+    /// side's SeqCst load pairs with.
     #[cold]
     fn note_thread(&self, t: u64) {
         if self
@@ -250,18 +253,19 @@ impl Shared {
                 (e.sleeper(precise), self.epoch.load(Ordering::SeqCst))
             };
             if precise {
-                self.word_spinners.fetch_add(1, Ordering::SeqCst);
+                // Relaxed store ordered before the check by the fence.
+                self.word_spinners.store(1, Ordering::Relaxed);
                 fence(Ordering::SeqCst);
                 if self.multi.load(Ordering::SeqCst) != 0 {
-                    self.word_spinners.fetch_sub(1, Ordering::SeqCst);
+                    self.word_spinners.store(0, Ordering::Release);
                     continue;
                 }
             }
             let r = self.spin(&mut waiter, &sleeper, epoch, precise, deadline);
             if precise {
-                // SeqCst: the word loads above happen before a new thread's
-                // progress (which waits for this count to reach zero).
-                self.word_spinners.fetch_sub(1, Ordering::SeqCst);
+                // Release: the word loads above happen before a new
+                // thread's progress (which waits for this flag to clear).
+                self.word_spinners.store(0, Ordering::Release);
             }
             r?;
         }
@@ -297,7 +301,8 @@ impl Shared {
     ) -> Result<()> {
         // SYNC(epoch): SeqCst, read after the sleeper's increment + fence on
         // the sleep path; pairs with the RMW + fence in `wait_until_into`.
-        let moved = || self.epoch.load(Ordering::SeqCst) != epoch;
+        // While one thread uses the engine nobody else moves it.
+        let moved = || !precise && self.epoch.load(Ordering::SeqCst) != epoch;
         for _ in 0..RECHECK {
             // Relaxed: once set, `multi` stays set; the fence-ordered check
             // in `wait_until_into` covers the first round.
