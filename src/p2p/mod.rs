@@ -133,6 +133,8 @@ pub struct Shared {
     /// The engine's segment, reachable without the lock (for spinning and
     /// sleeping on lock-free views of it).
     seg: Arc<Segment>,
+    /// This process's rank in the job (whose doorbell its threads share).
+    me: usize,
     /// The token of the first thread that used the engine (0: none yet).
     owner: AtomicU64,
     /// Set for good once a second thread uses the engine: from then on
@@ -158,10 +160,12 @@ impl Shared {
     /// Wraps an engine.
     pub fn new(engine: Engine, policy: WaitPolicy) -> Shared {
         let seg = engine.transport().segment().clone();
+        let me = engine.world_rank();
         Shared {
             engine: Mutex::new(engine),
             policy,
             seg,
+            me,
             owner: AtomicU64::new(0),
             multi: AtomicU32::new(0),
             word_spinners: AtomicU32::new(0),
@@ -202,6 +206,9 @@ impl Shared {
             self.multi.store(1, Ordering::SeqCst);
         }
         fence(Ordering::SeqCst);
+        // A spinning owner may be asleep on the doorbell: wake it so it
+        // sees `multi` and stops watching next-frame words.
+        crate::transport::wake_rank(&self.seg, self.me);
         while self.word_spinners.load(Ordering::SeqCst) != 0 {
             crate::sync::spin_hint();
         }

@@ -746,9 +746,15 @@ impl Transport {
     /// this thread's progress completed something they may wait for).
     /// The caller published that progress and issued a SeqCst fence.
     pub fn wake_local(&self) {
-        let cb = self.seg.control(self.me);
-        doorbell::ring(&Kernel, cb.doorbell(), cb.sleepers());
+        wake_rank(&self.seg, self.me);
     }
+}
+
+/// Wakes the threads of `rank` sleeping on its doorbell; the caller
+/// published what they should see and issued a SeqCst fence.
+pub fn wake_rank(seg: &Segment, rank: usize) {
+    let cb = seg.control(rank);
+    doorbell::ring(&Kernel, cb.doorbell(), cb.sleepers());
 }
 
 /// Pushes frames of `out` from `data` (whose byte 0 is message byte `base`)
