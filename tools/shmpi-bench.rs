@@ -6,8 +6,8 @@
 //!             [--iterations N] [--warmup N] [--cpus A,B] [--format osu|csv|json]
 //! ```
 //!
-//! Run on its own it launches itself with 2 ranks through `shmpiexec`,
-//! pinned to two different cores (the first two this process may use, or
+//! Run on its own it launches itself with 2 ranks (through the library's
+//! launcher, the code `shmpiexec` runs), pinned to two different cores (the first two this process may use, or
 //! `--cpus`). Method (as the OSU micro-benchmarks): latency is half the
 //! round trip of a ping-pong, averaged over the timed iterations after a
 //! warm-up; bandwidth sends a window of 64 nonblocking messages, waits for
@@ -16,7 +16,7 @@
 //! tool and the peers' harness run an untimed warm-up ping-pong.
 
 use shmpi::comm::wait_all;
-use std::process::{Command, ExitCode};
+use std::process::ExitCode;
 use std::time::Instant;
 
 const WINDOW: usize = 64;
@@ -253,23 +253,47 @@ fn default_cpus() -> Option<String> {
     (ids.len() >= 2).then(|| format!("{},{}", ids[0].id, ids[1].id))
 }
 
+/// Runs this binary as a 2-rank job through the library's launcher (the
+/// same code as `shmpiexec`), pinned to two CPUs.
 fn launch_self(o: &Opts, args: &[String]) -> Result<i32, String> {
+    use shmpi::job::{self, JobSpec, SegmentShape};
+    use shmpi::transport::{default_ring_capacity, Layout};
     let me = std::env::current_exe().map_err(|e| e.to_string())?;
-    let exec = me.with_file_name("shmpiexec");
-    if !exec.exists() {
-        return Err(format!(
-            "{} not found: build it with `cargo build --release` (it sits beside shmpi-bench)",
-            exec.display()
-        ));
+    let cpus = match o.cpus.clone().or_else(default_cpus) {
+        Some(list) => list
+            .split(',')
+            .map(|c| {
+                c.trim()
+                    .parse::<usize>()
+                    .map_err(|_| format!("--cpus: {c:?} is not a CPU number"))
+            })
+            .collect::<Result<Vec<_>, _>>()?,
+        None => Vec::new(),
+    };
+    let ring = std::env::var(job::env::RING_SIZE)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| default_ring_capacity(2));
+    let layout = Layout::new(2, ring)?;
+    let spec = JobSpec {
+        nranks: 2,
+        program: me.display().to_string(),
+        args: args.to_vec(),
+        tag_output: false,
+        env: Vec::new(),
+        cpus,
+        shm_dir: job::env::shm_dir(),
+    };
+    let shape = SegmentShape {
+        size: layout.size() as u64,
+        layout_digest: layout.digest(),
+        ring_size: ring,
+    };
+    let outcome = job::run(&spec, shape)?;
+    if let Some(f) = &outcome.failure {
+        eprintln!("shmpi-bench: {f}");
     }
-    let mut cmd = Command::new(exec);
-    cmd.args(["-n", "2"]);
-    if let Some(c) = o.cpus.clone().or_else(default_cpus) {
-        cmd.args(["--cpu-list", &c]);
-    }
-    cmd.arg(&me).args(args);
-    let st = cmd.status().map_err(|e| e.to_string())?;
-    Ok(st.code().unwrap_or(1))
+    Ok(outcome.code)
 }
 
 fn main() -> ExitCode {
