@@ -26,7 +26,12 @@ fn pair() -> (Transport, Transport) {
     let seg = Arc::new(Segment::create(&path, layout.spec(job)).unwrap());
     seg.unlink();
     let a = Transport::new(seg.clone(), layout, 0).unwrap();
-    let b = Transport::new(seg, layout, 1).unwrap();
+    // Rank 1's endpoint is made on another thread, so the two endpoints'
+    // process-local state does not share cache lines (in real runs they
+    // live in two processes).
+    let b = std::thread::spawn(move || Transport::new(seg, layout, 1).unwrap())
+        .join()
+        .unwrap();
     (a, b)
 }
 
