@@ -156,11 +156,12 @@ fn program_without_launcher_is_a_singleton_world() {
     }
     let before = segments_of_user();
     let exe = std::env::current_exe().unwrap();
-    let o = Command::new(exe)
-        .args([name, "--exact", "--test-threads=1"])
-        .env(support::CASE, name)
-        .output()
-        .unwrap();
+    let o = support::output_bounded(
+        Command::new(exe)
+            .args([name, "--exact", "--test-threads=1"])
+            .env(support::CASE, name),
+        Duration::from_secs(30),
+    );
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stdout));
     assert_no_new_segments(&before);
 }
@@ -190,7 +191,10 @@ fn segment_too_large_for_file_size_limit_is_a_clear_error() {
         support::shmpiexec().display()
     );
     let before = segments_of_user();
-    let o = Command::new("sh").args(["-c", &cmd]).output().unwrap();
+    let o = support::output_bounded(
+        Command::new("sh").args(["-c", &cmd]),
+        Duration::from_secs(30),
+    );
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(1), "{err}");
     assert!(err.contains("exceeds the file-size limit"), "{err}");
@@ -201,22 +205,26 @@ fn segment_too_large_for_file_size_limit_is_a_clear_error() {
 fn segment_larger_than_a_small_tmpfs_is_a_clear_error() {
     let dir = std::env::temp_dir().join(format!("shmpi-tiny-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let mounted = Command::new("mount")
-        .args(["-t", "tmpfs", "-o", "size=256k", "tmpfs"])
-        .arg(&dir)
-        .output()
-        .is_ok_and(|o| o.status.success());
+    let mounted = support::output_bounded(
+        Command::new("mount")
+            .args(["-t", "tmpfs", "-o", "size=256k", "tmpfs"])
+            .arg(&dir),
+        Duration::from_secs(30),
+    )
+    .status
+    .success();
     if !mounted {
         eprintln!("skipping the tmpfs part: cannot mount a tmpfs here (not root?)");
         let _ = std::fs::remove_dir(&dir);
         return;
     }
-    let o = Command::new(support::shmpiexec())
-        .args(["-n", "4", "--shm-dir"])
-        .arg(&dir)
-        .arg("/bin/true")
-        .output()
-        .unwrap();
+    let o = support::output_bounded(
+        Command::new(support::shmpiexec())
+            .args(["-n", "4", "--shm-dir"])
+            .arg(&dir)
+            .arg("/bin/true"),
+        Duration::from_secs(30),
+    );
     let left: Vec<_> = std::fs::read_dir(&dir).unwrap().flatten().collect();
     let _ = Command::new("umount").arg(&dir).status();
     let _ = std::fs::remove_dir(&dir);

@@ -128,7 +128,16 @@ fn random_messages_between_two_processes_arrive_intact_in_order() {
         std::thread::yield_now();
     }
     assert_eq!(done, Some(COUNT));
-    let st = child.wait().unwrap();
+    let st = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("receiver did not exit");
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
     assert!(st.success(), "receiver failed: {st}");
 }
 
