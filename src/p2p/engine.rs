@@ -409,6 +409,9 @@ impl Engine {
 
     fn flush_acks(&mut self) -> usize {
         let n = self.m.acks.len();
+        if n == 0 {
+            return 0;
+        }
         for (peer, ctx, token) in std::mem::take(&mut self.m.acks) {
             let hdr = Header {
                 ctx,

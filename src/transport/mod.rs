@@ -368,6 +368,12 @@ impl Transport {
     /// If `peer` is this rank or out of range (the layer above checks).
     #[inline]
     pub fn send(&mut self, peer: usize, env: &Envelope, data: &[u8]) -> Sent {
+        // The common case first: a message that fits one frame, to a peer
+        // with nothing queued or open, into a ring with room.
+        if data.len() <= self.fragment && self.try_sole(peer, env, data) {
+            self.next_msg += 1;
+            return Sent::Done;
+        }
         let mut out = OutMsg {
             peer,
             env: *env,
@@ -382,6 +388,25 @@ impl Transport {
         } else {
             Sent::Partial(out)
         }
+    }
+
+    /// Pushes `data` as one sole frame if nothing stands before it and the
+    /// ring has room; false (nothing done) otherwise.
+    #[inline]
+    fn try_sole(&mut self, peer: usize, env: &Envelope, data: &[u8]) -> bool {
+        let tx = self.tx(peer);
+        if tx.open.is_some() || !tx.queue.is_empty() {
+            return false;
+        }
+        let Ok(mut r) = tx.prod.reserve(WIRE_HEADER + data.len()) else {
+            return false;
+        };
+        r.write(0, &wire::encode(Kind::Sole, data.len() as u64, env));
+        r.write(WIRE_HEADER, data);
+        r.commit();
+        tx.stalled = false;
+        self.notify(peer);
+        true
     }
 
     /// Continues `out` from `data` (the whole message, as first given).
