@@ -638,8 +638,12 @@ impl Transport {
         let rx_total = &mut self.rx_total[peer];
         let mut released = 0;
         let mut n = 0;
+        let mut exhausted = false;
         while n < budget {
-            let Some(f) = c.peek() else { break };
+            let Some(f) = c.peek() else {
+                exhausted = true;
+                break;
+            };
             let bytes = f.bytes();
             let (kind, word, envelope) =
                 wire::decode(bytes).expect("peer wrote a frame without a wire header");
@@ -663,7 +667,8 @@ impl Transport {
             f.release();
             n += 1;
         }
-        let more = c.has_frame();
+        // Only a loop stopped by the budget needs another look.
+        let more = !exhausted && c.has_frame();
         if released > 0 {
             // A producer blocked on this ring may sleep until room appears;
             // ringing it costs a fence, so it is owed and paid in bulk (a
