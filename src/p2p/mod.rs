@@ -133,17 +133,13 @@ pub struct Shared {
     /// The engine's segment, reachable without the lock (for spinning and
     /// sleeping on lock-free views of it).
     seg: Arc<Segment>,
-    /// This process's rank in the job (whose doorbell its threads share).
-    me: usize,
     /// The token of the first thread that used the engine (0: none yet).
     owner: AtomicU64,
     /// Set for good once a second thread uses the engine: from then on
-    /// waiters watch ring tails, not next-frame words (see
-    /// `transport::Sleeper`), and progress wakes sleeping threads.
+    /// waiters spin without the lock, watching ring tails rather than
+    /// next-frame words (see `transport::Sleeper`), and progress wakes the
+    /// rank's sleeping threads.
     multi: AtomicU32,
-    /// 1 while the owner thread spins on next-frame words (only the owner
-    /// does, and only before `multi` is set).
-    word_spinners: AtomicU32,
     /// Bumped by progress that did work while several threads use the
     /// engine, so a thread about to sleep notices another thread's progress.
     epoch: AtomicU64,
@@ -160,15 +156,12 @@ impl Shared {
     /// Wraps an engine.
     pub fn new(engine: Engine, policy: WaitPolicy) -> Shared {
         let seg = engine.transport().segment().clone();
-        let me = engine.world_rank();
         Shared {
             engine: Mutex::new(engine),
             policy,
             seg,
-            me,
             owner: AtomicU64::new(0),
             multi: AtomicU32::new(0),
-            word_spinners: AtomicU32::new(0),
             epoch: AtomicU64::new(0),
         }
     }
@@ -186,13 +179,9 @@ impl Shared {
     }
 
     /// A thread that is not the first user: switch to the multi-threaded
-    /// mode for good, and wait until no thread spins on next-frame words
-    /// (this thread's progress could let the producer reuse those words
-    /// for payload). The Dekker pair with `wait_until_into`: this side
-    /// stores `multi`, fences, reads `word_spinners`; the spinner sets
-    /// `word_spinners`, fences, reads `multi`, and clears `word_spinners`
-    /// with a Release store when done, which the Acquire half of this
-    /// side's SeqCst load pairs with.
+    /// mode for good. An owner spinning under the lock sees the flag and
+    /// lets go (`wait_until_into`), so this thread's lock attempt does not
+    /// wait long; from then on waiters spin and sleep without the lock.
     #[cold]
     fn note_thread(&self, t: u64) {
         if self
@@ -202,16 +191,9 @@ impl Shared {
         {
             return;
         }
-        if self.multi.load(Ordering::Relaxed) == 0 {
-            self.multi.store(1, Ordering::SeqCst);
-        }
-        fence(Ordering::SeqCst);
-        // A spinning owner may be asleep on the doorbell: wake it so it
-        // sees `multi` and stops watching next-frame words.
-        crate::transport::wake_rank(&self.seg, self.me);
-        while self.word_spinners.load(Ordering::SeqCst) != 0 {
-            crate::sync::spin_hint();
-        }
+        // Relaxed: the owner polls it while spinning; nothing is published
+        // through it (the lock orders everything else).
+        self.multi.store(1, Ordering::Relaxed);
     }
 
     /// Drives progress until `done` holds, spinning, yielding and then
@@ -240,41 +222,45 @@ impl Shared {
     ) -> Result<T> {
         let mut waiter = Waiter::new(self.policy);
         loop {
-            // Relaxed: re-checked after the fence below before any
-            // next-frame word is read.
-            let precise = self.multi.load(Ordering::Relaxed) == 0;
-            let (sleeper, epoch) = {
-                let mut e = self.lock();
+            let mut e = self.lock();
+            // Under the lock: progress, and while this is the only thread
+            // that uses the engine, spin right here on the next-frame words
+            // of the watched rings (nobody else wants the lock, and no other
+            // thread can consume from those rings meanwhile).
+            let sleep_for = loop {
                 if let Some(r) = done(&mut e, sinks) {
                     return r;
                 }
                 if self.progress(&mut e, sinks) > 0 {
-                    if let Some(r) = done(&mut e, sinks) {
-                        return r;
-                    }
                     waiter.reset();
                     continue;
                 }
-                // SeqCst: read after this thread's progress; the other half
-                // is the RMW above.
-                (e.sleeper(precise), self.epoch.load(Ordering::SeqCst))
-            };
-            if precise {
-                // Relaxed store ordered before the check by the fence.
-                self.word_spinners.store(1, Ordering::Relaxed);
-                fence(Ordering::SeqCst);
-                if self.multi.load(Ordering::SeqCst) != 0 {
-                    self.word_spinners.store(0, Ordering::Release);
-                    continue;
+                // Relaxed: a thread that wants the lock sets it first and
+                // then waits for the lock; this only decides to let go.
+                if self.multi.load(Ordering::Relaxed) != 0 {
+                    break None;
                 }
+                match self.spin_locked(&mut waiter, &e.sleeper(true), deadline)? {
+                    Spun::Work => continue,
+                    Spun::Sleep(t) => break Some(t),
+                    Spun::LetGo => break None,
+                }
+            };
+            // Without the lock (to sleep, or because other threads use the
+            // engine): watch ring tails, which is sound whoever consumes.
+            let sleeper = e.sleeper(false);
+            // SeqCst: read after this thread's progress; the other half is
+            // the RMW in `progress`.
+            let epoch = self.epoch.load(Ordering::SeqCst);
+            drop(e);
+            // SYNC(epoch): SeqCst, read after the sleeper's increment +
+            // fence on the sleep path; pairs with the RMW + fence in
+            // `progress`.
+            let moved = || self.epoch.load(Ordering::SeqCst) != epoch;
+            match sleep_for {
+                Some(t) => sleeper.sleep(&self.seg, t, moved),
+                None => self.spin_unlocked(&mut waiter, &sleeper, &moved, deadline)?,
             }
-            let r = self.spin(&mut waiter, &sleeper, epoch, precise, deadline);
-            if precise {
-                // Release: the word loads above happen before a new
-                // thread's progress (which waits for this flag to clear).
-                self.word_spinners.store(0, Ordering::Release);
-            }
-            r?;
         }
     }
 
@@ -295,44 +281,71 @@ impl Shared {
         work
     }
 
-    /// Waits without the lock for work (spinning on the few words a peer
-    /// writes when it has something for this rank, then sleeping), at most
-    /// RECHECK rounds, since another thread may complete our operation.
-    fn spin(
+    /// Spins under the lock (single-threaded mode) until a watched word or
+    /// pending bit shows work, the ladder says sleep, or another thread
+    /// wants the engine.
+    fn spin_locked(
         &self,
         waiter: &mut Waiter,
         sleeper: &crate::transport::Sleeper,
-        epoch: u64,
-        precise: bool,
+        deadline: Option<Instant>,
+    ) -> Result<Spun> {
+        loop {
+            // Relaxed: see `wait_until_into`.
+            if self.multi.load(Ordering::Relaxed) != 0 {
+                return Ok(Spun::LetGo);
+            }
+            if sleeper.has_work(&self.seg) {
+                return Ok(Spun::Work);
+            }
+            check_deadline(deadline)?;
+            if let Rung::Sleep(t) = waiter.pause(deadline) {
+                return Ok(Spun::Sleep(t));
+            }
+        }
+    }
+
+    /// Spins without the lock (multi-threaded mode), at most RECHECK
+    /// rounds, since another thread may complete our operation; sleeps if
+    /// the ladder says so.
+    fn spin_unlocked(
+        &self,
+        waiter: &mut Waiter,
+        sleeper: &crate::transport::Sleeper,
+        moved: &dyn Fn() -> bool,
         deadline: Option<Instant>,
     ) -> Result<()> {
-        // SYNC(epoch): SeqCst, read after the sleeper's increment + fence on
-        // the sleep path; pairs with the RMW + fence in `wait_until_into`.
-        // While one thread uses the engine nobody else moves it.
-        let moved = || !precise && self.epoch.load(Ordering::SeqCst) != epoch;
         for _ in 0..RECHECK {
-            // Relaxed: once set, `multi` stays set; the fence-ordered check
-            // in `wait_until_into` covers the first round.
-            if precise && self.multi.load(Ordering::Relaxed) != 0 {
-                return Ok(());
-            }
             if sleeper.has_work(&self.seg) || moved() {
                 return Ok(());
             }
-            if let Some(d) = deadline {
-                if Instant::now() >= d {
-                    return Err(Error::new(
-                        ErrorClass::Other,
-                        "timed out waiting for completion",
-                    ));
-                }
-            }
+            check_deadline(deadline)?;
             if let Rung::Sleep(t) = waiter.pause(deadline) {
                 sleeper.sleep(&self.seg, t, moved);
                 return Ok(());
             }
         }
         Ok(())
+    }
+}
+
+/// How a spin under the lock ended.
+enum Spun {
+    /// Work is visible: progress again.
+    Work,
+    /// The wait ladder reached its last rung: sleep this long, unlocked.
+    Sleep(std::time::Duration),
+    /// Another thread wants the engine: let go of the lock.
+    LetGo,
+}
+
+fn check_deadline(deadline: Option<Instant>) -> Result<()> {
+    match deadline {
+        Some(d) if Instant::now() >= d => Err(Error::new(
+            ErrorClass::Other,
+            "timed out waiting for completion",
+        )),
+        _ => Ok(()),
     }
 }
 
