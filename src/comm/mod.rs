@@ -79,16 +79,33 @@ impl Communicator {
         &self.proc_.p2p
     }
 
-    fn send_bytes(&self, data: &[u8], dest: i32, tag: i32, sync: bool, coll: bool) -> Result<()> {
-        self.proc_.check()?;
-        p2p::check_send_tag(tag)?;
-        let Some(world) = self.ctx.dest(dest)? else {
-            return Ok(());
-        };
-        let cid = if coll {
+    fn context_for(&self, coll: bool) -> u32 {
+        if coll {
             self.ctx.coll_id()
         } else {
             self.ctx.id
+        }
+    }
+
+    /// Checks a send's arguments: `None` for `PROC_NULL`, else the
+    /// destination's world rank and the context id to use.
+    fn send_route(&self, dest: i32, tag: i32, coll: bool) -> Result<Option<(usize, u32)>> {
+        self.proc_.check()?;
+        p2p::check_send_tag(tag)?;
+        Ok(self.ctx.dest(dest)?.map(|w| (w, self.context_for(coll))))
+    }
+
+    /// Checks a receive's (or probe's) arguments: `None` for `PROC_NULL`,
+    /// else the context id to match on.
+    fn recv_route(&self, src: i32, tag: i32, coll: bool) -> Result<Option<u32>> {
+        self.proc_.check()?;
+        p2p::check_recv_tag(tag)?;
+        Ok(self.ctx.source(src)?.then(|| self.context_for(coll)))
+    }
+
+    fn send_bytes(&self, data: &[u8], dest: i32, tag: i32, sync: bool, coll: bool) -> Result<()> {
+        let Some((world, cid)) = self.send_route(dest, tag, coll)? else {
+            return Ok(());
         };
         let (start, ack) = {
             let mut e = self.shared().lock();
@@ -110,15 +127,8 @@ impl Communicator {
     }
 
     fn recv_bytes(&self, buf: &mut [u8], src: i32, tag: i32, coll: bool) -> Result<Status> {
-        self.proc_.check()?;
-        p2p::check_recv_tag(tag)?;
-        if !self.ctx.source(src)? {
+        let Some(cid) = self.recv_route(src, tag, coll)? else {
             return Ok(Status::null());
-        }
-        let cid = if coll {
-            self.ctx.coll_id()
-        } else {
-            self.ctx.id
         };
         let sh = self.shared();
         let id = {
@@ -212,15 +222,8 @@ impl Communicator {
         sync: bool,
         coll: bool,
     ) -> Result<Request<'a>> {
-        self.proc_.check()?;
-        p2p::check_send_tag(tag)?;
-        let Some(world) = self.ctx.dest(dest)? else {
+        let Some((world, cid)) = self.send_route(dest, tag, coll)? else {
             return Ok(Request::done(&self.proc_, Status::null()));
-        };
-        let cid = if coll {
-            self.ctx.coll_id()
-        } else {
-            self.ctx.id
         };
         let mut e = self.shared().lock();
         let (start, ack) = e.start_send(cid, self.ctx.rank as u32, world, tag, data, sync);
@@ -257,15 +260,8 @@ impl Communicator {
         tag: i32,
         coll: bool,
     ) -> Result<Request<'a>> {
-        self.proc_.check()?;
-        p2p::check_recv_tag(tag)?;
-        if !self.ctx.source(src)? {
+        let Some(cid) = self.recv_route(src, tag, coll)? else {
             return Ok(Request::done(&self.proc_, Status::null()));
-        }
-        let cid = if coll {
-            self.ctx.coll_id()
-        } else {
-            self.ctx.id
         };
         let id = self.shared().lock().post_recv(cid, src, tag, buf.len());
         Ok(Request::recv(&self.proc_, id, buf))
@@ -297,12 +293,9 @@ impl Communicator {
     /// # Errors
     /// `Rank`, `Tag`.
     pub fn probe(&self, src: i32, tag: i32) -> Result<Status> {
-        self.proc_.check()?;
-        p2p::check_recv_tag(tag)?;
-        if !self.ctx.source(src)? {
+        let Some(cid) = self.recv_route(src, tag, false)? else {
             return Ok(Status::null());
-        }
-        let cid = self.ctx.id;
+        };
         self.shared()
             .wait_until(None, |e| e.iprobe(cid, src, tag).map(Ok))
     }
@@ -312,14 +305,13 @@ impl Communicator {
     /// # Errors
     /// `Rank`, `Tag`.
     pub fn iprobe(&self, src: i32, tag: i32) -> Result<Option<Status>> {
-        self.proc_.check()?;
-        p2p::check_recv_tag(tag)?;
-        if !self.ctx.source(src)? {
+        let Some(cid) = self.recv_route(src, tag, false)? else {
             return Ok(Some(Status::null()));
-        }
-        let mut e = self.shared().lock();
-        e.progress();
-        Ok(e.iprobe(self.ctx.id, src, tag))
+        };
+        let sh = self.shared();
+        let mut e = sh.lock();
+        sh.progress(&mut e, &mut []);
+        Ok(e.iprobe(cid, src, tag))
     }
 
     /// Waits for a matching message and takes it out of matching, so that
@@ -328,12 +320,9 @@ impl Communicator {
     /// # Errors
     /// `Rank`, `Tag`.
     pub fn mprobe(&self, src: i32, tag: i32) -> Result<(Message<'_>, Status)> {
-        self.proc_.check()?;
-        p2p::check_recv_tag(tag)?;
-        if !self.ctx.source(src)? {
+        let Some(cid) = self.recv_route(src, tag, false)? else {
             return Ok((Message::null(&self.proc_), Status::null()));
-        }
-        let cid = self.ctx.id;
+        };
         let (id, st) = self
             .shared()
             .wait_until(None, |e| e.improbe(cid, src, tag).map(Ok))?;
@@ -345,14 +334,13 @@ impl Communicator {
     /// # Errors
     /// `Rank`, `Tag`.
     pub fn improbe(&self, src: i32, tag: i32) -> Result<Option<(Message<'_>, Status)>> {
-        self.proc_.check()?;
-        p2p::check_recv_tag(tag)?;
-        if !self.ctx.source(src)? {
+        let Some(cid) = self.recv_route(src, tag, false)? else {
             return Ok(Some((Message::null(&self.proc_), Status::null())));
-        }
-        let mut e = self.shared().lock();
-        e.progress();
-        Ok(e.improbe(self.ctx.id, src, tag)
+        };
+        let sh = self.shared();
+        let mut e = sh.lock();
+        sh.progress(&mut e, &mut []);
+        Ok(e.improbe(cid, src, tag)
             .map(|(id, st)| (Message::new(&self.proc_, id), st)))
     }
 

@@ -108,7 +108,7 @@ impl<'a> Request<'a> {
         let proc_ = self.proc_;
         let mut e = proc_.p2p.lock();
         if !e.is_complete(id) {
-            e.progress();
+            proc_.p2p.progress(&mut e, &mut []);
         }
         if e.is_complete(id) {
             return self.finish(&mut e).map(Some);
@@ -198,7 +198,7 @@ pub fn test_all(reqs: &mut [Option<Request<'_>>]) -> Result<Option<Vec<Status>>>
         return Ok(Some(vec![Status::null(); reqs.len()]));
     };
     let mut e = proc_.p2p.lock();
-    e.progress();
+    proc_.p2p.progress(&mut e, &mut []);
     let all = reqs
         .iter()
         .flatten()

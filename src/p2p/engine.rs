@@ -391,14 +391,10 @@ impl Engine {
         &self.t
     }
 
-    /// One bounded round of progress: queued sends, incoming frames,
-    /// acks. Returns the work done.
-    pub fn progress(&mut self) -> usize {
-        self.progress_into(&mut [])
-    }
-
-    /// As [`progress`](Self::progress), delivering bytes for the slots in
-    /// `sinks` straight into the lent buffers.
+    /// One bounded round of progress: queued sends, incoming frames (bytes
+    /// for the slots in `sinks` go straight into the lent buffers), acks.
+    /// Returns the work done. Callers go through `Shared::progress`, which
+    /// also wakes the rank's other sleeping threads.
     pub fn progress_into(&mut self, sinks: Sinks<'_, '_>) -> usize {
         let m = &mut self.m;
         let mut work = self.t.poll(POLL_BUDGET, &mut |inc| m.on_frame(inc, sinks));
@@ -528,11 +524,6 @@ impl Engine {
             }
             None => self.m.alloc(SlotState::Queued(ticket), 0),
         }
-    }
-
-    /// A slot for a send that is already complete.
-    pub fn sent_slot(&mut self) -> SlotId {
-        self.m.alloc(SlotState::Sent, 0)
     }
 
     /// Posts a receive of at most `cap` bytes. If an unexpected message
