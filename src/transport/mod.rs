@@ -582,17 +582,22 @@ impl Transport {
         }
     }
 
-    /// Drains queued sends and up to `budget` incoming frames, calling
-    /// `handler` on each. Returns the work done (frames moved either way).
+    /// Drains queued sends and up to `budget` incoming frames from each
+    /// ring, calling `handler` on each. Returns the work done (frames moved
+    /// either way).
     pub fn poll(&mut self, budget: usize, handler: &mut dyn FnMut(Incoming<'_>)) -> usize {
         let mut work = self.drain_queues();
         let me = self.me;
-        for i in 0..self.direct.len() {
+        // Direct peers whose ring still has frames after this pass: their
+        // local bits are set after the bitmap pass, so that pass leaves
+        // them alone and one poll takes at most `budget` frames per ring.
+        let mut full = [usize::MAX; DIRECT_MAX];
+        for (i, slot) in full.iter_mut().enumerate().take(self.direct.len()) {
             let peer = self.direct[i];
             let (n, more) = self.drain_ring(peer, budget, handler);
             work += n;
             if more {
-                self.local[peer / 64] |= 1u64 << (peer % 64);
+                *slot = peer;
             }
         }
         for w in 0..self.words {
@@ -612,15 +617,22 @@ impl Transport {
                 let b = bits.trailing_zeros() as usize;
                 bits &= bits - 1;
                 let peer = w * 64 + b;
+                if self.direct.contains(&peer) {
+                    // Drained in the pass above.
+                    continue;
+                }
                 let (n, more) = self.drain_ring(peer, budget, handler);
                 work += n;
                 if more {
                     self.local[w] |= 1u64 << b;
                 }
-                if n > 0 && !self.direct.contains(&peer) {
+                if n > 0 {
                     self.watch(peer);
                 }
             }
+        }
+        for peer in full.into_iter().filter(|&p| p != usize::MAX) {
+            self.local[peer / 64] |= 1u64 << (peer % 64);
         }
         work
     }
