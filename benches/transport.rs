@@ -48,16 +48,50 @@ fn send_all(t: &mut Transport, peer: usize, data: &[u8]) {
 
 /// Receives one whole message of `len` bytes into `buf`.
 fn recv_all(t: &mut Transport, buf: &mut [u8]) {
-    let mut got = 0;
     let mut done = false;
     while !done {
-        t.poll(64, &mut |m| {
+        // One frame per call: a larger budget could take the first frames
+        // of the next message too, which this loop would then lose.
+        t.poll(1, &mut |m| {
             buf[m.offset..m.offset + m.data.len()].copy_from_slice(m.data);
-            got += m.data.len();
             done = m.is_last();
         });
         std::hint::spin_loop();
     }
+}
+
+/// Times `iters` rounds between two endpoints on two pinned threads: the
+/// main thread sends `size` bytes and, with `echo`, waits for them back;
+/// the other thread receives and, with `echo`, returns them. The time is
+/// from the common start to the main thread's end (after the other ends).
+fn two_threads(iters: u64, size: usize, echo: bool) -> Duration {
+    let (mut t0, mut t1) = pair();
+    let start = Arc::new(Barrier::new(2));
+    let s2 = start.clone();
+    let other = std::thread::spawn(move || {
+        pin(1);
+        let mut buf = vec![0u8; size];
+        s2.wait();
+        for _ in 0..iters {
+            recv_all(&mut t1, &mut buf);
+            if echo {
+                send_all(&mut t1, 0, &buf);
+            }
+        }
+    });
+    pin(0);
+    let data = vec![3u8; size];
+    let mut buf = vec![0u8; size];
+    start.wait();
+    let t = Instant::now();
+    for _ in 0..iters {
+        send_all(&mut t0, 1, &data);
+        if echo {
+            recv_all(&mut t0, &mut buf);
+        }
+    }
+    other.join().unwrap();
+    t.elapsed()
 }
 
 fn ping_pong(c: &mut Criterion) {
@@ -65,32 +99,7 @@ fn ping_pong(c: &mut Criterion) {
     for size in [8usize, 1024, 65536] {
         g.throughput(Throughput::Bytes(size as u64));
         g.bench_with_input(BenchmarkId::from_parameter(size), &size, |b, &size| {
-            b.iter_custom(|iters| {
-                let (mut t0, mut t1) = pair();
-                let start = Arc::new(Barrier::new(2));
-                let s2 = start.clone();
-                let echo = std::thread::spawn(move || {
-                    pin(1);
-                    let mut buf = vec![0u8; size];
-                    s2.wait();
-                    for _ in 0..iters {
-                        recv_all(&mut t1, &mut buf);
-                        send_all(&mut t1, 0, &buf);
-                    }
-                });
-                pin(0);
-                let data = vec![3u8; size];
-                let mut buf = vec![0u8; size];
-                start.wait();
-                let t = Instant::now();
-                for _ in 0..iters {
-                    send_all(&mut t0, 1, &data);
-                    recv_all(&mut t0, &mut buf);
-                }
-                let el = t.elapsed();
-                echo.join().unwrap();
-                el
-            });
+            b.iter_custom(|iters| two_threads(iters, size, true));
         });
     }
     g.finish();
@@ -101,28 +110,7 @@ fn stream(c: &mut Criterion) {
     for size in [64usize, 16384, 1 << 20] {
         g.throughput(Throughput::Bytes(size as u64));
         g.bench_with_input(BenchmarkId::from_parameter(size), &size, |b, &size| {
-            b.iter_custom(|iters| {
-                let (mut t0, mut t1) = pair();
-                let start = Arc::new(Barrier::new(2));
-                let s2 = start.clone();
-                let sink = std::thread::spawn(move || {
-                    pin(1);
-                    let mut buf = vec![0u8; size];
-                    s2.wait();
-                    for _ in 0..iters {
-                        recv_all(&mut t1, &mut buf);
-                    }
-                });
-                pin(0);
-                let data = vec![5u8; size];
-                start.wait();
-                let t = Instant::now();
-                for _ in 0..iters {
-                    send_all(&mut t0, 1, &data);
-                }
-                sink.join().unwrap();
-                t.elapsed()
-            });
+            b.iter_custom(|iters| two_threads(iters, size, false));
         });
     }
     g.finish();

@@ -226,7 +226,7 @@ fn segment_larger_than_a_small_tmpfs_is_a_clear_error() {
         Duration::from_secs(30),
     );
     let left: Vec<_> = std::fs::read_dir(&dir).unwrap().flatten().collect();
-    let _ = Command::new("umount").arg(&dir).status();
+    let _ = support::output_bounded(Command::new("umount").arg(&dir), Duration::from_secs(30));
     let _ = std::fs::remove_dir(&dir);
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(1), "{err}");
