@@ -131,6 +131,12 @@ impl Communicator {
             return Ok(Status::null());
         };
         let sh = self.shared();
+        if src >= 0 {
+            let peer = self.ctx.ranks[src as usize];
+            if let Some(r) = sh.recv_direct(cid, src, peer, tag, buf) {
+                return r;
+            }
+        }
         let id = {
             // Post and make one round of progress under one lock: a
             // message already in the ring completes here.

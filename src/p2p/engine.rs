@@ -11,11 +11,15 @@
 use super::envelope::{FrameKind, Header, ANY_SOURCE};
 use super::status::Status;
 use crate::error::{Error, ErrorClass, ErrorStatus, Result};
-use crate::transport::{Incoming, OutMsg, Sent, Sleeper, Ticket, Transport};
+use crate::transport::{Front, Incoming, OutMsg, Sent, Sleeper, Ticket, Transport};
 use std::collections::{HashMap, VecDeque};
 
 /// Frames handled per progress call and ring before moving on.
 pub const POLL_BUDGET: usize = 64;
+
+/// Direct receives in a row after which [`Engine::direct_ok`] sends one
+/// receive through the general path (a full poll of every ring).
+pub const DIRECT_STREAK: u32 = 64;
 
 /// Index of a request slot.
 pub type SlotId = usize;
@@ -102,6 +106,8 @@ struct Matcher {
     next_token: u32,
     /// A slot became `Queued` outside a queue drain (see `reap_queued`).
     reap_needed: bool,
+    /// Direct receives since the last general one (see `direct_ok`).
+    streak: u32,
 }
 
 /// The point-to-point engine of one process.
@@ -335,6 +341,27 @@ impl Matcher {
     }
 }
 
+/// A receive's result: its status, or MPI's truncation error (the message
+/// is consumed; the error carries its envelope and full length) when it
+/// was longer than the `cap`-byte buffer.
+fn received(status: Status, cap: usize) -> Result<Status> {
+    if status.bytes > cap {
+        return Err(Error::new(
+            ErrorClass::Truncate,
+            format!(
+                "message of {} bytes from rank {} (tag {}) does not fit the {cap}-byte receive buffer",
+                status.bytes, status.source, status.tag,
+            ),
+        )
+        .with_status(ErrorStatus {
+            source: status.source,
+            tag: status.tag,
+            bytes: status.bytes,
+        }));
+    }
+    Ok(status)
+}
+
 /// Moves what a slot holds in its own buffer into the lent `sink`.
 fn flush(s: &mut Slot, sink: &mut [u8]) {
     if !s.buf.is_empty() {
@@ -377,6 +404,7 @@ impl Engine {
                 awaiting: HashMap::new(),
                 next_token: 0,
                 reap_needed: false,
+                streak: 0,
             },
         }
     }
@@ -594,24 +622,63 @@ impl Engine {
         };
         flush(&mut self.m.slots[id], dst);
         self.m.release(id);
-        if status.bytes > dst.len() {
-            return Err(Error::new(
-                ErrorClass::Truncate,
-                format!(
-                    "message of {} bytes from rank {} (tag {}) does not fit the {}-byte receive buffer",
-                    status.bytes,
-                    status.source,
-                    status.tag,
-                    dst.len()
-                ),
-            )
-            .with_status(ErrorStatus {
-                source: status.source,
-                tag: status.tag,
-                bytes: status.bytes,
-            }));
+        received(status, dst.len())
+    }
+
+    /// Whether a blocking receive from world rank `peer` may take its
+    /// message straight from that peer's ring ([`recv_direct`]
+    /// (Self::recv_direct)): nothing posted could match first, no
+    /// unexpected message matches, no fragments are arriving from
+    /// `peer`, and nothing of this rank's own sending or acking waits for
+    /// progress. Every [`DIRECT_STREAK`]-th time it says no, so that a
+    /// rank receiving only this way still drains its other rings.
+    pub fn direct_ok(&mut self, ctx: u32, src: i32, peer: usize, tag: i32) -> bool {
+        self.m.streak += 1;
+        if self.m.streak >= DIRECT_STREAK {
+            self.m.streak = 0;
+            return false;
         }
-        Ok(status)
+        peer != self.m.me
+            && self.m.posted.is_empty()
+            && self.m.acks.is_empty()
+            && matches!(self.m.inbound.get(peer), Some(Inbound::Idle))
+            && self.m.find_unexpected(ctx, src, tag).is_none()
+            && self.t.sends_idle()
+    }
+
+    /// The receive fast path, valid after [`direct_ok`](Self::direct_ok)
+    /// said yes (and while this thread holds the engine): if the front of
+    /// `peer`'s ring is a whole standard-mode message for (`ctx`, `src`,
+    /// `tag`), it goes straight into `buf`. `None`: the ring is empty;
+    /// `Some(None)`: something else is in front, use the general path.
+    pub fn recv_direct(
+        &mut self,
+        ctx: u32,
+        src: i32,
+        peer: usize,
+        tag: i32,
+        buf: &mut [u8],
+    ) -> Option<Option<Result<Status>>> {
+        let mut status = None;
+        let front = self.t.take_sole(peer, |env, data| {
+            let hdr = Header::unpack(env);
+            if hdr.kind != FrameKind::Data || !hdr.matches(ctx, src, tag) {
+                return false;
+            }
+            let n = data.len().min(buf.len());
+            buf[..n].copy_from_slice(&data[..n]);
+            status = Some(Status {
+                source: hdr.src as i32,
+                tag: hdr.tag,
+                bytes: data.len(),
+            });
+            true
+        });
+        match (front, status) {
+            (Front::Empty, _) => None,
+            (Front::Taken, Some(st)) => Some(Some(received(st, buf.len()))),
+            _ => Some(None),
+        }
     }
 
     /// Frees a completed send's slot.

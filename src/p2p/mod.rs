@@ -264,6 +264,42 @@ impl Shared {
         }
     }
 
+    /// The blocking receive's fast path (single-threaded mode only): while
+    /// the engine allows it ([`Engine::direct_ok`]), take the message
+    /// straight from world rank `peer`'s ring, spinning on that ring's
+    /// front while the wait ladder is on its spinning rung. `None` when the
+    /// receive must take the general path (post, progress, sleep): the
+    /// ring's front holds something else, another thread uses the engine,
+    /// or the spinning time is over.
+    pub fn recv_direct(
+        &self,
+        ctx: u32,
+        src: i32,
+        peer: usize,
+        tag: i32,
+        buf: &mut [u8],
+    ) -> Option<Result<Status>> {
+        // Relaxed: see `wait_until_into`.
+        if self.multi.load(Ordering::Relaxed) != 0 {
+            return None;
+        }
+        let mut e = self.lock();
+        if !e.direct_ok(ctx, src, peer, tag) {
+            return None;
+        }
+        let mut waiter = Waiter::new(self.policy);
+        loop {
+            if let Some(r) = e.recv_direct(ctx, src, peer, tag, buf) {
+                return r;
+            }
+            // Relaxed: as above; a thread that wants the engine sets it
+            // before it waits for the lock.
+            if self.multi.load(Ordering::Relaxed) != 0 || waiter.pause(None) != Rung::Spin {
+                return None;
+            }
+        }
+    }
+
     /// One round of progress under the lock `e`; in the multi-threaded
     /// mode, productive progress also wakes this rank's other sleeping
     /// threads.

@@ -120,6 +120,18 @@ impl OutMsg {
     }
 }
 
+/// What [`Transport::take_sole`] found at the front of a peer's ring.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Front {
+    /// The ring is empty.
+    Empty,
+    /// A whole message was there and the caller took it.
+    Taken,
+    /// Something else is there (a fragment, or a message the caller
+    /// declined); it was left in the ring for [`Transport::poll`].
+    Other,
+}
+
 /// What [`Transport::send`] achieved.
 #[derive(Debug)]
 #[must_use]
@@ -692,6 +704,49 @@ impl Transport {
             }
         }
         (n, more)
+    }
+
+    /// Offers the front frame of `peer`'s ring to `take` if it is a whole
+    /// message (a sole frame): `take(envelope, payload)` returns whether it
+    /// consumed it, and a consumed frame is released. Anything else stays
+    /// for [`poll`](Self::poll). This is the receive fast path of a caller
+    /// that knows which peer it waits for: one header load when the ring
+    /// is empty, and no handler call, bitmap or queue walk when it is not.
+    #[inline]
+    pub fn take_sole(&mut self, peer: usize, take: impl FnOnce(&Envelope, &[u8]) -> bool) -> Front {
+        let Some(rx) = self.rx.get_mut(peer).and_then(Option::as_mut) else {
+            return Front::Empty;
+        };
+        let Some(f) = rx.cons.peek() else {
+            return Front::Empty;
+        };
+        let bytes = f.bytes();
+        let Some((Kind::Sole, _, envelope)) = wire::decode(bytes) else {
+            return Front::Other;
+        };
+        if !take(&envelope, &bytes[WIRE_HEADER..]) {
+            return Front::Other;
+        }
+        let fp = ring::footprint(bytes.len());
+        f.release();
+        // As in `drain_ring`: the room is owed to a blocked producer.
+        self.owed[peer] += fp;
+        if self.owed[peer] >= self.layout.ring_capacity() / 4 {
+            self.settle(peer);
+        }
+        Front::Taken
+    }
+
+    /// Whether nothing of this rank's sending is left to progress: no
+    /// queued, open or stalled send.
+    #[inline]
+    pub fn sends_idle(&self) -> bool {
+        self.queued == 0
+            && self
+                .tx
+                .iter()
+                .flatten()
+                .all(|t| t.open.is_none() && !t.stalled)
     }
 
     /// Whether an enqueued message completed since the last call.
