@@ -6,9 +6,10 @@
 //! | layer | modules |
 //! |---|---|
 //! | L0 | [`error`], [`sync`], [`datatype`] |
-//! | L1 | [`shm`], [`ring`], [`topology`] |
+//! | L1 | [`shm`], [`ring`], [`topology`], [`group`] |
 //! | L2 | [`transport`], [`job`] |
 //! | L3 | [`p2p`] |
+//! | L4 | [`coll`] |
 //! | L5 | [`comm`] |
 //! | L6 | [`universe`] |
 //!
@@ -27,12 +28,16 @@
 #[cfg(not(loom))]
 pub mod datatype;
 pub mod error;
+#[cfg(not(loom))]
+pub mod group;
 pub mod ring;
 pub mod sync;
 #[cfg(not(loom))]
 pub mod topology;
 
 pub use error::{Error, ErrorClass, Result};
+#[cfg(not(loom))]
+pub mod coll;
 #[cfg(not(loom))]
 pub mod comm;
 #[cfg(not(loom))]
@@ -46,9 +51,11 @@ pub mod transport;
 pub mod universe;
 
 #[cfg(not(loom))]
-pub use comm::{Communicator, Message, Request};
+pub use comm::{Communicator, ErrHandler, Keyval, Message, Request, SplitType};
 #[cfg(not(loom))]
 pub use datatype::Scalar;
+#[cfg(not(loom))]
+pub use group::{Comparison, Group, UNDEFINED};
 #[cfg(not(loom))]
 pub use p2p::{Status, ANY_SOURCE, ANY_TAG, PROC_NULL, TAG_UB};
 #[cfg(not(loom))]

@@ -39,6 +39,7 @@ pub struct Universe {
     proc_: Arc<Process>,
     seg: Arc<Segment>,
     world: Communicator,
+    self_comm: Communicator,
     rank: usize,
     start: Instant,
     done: bool,
@@ -97,15 +98,26 @@ fn init_inner() -> Result<Universe> {
     let world = Communicator::new(
         proc_.clone(),
         Context {
-            id: 0,
+            id: crate::comm::context::WORLD_INDEX,
             ranks: (0..contract.size).collect(),
             rank: contract.rank,
         },
+        "MPI_COMM_WORLD",
+    );
+    let self_comm = Communicator::new(
+        proc_.clone(),
+        Context {
+            id: crate::comm::context::SELF_INDEX,
+            ranks: Arc::from(vec![contract.rank]),
+            rank: 0,
+        },
+        "MPI_COMM_SELF",
     );
     Ok(Universe {
         proc_,
         seg,
         world,
+        self_comm,
         rank: contract.rank,
         start: Instant::now(),
         done: false,
@@ -136,6 +148,11 @@ impl Universe {
     /// The world communicator (`MPI_COMM_WORLD`).
     pub fn world(&self) -> Communicator {
         self.world.clone()
+    }
+
+    /// The communicator of this process alone (`MPI_COMM_SELF`).
+    pub fn self_comm(&self) -> Communicator {
+        self.self_comm.clone()
     }
 
     /// This process's world rank.

@@ -182,6 +182,7 @@ fn truncated_receive_fails_with_err_truncate_and_reports_the_size() {
         "truncated_receive_fails_with_err_truncate_and_reports_the_size",
         |u| {
             let w = u.world();
+            w.set_errhandler(shmpi::ErrHandler::Return);
             if w.rank() == 0 {
                 w.send(&[1u8; 100], 1, 0).unwrap();
                 w.send(&[2u8; 200_000], 1, 0).unwrap();
@@ -371,6 +372,7 @@ fn bad_rank_and_tag_give_err_rank_and_err_tag_without_hanging() {
         "bad_rank_and_tag_give_err_rank_and_err_tag_without_hanging",
         |u| {
             let w = u.world();
+            w.set_errhandler(shmpi::ErrHandler::Return);
             let e = w.send(&[1u8], 2, 0).unwrap_err();
             assert_eq!(e.class(), ErrorClass::Rank);
             assert!(
@@ -407,6 +409,7 @@ fn large_messages_split_between_buffered_and_lent_delivery_arrive_whole() {
         "large_messages_split_between_buffered_and_lent_delivery_arrive_whole",
         |u| {
             let w = u.world();
+            w.set_errhandler(shmpi::ErrHandler::Return);
             let n = 3_000_000;
             if w.rank() == 0 {
                 for i in 0..4u64 {

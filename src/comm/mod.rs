@@ -1,22 +1,36 @@
 //! Communicators: the user-facing handle for point-to-point and
-//! collective calls.
+//! collective calls, and their construction.
 //!
-//! Layer L5 (imports L0–L3). This issue's communicator is the world (and
-//! self) communicator with point-to-point and a p2p barrier; groups,
-//! context-id agreement, dup/create/split and intercommunicators come with
-//! the communicator issue (MPI 4.1 §7).
+//! Layer L5 (imports L0–L4). A [`Communicator`] is a context (id, members,
+//! own rank) plus shared state: its group, for an intercommunicator the
+//! remote group and a hidden local context, its name, cached attributes
+//! and error handler, and the lease on its context index, given back when
+//! the last handle is dropped (`context`). Constructors are in `create`
+//! and `inter`; MPI 4.1 §7 decides their semantics.
 #![forbid(unsafe_code)]
 
+pub mod attr;
+pub mod context;
+mod create;
+pub mod errhandler;
+mod inter;
 mod request;
 
+pub use attr::Keyval;
+pub use create::SplitType;
+pub use errhandler::ErrHandler;
 pub use request::{test_all, wait_all, wait_any, wait_some, Message, Request};
 
+pub use crate::group::{Comparison, Group, UNDEFINED};
+
+use crate::coll::Coll;
 use crate::datatype::Scalar;
 use crate::error::{Error, ErrorClass, Result};
 use crate::p2p::{self, Context, SendStart, Shared, Status, PROC_NULL};
+use crate::shm::Segment;
 use crate::sync::{AtomicU32, Ordering};
 use crate::transport::bytes::{as_bytes, as_bytes_mut};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 
 /// State shared by every handle of one initialised process.
 #[derive(Debug)]
@@ -45,34 +59,276 @@ impl Process {
         }
         Ok(())
     }
+
+    fn segment(&self) -> &Arc<Segment> {
+        self.p2p.segment()
+    }
+
+    /// Ends the job because `call` failed under a fatal error handler.
+    fn fatal(&self, call: &str, comm: &str, e: &Error) -> ! {
+        let rank = self.p2p.world_rank();
+        eprintln!(
+            "shmpi: rank {rank}: {call} on {comm} failed with {} ({}): {};              the error handler is ERRORS_ARE_FATAL, so the job is aborted",
+            e.class().name(),
+            e.class().code(),
+            e.detail()
+        );
+        crate::job::bootstrap::abort_mark(self.segment(), rank, e.class().code().max(1));
+        std::process::exit(e.class().code().clamp(1, 255));
+    }
 }
 
-/// A communicator (`MPI_Comm`): a context and its members. Cheap to clone;
-/// usable from any thread.
+/// What kind of communicator, and what an intercommunicator adds.
+#[derive(Debug)]
+enum Kind {
+    Intra,
+    Inter {
+        /// The remote group (the context's ranks name its members).
+        remote: Group,
+        /// The hidden intracommunicator of the local group.
+        local: Context,
+    },
+}
+
+/// State shared by the clones of one communicator.
+#[derive(Debug)]
+struct Inner {
+    proc_: Arc<Process>,
+    group: Group,
+    kind: Kind,
+    /// The context index this communicator holds (`None` for `WORLD` and
+    /// `SELF`, which hold theirs for the life of the process).
+    index: Option<u32>,
+    name: Mutex<String>,
+    attrs: Mutex<attr::Cache>,
+    errh: Mutex<ErrHandler>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        lock(&self.attrs).clear();
+        if let Some(i) = self.index {
+            context::release(&self.proc_.p2p, i);
+        }
+    }
+}
+
+/// Locks a mutex whose data stays consistent even if a holder panicked.
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A communicator (`MPI_Comm`): a context and its members. Cheap to clone
+/// (clones are the same communicator: `compare` says `Ident`); usable from
+/// any thread. Dropping the last clone frees it (`MPI_Comm_free`).
 #[derive(Clone, Debug)]
 pub struct Communicator {
     proc_: Arc<Process>,
     ctx: Context,
+    inner: Arc<Inner>,
 }
 
 impl Communicator {
-    pub(crate) fn new(proc_: Arc<Process>, ctx: Context) -> Communicator {
-        Communicator { proc_, ctx }
+    /// `WORLD` or `SELF` (or any communicator that holds no index).
+    pub(crate) fn new(proc_: Arc<Process>, ctx: Context, name: &str) -> Communicator {
+        let me = proc_.p2p.world_rank();
+        let group = Group::from_world_ranks(ctx.ranks.to_vec(), Some(me))
+            .expect("a context's members are distinct");
+        Communicator::build(
+            proc_,
+            ctx,
+            group,
+            Kind::Intra,
+            None,
+            name,
+            Default::default(),
+            ErrHandler::default(),
+        )
     }
 
-    /// This process's rank (`MPI_Comm_rank`).
+    #[allow(clippy::too_many_arguments)]
+    fn build(
+        proc_: Arc<Process>,
+        ctx: Context,
+        group: Group,
+        kind: Kind,
+        index: Option<u32>,
+        name: &str,
+        attrs: attr::Cache,
+        errh: ErrHandler,
+    ) -> Communicator {
+        Communicator {
+            inner: Arc::new(Inner {
+                proc_: proc_.clone(),
+                group,
+                kind,
+                index,
+                name: Mutex::new(name.to_string()),
+                attrs: Mutex::new(attrs),
+                errh: Mutex::new(errh),
+            }),
+            proc_,
+            ctx,
+        }
+    }
+
+    /// This process's rank (`MPI_Comm_rank`; in an intercommunicator, its
+    /// rank in the local group).
     pub fn rank(&self) -> i32 {
         self.ctx.rank as i32
     }
 
-    /// Number of members (`MPI_Comm_size`).
+    /// Number of members (`MPI_Comm_size`; in an intercommunicator, of the
+    /// local group). For `WORLD`, the number of processes of the job.
     pub fn size(&self) -> i32 {
-        self.ctx.size() as i32
+        self.inner.group.size() as i32
     }
 
-    /// The context id (diagnostics).
+    /// The (local) group (`MPI_Comm_group`).
+    pub fn group(&self) -> Group {
+        self.inner.group.clone()
+    }
+
+    /// Whether this is an intercommunicator (`MPI_Comm_test_inter`).
+    pub fn is_inter(&self) -> bool {
+        matches!(self.inner.kind, Kind::Inter { .. })
+    }
+
+    /// The remote group's size (`MPI_Comm_remote_size`).
+    ///
+    /// # Errors
+    /// `Comm` on an intracommunicator.
+    pub fn remote_size(&self) -> Result<i32> {
+        self.remote_group().map(|g| g.size() as i32)
+    }
+
+    /// The remote group (`MPI_Comm_remote_group`).
+    ///
+    /// # Errors
+    /// `Comm` on an intracommunicator.
+    pub fn remote_group(&self) -> Result<Group> {
+        match &self.inner.kind {
+            Kind::Inter { remote, .. } => Ok(remote.clone()),
+            Kind::Intra => self.ret(
+                "MPI_Comm_remote_group",
+                Err(Error::new(
+                    ErrorClass::Comm,
+                    "remote_group/remote_size need an intercommunicator",
+                )),
+            ),
+        }
+    }
+
+    /// `MPI_Comm_compare`: `Ident` for the same communicator (a clone),
+    /// `Congruent` for the same group in the same order with another
+    /// context, `Similar` for the same members in another order, else
+    /// `Unequal`. Intercommunicators compare both groups.
+    pub fn compare(&self, other: &Communicator) -> Comparison {
+        if Arc::ptr_eq(&self.inner, &other.inner) {
+            return Comparison::Ident;
+        }
+        let local = self.inner.group.compare(&other.inner.group);
+        let remote = match (&self.inner.kind, &other.inner.kind) {
+            (Kind::Intra, Kind::Intra) => Comparison::Ident,
+            (Kind::Inter { remote: a, .. }, Kind::Inter { remote: b, .. }) => a.compare(b),
+            _ => return Comparison::Unequal,
+        };
+        match (local, remote) {
+            (Comparison::Ident, Comparison::Ident) => Comparison::Congruent,
+            (Comparison::Unequal, _) | (_, Comparison::Unequal) => Comparison::Unequal,
+            _ => Comparison::Similar,
+        }
+    }
+
+    /// The communicator's name (`MPI_Comm_get_name`): `MPI_COMM_WORLD`,
+    /// `MPI_COMM_SELF`, or what `set_name` gave (empty by default).
+    pub fn name(&self) -> String {
+        lock(&self.inner.name).clone()
+    }
+
+    /// Names the communicator (`MPI_Comm_set_name`; local).
+    pub fn set_name(&self, name: &str) {
+        *lock(&self.inner.name) = name.to_string();
+    }
+
+    /// The context id for point-to-point traffic (diagnostics).
     pub fn context_id(&self) -> u32 {
         self.ctx.id
+    }
+
+    /// Sets the error handler (`MPI_Comm_set_errhandler`).
+    pub fn set_errhandler(&self, h: ErrHandler) {
+        *lock(&self.inner.errh) = h;
+    }
+
+    /// The error handler (`MPI_Comm_get_errhandler`).
+    pub fn errhandler(&self) -> ErrHandler {
+        lock(&self.inner.errh).clone()
+    }
+
+    /// Caches `value` under `key` (`MPI_Comm_set_attr`); a value already
+    /// there goes through the key's delete callback.
+    pub fn set_attr(&self, key: &Keyval, value: usize) {
+        lock(&self.inner.attrs).set(key, value);
+    }
+
+    /// The value cached under `key` (`MPI_Comm_get_attr`).
+    pub fn attr(&self, key: &Keyval) -> Option<usize> {
+        lock(&self.inner.attrs).get(key)
+    }
+
+    /// Deletes the value cached under `key` through its delete callback
+    /// (`MPI_Comm_delete_attr`).
+    ///
+    /// # Errors
+    /// `Arg` when nothing is cached under `key`.
+    pub fn delete_attr(&self, key: &Keyval) -> Result<()> {
+        let r = lock(&self.inner.attrs).delete(key);
+        self.ret("MPI_Comm_delete_attr", r)
+    }
+
+    /// `MPI_Comm_free`: drops this handle; the communicator is freed with
+    /// its last clone (attributes deleted, context index given back).
+    /// Pending operations hold a borrow of the handle, so they are complete
+    /// (or withdrawn) by then.
+    pub fn free(self) {}
+
+    /// Passes `r` through the error handler: a fatal handler ends the job
+    /// when `r` is an error, a user handler is called with it.
+    fn ret<T>(&self, call: &str, r: Result<T>) -> Result<T> {
+        if let Err(e) = &r {
+            let h = lock(&self.inner.errh).clone();
+            match h {
+                ErrHandler::Return => {}
+                ErrHandler::User(f) => f(call, e),
+                ErrHandler::Fatal | ErrHandler::Abort => {
+                    let name = self.name();
+                    let name = if name.is_empty() {
+                        format!("communicator {:#x}", self.ctx.id)
+                    } else {
+                        name
+                    };
+                    self.proc_.fatal(call, &name, e)
+                }
+            }
+        }
+        r
+    }
+
+    fn coll(&self) -> Coll<'_> {
+        Coll {
+            sh: &self.proc_.p2p,
+            ctx: &self.ctx,
+        }
+    }
+
+    /// The intracommunicator context collectives of this communicator's
+    /// local group use (for an intercommunicator, the hidden local one).
+    fn local_ctx(&self) -> &Context {
+        match &self.inner.kind {
+            Kind::Intra => &self.ctx,
+            Kind::Inter { local, .. } => local,
+        }
     }
 
     fn shared(&self) -> &Shared {
@@ -107,52 +363,16 @@ impl Communicator {
         let Some((world, cid)) = self.send_route(dest, tag, coll)? else {
             return Ok(());
         };
-        let (start, ack) = {
-            let mut e = self.shared().lock();
-            e.start_send(cid, self.ctx.rank as u32, world, tag, data, sync)
-        };
-        if let SendStart::Partial(mut out) = start {
-            self.shared()
-                .wait_until(None, |e| e.resume_send(&mut out, data).then_some(Ok(())))?;
-        }
-        if let Some(id) = ack {
-            self.shared().wait_until(None, |e| {
-                e.is_complete(id).then(|| {
-                    e.finish_send(id);
-                    Ok(())
-                })
-            })?;
-        }
-        Ok(())
+        self.shared()
+            .send_bytes(cid, self.ctx.rank as u32, world, tag, data, sync)
     }
 
     fn recv_bytes(&self, buf: &mut [u8], src: i32, tag: i32, coll: bool) -> Result<Status> {
         let Some(cid) = self.recv_route(src, tag, coll)? else {
             return Ok(Status::null());
         };
-        let sh = self.shared();
-        if src >= 0 {
-            let peer = self.ctx.ranks[src as usize];
-            if let Some(r) = sh.recv_direct(cid, src, peer, tag, buf) {
-                return r;
-            }
-        }
-        let id = {
-            // Post and make one round of progress under one lock: a
-            // message already in the ring completes here.
-            let mut e = sh.lock();
-            let id = e.post_recv(cid, src, tag, buf.len());
-            if !e.is_complete(id) {
-                sh.progress(&mut e, &mut [(id, &mut *buf)]);
-            }
-            if e.is_complete(id) {
-                return e.finish_recv(id, buf);
-            }
-            id
-        };
-        sh.wait_until_into(None, &mut [(id, buf)], |e, sinks| {
-            e.is_complete(id).then(|| e.finish_recv(id, sinks[0].1))
-        })
+        let peer = (src >= 0).then(|| self.ctx.ranks[src as usize]);
+        self.shared().recv_bytes(cid, src, peer, tag, buf)
     }
 
     /// Sends `buf` to `dest` with `tag` (`MPI_Send`, standard mode: returns
@@ -165,7 +385,8 @@ impl Communicator {
     /// # MPI
     /// MPI 4.1 §3.2.1.
     pub fn send<T: Scalar>(&self, buf: &[T], dest: i32, tag: i32) -> Result<()> {
-        self.send_bytes(as_bytes(buf), dest, tag, false, false)
+        let r = self.send_bytes(as_bytes(buf), dest, tag, false, false);
+        self.ret("MPI_Send", r)
     }
 
     /// Synchronous send (`MPI_Ssend`): returns once the receiver has
@@ -177,7 +398,8 @@ impl Communicator {
     /// # MPI
     /// MPI 4.1 §3.4.
     pub fn ssend<T: Scalar>(&self, buf: &[T], dest: i32, tag: i32) -> Result<()> {
-        self.send_bytes(as_bytes(buf), dest, tag, true, false)
+        let r = self.send_bytes(as_bytes(buf), dest, tag, true, false);
+        self.ret("MPI_Ssend", r)
     }
 
     /// Receives into `buf` from `src` (or `ANY_SOURCE`) with `tag` (or
@@ -191,7 +413,8 @@ impl Communicator {
     /// # MPI
     /// MPI 4.1 §3.2.4.
     pub fn recv<T: Scalar>(&self, buf: &mut [T], src: i32, tag: i32) -> Result<Status> {
-        self.recv_bytes(as_bytes_mut(buf), src, tag, false)
+        let r = self.recv_bytes(as_bytes_mut(buf), src, tag, false);
+        self.ret("MPI_Recv", r)
     }
 
     /// Starts a standard-mode send (`MPI_Isend`).
@@ -204,7 +427,8 @@ impl Communicator {
         dest: i32,
         tag: i32,
     ) -> Result<Request<'a>> {
-        self.isend_bytes(as_bytes(buf), dest, tag, false, false)
+        let r = self.isend_bytes(as_bytes(buf), dest, tag, false, false);
+        self.ret("MPI_Isend", r)
     }
 
     /// Starts a synchronous send (`MPI_Issend`).
@@ -217,7 +441,8 @@ impl Communicator {
         dest: i32,
         tag: i32,
     ) -> Result<Request<'a>> {
-        self.isend_bytes(as_bytes(buf), dest, tag, true, false)
+        let r = self.isend_bytes(as_bytes(buf), dest, tag, true, false);
+        self.ret("MPI_Issend", r)
     }
 
     pub(crate) fn isend_bytes<'a>(
@@ -256,7 +481,8 @@ impl Communicator {
         src: i32,
         tag: i32,
     ) -> Result<Request<'a>> {
-        self.irecv_bytes(as_bytes_mut(buf), src, tag, false)
+        let r = self.irecv_bytes(as_bytes_mut(buf), src, tag, false);
+        self.ret("MPI_Irecv", r)
     }
 
     pub(crate) fn irecv_bytes<'a>(
@@ -288,10 +514,13 @@ impl Communicator {
         src: i32,
         rtag: i32,
     ) -> Result<Status> {
-        let r = self.irecv(rbuf, src, rtag)?;
-        let s = self.isend(sbuf, dest, stag)?;
-        s.wait()?;
-        r.wait()
+        let r = (|| -> Result<Status> {
+            let r = self.irecv(rbuf, src, rtag)?;
+            let s = self.isend(sbuf, dest, stag)?;
+            s.wait()?;
+            r.wait()
+        })();
+        self.ret("MPI_Sendrecv", r)
     }
 
     /// Waits for a matching message without receiving it (`MPI_Probe`).
@@ -299,11 +528,14 @@ impl Communicator {
     /// # Errors
     /// `Rank`, `Tag`.
     pub fn probe(&self, src: i32, tag: i32) -> Result<Status> {
-        let Some(cid) = self.recv_route(src, tag, false)? else {
-            return Ok(Status::null());
-        };
-        self.shared()
-            .wait_until(None, |e| e.iprobe(cid, src, tag).map(Ok))
+        let r = (|| -> Result<Status> {
+            let Some(cid) = self.recv_route(src, tag, false)? else {
+                return Ok(Status::null());
+            };
+            self.shared()
+                .wait_until(None, |e| e.iprobe(cid, src, tag).map(Ok))
+        })();
+        self.ret("MPI_Probe", r)
     }
 
     /// Checks for a matching message without receiving it (`MPI_Iprobe`).
@@ -311,13 +543,16 @@ impl Communicator {
     /// # Errors
     /// `Rank`, `Tag`.
     pub fn iprobe(&self, src: i32, tag: i32) -> Result<Option<Status>> {
-        let Some(cid) = self.recv_route(src, tag, false)? else {
-            return Ok(Some(Status::null()));
-        };
-        let sh = self.shared();
-        let mut e = sh.lock();
-        sh.progress(&mut e, &mut []);
-        Ok(e.iprobe(cid, src, tag))
+        let r = (|| -> Result<Option<Status>> {
+            let Some(cid) = self.recv_route(src, tag, false)? else {
+                return Ok(Some(Status::null()));
+            };
+            let sh = self.shared();
+            let mut e = sh.lock();
+            sh.progress(&mut e, &mut []);
+            Ok(e.iprobe(cid, src, tag))
+        })();
+        self.ret("MPI_Iprobe", r)
     }
 
     /// Waits for a matching message and takes it out of matching, so that
@@ -326,13 +561,16 @@ impl Communicator {
     /// # Errors
     /// `Rank`, `Tag`.
     pub fn mprobe(&self, src: i32, tag: i32) -> Result<(Message<'_>, Status)> {
-        let Some(cid) = self.recv_route(src, tag, false)? else {
-            return Ok((Message::null(&self.proc_), Status::null()));
-        };
-        let (id, st) = self
-            .shared()
-            .wait_until(None, |e| e.improbe(cid, src, tag).map(Ok))?;
-        Ok((Message::new(&self.proc_, id), st))
+        let r = (|| -> Result<(Message<'_>, Status)> {
+            let Some(cid) = self.recv_route(src, tag, false)? else {
+                return Ok((Message::null(&self.proc_), Status::null()));
+            };
+            let (id, st) = self
+                .shared()
+                .wait_until(None, |e| e.improbe(cid, src, tag).map(Ok))?;
+            Ok((Message::new(&self.proc_, id), st))
+        })();
+        self.ret("MPI_Mprobe", r)
     }
 
     /// As [`mprobe`](Self::mprobe), without waiting (`MPI_Improbe`).
@@ -340,38 +578,57 @@ impl Communicator {
     /// # Errors
     /// `Rank`, `Tag`.
     pub fn improbe(&self, src: i32, tag: i32) -> Result<Option<(Message<'_>, Status)>> {
-        let Some(cid) = self.recv_route(src, tag, false)? else {
-            return Ok(Some((Message::null(&self.proc_), Status::null())));
-        };
-        let sh = self.shared();
-        let mut e = sh.lock();
-        sh.progress(&mut e, &mut []);
-        Ok(e.improbe(cid, src, tag)
-            .map(|(id, st)| (Message::new(&self.proc_, id), st)))
+        let r = (|| -> Result<Option<(Message<'_>, Status)>> {
+            let Some(cid) = self.recv_route(src, tag, false)? else {
+                return Ok(Some((Message::null(&self.proc_), Status::null())));
+            };
+            let sh = self.shared();
+            let mut e = sh.lock();
+            sh.progress(&mut e, &mut []);
+            Ok(e.improbe(cid, src, tag)
+                .map(|(id, st)| (Message::new(&self.proc_, id), st)))
+        })();
+        self.ret("MPI_Improbe", r)
     }
 
-    /// Blocks until every member has called it (`MPI_Barrier`); a
+    /// Byte send on this communicator's point-to-point context, without
+    /// the error handler (for constructors that talk over a peer).
+    pub(super) fn send_raw(&self, data: &[u8], dest: i32, tag: i32) -> Result<()> {
+        self.send_bytes(data, dest, tag, false, false)
+    }
+
+    /// Byte receive, as [`send_raw`](Self::send_raw).
+    pub(super) fn recv_raw(&self, buf: &mut [u8], src: i32, tag: i32) -> Result<()> {
+        self.recv_bytes(buf, src, tag, false).map(|_| ())
+    }
+
+    /// Byte exchange with one peer, as [`send_raw`](Self::send_raw).
+    pub(super) fn sendrecv_raw(
+        &self,
+        data: &[u8],
+        peer: i32,
+        tag: i32,
+        buf: &mut [u8],
+    ) -> Result<()> {
+        let r = self.irecv_bytes(buf, peer, tag, false)?;
+        let s = self.isend_bytes(data, peer, tag, false, false)?;
+        s.wait()?;
+        r.wait().map(|_| ())
+    }
+
+    /// Blocks until every member has called it (`MPI_Barrier`): a
     /// dissemination barrier over point-to-point on the collective
-    /// context, ⌈log2 n⌉ rounds.
+    /// context, ⌈log2 n⌉ rounds. On an intercommunicator, returns once
+    /// every member of both groups has called it.
     ///
     /// # Errors
     /// `Other` after finalize.
     pub fn barrier(&self) -> Result<()> {
-        self.proc_.check()?;
-        let n = self.ctx.size() as i32;
-        let me = self.rank();
-        let mut k = 1;
-        let mut round = 0;
-        while k < n {
-            let to = (me + k) % n;
-            let from = (me - k + n) % n;
-            let s = self.isend_bytes(&[], to, round, false, true)?;
-            self.recv_bytes(&mut [], from, round, true)?;
-            s.wait()?;
-            k *= 2;
-            round += 1;
-        }
-        Ok(())
+        let r = self.proc_.check().and_then(|()| match &self.inner.kind {
+            Kind::Intra => self.coll().barrier(),
+            Kind::Inter { .. } => self.inter_barrier(),
+        });
+        self.ret("MPI_Barrier", r)
     }
 
     /// The rank used for the null process.

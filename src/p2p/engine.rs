@@ -80,6 +80,9 @@ struct Unexpected {
     total: usize,
     data: Vec<u8>,
     complete: bool,
+    /// Its communicator was freed while fragments were still arriving:
+    /// drop it once complete, never match it.
+    dead: bool,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -241,6 +244,9 @@ impl Matcher {
                     if inc.is_last() {
                         u.complete = true;
                         self.inbound[inc.peer] = Inbound::Idle;
+                        if u.dead {
+                            self.unexpected.retain(|u| u.id != uid);
+                        }
                     }
                 }
                 Inbound::Idle => unreachable!("fragment without a first fragment"),
@@ -301,6 +307,7 @@ impl Matcher {
             total,
             data: buf,
             complete: last,
+            dead: false,
         });
         if !last {
             self.inbound[peer] = Inbound::Unexpected(id);
@@ -311,7 +318,7 @@ impl Matcher {
     fn find_unexpected(&self, ctx: u32, src: i32, tag: i32) -> Option<usize> {
         self.unexpected
             .iter()
-            .position(|u| u.hdr.matches(ctx, src, tag))
+            .position(|u| !u.dead && u.hdr.matches(ctx, src, tag))
     }
 
     /// Moves unexpected message `pos` into slot `id` (a receive or a
@@ -565,6 +572,22 @@ impl Engine {
             self.m.posted.push_back(id);
         }
         id
+    }
+
+    /// Forgets the unexpected messages of a freed communicator (contexts
+    /// `ids`), so that a communicator that later reuses its index cannot
+    /// match them: complete ones are dropped now, ones still arriving when
+    /// their last fragment comes. Only an erroneous program leaves
+    /// messages unreceived on a communicator it frees.
+    pub fn purge_contexts(&mut self, ids: &[u32]) {
+        self.m
+            .unexpected
+            .retain(|u| !(u.complete && ids.contains(&u.hdr.ctx)));
+        for u in self.m.unexpected.iter_mut() {
+            if ids.contains(&u.hdr.ctx) {
+                u.dead = true;
+            }
+        }
     }
 
     /// The envelope of the first matching unexpected message, if any.

@@ -18,6 +18,7 @@ pub const ANY_TAG: i32 = -1;
 /// The null process: sends and receives to it complete at once
 /// (`MPI_PROC_NULL`).
 pub const PROC_NULL: i32 = -2;
+const _: () = assert!(PROC_NULL == crate::group::PROC_NULL);
 /// The largest valid tag (`MPI_TAG_UB`).
 pub const TAG_UB: i32 = i32::MAX;
 

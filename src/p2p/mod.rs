@@ -143,6 +143,8 @@ pub struct Shared {
     /// Bumped by progress that did work while several threads use the
     /// engine, so a thread about to sleep notices another thread's progress.
     epoch: AtomicU64,
+    /// This process's world rank.
+    rank: usize,
 }
 
 static NEXT_TOKEN: AtomicU64 = AtomicU64::new(1);
@@ -156,7 +158,9 @@ impl Shared {
     /// Wraps an engine.
     pub fn new(engine: Engine, policy: WaitPolicy) -> Shared {
         let seg = engine.transport().segment().clone();
+        let rank = engine.world_rank();
         Shared {
+            rank,
             engine: Mutex::new(engine),
             policy,
             seg,
@@ -164,6 +168,16 @@ impl Shared {
             multi: AtomicU32::new(0),
             epoch: AtomicU64::new(0),
         }
+    }
+
+    /// The job segment.
+    pub fn segment(&self) -> &Arc<Segment> {
+        &self.seg
+    }
+
+    /// This process's world rank.
+    pub fn world_rank(&self) -> usize {
+        self.rank
     }
 
     /// Locks the engine. A panic in another thread while it held the lock
@@ -262,6 +276,105 @@ impl Shared {
                 None => self.spin_unlocked(&mut waiter, &sleeper, &moved, deadline)?,
             }
         }
+    }
+
+    /// A blocking send of `data` to world rank `dest` on context `cid`,
+    /// from rank `src` of the communicator (standard mode, or synchronous
+    /// with `sync`): returns once `data` may be reused (and, for `sync`,
+    /// once the receiver matched it). Arguments are checked by the caller.
+    ///
+    /// # Errors
+    /// `Other` if the wait fails.
+    pub fn send_bytes(
+        &self,
+        cid: u32,
+        src: u32,
+        dest: usize,
+        tag: i32,
+        data: &[u8],
+        sync: bool,
+    ) -> Result<()> {
+        let (start, ack) = {
+            let mut e = self.lock();
+            e.start_send(cid, src, dest, tag, data, sync)
+        };
+        if let SendStart::Partial(mut out) = start {
+            self.wait_until(None, |e| e.resume_send(&mut out, data).then_some(Ok(())))?;
+        }
+        if let Some(id) = ack {
+            self.wait_until(None, |e| {
+                e.is_complete(id).then(|| {
+                    e.finish_send(id);
+                    Ok(())
+                })
+            })?;
+        }
+        Ok(())
+    }
+
+    /// A blocking receive into `buf` on context `cid` from rank `src` of
+    /// the communicator (or `ANY_SOURCE`), whose world rank is `peer` when
+    /// known, with `tag` (or `ANY_TAG`). Arguments are checked by the
+    /// caller.
+    ///
+    /// # Errors
+    /// `Truncate` when the message does not fit `buf` (consumed; the error
+    /// carries its status).
+    pub fn recv_bytes(
+        &self,
+        cid: u32,
+        src: i32,
+        peer: Option<usize>,
+        tag: i32,
+        buf: &mut [u8],
+    ) -> Result<Status> {
+        self.recv_bytes_until(cid, src, peer, tag, buf, None)
+    }
+
+    /// As [`recv_bytes`](Self::recv_bytes), failing with `Other` once
+    /// `deadline` passes (the receive is withdrawn).
+    ///
+    /// # Errors
+    /// As [`recv_bytes`](Self::recv_bytes), or `Other` on the deadline.
+    pub fn recv_bytes_until(
+        &self,
+        cid: u32,
+        src: i32,
+        peer: Option<usize>,
+        tag: i32,
+        buf: &mut [u8],
+        deadline: Option<Instant>,
+    ) -> Result<Status> {
+        if let (Some(peer), None) = (peer, deadline) {
+            if let Some(r) = self.recv_direct(cid, src, peer, tag, buf) {
+                return r;
+            }
+        }
+        let id = {
+            // Post and make one round of progress under one lock: a
+            // message already in the ring completes here.
+            let mut e = self.lock();
+            let id = e.post_recv(cid, src, tag, buf.len());
+            if !e.is_complete(id) {
+                self.progress(&mut e, &mut [(id, &mut *buf)]);
+            }
+            if e.is_complete(id) {
+                return e.finish_recv(id, buf);
+            }
+            id
+        };
+        let r = self.wait_until_into(deadline, &mut [(id, buf)], |e, sinks| {
+            e.is_complete(id).then(|| e.finish_recv(id, sinks[0].1))
+        });
+        if r.is_err() && deadline.is_some() {
+            let mut e = self.lock();
+            if e.is_complete(id) {
+                // It came after all, while the deadline was being noticed.
+                return e.finish_recv(id, buf);
+            }
+            e.orphan(id);
+        }
+        r
     }
 
     /// The blocking receive's fast path (single-threaded mode only): while

@@ -4,6 +4,8 @@
 pub mod control;
 #[path = "header.rs"]
 mod header;
+#[path = "ids.rs"]
+pub mod ids;
 #[path = "os.rs"]
 pub mod os;
 #[path = "segment.rs"]
@@ -19,10 +21,18 @@ use std::fmt;
 /// Offset of the first control block.
 pub const CONTROL_OFFSET: usize = core::mem::size_of::<SegmentHeader>();
 
-/// Bytes of the header and `nranks` control blocks; the layout above it
-/// starts at the next page.
+/// Offset of rank 0's context-id map (the maps follow the control blocks,
+/// page-aligned, one [`ids::IdMap`] per rank).
+pub const fn id_maps_offset(nranks: usize) -> usize {
+    let end = CONTROL_OFFSET + nranks * core::mem::size_of::<ControlBlock>();
+    (end + 4095) & !4095
+}
+
+/// Bytes of what `shm` owns: the header, `nranks` control blocks and
+/// `nranks` context-id maps. The launcher reserves all of it; the layout
+/// above it starts at the next page.
 pub const fn control_end(nranks: usize) -> usize {
-    CONTROL_OFFSET + nranks * core::mem::size_of::<ControlBlock>()
+    id_maps_offset(nranks) + nranks * ids::ID_MAP_BYTES
 }
 
 /// Why a segment could not be created.

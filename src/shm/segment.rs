@@ -288,6 +288,27 @@ impl Segment {
         // the blocks are CachePadded); control blocks are all atomics.
         unsafe { &*self.map.as_ptr().wrapping_add(off).cast::<ControlBlock>() }
     }
+
+    /// Rank `rank`'s context-id map.
+    ///
+    /// # Panics
+    /// If `rank` is not below the segment's rank count.
+    pub fn id_map(&self, rank: usize) -> &super::ids::IdMap {
+        assert!(rank < self.spec.nranks as usize, "rank {rank} out of range");
+        let off =
+            super::id_maps_offset(self.spec.nranks as usize) + rank * super::ids::ID_MAP_BYTES;
+        // SAFETY: `off` lies within the reserved area below
+        // `control_end(nranks)`, page-aligned plus a multiple of the map
+        // size (itself a multiple of the cache line); maps are all atomics,
+        // valid for any bit pattern including the file's zeros.
+        unsafe {
+            &*self
+                .map
+                .as_ptr()
+                .wrapping_add(off)
+                .cast::<super::ids::IdMap>()
+        }
+    }
 }
 
 impl Drop for Segment {

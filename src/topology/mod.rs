@@ -58,8 +58,61 @@ pub fn discover() -> Result<Summary> {
     })
 }
 
+/// A level of the node's hierarchy that processes can share.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Domain {
+    /// A package (socket).
+    Package,
+    /// A NUMA node.
+    Numa,
+    /// An L3 cache.
+    L3,
+}
+
+/// The logical index (hwloc's order) of the `domain` object that holds
+/// the first hardware thread this process is bound to; `None` when the
+/// machine has no such object (e.g. no L3 cache).
+///
+/// # Errors
+/// `Other` when hwloc cannot build the topology or read the binding.
+pub fn domain_of_this_process(domain: Domain) -> Result<Option<usize>> {
+    use hwlocality::cpu::binding::CpuBindingFlags;
+    let t = Topology::new().map_err(|e| {
+        Error::new(
+            ErrorClass::Other,
+            format!("hwloc topology discovery failed: {e}"),
+        )
+    })?;
+    let set = t.cpu_binding(CpuBindingFlags::PROCESS).map_err(|e| {
+        Error::new(
+            ErrorClass::Other,
+            format!("hwloc could not read this process's CPU binding: {e}"),
+        )
+    })?;
+    let Some(first) = set.first_set() else {
+        return Ok(None);
+    };
+    let ty = match domain {
+        Domain::Package => ObjectType::Package,
+        Domain::Numa => ObjectType::NUMANode,
+        Domain::L3 => ObjectType::L3Cache,
+    };
+    let found = t
+        .objects_with_type(ty)
+        .find(|o| o.cpuset().is_some_and(|c| c.is_set(first)))
+        .map(|o| o.logical_index());
+    Ok(found)
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn this_process_sits_in_one_package_and_numa_node() {
+        use super::{domain_of_this_process, Domain};
+        assert!(domain_of_this_process(Domain::Package).unwrap().is_some());
+        assert!(domain_of_this_process(Domain::Numa).unwrap().is_some());
+    }
+
     #[test]
     fn this_machine_has_at_least_one_of_everything_but_l3() {
         let s = super::discover().unwrap();

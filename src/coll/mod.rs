@@ -1,0 +1,155 @@
+//! Collectives over point-to-point.
+//!
+//! Layer L4 (imports L0–L3). What is here so far is what communicator
+//! construction needs, over raw bytes: barrier, broadcast, gather and
+//! allgather of fixed-size blocks. The typed MPI collectives, reductions,
+//! nonblocking forms and shared-memory algorithms come with their issue.
+//!
+//! Every message goes on the communicator's collective context
+//! ([`Context::coll_id`]), so it never matches user traffic, with a tag
+//! that names the operation (and round). MPI requires every member to call
+//! the collectives of one communicator in the same order, and frames of
+//! one sender arrive in order, so blocking collectives need no sequence
+//! numbers.
+#![forbid(unsafe_code)]
+
+use crate::error::Result;
+use crate::p2p::{Context, Shared};
+
+/// Tags of the internal operations on the collective context.
+pub mod tags {
+    /// Barrier rounds use `BARRIER + round`.
+    pub const BARRIER: i32 = 0x100;
+    /// Broadcast.
+    pub const BCAST: i32 = 0x200;
+    /// Gather.
+    pub const GATHER: i32 = 0x300;
+    /// Communicator construction (split, create).
+    pub const COMM: i32 = 0x400;
+    /// `create_group` uses `CREATE_GROUP + user tag`, above every other.
+    pub const CREATE_GROUP: i32 = 0x1000;
+}
+
+/// A communicator as collectives see it: the engine and the context.
+#[derive(Clone, Copy, Debug)]
+pub struct Coll<'a> {
+    /// The process's engine.
+    pub sh: &'a Shared,
+    /// The communicator's context.
+    pub ctx: &'a Context,
+}
+
+impl Coll<'_> {
+    fn size(&self) -> usize {
+        self.ctx.size()
+    }
+
+    /// Sends `data` to rank `to` with `tag` on the collective context.
+    ///
+    /// # Errors
+    /// As `Shared::send_bytes`.
+    pub fn send(&self, to: usize, tag: i32, data: &[u8]) -> Result<()> {
+        self.sh.send_bytes(
+            self.ctx.coll_id(),
+            self.ctx.rank as u32,
+            self.ctx.ranks[to],
+            tag,
+            data,
+            false,
+        )
+    }
+
+    /// Receives into `buf` from rank `from` with `tag` on the collective
+    /// context; returns the bytes received.
+    ///
+    /// # Errors
+    /// `Truncate` when the message is longer than `buf`.
+    pub fn recv(&self, from: usize, tag: i32, buf: &mut [u8]) -> Result<usize> {
+        let st = self.sh.recv_bytes(
+            self.ctx.coll_id(),
+            from as i32,
+            Some(self.ctx.ranks[from]),
+            tag,
+            buf,
+        )?;
+        Ok(st.bytes)
+    }
+
+    /// Dissemination barrier: ⌈log2 n⌉ rounds, in round `k` sending to
+    /// rank + 2^k and receiving from rank - 2^k.
+    ///
+    /// # Errors
+    /// As the sends and receives.
+    pub fn barrier(&self) -> Result<()> {
+        let n = self.size();
+        let me = self.ctx.rank;
+        let mut k = 1;
+        let mut round = 0;
+        while k < n {
+            // The send is eager (empty), so it cannot wait on the receiver.
+            self.send((me + k) % n, tags::BARRIER + round, &[])?;
+            self.recv((me + n - k) % n, tags::BARRIER + round, &mut [])?;
+            k *= 2;
+            round += 1;
+        }
+        Ok(())
+    }
+
+    /// Binomial-tree broadcast of `buf` from `root`; every member passes a
+    /// buffer of the same length.
+    ///
+    /// # Errors
+    /// As the sends and receives.
+    pub fn bcast(&self, root: usize, buf: &mut [u8]) -> Result<()> {
+        let n = self.size();
+        let rel = (self.ctx.rank + n - root) % n;
+        let mut mask = 1;
+        while mask < n {
+            if rel & mask != 0 {
+                let from = (rel - mask + root) % n;
+                self.recv(from, tags::BCAST, buf)?;
+                break;
+            }
+            mask <<= 1;
+        }
+        mask >>= 1;
+        while mask > 0 {
+            if rel + mask < n {
+                self.send((rel + mask + root) % n, tags::BCAST, buf)?;
+            }
+            mask >>= 1;
+        }
+        Ok(())
+    }
+
+    /// Gathers one `block`-byte block from every member at `root`, in rank
+    /// order (`all` is used at the root only; it holds n blocks).
+    ///
+    /// # Errors
+    /// As the sends and receives.
+    pub fn gather(&self, root: usize, mine: &[u8], all: &mut [u8]) -> Result<()> {
+        let b = mine.len();
+        if self.ctx.rank != root {
+            return self.send(root, tags::GATHER, mine);
+        }
+        for r in 0..self.size() {
+            let dst = &mut all[r * b..(r + 1) * b];
+            if r == root {
+                dst.copy_from_slice(mine);
+            } else {
+                self.recv(r, tags::GATHER, dst)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Every member gets every member's block, in rank order (gather at
+    /// rank 0, then broadcast). `all` holds n blocks of `mine.len()`.
+    ///
+    /// # Errors
+    /// As the sends and receives.
+    pub fn allgather(&self, mine: &[u8], all: &mut [u8]) -> Result<()> {
+        self.gather(0, mine, all)?;
+        self.bcast(0, all)
+    }
+}

@@ -1,0 +1,486 @@
+//! Intracommunicator constructors (MPI 4.1 §7.4.2): dup, create (the
+//! MPI-2.2 disjoint-subgroup form), create_group, split, split_type; and
+//! disconnect (§11.10.4).
+//!
+//! Each constructor first settles who the members are, the same way at
+//! every member (an allgather where members may disagree), then the
+//! leader claims a context index for them (`context`), and members learn
+//! it from the leader. Every disagreement that can be seen is turned into
+//! an error at every process involved before anyone waits for a leader, so
+//! bad input fails in bounded time instead of hanging.
+
+use super::context::{self, INTER_LOCAL_BIT};
+use super::{attr, lock, Communicator, Kind};
+use crate::coll::{tags, Coll};
+use crate::error::{Error, ErrorClass, Result};
+use crate::group::{Group, UNDEFINED};
+use crate::p2p::{Context, TAG_UB};
+use crate::topology::{self, Domain};
+use std::sync::Arc;
+
+/// What [`Communicator::split_type`] groups processes by.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SplitType {
+    /// `MPI_COMM_TYPE_SHARED`: processes that can share memory (all of a
+    /// shmpi job: one node).
+    Shared,
+    /// shmpi extension: processes bound inside the same NUMA node.
+    Numa,
+    /// shmpi extension: processes bound inside the same package.
+    Package,
+    /// shmpi extension: processes bound under the same L3 cache.
+    L3,
+}
+
+/// The leader's verdict as members receive it: 0 and the index, or an
+/// error code.
+const OK: u32 = 0;
+const EXHAUSTED: u32 = 1;
+const MISMATCH: u32 = 2;
+
+pub(super) fn verdict(r: &Result<u32>) -> [u8; 8] {
+    let (code, index) = match r {
+        Ok(i) => (OK, *i),
+        Err(_) => (EXHAUSTED, 0),
+    };
+    let mut b = [0u8; 8];
+    b[..4].copy_from_slice(&code.to_le_bytes());
+    b[4..].copy_from_slice(&index.to_le_bytes());
+    b
+}
+
+pub(super) fn read_verdict(b: &[u8; 8], what: &str) -> Result<u32> {
+    let code = u32::from_le_bytes(b[..4].try_into().expect("4 bytes"));
+    let index = u32::from_le_bytes(b[4..].try_into().expect("4 bytes"));
+    match code {
+        OK => Ok(index),
+        EXHAUSTED => Err(Error::new(
+            ErrorClass::Other,
+            format!("{what}: the leader found no free context id for the new communicator"),
+        )),
+        3 => Err(Error::new(
+            ErrorClass::Rank,
+            format!("{what}: a leader was given an invalid rank for the other leader"),
+        )),
+        _ => Err(Error::new(
+            ErrorClass::Group,
+            format!("{what}: the members did not all pass the same group, or the groups overlap"),
+        )),
+    }
+}
+
+fn i32s(v: &[i32]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+fn read_i32s(b: &[u8]) -> Vec<i32> {
+    b.chunks_exact(4)
+        .map(|c| i32::from_le_bytes(c.try_into().expect("4 bytes")))
+        .collect()
+}
+
+impl Communicator {
+    /// A new intracommunicator with context index `index` whose members
+    /// are `members` (world ranks, in rank order), this process among
+    /// them; attributes as given, error handler inherited.
+    pub(super) fn child(
+        &self,
+        index: u32,
+        members: Arc<[usize]>,
+        attrs: attr::Cache,
+    ) -> Communicator {
+        let me = self.proc_.p2p.world_rank();
+        let rank = members
+            .iter()
+            .position(|&m| m == me)
+            .expect("the new communicator's members include this process");
+        let group = Group::from_world_ranks(members.to_vec(), Some(me)).expect("distinct members");
+        Communicator::build(
+            self.proc_.clone(),
+            Context {
+                id: index,
+                ranks: members,
+                rank,
+            },
+            group,
+            Kind::Intra,
+            Some(index),
+            "",
+            attrs,
+            self.errhandler(),
+        )
+    }
+
+    /// The leader of `members` (parent ranks, leader first) claims an index
+    /// for them and tells the others; every member returns it.
+    pub(super) fn agree_index(
+        &self,
+        c: &Coll<'_>,
+        members: &[usize],
+        tag: i32,
+        what: &str,
+    ) -> Result<u32> {
+        let me = c.ctx.rank;
+        if members[0] == me {
+            let world: Vec<usize> = members.iter().map(|&r| c.ctx.ranks[r]).collect();
+            let r = context::claim(&self.proc_.p2p, &world);
+            let msg = verdict(&r);
+            for &m in &members[1..] {
+                c.send(m, tag, &msg)?;
+            }
+            r
+        } else {
+            let mut msg = [0u8; 8];
+            c.recv(members[0], tag, &mut msg)?;
+            read_verdict(&msg, what)
+        }
+    }
+
+    /// `MPI_Comm_dup`: the same group with a new context; attributes go
+    /// through their keyvals' copy callbacks; the error handler is
+    /// inherited, the name is not.
+    ///
+    /// # Errors
+    /// `Other` when no context id is free (at every member).
+    pub fn dup(&self) -> Result<Communicator> {
+        let r = (|| {
+            self.proc_.check()?;
+            if self.is_inter() {
+                return self.inter_dup();
+            }
+            let c = self.coll();
+            let mut msg = [0u8; 8];
+            if self.ctx.rank == 0 {
+                msg = verdict(&context::claim(&self.proc_.p2p, &self.ctx.ranks));
+            }
+            c.bcast(0, &mut msg)?;
+            let index = read_verdict(&msg, "MPI_Comm_dup")?;
+            let attrs = lock(&self.inner.attrs).copy();
+            Ok(self.child(index, self.ctx.ranks.clone(), attrs))
+        })();
+        self.ret("MPI_Comm_dup", r)
+    }
+
+    /// `MPI_Comm_split`: one new communicator per colour, ranked by `key`
+    /// and then by rank in this one; [`UNDEFINED`] as the colour gives
+    /// `None`. Attributes are not propagated.
+    ///
+    /// # Errors
+    /// `Arg` at every member when any member passes a negative colour
+    /// other than `UNDEFINED`; `Other` when no context id is free.
+    pub fn split(&self, color: i32, key: i32) -> Result<Option<Communicator>> {
+        let r = (|| {
+            self.proc_.check()?;
+            if self.is_inter() {
+                return self.inter_split(color, key);
+            }
+            self.split_intra(color, key, "MPI_Comm_split")
+        })();
+        self.ret("MPI_Comm_split", r)
+    }
+
+    pub(super) fn split_intra(
+        &self,
+        color: i32,
+        key: i32,
+        what: &str,
+    ) -> Result<Option<Communicator>> {
+        let c = self.coll();
+        let n = self.ctx.size();
+        let mine = i32s(&[color, key]);
+        let mut all = vec![0u8; 8 * n];
+        c.allgather(&mine, &mut all)?;
+        let v = read_i32s(&all);
+        if let Some(bad) = (0..n).find(|&r| v[2 * r] < 0 && v[2 * r] != UNDEFINED) {
+            return Err(Error::new(
+                ErrorClass::Arg,
+                format!(
+                    "{what}: rank {bad} passed colour {}: colours are non-negative or UNDEFINED",
+                    v[2 * bad]
+                ),
+            ));
+        }
+        if color == UNDEFINED {
+            return Ok(None);
+        }
+        let mut members: Vec<usize> = (0..n).filter(|&r| v[2 * r] == color).collect();
+        members.sort_by_key(|&r| (v[2 * r + 1], r));
+        let index = self.agree_index(&c, &members, tags::COMM, what)?;
+        let world: Arc<[usize]> = members.iter().map(|&r| self.ctx.ranks[r]).collect();
+        Ok(Some(self.child(index, world, attr::Cache::default())))
+    }
+
+    /// `MPI_Comm_split_type`: [`SplitType::Shared`] puts every process of
+    /// the job together (they share one node); the shmpi extensions group
+    /// processes by the NUMA node, package or L3 cache that holds the
+    /// first hardware thread of their binding. Ranks follow `key`, then
+    /// rank in this communicator. A process on a machine without the level
+    /// asked for (e.g. no L3) gets `None`.
+    ///
+    /// # Errors
+    /// As [`split`](Self::split); `Other` when hwloc fails.
+    pub fn split_type(&self, kind: SplitType, key: i32) -> Result<Option<Communicator>> {
+        let r = (|| {
+            self.proc_.check()?;
+            if self.is_inter() {
+                return Err(Error::new(
+                    ErrorClass::Comm,
+                    "MPI_Comm_split_type needs an intracommunicator",
+                ));
+            }
+            let color = match kind {
+                SplitType::Shared => Ok(Some(0)),
+                SplitType::Numa => topology::domain_of_this_process(Domain::Numa),
+                SplitType::Package => topology::domain_of_this_process(Domain::Package),
+                SplitType::L3 => topology::domain_of_this_process(Domain::L3),
+            };
+            // A local failure still takes part, as UNDEFINED, so nobody
+            // waits for this process; it reports the failure afterwards.
+            let (color, err) = match color {
+                Ok(c) => (c.map_or(UNDEFINED, |c| c as i32), None),
+                Err(e) => (UNDEFINED, Some(e)),
+            };
+            let out = self.split_intra(color, key, "MPI_Comm_split_type")?;
+            match err {
+                Some(e) => Err(e),
+                None => Ok(out),
+            }
+        })();
+        self.ret("MPI_Comm_split_type", r)
+    }
+
+    /// `MPI_Comm_create` with the MPI-2.2 semantics: each member passes a
+    /// subgroup of this communicator's group; the groups passed must be
+    /// disjoint, and every member of a group must pass the same group. A
+    /// process in the group it passed gets the new communicator over that
+    /// group; others (e.g. passing the empty group) get `None`. Attributes
+    /// are not propagated.
+    ///
+    /// On an intercommunicator, each side passes a subgroup of its local
+    /// group and the result is an intercommunicator between the two
+    /// subgroups (`None` for processes outside them, and for everyone if
+    /// either subgroup is empty).
+    ///
+    /// # Errors
+    /// `Group` at every member when a member passes a group that is not a
+    /// subgroup of this communicator's, and at every member of a group
+    /// whose members did not all pass the same group (found by comparing
+    /// digests, so it never waits for a leader that will not come); `Other`
+    /// when no context id is free.
+    pub fn create(&self, group: &Group) -> Result<Option<Communicator>> {
+        let r = (|| {
+            self.proc_.check()?;
+            if self.is_inter() {
+                return self.inter_create(group);
+            }
+            self.create_intra(group)
+        })();
+        self.ret("MPI_Comm_create", r)
+    }
+
+    fn create_intra(&self, group: &Group) -> Result<Option<Communicator>> {
+        let c = self.coll();
+        let n = self.ctx.size();
+        // Each member's record: is its group a subgroup (1/0), the group's
+        // size, and its digest.
+        let parent = &self.inner.group;
+        let subset = group.world_ranks().iter().all(|&w| parent.contains(w));
+        let mut mine = [0u8; 16];
+        mine[..4].copy_from_slice(&u32::from(subset).to_le_bytes());
+        mine[4..8].copy_from_slice(&(group.size() as u32).to_le_bytes());
+        mine[8..].copy_from_slice(&group.digest().to_le_bytes());
+        let mut all = vec![0u8; 16 * n];
+        c.allgather(&mine, &mut all)?;
+        let rec = |r: usize| &all[16 * r..16 * (r + 1)];
+        if let Some(bad) = (0..n).find(|&r| rec(r)[..4] == [0; 4]) {
+            return Err(Error::new(
+                ErrorClass::Group,
+                format!(
+                    "MPI_Comm_create: rank {bad} passed a group that is not a subgroup of the \
+                     communicator's group"
+                ),
+            ));
+        }
+        let Some(_) = group.rank() else {
+            return Ok(None);
+        };
+        // Parent ranks of the group's members, in group order; every one of
+        // them must have passed this very group.
+        let members: Vec<usize> = group
+            .world_ranks()
+            .iter()
+            .map(|&w| {
+                parent
+                    .rank_of(w)
+                    .expect("a subgroup's member is in the parent")
+            })
+            .collect();
+        if let Some(&bad) = members.iter().find(|&&m| rec(m)[4..] != mine[4..]) {
+            return Err(Error::new(
+                ErrorClass::Group,
+                format!(
+                    "MPI_Comm_create: rank {bad} of the communicator is in the group this \
+                     process passed but passed a different group (the groups of \
+                     MPI_Comm_create must be disjoint, and all members of one must pass it)"
+                ),
+            ));
+        }
+        let index = self.agree_index(&c, &members, tags::COMM, "MPI_Comm_create")?;
+        Ok(Some(self.child(
+            index,
+            group.members_arc(),
+            attr::Cache::default(),
+        )))
+    }
+
+    /// `MPI_Comm_create_group`: collective over the members of `group`
+    /// only (a subgroup of this communicator's group that includes this
+    /// process), told apart from other such calls by `tag`. The members
+    /// send their group's digest to the member with the lowest world rank,
+    /// which checks that all passed the same group and answers with the
+    /// context index or the error.
+    ///
+    /// # Errors
+    /// `Group` when this process is not in `group` or `group` is not a
+    /// subgroup; `Group` at every member when they passed the same members
+    /// in different orders; `Tag` for a negative tag or one above
+    /// `TAG_UB - 0x1000`; `Other` when no context id is free. Members that
+    /// passed different member *sets* are erroneous in MPI and may wait for
+    /// each other.
+    pub fn create_group(&self, group: &Group, tag: i32) -> Result<Option<Communicator>> {
+        let r = (|| {
+            self.proc_.check()?;
+            if self.is_inter() {
+                return Err(Error::new(
+                    ErrorClass::Comm,
+                    "MPI_Comm_create_group needs an intracommunicator",
+                ));
+            }
+            if !(0..=TAG_UB - tags::CREATE_GROUP).contains(&tag) {
+                return Err(Error::new(
+                    ErrorClass::Tag,
+                    format!(
+                        "MPI_Comm_create_group: tag {tag} is outside 0..={}",
+                        TAG_UB - tags::CREATE_GROUP
+                    ),
+                ));
+            }
+            let parent = &self.inner.group;
+            if !group.world_ranks().iter().all(|&w| parent.contains(w)) {
+                return Err(Error::new(
+                    ErrorClass::Group,
+                    "MPI_Comm_create_group: the group is not a subgroup of the communicator's",
+                ));
+            }
+            if group.rank().is_none() {
+                return Err(Error::new(
+                    ErrorClass::Group,
+                    "MPI_Comm_create_group: the calling process is not in the group",
+                ));
+            }
+            let c = self.coll();
+            let tag = tags::CREATE_GROUP + tag;
+            // Parent ranks; the leader is the member with the lowest world
+            // rank, which does not depend on the order the group lists.
+            let parent_rank = |w: usize| parent.rank_of(w).expect("subgroup");
+            let leader_world = *group.world_ranks().iter().min().expect("not empty");
+            let leader = parent_rank(leader_world);
+            let digest = group.digest().to_le_bytes();
+            let index = if leader == self.ctx.rank {
+                let mut same = true;
+                for &w in group.world_ranks() {
+                    if w == leader_world {
+                        continue;
+                    }
+                    let mut d = [0u8; 8];
+                    c.recv(parent_rank(w), tag, &mut d)?;
+                    same &= d == digest;
+                }
+                let r = if same {
+                    context::claim(&self.proc_.p2p, group.world_ranks())
+                } else {
+                    Err(Error::new(ErrorClass::Group, "mismatch"))
+                };
+                let mut msg = verdict(&r);
+                if !same {
+                    msg[..4].copy_from_slice(&MISMATCH.to_le_bytes());
+                }
+                for &w in group.world_ranks() {
+                    if w != leader_world {
+                        c.send(parent_rank(w), tag, &msg)?;
+                    }
+                }
+                read_verdict(&msg, "MPI_Comm_create_group")?
+            } else {
+                c.send(leader, tag, &digest)?;
+                let mut msg = [0u8; 8];
+                c.recv(leader, tag, &mut msg)?;
+                read_verdict(&msg, "MPI_Comm_create_group")?
+            };
+            Ok(Some(self.child(
+                index,
+                group.members_arc(),
+                attr::Cache::default(),
+            )))
+        })();
+        self.ret("MPI_Comm_create_group", r)
+    }
+
+    /// `MPI_Comm_disconnect`: waits until this process's sends on every
+    /// communicator have left its queues, meets the other members (so
+    /// everything they sent before disconnecting has arrived, in order,
+    /// ahead of the barrier), and frees the communicator. Pending requests
+    /// borrow the handle, so none are left on it. Collective.
+    ///
+    /// # Errors
+    /// `Comm` on `WORLD` and `SELF` (this handle is then kept: `Err`
+    /// carries no communicator, so use a clone if it is still needed).
+    pub fn disconnect(self) -> Result<()> {
+        let r = (|| {
+            self.proc_.check()?;
+            if self.inner.index.is_none() {
+                return Err(Error::new(
+                    ErrorClass::Comm,
+                    format!(
+                        "MPI_Comm_disconnect is not allowed on {}",
+                        if self.ctx.id == context::SELF_INDEX {
+                            "MPI_COMM_SELF"
+                        } else {
+                            "MPI_COMM_WORLD"
+                        }
+                    ),
+                ));
+            }
+            let peers: Vec<usize> = match &self.inner.kind {
+                Kind::Intra => self.ctx.ranks.to_vec(),
+                Kind::Inter { remote, .. } => {
+                    let mut v = self.inner.group.world_ranks().to_vec();
+                    v.extend_from_slice(remote.world_ranks());
+                    v
+                }
+            };
+            self.proc_.p2p.wait_until(None, |e| {
+                peers
+                    .iter()
+                    .all(|&p| e.transport().is_idle(p))
+                    .then_some(Ok(()))
+            })?;
+            match &self.inner.kind {
+                Kind::Intra => self.coll().barrier(),
+                Kind::Inter { .. } => self.inter_barrier(),
+            }
+        })();
+        self.ret("MPI_Comm_disconnect", r)
+    }
+
+    /// The hidden local intracommunicator context of an intercommunicator
+    /// whose index is `index`, over `local` (world ranks) with this
+    /// process at `rank`.
+    pub(super) fn local_context(index: u32, local: &Group) -> Context {
+        Context {
+            id: index | INTER_LOCAL_BIT,
+            ranks: local.members_arc(),
+            rank: local.rank().expect("this process is in its local group"),
+        }
+    }
+}
