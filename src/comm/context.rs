@@ -10,12 +10,17 @@
 //! error, and creations on different, overlapping communicators from
 //! different threads must neither collide nor deadlock.
 //!
-//! The peers solve this by agreement rounds: MPICH keeps a 2048-bit mask
-//! of free ids per process and ANDs the members' masks in an allreduce
-//! over the parent, taking the lowest common bit; for threads it adds a
-//! mask lock that only one creation per process may hold, with priorities
-//! so that it cannot livelock. Open MPI's ids are 16 bits wide. Both cap
-//! the live communicators of a process in the thousands.
+//! The peers solve this by agreement rounds. MPICH keeps a mask of free
+//! ids per process and ANDs the members' masks in an allreduce over the
+//! parent, taking the lowest common bit; with threads, one creation at a
+//! time per process contributes its mask, beside a small part of the mask
+//! set aside for an eager path (`MPIR_CVAR_CTXID_EAGER_SIZE`, in its
+//! `commutil.c`). Its context id is a 16-bit field that also carries
+//! sub-context bits, so it has about 2048 ids; Open MPI allows 65535. The
+//! MPICH source also notes the race that reusing ids after a free without
+//! a barrier opens (a message sent on the old communicator and matched on
+//! the new one); shmpi has the same window, only for messages that a
+//! correct program never leaves unreceived ("Exhaustion and reuse").
 //!
 //! # What shmpi does
 //!

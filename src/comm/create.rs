@@ -16,7 +16,6 @@ use crate::error::{Error, ErrorClass, Result};
 use crate::group::{Group, UNDEFINED};
 use crate::p2p::{Context, TAG_UB};
 use crate::topology::{self, Domain};
-use std::sync::Arc;
 
 /// What [`Communicator::split_type`] groups processes by.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -80,26 +79,18 @@ fn read_i32s(b: &[u8]) -> Vec<i32> {
 }
 
 impl Communicator {
-    /// A new intracommunicator with context index `index` whose members
-    /// are `members` (world ranks, in rank order), this process among
-    /// them; attributes as given, error handler inherited.
-    pub(super) fn child(
-        &self,
-        index: u32,
-        members: Arc<[usize]>,
-        attrs: attr::Cache,
-    ) -> Communicator {
-        let me = self.proc_.p2p.world_rank();
-        let rank = members
-            .iter()
-            .position(|&m| m == me)
+    /// A new intracommunicator with context index `index` over `group`
+    /// (this process among its members); attributes as given, error
+    /// handler inherited.
+    pub(super) fn child(&self, index: u32, group: Group, attrs: attr::Cache) -> Communicator {
+        let rank = group
+            .rank()
             .expect("the new communicator's members include this process");
-        let group = Group::from_world_ranks(members.to_vec(), Some(me)).expect("distinct members");
         Communicator::build(
             self.proc_.clone(),
             Context {
                 id: index,
-                ranks: members,
+                ranks: group.members_arc(),
                 rank,
             },
             group,
@@ -109,6 +100,12 @@ impl Communicator {
             attrs,
             self.errhandler(),
         )
+    }
+
+    /// A group of world ranks seen from this process.
+    pub(super) fn group_of(&self, members: Vec<usize>) -> Group {
+        Group::from_world_ranks(members, Some(self.proc_.p2p.world_rank()))
+            .expect("distinct members")
     }
 
     /// The leader of `members` (parent ranks, leader first) claims an index
@@ -156,7 +153,7 @@ impl Communicator {
             c.bcast(0, &mut msg)?;
             let index = read_verdict(&msg, "MPI_Comm_dup")?;
             let attrs = lock(&self.inner.attrs).copy();
-            Ok(self.child(index, self.ctx.ranks.clone(), attrs))
+            Ok(self.child(index, self.inner.group.clone(), attrs))
         })();
         self.ret("MPI_Comm_dup", r)
     }
@@ -206,8 +203,12 @@ impl Communicator {
         let mut members: Vec<usize> = (0..n).filter(|&r| v[2 * r] == color).collect();
         members.sort_by_key(|&r| (v[2 * r + 1], r));
         let index = self.agree_index(&c, &members, tags::COMM, what)?;
-        let world: Arc<[usize]> = members.iter().map(|&r| self.ctx.ranks[r]).collect();
-        Ok(Some(self.child(index, world, attr::Cache::default())))
+        let world = members.iter().map(|&r| self.ctx.ranks[r]).collect();
+        Ok(Some(self.child(
+            index,
+            self.group_of(world),
+            attr::Cache::default(),
+        )))
     }
 
     /// `MPI_Comm_split_type`: [`SplitType::Shared`] puts every process of
@@ -328,7 +329,7 @@ impl Communicator {
         let index = self.agree_index(&c, &members, tags::COMM, "MPI_Comm_create")?;
         Ok(Some(self.child(
             index,
-            group.members_arc(),
+            self.group_of(group.world_ranks().to_vec()),
             attr::Cache::default(),
         )))
     }
@@ -419,7 +420,7 @@ impl Communicator {
             };
             Ok(Some(self.child(
                 index,
-                group.members_arc(),
+                self.group_of(group.world_ranks().to_vec()),
                 attr::Cache::default(),
             )))
         })();

@@ -21,7 +21,6 @@ use crate::coll::{tags, Coll};
 use crate::error::{Error, ErrorClass, Result};
 use crate::group::{Group, UNDEFINED};
 use crate::p2p::Context;
-use std::sync::Arc;
 
 fn encode_ranks(v: &[usize]) -> Vec<u8> {
     v.iter().flat_map(|&x| (x as u32).to_le_bytes()).collect()
@@ -297,7 +296,7 @@ impl Communicator {
             let mut members = a.world_ranks().to_vec();
             members.extend_from_slice(b.world_ranks());
             let index = self.inter_agree(&members, "MPI_Intercomm_merge")?;
-            Ok(self.child(index, Arc::from(members), attr::Cache::default()))
+            Ok(self.child(index, self.group_of(members), attr::Cache::default()))
         })();
         self.ret("MPI_Intercomm_merge", r)
     }

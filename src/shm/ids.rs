@@ -33,7 +33,7 @@ pub struct IdMap {
     words: [AtomicU64; WORDS],
 }
 
-/// Bytes of one map (a multiple of the page size).
+/// Bytes of one map (a multiple of the cache line).
 pub const ID_MAP_BYTES: usize = core::mem::size_of::<IdMap>();
 
 impl IdMap {
@@ -217,3 +217,4 @@ mod tests {
         assert_eq!(v.len(), 8000);
     }
 }
+const _: () = assert!(ID_MAP_BYTES % crate::sync::CACHE_LINE == 0);

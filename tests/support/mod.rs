@@ -217,3 +217,16 @@ pub fn output_bounded(cmd: &mut Command, timeout: Duration) -> std::process::Out
         stderr: t_err.join().unwrap_or_default(),
     }
 }
+
+/// Runs `body` as one job per size in `sizes` (in a rank: once, for the
+/// job that started it).
+#[allow(dead_code)]
+pub fn run_sizes(sizes: &[usize], name: &str, body: impl Fn(&shmpi::Universe)) {
+    if is_rank_of(name) {
+        run_ranks(0, name, body);
+        return;
+    }
+    for &n in sizes {
+        run_ranks(n, name, &body);
+    }
+}
