@@ -35,6 +35,7 @@ pub struct IdMap {
 
 /// Bytes of one map (a multiple of the cache line).
 pub const ID_MAP_BYTES: usize = core::mem::size_of::<IdMap>();
+const _: () = assert!(ID_MAP_BYTES % crate::sync::CACHE_LINE == 0);
 
 impl IdMap {
     fn word(&self, w: usize) -> &AtomicU64 {
@@ -217,4 +218,3 @@ mod tests {
         assert_eq!(v.len(), 8000);
     }
 }
-const _: () = assert!(ID_MAP_BYTES % crate::sync::CACHE_LINE == 0);
