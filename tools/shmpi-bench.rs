@@ -4,7 +4,14 @@
 //! ```text
 //! shmpi-bench latency|bw|bibw [--min-size N] [--max-size N]
 //!             [--iterations N] [--warmup N] [--cpus A,B] [--format osu|csv|json]
+//! shmpi-bench comm [--ranks 2,4,8] [--iterations N] [--warmup N]
 //! ```
+//!
+//! `comm` times communicator construction: `dup`, `split` (colour rank % 2,
+//! key rank) and `create` (the whole group), each followed by freeing the
+//! result, averaged over the timed iterations at rank 0, for each rank
+//! count of `--ranks` (one job each; ranks are pinned when they fit the
+//! CPUs this process may use, else unpinned).
 //!
 //! Run on its own it launches itself with 2 ranks (through the library's
 //! launcher, the code `shmpiexec` runs), pinned to two different cores (the first two this process may use, or
@@ -27,6 +34,7 @@ enum Test {
     Latency,
     Bw,
     Bibw,
+    Comm,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -45,16 +53,19 @@ struct Opts {
     warmup: Option<usize>,
     cpus: Option<String>,
     format: Format,
+    ranks: Vec<usize>,
 }
 
 const USAGE: &str = "usage: shmpi-bench latency|bw|bibw [--min-size N] [--max-size N] \
-[--iterations N] [--warmup N] [--cpus A,B] [--format osu|csv|json]";
+[--iterations N] [--warmup N] [--cpus A,B] [--format osu|csv|json]\n       \
+shmpi-bench comm [--ranks 2,4,8] [--iterations N] [--warmup N]";
 
 fn parse(args: &[String]) -> Result<Opts, String> {
     let test = match args.first().map(String::as_str) {
         Some("latency") => Test::Latency,
         Some("bw") => Test::Bw,
         Some("bibw") => Test::Bibw,
+        Some("comm") => Test::Comm,
         Some(x) => return Err(format!("unknown benchmark {x:?}\n{USAGE}")),
         None => return Err(USAGE.to_string()),
     };
@@ -66,6 +77,7 @@ fn parse(args: &[String]) -> Result<Opts, String> {
         warmup: None,
         cpus: None,
         format: Format::Osu,
+        ranks: vec![2, 4, 8],
     };
     let mut i = 1;
     while i < args.len() {
@@ -83,6 +95,15 @@ fn parse(args: &[String]) -> Result<Opts, String> {
             "--iterations" => o.iters = Some(num()?.max(1)),
             "--warmup" => o.warmup = Some(num()?),
             "--cpus" => o.cpus = Some(v.clone()),
+            "--ranks" => {
+                o.ranks = v
+                    .split(',')
+                    .map(|r| match r.trim().parse::<usize>() {
+                        Ok(n) if n >= 1 => Ok(n),
+                        _ => Err(format!("--ranks: {r:?} is not a rank count")),
+                    })
+                    .collect::<Result<_, _>>()?
+            }
             "--format" => {
                 o.format = match v.as_str() {
                     "osu" => Format::Osu,
@@ -185,7 +206,44 @@ fn bandwidth(w: &shmpi::Communicator, size: usize, iters: usize, warm: usize, bi
     dirs * (size * WINDOW * iters) as f64 / t / 1e6
 }
 
+/// Average microseconds per `op` at rank 0 over `iters` timed
+/// iterations after `warm` untimed ones; barriers fence the timed loop.
+fn time_op(w: &shmpi::Communicator, iters: usize, warm: usize, op: impl Fn()) -> f64 {
+    for _ in 0..warm {
+        op();
+    }
+    w.barrier().expect("barrier");
+    let t = Instant::now();
+    for _ in 0..iters {
+        op();
+    }
+    w.barrier().expect("barrier");
+    t.elapsed().as_secs_f64() * 1e6 / iters as f64
+}
+
+fn run_comm(o: &Opts) -> Result<(), String> {
+    let u = shmpi::init().map_err(|e| e.to_string())?;
+    let w = u.world();
+    let (iters, warm) = (o.iters.unwrap_or(1000), o.warmup.unwrap_or(100));
+    let me = w.rank();
+    let g = w.group();
+    let dup = time_op(&w, iters, warm, || drop(w.dup().expect("dup")));
+    let split = time_op(&w, iters, warm, || {
+        drop(w.split(me % 2, me).expect("split"));
+    });
+    let create = time_op(&w, iters, warm, || {
+        drop(w.create(&g).expect("create"));
+    });
+    if me == 0 {
+        println!("{:<8}{dup:>14.2}{split:>14.2}{create:>14.2}", w.size());
+    }
+    u.finalize().map_err(|e| e.to_string())
+}
+
 fn run_rank(o: &Opts) -> Result<(), String> {
+    if o.test == Test::Comm {
+        return run_comm(o);
+    }
     let u = shmpi::init().map_err(|e| e.to_string())?;
     let w = u.world();
     if w.size() != 2 {
@@ -199,6 +257,7 @@ fn run_rank(o: &Opts) -> Result<(), String> {
         Test::Latency => ("Latency Test", "Latency (us)"),
         Test::Bw => ("Bandwidth Test", "Bandwidth (MB/s)"),
         Test::Bibw => ("Bi-Directional Bandwidth Test", "Bandwidth (MB/s)"),
+        Test::Comm => unreachable!("run_comm"),
     };
     let key = match o.test {
         Test::Latency => "latency_us",
@@ -228,6 +287,7 @@ fn run_rank(o: &Opts) -> Result<(), String> {
             Test::Latency => latency(&w, size, iters, warm),
             Test::Bw => bandwidth(&w, size, iters, warm, false),
             Test::Bibw => bandwidth(&w, size, iters, warm, true),
+            Test::Comm => unreachable!("run_comm"),
         };
         if me == 0 {
             match o.format {
@@ -255,7 +315,7 @@ fn default_cpus() -> Option<String> {
 
 /// Runs this binary as a 2-rank job through the library's launcher (the
 /// same code as `shmpiexec`), pinned to two CPUs.
-fn launch_self(o: &Opts, args: &[String]) -> Result<i32, String> {
+fn launch_self(o: &Opts, args: &[String], nranks: usize) -> Result<i32, String> {
     use shmpi::job::{self, JobSpec, SegmentShape};
     use shmpi::transport::{default_ring_capacity, Layout};
     let me = std::env::current_exe().map_err(|e| e.to_string())?;
@@ -270,13 +330,28 @@ fn launch_self(o: &Opts, args: &[String]) -> Result<i32, String> {
             .collect::<Result<Vec<_>, _>>()?,
         None => Vec::new(),
     };
+    let cpus = if o.test == Test::Comm {
+        // Pin only when every rank gets its own CPU.
+        let all: Vec<usize> = core_affinity::get_core_ids()
+            .unwrap_or_default()
+            .iter()
+            .map(|c| c.id)
+            .collect();
+        if all.len() >= nranks {
+            all[..nranks].to_vec()
+        } else {
+            Vec::new()
+        }
+    } else {
+        cpus
+    };
     let ring = std::env::var(job::env::RING_SIZE)
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| default_ring_capacity(2));
-    let layout = Layout::new(2, ring)?;
+        .unwrap_or_else(|| default_ring_capacity(nranks));
+    let layout = Layout::new(nranks, ring)?;
     let spec = JobSpec {
-        nranks: 2,
+        nranks,
         program: me.display().to_string(),
         args: args.to_vec(),
         tag_output: false,
@@ -307,8 +382,17 @@ fn main() -> ExitCode {
     };
     let r = if std::env::var_os(shmpi::job::env::JOB_ID).is_some() {
         run_rank(&o).map(|_| 0)
+    } else if o.test == Test::Comm {
+        println!(
+            "# shmpi communicator construction (shmpi-bench {}), us per call + free at rank 0",
+            env!("CARGO_PKG_VERSION")
+        );
+        println!("# Ranks        dup (us)    split (us)   create (us)");
+        o.ranks.iter().try_fold(0, |code, &n| {
+            launch_self(&o, &args, n).map(|c| if code != 0 { code } else { c })
+        })
     } else {
-        launch_self(&o, &args)
+        launch_self(&o, &args, 2)
     };
     match r {
         Ok(c) => ExitCode::from(c.clamp(0, 255) as u8),

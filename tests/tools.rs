@@ -1,0 +1,68 @@
+//! The tools as users run them: `shmpi-bench` launches itself and prints
+//! its tables.
+
+mod support;
+
+use std::process::Command;
+use std::time::Duration;
+
+fn bench(args: &[&str]) -> String {
+    let o = support::output_bounded(
+        Command::new(env!("CARGO_BIN_EXE_shmpi-bench")).args(args),
+        Duration::from_secs(120),
+    );
+    assert!(
+        o.status.success(),
+        "shmpi-bench {args:?}: {}\n{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8(o.stdout).unwrap()
+}
+
+/// Rows of numbers (lines not starting with '#').
+fn rows(out: &str) -> Vec<Vec<f64>> {
+    out.lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .map(|l| l.split_whitespace().map(|x| x.parse().unwrap()).collect())
+        .collect()
+}
+
+#[test]
+fn shmpi_bench_latency_prints_one_positive_row_per_size() {
+    let out = bench(&[
+        "latency",
+        "--max-size",
+        "64",
+        "--iterations",
+        "200",
+        "--warmup",
+        "20",
+    ]);
+    let r = rows(&out);
+    let sizes: Vec<f64> = r.iter().map(|r| r[0]).collect();
+    assert_eq!(sizes, [0.0, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0], "{out}");
+    assert!(r.iter().all(|r| r.len() == 2 && r[1] > 0.0), "{out}");
+}
+
+#[test]
+fn shmpi_bench_comm_times_dup_split_and_create_for_each_rank_count() {
+    let out = bench(&[
+        "comm",
+        "--ranks",
+        "2,3",
+        "--iterations",
+        "50",
+        "--warmup",
+        "5",
+    ]);
+    let r = rows(&out);
+    assert_eq!(r.len(), 2, "{out}");
+    assert_eq!((r[0][0], r[1][0]), (2.0, 3.0), "{out}");
+    assert!(
+        r.iter()
+            .all(|r| r.len() == 4 && r[1..].iter().all(|&v| v > 0.0)),
+        "{out}"
+    );
+    assert!(out.contains("dup (us)"), "{out}");
+}
