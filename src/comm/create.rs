@@ -260,7 +260,9 @@ impl Communicator {
     /// On an intercommunicator, each side passes a subgroup of its local
     /// group and the result is an intercommunicator between the two
     /// subgroups (`None` for processes outside them, and for everyone if
-    /// either subgroup is empty).
+    /// either subgroup is empty). The seed (`004_*`, MS-MPI's page) says
+    /// an error is returned in those cases; MPI 4.1 §7.4.2 says
+    /// `MPI_COMM_NULL`, and the standard decides.
     ///
     /// # Errors
     /// `Group` at every member when a member passes a group that is not a
