@@ -899,6 +899,14 @@ fn intercomm_create_with_bad_leaders_or_overlapping_groups_fails_everywhere() {
             // both leaders are given a bad remote leader.
             let e = local.intercomm_create(0, &w, 17, 3).unwrap_err();
             assert_eq!(e.class(), ErrorClass::Rank);
+            // A bad colour on one side of an intercommunicator split fails
+            // on both sides.
+            let ic = local
+                .intercomm_create(0, &w, if low { 2 } else { 0 }, 4)
+                .unwrap();
+            ic.set_errhandler(ErrHandler::Return);
+            let colour = if w.rank() == 3 { -9 } else { 0 };
+            assert_eq!(ic.split(colour, 0).unwrap_err().class(), ErrorClass::Arg);
             ring_check(&w);
         },
     );

@@ -58,18 +58,24 @@
 //! `fetch_or` the bit of their lowest common member. Read-modify-writes of
 //! one word are totally ordered, so exactly one of them sees the bit clear;
 //! the other backs out. A member whose bit is set belongs to at most one
-//! live communicator with that index. Nothing is published through the
-//! bits, so Relaxed orderings suffice; the index itself reaches members in
-//! a message, whose ring protocol orders everything else.
+//! live communicator with that index. A release is a Release RMW and a
+//! successful claim an Acquire one (`SYNC(ids)`), so what the releasing
+//! rank did first (forgetting the old communicator's queued messages)
+//! happens before the new leader's first message; the index itself
+//! reaches members in a message, whose ring protocol orders the rest.
 //!
 //! # Why it cannot deadlock or livelock
 //!
 //! Claiming never waits: a claimer that finds a bit taken undoes its own
-//! bits and moves on. Because every claimer walks members in the same
-//! order, the one that has got furthest along in the member order can be
-//! stopped only by a bit that is set for good (an index in use), never by
-//! a claimer behind it, so at any moment some claimer completes (the
-//! algorithm is lock-free). Threads of one process creating on different
+//! bits and tries another candidate; the search is a bounded loop, so a
+//! claim always returns. Because every claimer walks members in the same
+//! order, two claimers of one index meet first at their lowest common
+//! member and only one passes it. A claimer can also lose to a bit set
+//! only for a moment by a claimer that then backs out; it then reads the
+//! word again and retries its candidates, and it runs the whole search
+//! twice before it reports exhaustion, so a transient bit does not turn
+//! into a false "no free context id" unless the contention repeats on
+//! every pass. Threads of one process creating on different
 //! communicators use different collective contexts for their messages and
 //! the shared engine progresses both, so one never waits for the other;
 //! creations on the *same* communicator from two threads at once are
@@ -91,8 +97,10 @@
 //! handle was dropped is withdrawn.
 //!
 //! A search starts at the highest of the members' hints (the word below
-//! which a map is full), so holding a million communicators costs O(1) per
-//! creation, not a scan of the map.
+//! which a map is full), so while the members' maps fill alike (a million
+//! dups of one communicator) a creation costs O(1); when they are
+//! fragmented differently, or nearly full, it scans the members' maps
+//! (16,384 words each at most).
 
 use crate::error::{Error, ErrorClass, Result};
 use crate::p2p::{Shared, COLL_BIT};

@@ -122,6 +122,9 @@ impl Communicator {
             let world: Vec<usize> = members.iter().map(|&r| c.ctx.ranks[r]).collect();
             let r = context::claim(&self.proc_.p2p, &world);
             let msg = verdict(&r);
+            // These blocking sends cannot fail (they wait without a
+            // deadline and the process is not finalized, checked on
+            // entry), so a claimed index always reaches every member.
             for &m in &members[1..] {
                 c.send(m, tag, &msg)?;
             }

@@ -435,15 +435,6 @@ impl Communicator {
             let k = i32::from_le_bytes(t[8 * r + 4..8 * r + 8].try_into().expect("4"));
             (c, k)
         };
-        if let Some(bad) = (0..n).find(|&r| {
-            let c = read(&table, r).0;
-            c < 0 && c != UNDEFINED
-        }) {
-            return Err(Error::new(
-                ErrorClass::Arg,
-                format!("MPI_Comm_split: local rank {bad} passed a negative colour"),
-            ));
-        }
         // Leaders swap the tables; each side then knows both.
         let mut theirs = Vec::new();
         if self.ctx.rank == 0 {
@@ -453,6 +444,26 @@ impl Communicator {
             inter.recv(0, tags::COMM, &mut theirs)?;
         }
         bcast_vec(&local, 0, &mut theirs)?;
+        // Checked after the swap, so both sides see a bad colour of either
+        // and fail together instead of one waiting for the other.
+        let bad_colour = |t: &[u8], size: usize| {
+            (0..size).find(|&r| {
+                let c = read(t, r).0;
+                c < 0 && c != UNDEFINED
+            })
+        };
+        if let Some(bad) = bad_colour(&table, n) {
+            return Err(Error::new(
+                ErrorClass::Arg,
+                format!("MPI_Comm_split: local rank {bad} passed a negative colour"),
+            ));
+        }
+        if let Some(bad) = bad_colour(&theirs, remote.size()) {
+            return Err(Error::new(
+                ErrorClass::Arg,
+                format!("MPI_Comm_split: remote rank {bad} passed a negative colour"),
+            ));
+        }
         let members_of = |t: &[u8], g: &Group, c: i32| -> Vec<usize> {
             let mut v: Vec<usize> = (0..g.size()).filter(|&r| read(t, r).0 == c).collect();
             v.sort_by_key(|&r| (read(t, r).1, r));

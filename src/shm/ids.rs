@@ -8,9 +8,14 @@
 //! `comm::context` (and `docs/context-ids.md`) explain why this is an
 //! agreement, why it cannot deadlock, and how ids are reused.
 //!
-//! The bits protect nothing but themselves: no data is published through
-//! them, and exclusivity comes from the read-modify-writes on one word
-//! being totally ordered. So every access is Relaxed.
+//! Exclusivity comes from the read-modify-writes on one word being
+//! totally ordered, which holds at any ordering. A cleared bit also
+//! says "this rank has forgotten everything of the old communicator"
+//! (`comm::context::release` purges its queued messages first), so the
+//! release is a Release RMW and a successful claim's `fetch_or` is
+//! Acquire: the purge happens before the new communicator's leader sends
+//! anything (`SYNC(ids)`). Loads that only look for candidates, hints and
+//! the back-out of a failed claim publish nothing and are Relaxed.
 
 use crate::sync::{AtomicU32, AtomicU64, CachePadded, Ordering};
 
@@ -63,8 +68,10 @@ impl IdMap {
     /// with that index.
     pub fn release(&self, index: u32) {
         let (w, bit) = split(index);
-        // Relaxed: see the module doc.
-        self.word(w).fetch_and(!bit, Ordering::Relaxed);
+        // SYNC(ids): Release; pairs with the Acquire `fetch_or` of the
+        // next claim of this bit: what this rank did before (the purge)
+        // happens before the new leader's messages.
+        self.word(w).fetch_and(!bit, Ordering::Release);
         self.hint.fetch_min(w as u32, Ordering::Relaxed);
     }
 }
@@ -79,11 +86,14 @@ fn split(index: u32) -> (usize, u64) {
 /// the members' maps in ascending world-rank order without repeats.
 /// `None` when no index is free in all of them.
 ///
-/// Lock-free: a claimer never waits. Two claimers that want the same
-/// index for overlapping members both start at the lowest-ranked common
-/// member, where only one of them can win the bit, so the one that gets
-/// furthest along can lose only to an index that is really in use; it
-/// moves on and some claimer always completes.
+/// A claimer never waits for another: it sets the bit in each member's
+/// map in order and, finding one set, clears what it set and tries
+/// another. Two claimers that want the same index for overlapping members
+/// meet first at their lowest-ranked common member, where only one can
+/// win the bit. A bit may also be set only for a moment by a claimer that
+/// is about to back out; so after a failure the word is read again and
+/// its candidates are retried (up to [`WORD_RETRIES`] times), and the
+/// whole search runs twice before it reports that nothing is free.
 pub fn claim_common(maps: &[&IdMap]) -> Option<u32> {
     if maps.is_empty() {
         return None;
@@ -95,20 +105,16 @@ pub fn claim_common(maps: &[&IdMap]) -> Option<u32> {
         .max()
         .unwrap_or(0)
         .min(WORDS - 1);
-    for w in (start..WORDS).chain(0..start) {
-        let mut free = if w == 0 {
-            !((1u64 << RESERVED_INDICES) - 1)
-        } else {
-            !0
-        };
-        for m in maps {
-            free &= !m.word(w).load(Ordering::Relaxed);
-        }
-        while free != 0 {
+    for w in (start..WORDS).chain(0..start).chain(0..WORDS) {
+        for _ in 0..WORD_RETRIES {
+            let free = free_in_all(maps, w);
+            if free == 0 {
+                break;
+            }
             let bit = 1u64 << free.trailing_zeros();
-            free &= !bit;
             if claim_bit(maps, w, bit) {
                 for m in maps {
+                    // Relaxed: a hint.
                     if m.word(w).load(Ordering::Relaxed) == !0 {
                         m.hint.fetch_max(w as u32 + 1, Ordering::Relaxed);
                     }
@@ -120,13 +126,31 @@ pub fn claim_common(maps: &[&IdMap]) -> Option<u32> {
     None
 }
 
+/// Passes over one word before the search moves on.
+pub const WORD_RETRIES: usize = 64;
+
+/// The bits of word `w` clear in every map (index 0 and 1 never are).
+fn free_in_all(maps: &[&IdMap], w: usize) -> u64 {
+    let mut free = if w == 0 {
+        !((1u64 << RESERVED_INDICES) - 1)
+    } else {
+        !0
+    };
+    for m in maps {
+        // Relaxed: only finds candidates; the claim's RMW decides.
+        free &= !m.word(w).load(Ordering::Relaxed);
+    }
+    free
+}
+
 /// Sets `bit` of word `w` in every map, in order; on finding it taken,
 /// clears the bits set so far and fails.
 fn claim_bit(maps: &[&IdMap], w: usize, bit: u64) -> bool {
     for (k, m) in maps.iter().enumerate() {
-        // Relaxed: see the module doc.
-        if m.word(w).fetch_or(bit, Ordering::Relaxed) & bit != 0 {
+        // SYNC(ids): Acquire; pairs with the Release in `release`.
+        if m.word(w).fetch_or(bit, Ordering::Acquire) & bit != 0 {
             for m in &maps[..k] {
+                // Relaxed: undoes this claimer's own bits; publishes nothing.
                 m.word(w).fetch_and(!bit, Ordering::Relaxed);
             }
             return false;
