@@ -34,3 +34,37 @@ scalar! {
     usize => "MPI_AINT", isize => "MPI_AINT",
     f32 => "MPI_FLOAT", f64 => "MPI_DOUBLE",
 }
+
+/// A value and an index, for `MINLOC` / `MAXLOC` (`MPI_FLOAT_INT`,
+/// `MPI_2INT`, ...). `#[repr(C)]` with an index as wide as the value, so
+/// there is no padding and every bit pattern is valid (MPI's
+/// `MPI_DOUBLE_INT` has padding in C; the C ABI converts).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct ValueIndex<V, I> {
+    /// The value compared.
+    pub value: V,
+    /// The index carried along (usually a rank).
+    pub index: I,
+}
+
+macro_rules! value_index {
+    ($($v:ty, $i:ty => $name:literal),* $(,)?) => {$(
+        impl sealed::Sealed for ValueIndex<$v, $i> {}
+        impl Scalar for ValueIndex<$v, $i> {
+            const MPI_NAME: &'static str = $name;
+        }
+    )*};
+}
+
+value_index! {
+    f32, i32 => "MPI_FLOAT_INT",
+    i32, i32 => "MPI_2INT",
+    f64, i64 => "MPI_DOUBLE_INT (64-bit index)",
+    i64, i64 => "MPI_LONG_INT (64-bit index)",
+}
+
+const _: () = {
+    assert!(core::mem::size_of::<ValueIndex<f32, i32>>() == 8);
+    assert!(core::mem::size_of::<ValueIndex<f64, i64>>() == 16);
+};

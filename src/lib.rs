@@ -51,9 +51,13 @@ pub mod transport;
 pub mod universe;
 
 #[cfg(not(loom))]
-pub use comm::{Communicator, ErrHandler, Keyval, Message, Request, SplitType};
+pub use coll::Op;
+#[cfg(not(loom))]
+pub use comm::{Communicator, ErrHandler, Keyval, Message, Request, SplitType, ROOT};
 #[cfg(not(loom))]
 pub use datatype::Scalar;
+#[cfg(not(loom))]
+pub use datatype::ValueIndex;
 #[cfg(not(loom))]
 pub use group::{Comparison, Group, UNDEFINED};
 #[cfg(not(loom))]

@@ -13,6 +13,12 @@
 //! numbers.
 #![forbid(unsafe_code)]
 
+mod algo;
+pub mod op;
+pub mod tuning;
+
+pub use op::{Op, Reducible};
+
 use crate::error::Result;
 use crate::p2p::{Context, Shared};
 
@@ -26,6 +32,18 @@ pub mod tags {
     pub const GATHER: i32 = 0x300;
     /// Communicator construction (split, create).
     pub const COMM: i32 = 0x400;
+    /// Reduce (and the move to a root other than 0).
+    pub const REDUCE: i32 = 0x500;
+    /// Allreduce rounds.
+    pub const ALLREDUCE: i32 = 0x600;
+    /// Allgather.
+    pub const ALLGATHER: i32 = 0x700;
+    /// Alltoall.
+    pub const ALLTOALL: i32 = 0x800;
+    /// Scatter.
+    pub const SCATTER: i32 = 0x900;
+    /// Scan and exscan.
+    pub const SCAN: i32 = 0xa00;
     /// `create_group` uses `CREATE_GROUP + user tag`, above every other.
     pub const CREATE_GROUP: i32 = 0x1000;
 }
@@ -40,7 +58,8 @@ pub struct Coll<'a> {
 }
 
 impl Coll<'_> {
-    fn size(&self) -> usize {
+    /// Members.
+    pub fn size(&self) -> usize {
         self.ctx.size()
     }
 

@@ -198,7 +198,7 @@ impl Communicator {
         )
     }
 
-    fn local_coll(&self) -> Coll<'_> {
+    pub(super) fn local_coll(&self) -> Coll<'_> {
         Coll {
             sh: &self.proc_.p2p,
             ctx: self.local_ctx(),

@@ -10,6 +10,7 @@
 #![forbid(unsafe_code)]
 
 pub mod attr;
+mod collective;
 pub mod context;
 mod create;
 pub mod errhandler;
@@ -17,6 +18,7 @@ mod inter;
 mod request;
 
 pub use attr::Keyval;
+pub use collective::ROOT;
 pub use create::SplitType;
 pub use errhandler::ErrHandler;
 pub use request::{test_all, wait_all, wait_any, wait_some, Message, Request};

@@ -331,6 +331,34 @@ impl Shared {
         self.recv_bytes_until(cid, src, peer, tag, buf, None)
     }
 
+    /// Receives into `rbuf` (from rank `src` of the communicator, with
+    /// `rtag`) while sending `data` (to world rank `dest` as rank
+    /// `me`, with `stag`), both on context `cid`: the receive is posted
+    /// first, so the peer's message lands in `rbuf` rather than in the
+    /// unexpected queue, and two ranks exchanging never wait on each
+    /// other.
+    ///
+    /// # Errors
+    /// As [`send_bytes`](Self::send_bytes) and [`recv_bytes`](Self::recv_bytes).
+    #[allow(clippy::too_many_arguments)]
+    pub fn sendrecv_bytes(
+        &self,
+        cid: u32,
+        me: u32,
+        dest: usize,
+        stag: i32,
+        data: &[u8],
+        src: i32,
+        rtag: i32,
+        rbuf: &mut [u8],
+    ) -> Result<Status> {
+        let id = self.lock().post_recv(cid, src, rtag, rbuf.len());
+        self.send_bytes(cid, me, dest, stag, data, false)?;
+        self.wait_until_into(None, &mut [(id, rbuf)], |e, sinks| {
+            e.is_complete(id).then(|| e.finish_recv(id, sinks[0].1))
+        })
+    }
+
     /// As [`recv_bytes`](Self::recv_bytes), failing with `Other` once
     /// `deadline` passes (the receive is withdrawn).
     ///

@@ -1,0 +1,675 @@
+//! The collective algorithms over point-to-point, typed.
+//!
+//! Each takes slices whose lengths the caller has checked against the
+//! communicator size; a peer that passed a different count shows up as a
+//! message of the wrong length and fails with `Count` (or `Truncate`)
+//! instead of corrupting memory. References: the binomial, recursive
+//! doubling, ring and pairwise algorithms are the classic ones of Thakur,
+//! Rabenseifner and Gropp, "Optimization of Collective Communication
+//! Operations in MPICH" (IJHPCA 2005); the broadcast for large messages is
+//! van de Geijn's scatter + allgather.
+
+use super::op::{Op, Reducible};
+use super::tags;
+use super::tuning::{tuning, Algo};
+use super::Coll;
+use crate::datatype::Scalar;
+use crate::error::{Error, ErrorClass, Result};
+use crate::transport::bytes::{as_bytes, as_bytes_mut};
+
+/// Bytes of `n` elements of `T`.
+fn bytes<T>(n: usize) -> usize {
+    n * std::mem::size_of::<T>()
+}
+
+/// The chunk of `len` elements that block `k` of `n` covers.
+fn chunk(len: usize, n: usize, k: usize) -> std::ops::Range<usize> {
+    let c = len.div_ceil(n.max(1));
+    (k * c).min(len)..((k + 1) * c).min(len)
+}
+
+impl Coll<'_> {
+    /// Sends typed data.
+    pub fn send_t<T: Scalar>(&self, to: usize, tag: i32, data: &[T]) -> Result<()> {
+        self.send(to, tag, as_bytes(data))
+    }
+
+    /// Receives exactly `buf.len()` elements.
+    ///
+    /// # Errors
+    /// `Count` when the peer sent another length (it passed another
+    /// count), `Truncate` when longer.
+    pub fn recv_t<T: Scalar>(&self, from: usize, tag: i32, buf: &mut [T]) -> Result<()> {
+        let want = bytes::<T>(buf.len());
+        let got = self.recv(from, tag, as_bytes_mut(buf))?;
+        exact(got, want, from)
+    }
+
+    /// Exchanges with one or two peers: receives exactly `buf.len()`
+    /// elements from `from` while sending `data` to `to`.
+    ///
+    /// # Errors
+    /// As [`recv_t`](Self::recv_t).
+    pub fn sendrecv_t<T: Scalar>(
+        &self,
+        to: usize,
+        data: &[T],
+        from: usize,
+        buf: &mut [T],
+        tag: i32,
+    ) -> Result<()> {
+        let want = bytes::<T>(buf.len());
+        let st = self.sh.sendrecv_bytes(
+            self.ctx.coll_id(),
+            self.ctx.rank as u32,
+            self.ctx.ranks[to],
+            tag,
+            as_bytes(data),
+            from as i32,
+            tag,
+            as_bytes_mut(buf),
+        )?;
+        exact(st.bytes, want, from)
+    }
+
+    // ------------------------------------------------------------ bcast
+
+    /// Broadcast of `buf` from `root` (typed): binomial below the large
+    /// threshold, scatter + ring allgather from it (`SHMPI_COLL_BCAST`).
+    ///
+    /// # Errors
+    /// `Count` when members passed different lengths.
+    pub fn bcast_t<T: Scalar>(&self, root: usize, buf: &mut [T]) -> Result<()> {
+        let n = self.size();
+        if n == 1 {
+            return Ok(());
+        }
+        let algo = match tuning().bcast {
+            Algo::Auto if bytes::<T>(buf.len()) >= tuning().large && buf.len() >= n => {
+                Algo::ScatterAllgather
+            }
+            Algo::Auto => Algo::Binomial,
+            a => a,
+        };
+        match algo {
+            Algo::ScatterAllgather => self.bcast_scatter_allgather(root, buf),
+            _ => self.bcast_binomial(root, buf),
+        }
+    }
+
+    fn bcast_binomial<T: Scalar>(&self, root: usize, buf: &mut [T]) -> Result<()> {
+        let n = self.size();
+        let rel = (self.ctx.rank + n - root) % n;
+        let mut mask = 1;
+        while mask < n {
+            if rel & mask != 0 {
+                self.recv_t((rel - mask + root) % n, tags::BCAST, buf)?;
+                break;
+            }
+            mask <<= 1;
+        }
+        mask >>= 1;
+        while mask > 0 {
+            if rel + mask < n {
+                self.send_t((rel + mask + root) % n, tags::BCAST, buf)?;
+            }
+            mask >>= 1;
+        }
+        Ok(())
+    }
+
+    fn bcast_scatter_allgather<T: Scalar>(&self, root: usize, buf: &mut [T]) -> Result<()> {
+        let n = self.size();
+        let len = buf.len();
+        let rel = (self.ctx.rank + n - root) % n;
+        let real = |r: usize| (r + root) % n;
+        // Blocks [a, b) of relative ranks as an element range.
+        let span = |a: usize, b: usize| chunk(len, n, a).start..chunk(len, n, b.min(n) - 1).end;
+        // Binomial scatter: a rank receives its subtree's blocks.
+        let mut mask = 1;
+        while mask < n {
+            if rel & mask != 0 {
+                let r = span(rel, rel + mask);
+                self.recv_t(real(rel - mask), tags::BCAST, &mut buf[r])?;
+                break;
+            }
+            mask <<= 1;
+        }
+        mask >>= 1;
+        while mask > 0 {
+            if rel + mask < n {
+                let r = span(rel + mask, rel + 2 * mask);
+                self.send_t(real(rel + mask), tags::BCAST, &buf[r])?;
+            }
+            mask >>= 1;
+        }
+        // Ring allgather of the blocks.
+        let (left, right) = (real((rel + n - 1) % n), real((rel + 1) % n));
+        for step in 0..n - 1 {
+            let out = chunk(len, n, (rel + n - step) % n);
+            let inc = chunk(len, n, (rel + n - step - 1) % n);
+            let data: Vec<T> = buf[out].to_vec();
+            self.sendrecv_t(right, &data, left, &mut buf[inc], tags::BCAST + 1)?;
+        }
+        Ok(())
+    }
+
+    // ------------------------------------------------------------ reduce
+
+    /// Reduces `data` with `op` into `out` at `root` (`out` is ignored
+    /// elsewhere). Binomial tree; for non-commutative operations (and
+    /// with `SHMPI_COLL_REDUCE=linear`) in rank order.
+    ///
+    /// # Errors
+    /// `Count` when members passed different lengths.
+    pub fn reduce_t<T: Reducible>(
+        &self,
+        op: &Op,
+        root: usize,
+        data: &[T],
+        out: &mut [T],
+    ) -> Result<()> {
+        let n = self.size();
+        let me = self.ctx.rank;
+        let mut acc = data.to_vec();
+        let linear = tuning().reduce == Algo::Linear;
+        if n > 1 && linear {
+            if me == root {
+                // acc holds the running reduction of ranks 0..r in order.
+                let mut tmp = data.to_vec();
+                let mut first = true;
+                for r in 0..n {
+                    let v = if r == me {
+                        data.to_vec()
+                    } else {
+                        self.recv_t(r, tags::REDUCE, &mut tmp)?;
+                        tmp.clone()
+                    };
+                    if first {
+                        acc = v;
+                        first = false;
+                    } else {
+                        let mut v = v;
+                        op.apply(&acc, &mut v);
+                        acc = v;
+                    }
+                }
+            } else {
+                self.send_t(root, tags::REDUCE, data)?;
+            }
+        } else if n > 1 {
+            // Commutative: a binomial tree rooted at `root`. Otherwise
+            // rooted at 0, where relative order is rank order, then moved.
+            let base = if op.commutes() { root } else { 0 };
+            let rel = (me + n - base) % n;
+            let mut tmp = acc.clone();
+            let mut mask = 1;
+            while mask < n {
+                if rel & mask != 0 {
+                    self.send_t((rel - mask + base) % n, tags::REDUCE, &acc)?;
+                    break;
+                }
+                if rel + mask < n {
+                    self.recv_t((rel + mask + base) % n, tags::REDUCE, &mut tmp)?;
+                    // acc covers the lower ranks: tmp = acc op tmp.
+                    op.apply(&acc, &mut tmp);
+                    std::mem::swap(&mut acc, &mut tmp);
+                }
+                mask <<= 1;
+            }
+            if base != root {
+                if me == base {
+                    self.send_t(root, tags::REDUCE + 1, &acc)?;
+                } else if me == root {
+                    self.recv_t(base, tags::REDUCE + 1, &mut acc)?;
+                }
+            }
+        }
+        if me == root {
+            out.copy_from_slice(&acc);
+        }
+        Ok(())
+    }
+
+    // ------------------------------------------------------------ allreduce
+
+    /// Every member gets the reduction of every member's `buf`, in `buf`.
+    /// Recursive doubling below the large threshold (and for
+    /// non-commutative operations), ring reduce-scatter + allgather from
+    /// it (`SHMPI_COLL_ALLREDUCE`).
+    ///
+    /// # Errors
+    /// `Count` when members passed different lengths.
+    pub fn allreduce_t<T: Reducible>(&self, op: &Op, buf: &mut [T]) -> Result<()> {
+        let n = self.size();
+        if n == 1 {
+            return Ok(());
+        }
+        let algo = match tuning().allreduce {
+            Algo::Auto
+                if bytes::<T>(buf.len()) >= tuning().large && buf.len() >= n && op.commutes() =>
+            {
+                Algo::Ring
+            }
+            Algo::Auto => Algo::RecursiveDoubling,
+            Algo::Ring if !op.commutes() => Algo::RecursiveDoubling,
+            a => a,
+        };
+        match algo {
+            Algo::Ring => self.allreduce_ring(op, buf),
+            Algo::ReduceBcast => {
+                let data = buf.to_vec();
+                self.reduce_t(op, 0, &data, buf)?;
+                self.bcast_t(0, buf)
+            }
+            _ => self.allreduce_recursive_doubling(op, buf),
+        }
+    }
+
+    fn allreduce_recursive_doubling<T: Reducible>(&self, op: &Op, buf: &mut [T]) -> Result<()> {
+        let n = self.size();
+        let me = self.ctx.rank;
+        let tag = tags::ALLREDUCE;
+        let pof2 = 1usize << (usize::BITS - 1 - n.leading_zeros());
+        let rem = n - pof2;
+        let mut tmp = buf.to_vec();
+        // Fold: among the first 2*rem ranks, even ones hand their data to
+        // the next odd one and sit out.
+        let newrank = if me < 2 * rem {
+            if me % 2 == 0 {
+                self.send_t(me + 1, tag, buf)?;
+                None
+            } else {
+                self.recv_t(me - 1, tag, &mut tmp)?;
+                // tmp (rank me-1) is the lower part: buf = tmp op buf.
+                op.apply(&tmp, buf);
+                Some(me / 2)
+            }
+        } else {
+            Some(me - rem)
+        };
+        if let Some(nr) = newrank {
+            let mut mask = 1;
+            while mask < pof2 {
+                let nd = nr ^ mask;
+                let dst = if nd < rem { nd * 2 + 1 } else { nd + rem };
+                let mine = buf.to_vec();
+                self.sendrecv_t(dst, &mine, dst, &mut tmp, tag + 1)?;
+                if dst < me {
+                    // tmp covers lower ranks: buf = tmp op buf.
+                    op.apply(&tmp, buf);
+                } else {
+                    // buf covers lower ranks: buf = buf op tmp.
+                    op.apply(&mine, &mut tmp);
+                    buf.copy_from_slice(&tmp);
+                }
+                mask <<= 1;
+            }
+        }
+        // Unfold: the odd ranks give the result back.
+        if me < 2 * rem {
+            if me % 2 == 1 {
+                self.send_t(me - 1, tag + 2, buf)?;
+            } else {
+                self.recv_t(me + 1, tag + 2, buf)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Ring reduce-scatter: after it, rank r holds the full reduction of
+    /// block `(r + 1) % n` (commutative operations only).
+    fn reduce_scatter_ring<T: Reducible>(
+        &self,
+        op: &Op,
+        buf: &mut [T],
+        block: &dyn Fn(usize) -> std::ops::Range<usize>,
+    ) -> Result<()> {
+        let n = self.size();
+        let me = self.ctx.rank;
+        let (left, right) = ((me + n - 1) % n, (me + 1) % n);
+        for step in 0..n - 1 {
+            let out = block((me + n - step) % n);
+            let inc = block((me + n - step - 1) % n);
+            let data: Vec<T> = buf[out].to_vec();
+            let mut tmp = buf[inc.clone()].to_vec();
+            self.sendrecv_t(right, &data, left, &mut tmp, tags::ALLREDUCE + 3)?;
+            op.apply(&tmp, &mut buf[inc]);
+        }
+        Ok(())
+    }
+
+    fn allreduce_ring<T: Reducible>(&self, op: &Op, buf: &mut [T]) -> Result<()> {
+        let n = self.size();
+        let me = self.ctx.rank;
+        let len = buf.len();
+        let block = |k: usize| chunk(len, n, k);
+        self.reduce_scatter_ring(op, buf, &block)?;
+        // Ring allgather: rank r starts with block r + 1.
+        let (left, right) = ((me + n - 1) % n, (me + 1) % n);
+        for step in 0..n - 1 {
+            let out = block((me + 1 + n - step) % n);
+            let inc = block((me + n - step) % n);
+            let data: Vec<T> = buf[out].to_vec();
+            self.sendrecv_t(right, &data, left, &mut buf[inc], tags::ALLREDUCE + 4)?;
+        }
+        Ok(())
+    }
+
+    // ------------------------------------------------------------ gather / scatter
+
+    /// Gathers `counts[r]` elements from each rank r into `out` at
+    /// `displs[r]` at `root` (linear: the root receives from each rank in
+    /// turn, straight into its place).
+    ///
+    /// # Errors
+    /// `Count` when a member sent another length than the root expects.
+    pub fn gatherv_t<T: Scalar>(
+        &self,
+        root: usize,
+        data: &[T],
+        out: &mut [T],
+        counts: &[usize],
+        displs: &[usize],
+    ) -> Result<()> {
+        let me = self.ctx.rank;
+        if me != root {
+            return self.send_t(root, tags::GATHER, data);
+        }
+        for r in 0..self.size() {
+            let dst = &mut out[displs[r]..displs[r] + counts[r]];
+            if r == root {
+                if data.len() != counts[r] {
+                    return Err(count_error(r, counts[r], data.len()));
+                }
+                dst.copy_from_slice(data);
+            } else {
+                self.recv_t(r, tags::GATHER, dst)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Scatters block `r` (`counts[r]` elements at `displs[r]` of `data`,
+    /// significant at `root`) to each rank r's `out`.
+    ///
+    /// # Errors
+    /// `Count` when a member's buffer does not match the root's count.
+    pub fn scatterv_t<T: Scalar>(
+        &self,
+        root: usize,
+        data: &[T],
+        counts: &[usize],
+        displs: &[usize],
+        out: &mut [T],
+    ) -> Result<()> {
+        let me = self.ctx.rank;
+        if me != root {
+            return self.recv_t(root, tags::SCATTER, out);
+        }
+        for r in 0..self.size() {
+            let src = &data[displs[r]..displs[r] + counts[r]];
+            if r == root {
+                if out.len() != counts[r] {
+                    return Err(count_error(r, counts[r], out.len()));
+                }
+                out.copy_from_slice(src);
+            } else {
+                self.send_t(r, tags::SCATTER, src)?;
+            }
+        }
+        Ok(())
+    }
+
+    // ------------------------------------------------------------ allgather
+
+    /// Every member gets block r (`counts[r]` elements at `displs[r]` of
+    /// `out`) from rank r; this rank's own block must already be in
+    /// place. Ring, or recursive doubling (equal blocks, power-of-two
+    /// sizes), or gather + bcast (`SHMPI_COLL_ALLGATHER`).
+    ///
+    /// # Errors
+    /// `Count` when members passed different counts.
+    pub fn allgatherv_t<T: Scalar>(
+        &self,
+        out: &mut [T],
+        counts: &[usize],
+        displs: &[usize],
+    ) -> Result<()> {
+        let n = self.size();
+        if n == 1 {
+            return Ok(());
+        }
+        let equal = counts.iter().all(|&c| c == counts[0]);
+        let contiguous = (0..n).all(|r| displs[r] == r * counts[0]);
+        let total: usize = counts.iter().sum();
+        let algo = match tuning().allgather {
+            Algo::Auto
+                if bytes::<T>(total) < tuning().large
+                    && n.is_power_of_two()
+                    && equal
+                    && contiguous =>
+            {
+                Algo::RecursiveDoubling
+            }
+            Algo::Auto => Algo::Ring,
+            Algo::RecursiveDoubling if !(n.is_power_of_two() && equal && contiguous) => Algo::Ring,
+            a => a,
+        };
+        let me = self.ctx.rank;
+        let block = |r: usize| displs[r]..displs[r] + counts[r];
+        match algo {
+            Algo::RecursiveDoubling => {
+                // After the round with `mask`, a rank holds the blocks of
+                // its aligned group of 2*mask ranks.
+                let c = counts[0];
+                let mut mask = 1;
+                while mask < n {
+                    let dst = me ^ mask;
+                    let my_start = (me & !(mask - 1)) * c;
+                    let their_start = (dst & !(mask - 1)) * c;
+                    let data = out[my_start..my_start + mask * c].to_vec();
+                    self.sendrecv_t(
+                        dst,
+                        &data,
+                        dst,
+                        &mut out[their_start..their_start + mask * c],
+                        tags::ALLGATHER,
+                    )?;
+                    mask <<= 1;
+                }
+                Ok(())
+            }
+            Algo::GatherBcast => {
+                let mine = out[block(me)].to_vec();
+                let mut all = out.to_vec();
+                self.gatherv_t(0, &mine, &mut all, counts, displs)?;
+                if me == 0 {
+                    out.copy_from_slice(&all);
+                }
+                self.bcast_t(0, out)
+            }
+            _ => {
+                let (left, right) = ((me + n - 1) % n, (me + 1) % n);
+                for step in 0..n - 1 {
+                    let s = (me + n - step) % n;
+                    let r = (me + n - step - 1) % n;
+                    let data = out[block(s)].to_vec();
+                    self.sendrecv_t(right, &data, left, &mut out[block(r)], tags::ALLGATHER + 1)?;
+                }
+                Ok(())
+            }
+        }
+    }
+
+    // ------------------------------------------------------------ alltoall
+
+    /// Block r of `data` (`scounts[r]` at `sdispls[r]`) goes to rank r,
+    /// whose block from this rank lands at `rdispls[me]` of its `out`.
+    /// Pairwise exchange in n - 1 steps, or linear (all at once:
+    /// `SHMPI_COLL_ALLTOALL=linear`, every receive posted first).
+    ///
+    /// # Errors
+    /// `Count` when a peer sent another count than this rank expects.
+    #[allow(clippy::too_many_arguments)]
+    pub fn alltoallv_t<T: Scalar>(
+        &self,
+        data: &[T],
+        scounts: &[usize],
+        sdispls: &[usize],
+        out: &mut [T],
+        rcounts: &[usize],
+        rdispls: &[usize],
+    ) -> Result<()> {
+        let n = self.size();
+        let me = self.ctx.rank;
+        let own = &data[sdispls[me]..sdispls[me] + scounts[me]];
+        if own.len() != rcounts[me] {
+            return Err(count_error(me, rcounts[me], own.len()));
+        }
+        out[rdispls[me]..rdispls[me] + rcounts[me]].copy_from_slice(own);
+        if tuning().alltoall == Algo::Linear {
+            // Sends go out first (eager, or queued and progressed while
+            // this rank receives), then the receives in rank order.
+            for s in 1..n {
+                let to = (me + s) % n;
+                self.send_t(
+                    to,
+                    tags::ALLTOALL,
+                    &data[sdispls[to]..sdispls[to] + scounts[to]],
+                )?;
+            }
+            for s in 1..n {
+                let from = (me + n - s) % n;
+                self.recv_t(
+                    from,
+                    tags::ALLTOALL,
+                    &mut out[rdispls[from]..rdispls[from] + rcounts[from]],
+                )?;
+            }
+            return Ok(());
+        }
+        for s in 1..n {
+            let to = (me + s) % n;
+            let from = (me + n - s) % n;
+            self.sendrecv_t(
+                to,
+                &data[sdispls[to]..sdispls[to] + scounts[to]],
+                from,
+                &mut out[rdispls[from]..rdispls[from] + rcounts[from]],
+                tags::ALLTOALL + 1,
+            )?;
+        }
+        Ok(())
+    }
+
+    // ------------------------------------------------------------ reduce_scatter
+
+    /// Reduces `buf` (all members' `buf`s, element-wise) and leaves block
+    /// r (`counts[r]` elements, blocks in rank order) at rank r in `out`.
+    /// Ring for commutative operations; reduce to rank 0 + scatter for
+    /// the others (rank order).
+    ///
+    /// # Errors
+    /// `Count` when members passed different counts.
+    pub fn reduce_scatter_t<T: Reducible>(
+        &self,
+        op: &Op,
+        buf: &[T],
+        counts: &[usize],
+        out: &mut [T],
+    ) -> Result<()> {
+        let n = self.size();
+        let me = self.ctx.rank;
+        let mut displs = vec![0; n];
+        for r in 1..n {
+            displs[r] = displs[r - 1] + counts[r - 1];
+        }
+        if op.commutes() && n > 1 {
+            let mut work = buf.to_vec();
+            // The ring leaves block (r + 1) % n at rank r; shift the
+            // numbering so that rank r ends with block r.
+            let block = |k: usize| {
+                let b = (k + n - 1) % n;
+                displs[b]..displs[b] + counts[b]
+            };
+            self.reduce_scatter_ring(op, &mut work, &block)?;
+            out.copy_from_slice(&work[displs[me]..displs[me] + counts[me]]);
+            return Ok(());
+        }
+        let mut all = if me == 0 { buf.to_vec() } else { Vec::new() };
+        self.reduce_t(op, 0, buf, &mut all)?;
+        self.scatterv_t(0, &all, counts, &displs, out)
+    }
+
+    // ------------------------------------------------------------ scan
+
+    /// Inclusive (`exclusive = false`) or exclusive prefix reduction in
+    /// rank order, recursive doubling. With `exclusive`, rank 0's `out` is
+    /// left as it was (MPI leaves it undefined).
+    ///
+    /// # Errors
+    /// `Count` when members passed different lengths.
+    pub fn scan_t<T: Reducible>(
+        &self,
+        op: &Op,
+        data: &[T],
+        out: &mut [T],
+        exclusive: bool,
+    ) -> Result<()> {
+        let n = self.size();
+        let me = self.ctx.rank;
+        let mut partial = data.to_vec();
+        let mut tmp = data.to_vec();
+        if !exclusive {
+            out.copy_from_slice(data);
+        }
+        let mut have = !exclusive;
+        let mut mask = 1;
+        while mask < n {
+            let dst = me ^ mask;
+            if dst < n {
+                let mine = partial.clone();
+                self.sendrecv_t(dst, &mine, dst, &mut tmp, tags::SCAN)?;
+                if me > dst {
+                    // tmp covers lower ranks.
+                    op.apply(&tmp, &mut partial);
+                    if have {
+                        op.apply(&tmp, out);
+                    } else {
+                        out.copy_from_slice(&tmp);
+                        have = true;
+                    }
+                } else if op.commutes() {
+                    op.apply(&tmp, &mut partial);
+                } else {
+                    // partial covers lower ranks: partial = partial op tmp.
+                    op.apply(&mine, &mut tmp);
+                    partial.copy_from_slice(&tmp);
+                }
+            }
+            mask <<= 1;
+        }
+        Ok(())
+    }
+}
+
+fn exact(got: usize, want: usize, from: usize) -> Result<()> {
+    if got != want {
+        return Err(Error::new(
+            ErrorClass::Count,
+            format!(
+                "rank {from} sent {got} bytes where this rank expected {want}: the members \
+                 passed different counts or types to the collective"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+fn count_error(rank: usize, want: usize, got: usize) -> Error {
+    Error::new(
+        ErrorClass::Count,
+        format!("rank {rank}'s block has {want} elements but its buffer holds {got}"),
+    )
+}

@@ -1,0 +1,115 @@
+//! Which algorithm each collective uses, and the `SHMPI_COLL_*` variables
+//! that force one (`docs/tuning.md`). Read once per process.
+
+use std::sync::OnceLock;
+
+/// Algorithm choices; `Auto` picks by message size (and operation).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Algo {
+    /// By size: the small-message algorithm below the threshold, the
+    /// large-message one from it.
+    Auto,
+    /// Binomial tree (bcast, reduce).
+    Binomial,
+    /// Scatter, then ring allgather (bcast, van de Geijn).
+    ScatterAllgather,
+    /// Root talks to every rank in turn (reduce, gather-style).
+    Linear,
+    /// Recursive doubling with a fold for non-powers of two (allreduce,
+    /// allgather).
+    RecursiveDoubling,
+    /// Ring: reduce-scatter then allgather (allreduce), or n-1 neighbour
+    /// steps (allgather).
+    Ring,
+    /// Reduce to rank 0, then broadcast (allreduce).
+    ReduceBcast,
+    /// Gather to rank 0, then broadcast (allgather).
+    GatherBcast,
+    /// Pairwise exchange in n-1 steps (alltoall).
+    Pairwise,
+}
+
+/// The process's choices.
+#[derive(Clone, Copy, Debug)]
+pub struct Tuning {
+    /// `SHMPI_COLL_BCAST`: auto | binomial | scatter_allgather.
+    pub bcast: Algo,
+    /// `SHMPI_COLL_REDUCE`: auto | binomial | linear.
+    pub reduce: Algo,
+    /// `SHMPI_COLL_ALLREDUCE`: auto | recursive_doubling | ring | reduce_bcast.
+    pub allreduce: Algo,
+    /// `SHMPI_COLL_ALLGATHER`: auto | recursive_doubling | ring | gather_bcast.
+    pub allgather: Algo,
+    /// `SHMPI_COLL_ALLTOALL`: auto | pairwise | linear.
+    pub alltoall: Algo,
+    /// `SHMPI_COLL_LARGE`: bytes from which `Auto` takes the large-message
+    /// algorithm (default 65536).
+    pub large: usize,
+}
+
+/// Default large-message threshold in bytes.
+pub const DEFAULT_LARGE: usize = 64 << 10;
+
+fn parse(var: &str, allowed: &[(&str, Algo)]) -> Algo {
+    let Ok(v) = std::env::var(var) else {
+        return Algo::Auto;
+    };
+    match allowed.iter().find(|(n, _)| *n == v) {
+        Some((_, a)) => *a,
+        None => {
+            eprintln!(
+                "shmpi: {var}={v:?} is not one of {:?}; using auto",
+                allowed.iter().map(|(n, _)| *n).collect::<Vec<_>>()
+            );
+            Algo::Auto
+        }
+    }
+}
+
+/// This process's tuning (the environment at first use).
+pub fn tuning() -> &'static Tuning {
+    static T: OnceLock<Tuning> = OnceLock::new();
+    T.get_or_init(|| {
+        use Algo::*;
+        Tuning {
+            bcast: parse(
+                "SHMPI_COLL_BCAST",
+                &[
+                    ("auto", Auto),
+                    ("binomial", Binomial),
+                    ("scatter_allgather", ScatterAllgather),
+                ],
+            ),
+            reduce: parse(
+                "SHMPI_COLL_REDUCE",
+                &[("auto", Auto), ("binomial", Binomial), ("linear", Linear)],
+            ),
+            allreduce: parse(
+                "SHMPI_COLL_ALLREDUCE",
+                &[
+                    ("auto", Auto),
+                    ("recursive_doubling", RecursiveDoubling),
+                    ("ring", Ring),
+                    ("reduce_bcast", ReduceBcast),
+                ],
+            ),
+            allgather: parse(
+                "SHMPI_COLL_ALLGATHER",
+                &[
+                    ("auto", Auto),
+                    ("recursive_doubling", RecursiveDoubling),
+                    ("ring", Ring),
+                    ("gather_bcast", GatherBcast),
+                ],
+            ),
+            alltoall: parse(
+                "SHMPI_COLL_ALLTOALL",
+                &[("auto", Auto), ("pairwise", Pairwise), ("linear", Linear)],
+            ),
+            large: std::env::var("SHMPI_COLL_LARGE")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(DEFAULT_LARGE),
+        }
+    })
+}

@@ -1,0 +1,526 @@
+//! The collective operations of a communicator (MPI 4.1 §6): argument
+//! checks, then the algorithms of `coll`. Buffers are slices; where MPI
+//! has `MPI_IN_PLACE`, a `*_in_place` method takes one buffer.
+
+use super::{Communicator, Kind};
+use crate::coll::{Coll, Op, Reducible};
+use crate::datatype::Scalar;
+use crate::error::{Error, ErrorClass, Result};
+use crate::p2p::PROC_NULL;
+
+/// `MPI_ROOT`: on an intercommunicator, what the root passes as `root`
+/// (the other members of its group pass `PROC_NULL`, the remote group the
+/// root's rank).
+pub const ROOT: i32 = -3;
+
+fn count(what: &str, want: usize, got: usize) -> Error {
+    Error::new(
+        ErrorClass::Count,
+        format!("{what}: the buffer holds {got} elements where {want} are needed"),
+    )
+}
+
+/// Displacements of blocks laid end to end.
+fn packed(counts: &[usize]) -> Vec<usize> {
+    let mut d = Vec::with_capacity(counts.len());
+    let mut at = 0;
+    for &c in counts {
+        d.push(at);
+        at += c;
+    }
+    d
+}
+
+/// Checks `counts` / `displs` (one per rank) against a buffer of `len`.
+fn check_v(what: &str, n: usize, counts: &[usize], displs: &[usize], len: usize) -> Result<()> {
+    if counts.len() != n || displs.len() != n {
+        return Err(Error::new(
+            ErrorClass::Arg,
+            format!(
+                "{what}: {} counts and {} displacements for a communicator of {n}",
+                counts.len(),
+                displs.len()
+            ),
+        ));
+    }
+    if let Some(r) = (0..n).find(|&r| displs[r].checked_add(counts[r]).is_none_or(|e| e > len)) {
+        return Err(Error::new(
+            ErrorClass::Count,
+            format!(
+                "{what}: block {r} ({} elements at {}) runs past the {len}-element buffer",
+                counts[r], displs[r]
+            ),
+        ));
+    }
+    Ok(())
+}
+
+impl Communicator {
+    fn intra(&self, what: &str) -> Result<Coll<'_>> {
+        self.proc_.check()?;
+        if self.is_inter() {
+            return Err(Error::new(
+                ErrorClass::Comm,
+                format!("{what} is implemented on intracommunicators only"),
+            ));
+        }
+        Ok(self.coll())
+    }
+
+    fn root_of(&self, root: i32) -> Result<usize> {
+        if root < 0 || root >= self.size() {
+            return Err(Error::new(
+                ErrorClass::Root,
+                format!(
+                    "root {root} is out of range for a communicator of size {}",
+                    self.size()
+                ),
+            ));
+        }
+        Ok(root as usize)
+    }
+
+    /// `MPI_Bcast`: `buf` of `root` to every member. On an
+    /// intercommunicator the root passes [`ROOT`], the rest of its group
+    /// `PROC_NULL`, and the other group the root's rank.
+    ///
+    /// # Errors
+    /// `Root` for a root out of range; `Count` when members' lengths differ.
+    pub fn bcast<T: Scalar>(&self, buf: &mut [T], root: i32) -> Result<()> {
+        let r = (|| {
+            self.proc_.check()?;
+            if let Kind::Inter { remote, .. } = &self.inner.kind {
+                return match root {
+                    ROOT => self.coll().send_t(0, crate::coll::tags::BCAST + 8, buf),
+                    PROC_NULL => Ok(()),
+                    r if r >= 0 && (r as usize) < remote.size() => {
+                        if self.ctx.rank == 0 {
+                            self.coll()
+                                .recv_t(r as usize, crate::coll::tags::BCAST + 8, buf)?;
+                        }
+                        self.local_coll().bcast_t(0, buf)
+                    }
+                    r => Err(Error::new(
+                        ErrorClass::Root,
+                        format!(
+                            "root {r} on an intercommunicator: ROOT, PROC_NULL or a remote rank"
+                        ),
+                    )),
+                };
+            }
+            let root = self.root_of(root)?;
+            self.coll().bcast_t(root, buf)
+        })();
+        self.ret("MPI_Bcast", r)
+    }
+
+    /// `MPI_Reduce`: the element-wise reduction of every member's `send`
+    /// with `op`, into `recv` at `root` (`recv` is not used elsewhere and
+    /// may be empty there).
+    ///
+    /// # Errors
+    /// `Root`, `Op` (the operation is not defined for `T`), `Count`.
+    pub fn reduce<T: Reducible>(
+        &self,
+        send: &[T],
+        recv: &mut [T],
+        op: &Op,
+        root: i32,
+    ) -> Result<()> {
+        let r = (|| {
+            let c = self.intra("MPI_Reduce")?;
+            let root = self.root_of(root)?;
+            op.check::<T>()?;
+            if self.ctx.rank == root && recv.len() != send.len() {
+                return Err(count("MPI_Reduce", send.len(), recv.len()));
+            }
+            c.reduce_t(op, root, send, recv)
+        })();
+        self.ret("MPI_Reduce", r)
+    }
+
+    /// `MPI_Reduce` with `MPI_IN_PLACE` at the root: `buf` is the input
+    /// everywhere and the result at `root`.
+    ///
+    /// # Errors
+    /// As [`reduce`](Self::reduce).
+    pub fn reduce_in_place<T: Reducible>(&self, buf: &mut [T], op: &Op, root: i32) -> Result<()> {
+        let r = (|| {
+            let c = self.intra("MPI_Reduce")?;
+            let root = self.root_of(root)?;
+            op.check::<T>()?;
+            let data = buf.to_vec();
+            c.reduce_t(op, root, &data, buf)
+        })();
+        self.ret("MPI_Reduce", r)
+    }
+
+    /// `MPI_Allreduce`: every member gets the reduction in `recv`. On an
+    /// intercommunicator each group gets the reduction of the other
+    /// group's data.
+    ///
+    /// # Errors
+    /// `Op`, `Count`.
+    pub fn allreduce<T: Reducible>(&self, send: &[T], recv: &mut [T], op: &Op) -> Result<()> {
+        if recv.len() != send.len() {
+            return self.ret(
+                "MPI_Allreduce",
+                Err(count("MPI_Allreduce", send.len(), recv.len())),
+            );
+        }
+        recv.copy_from_slice(send);
+        self.allreduce_in_place(recv, op)
+    }
+
+    /// `MPI_Allreduce` with `MPI_IN_PLACE`: `buf` is input and output.
+    ///
+    /// # Errors
+    /// As [`allreduce`](Self::allreduce).
+    pub fn allreduce_in_place<T: Reducible>(&self, buf: &mut [T], op: &Op) -> Result<()> {
+        let r = (|| {
+            self.proc_.check()?;
+            op.check::<T>()?;
+            if self.is_inter() {
+                return self.inter_allreduce(buf, op);
+            }
+            self.coll().allreduce_t(op, buf)
+        })();
+        self.ret("MPI_Allreduce", r)
+    }
+
+    fn inter_allreduce<T: Reducible>(&self, buf: &mut [T], op: &Op) -> Result<()> {
+        let local = self.local_coll();
+        let mut mine = buf.to_vec();
+        let data = buf.to_vec();
+        local.reduce_t(op, 0, &data, &mut mine)?;
+        if self.ctx.rank == 0 {
+            self.coll()
+                .sendrecv_t(0, &mine, 0, buf, crate::coll::tags::ALLREDUCE + 8)?;
+        }
+        local.bcast_t(0, buf)
+    }
+
+    /// `MPI_Gather`: each member's `send` lands at block `rank` of `recv`
+    /// at `root` (`recv` holds `size * send.len()` there; unused
+    /// elsewhere).
+    ///
+    /// # Errors
+    /// `Root`, `Count`.
+    pub fn gather<T: Scalar>(&self, send: &[T], recv: &mut [T], root: i32) -> Result<()> {
+        let r = (|| {
+            let c = self.intra("MPI_Gather")?;
+            let root = self.root_of(root)?;
+            let n = c.size();
+            if self.ctx.rank == root && recv.len() != n * send.len() {
+                return Err(count("MPI_Gather", n * send.len(), recv.len()));
+            }
+            let counts = vec![send.len(); n];
+            c.gatherv_t(root, send, recv, &counts, &packed(&counts))
+        })();
+        self.ret("MPI_Gather", r)
+    }
+
+    /// `MPI_Gatherv`: rank r's `send` (`counts[r]` elements) lands at
+    /// `displs[r]` of `recv` at `root` (counts and displacements are
+    /// significant at the root only).
+    ///
+    /// # Errors
+    /// `Root`, `Arg` (wrong number of counts), `Count`.
+    pub fn gatherv<T: Scalar>(
+        &self,
+        send: &[T],
+        recv: &mut [T],
+        counts: &[usize],
+        displs: &[usize],
+        root: i32,
+    ) -> Result<()> {
+        let r = (|| {
+            let c = self.intra("MPI_Gatherv")?;
+            let root = self.root_of(root)?;
+            if self.ctx.rank == root {
+                check_v("MPI_Gatherv", c.size(), counts, displs, recv.len())?;
+            }
+            c.gatherv_t(root, send, recv, counts, displs)
+        })();
+        self.ret("MPI_Gatherv", r)
+    }
+
+    /// `MPI_Scatter`: block r of `send` at `root` (`size * recv.len()`
+    /// elements there; unused elsewhere) to rank r's `recv`.
+    ///
+    /// # Errors
+    /// `Root`, `Count`.
+    pub fn scatter<T: Scalar>(&self, send: &[T], recv: &mut [T], root: i32) -> Result<()> {
+        let r = (|| {
+            let c = self.intra("MPI_Scatter")?;
+            let root = self.root_of(root)?;
+            let n = c.size();
+            if self.ctx.rank == root && send.len() != n * recv.len() {
+                return Err(count("MPI_Scatter", n * recv.len(), send.len()));
+            }
+            let counts = vec![recv.len(); n];
+            c.scatterv_t(root, send, &counts, &packed(&counts), recv)
+        })();
+        self.ret("MPI_Scatter", r)
+    }
+
+    /// `MPI_Scatterv`: `counts[r]` elements at `displs[r]` of `send` at
+    /// `root` to rank r's `recv`.
+    ///
+    /// # Errors
+    /// `Root`, `Arg`, `Count`.
+    pub fn scatterv<T: Scalar>(
+        &self,
+        send: &[T],
+        counts: &[usize],
+        displs: &[usize],
+        recv: &mut [T],
+        root: i32,
+    ) -> Result<()> {
+        let r = (|| {
+            let c = self.intra("MPI_Scatterv")?;
+            let root = self.root_of(root)?;
+            if self.ctx.rank == root {
+                check_v("MPI_Scatterv", c.size(), counts, displs, send.len())?;
+            }
+            c.scatterv_t(root, send, counts, displs, recv)
+        })();
+        self.ret("MPI_Scatterv", r)
+    }
+
+    /// `MPI_Allgather`: every member gets every member's `send`, block
+    /// `r` of `recv` from rank r. On an intercommunicator, the blocks of
+    /// the remote group's members.
+    ///
+    /// # Errors
+    /// `Count`.
+    pub fn allgather<T: Scalar>(&self, send: &[T], recv: &mut [T]) -> Result<()> {
+        let r = (|| {
+            self.proc_.check()?;
+            if let Kind::Inter { remote, .. } = &self.inner.kind {
+                return self.inter_allgather(send, recv, remote.size());
+            }
+            let n = self.size() as usize;
+            if recv.len() != n * send.len() {
+                return Err(count("MPI_Allgather", n * send.len(), recv.len()));
+            }
+            let me = self.ctx.rank;
+            recv[me * send.len()..(me + 1) * send.len()].copy_from_slice(send);
+            let counts = vec![send.len(); n];
+            self.coll().allgatherv_t(recv, &counts, &packed(&counts))
+        })();
+        self.ret("MPI_Allgather", r)
+    }
+
+    fn inter_allgather<T: Scalar>(&self, send: &[T], recv: &mut [T], remote: usize) -> Result<()> {
+        let local = self.local_coll();
+        let n = self.inner.group.size();
+        if recv.len() != remote * send.len() {
+            return Err(count("MPI_Allgather", remote * send.len(), recv.len()));
+        }
+        // Any initialised values of the right length; the gather fills it.
+        let mut mine = send.repeat(n);
+        let counts = vec![send.len(); n];
+        local.gatherv_t(0, send, &mut mine, &counts, &packed(&counts))?;
+        if self.ctx.rank == 0 {
+            self.coll()
+                .sendrecv_t(0, &mine, 0, recv, crate::coll::tags::ALLGATHER + 8)?;
+        }
+        local.bcast_t(0, recv)
+    }
+
+    /// `MPI_Allgather` with `MPI_IN_PLACE`: this rank's block is already
+    /// at block `rank` of `buf`.
+    ///
+    /// # Errors
+    /// `Count` when `buf` is not a multiple of the size.
+    pub fn allgather_in_place<T: Scalar>(&self, buf: &mut [T]) -> Result<()> {
+        let r = (|| {
+            let c = self.intra("MPI_Allgather")?;
+            let n = c.size();
+            if buf.len() % n != 0 {
+                return Err(count("MPI_Allgather", buf.len().div_ceil(n) * n, buf.len()));
+            }
+            let counts = vec![buf.len() / n; n];
+            c.allgatherv_t(buf, &counts, &packed(&counts))
+        })();
+        self.ret("MPI_Allgather", r)
+    }
+
+    /// `MPI_Allgatherv`: rank r's `send` (`counts[r]` elements) lands at
+    /// `displs[r]` of every member's `recv`.
+    ///
+    /// # Errors
+    /// `Arg`, `Count`.
+    pub fn allgatherv<T: Scalar>(
+        &self,
+        send: &[T],
+        recv: &mut [T],
+        counts: &[usize],
+        displs: &[usize],
+    ) -> Result<()> {
+        let r = (|| {
+            let c = self.intra("MPI_Allgatherv")?;
+            check_v("MPI_Allgatherv", c.size(), counts, displs, recv.len())?;
+            let me = self.ctx.rank;
+            if send.len() != counts[me] {
+                return Err(count("MPI_Allgatherv", counts[me], send.len()));
+            }
+            recv[displs[me]..displs[me] + counts[me]].copy_from_slice(send);
+            c.allgatherv_t(recv, counts, displs)
+        })();
+        self.ret("MPI_Allgatherv", r)
+    }
+
+    /// `MPI_Alltoall`: block r of `send` goes to rank r, whose block from
+    /// this rank is block `rank` of its `recv`.
+    ///
+    /// # Errors
+    /// `Count`.
+    pub fn alltoall<T: Scalar>(&self, send: &[T], recv: &mut [T]) -> Result<()> {
+        let r = (|| {
+            let c = self.intra("MPI_Alltoall")?;
+            let n = c.size();
+            if send.len() % n != 0 || recv.len() != send.len() {
+                return Err(count(
+                    "MPI_Alltoall",
+                    send.len().div_ceil(n) * n,
+                    recv.len(),
+                ));
+            }
+            let counts = vec![send.len() / n; n];
+            let d = packed(&counts);
+            c.alltoallv_t(send, &counts, &d, recv, &counts, &d)
+        })();
+        self.ret("MPI_Alltoall", r)
+    }
+
+    /// `MPI_Alltoallv`.
+    ///
+    /// # Errors
+    /// `Arg`, `Count`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn alltoallv<T: Scalar>(
+        &self,
+        send: &[T],
+        scounts: &[usize],
+        sdispls: &[usize],
+        recv: &mut [T],
+        rcounts: &[usize],
+        rdispls: &[usize],
+    ) -> Result<()> {
+        let r = (|| {
+            let c = self.intra("MPI_Alltoallv")?;
+            check_v(
+                "MPI_Alltoallv (send)",
+                c.size(),
+                scounts,
+                sdispls,
+                send.len(),
+            )?;
+            check_v(
+                "MPI_Alltoallv (receive)",
+                c.size(),
+                rcounts,
+                rdispls,
+                recv.len(),
+            )?;
+            c.alltoallv_t(send, scounts, sdispls, recv, rcounts, rdispls)
+        })();
+        self.ret("MPI_Alltoallv", r)
+    }
+
+    /// `MPI_Reduce_scatter_block`: the reduction of every member's `send`
+    /// (`size * recv.len()` elements), block r to rank r's `recv`.
+    ///
+    /// # Errors
+    /// `Op`, `Count`.
+    pub fn reduce_scatter_block<T: Reducible>(
+        &self,
+        send: &[T],
+        recv: &mut [T],
+        op: &Op,
+    ) -> Result<()> {
+        let r = (|| {
+            let c = self.intra("MPI_Reduce_scatter_block")?;
+            op.check::<T>()?;
+            let n = c.size();
+            if send.len() != n * recv.len() {
+                return Err(count(
+                    "MPI_Reduce_scatter_block",
+                    n * recv.len(),
+                    send.len(),
+                ));
+            }
+            c.reduce_scatter_t(op, send, &vec![recv.len(); n], recv)
+        })();
+        self.ret("MPI_Reduce_scatter_block", r)
+    }
+
+    /// `MPI_Reduce_scatter`: as the block form with `counts[r]` elements
+    /// for rank r.
+    ///
+    /// # Errors
+    /// `Op`, `Arg`, `Count`.
+    pub fn reduce_scatter<T: Reducible>(
+        &self,
+        send: &[T],
+        recv: &mut [T],
+        counts: &[usize],
+        op: &Op,
+    ) -> Result<()> {
+        let r = (|| {
+            let c = self.intra("MPI_Reduce_scatter")?;
+            op.check::<T>()?;
+            check_v(
+                "MPI_Reduce_scatter",
+                c.size(),
+                counts,
+                &packed(counts),
+                send.len(),
+            )?;
+            if recv.len() != counts[self.ctx.rank] {
+                return Err(count(
+                    "MPI_Reduce_scatter",
+                    counts[self.ctx.rank],
+                    recv.len(),
+                ));
+            }
+            c.reduce_scatter_t(op, send, counts, recv)
+        })();
+        self.ret("MPI_Reduce_scatter", r)
+    }
+
+    /// `MPI_Scan`: rank r gets the reduction of ranks 0..=r.
+    ///
+    /// # Errors
+    /// `Op`, `Count`.
+    pub fn scan<T: Reducible>(&self, send: &[T], recv: &mut [T], op: &Op) -> Result<()> {
+        let r = (|| {
+            let c = self.intra("MPI_Scan")?;
+            op.check::<T>()?;
+            if recv.len() != send.len() {
+                return Err(count("MPI_Scan", send.len(), recv.len()));
+            }
+            c.scan_t(op, send, recv, false)
+        })();
+        self.ret("MPI_Scan", r)
+    }
+
+    /// `MPI_Exscan`: rank r > 0 gets the reduction of ranks 0..r; rank 0's
+    /// `recv` is left as it was (MPI leaves it undefined).
+    ///
+    /// # Errors
+    /// `Op`, `Count`.
+    pub fn exscan<T: Reducible>(&self, send: &[T], recv: &mut [T], op: &Op) -> Result<()> {
+        let r = (|| {
+            let c = self.intra("MPI_Exscan")?;
+            op.check::<T>()?;
+            if recv.len() != send.len() {
+                return Err(count("MPI_Exscan", send.len(), recv.len()));
+            }
+            c.scan_t(op, send, recv, true)
+        })();
+        self.ret("MPI_Exscan", r)
+    }
+}
