@@ -511,3 +511,131 @@ fn collectives_on_different_communicators_from_threads_run_at_once() {
         },
     );
 }
+
+#[test]
+fn nonblocking_collectives_match_the_reference_and_mix_with_point_to_point() {
+    let name = "nonblocking_collectives_match_the_reference_and_mix_with_point_to_point";
+    let body = |u: &shmpi::Universe| {
+        let w = u.world();
+        let sub = w.split(w.rank() % 2, -w.rank()).unwrap().unwrap();
+        for c in [&w, &sub] {
+            let n = c.size() as usize;
+            let me = c.rank() as usize;
+            for (ci, &len) in COUNTS.iter().enumerate() {
+                let s = 500 + ci as u64;
+                let all: Vec<Vec<i64>> = (0..n).map(|r| data(s, r, len)).collect();
+                let mine = &all[me];
+                let root = (s as usize) % n;
+                let sum = fold(&all, |a, b| a.wrapping_add(b));
+                // Start several at once, then p2p in between, then wait.
+                let mut b = if me == root {
+                    mine.clone()
+                } else {
+                    vec![0; len]
+                };
+                let mut ar = vec![0; len];
+                let mut red = vec![0; if me == root { len } else { 0 }];
+                let mut ag = vec![0; n * len.min(4096)];
+                let mut ga = vec![0; if me == root { n * len.min(4096) } else { 0 }];
+                let small = &mine[..len.min(4096)];
+                let sends: Vec<i64> = data(s + 3, me, n * 5);
+                let mut a2a = vec![0; n * 5];
+                let reqs = vec![
+                    c.ibarrier().unwrap(),
+                    c.ibcast(&mut b, root as i32).unwrap(),
+                    c.iallreduce(mine, &mut ar, &Op::Sum).unwrap(),
+                    c.ireduce(mine, &mut red, &Op::Sum, root as i32).unwrap(),
+                    c.iallgather(small, &mut ag).unwrap(),
+                    c.igather(small, &mut ga, root as i32).unwrap(),
+                    c.ialltoall(&sends, &mut a2a).unwrap(),
+                ];
+                let mut got = [0i64];
+                let r = c.irecv(&mut got, ((me + n - 1) % n) as i32, 3).unwrap();
+                c.send(&[me as i64], ((me + 1) % n) as i32, 3).unwrap();
+                r.wait().unwrap();
+                assert_eq!(got, [((me + n - 1) % n) as i64]);
+                shmpi::comm::wait_all(reqs).unwrap();
+                assert_eq!(b, all[root], "ibcast len {len}");
+                assert_eq!(ar, sum, "iallreduce len {len}");
+                if me == root {
+                    assert_eq!(red, sum, "ireduce len {len}");
+                }
+                let smalls: Vec<i64> = all
+                    .iter()
+                    .flat_map(|v| v[..len.min(4096)].to_vec())
+                    .collect();
+                assert_eq!(ag, smalls, "iallgather len {len}");
+                if me == root {
+                    assert_eq!(ga, smalls, "igather len {len}");
+                }
+                let want: Vec<i64> = (0..n)
+                    .flat_map(|i| data(s + 3, i, n * 5)[me * 5..(me + 1) * 5].to_vec())
+                    .collect();
+                assert_eq!(a2a, want, "ialltoall");
+                // A non-commutative user op through iallreduce.
+                if len <= 7 {
+                    let maps: Vec<Vec<Affine>> = all
+                        .iter()
+                        .map(|v| {
+                            v.iter()
+                                .map(|&x| Affine {
+                                    value: x % 3 + 2,
+                                    index: x,
+                                })
+                                .collect()
+                        })
+                        .collect();
+                    let mut out = vec![Affine::default(); len];
+                    let op = affine_op();
+                    c.iallreduce(&maps[me], &mut out, &op)
+                        .unwrap()
+                        .wait()
+                        .unwrap();
+                    assert_eq!(out, fold(&maps, compose), "non-commutative iallreduce");
+                }
+            }
+        }
+    };
+    if support::is_rank_of(name) {
+        run_ranks_with(0, name, &[], &[], body);
+        return;
+    }
+    for &n in SIZES {
+        run_ranks_with(n, name, &[], &[], body);
+    }
+}
+
+#[test]
+fn a_nonblocking_reduce_progresses_while_its_rank_is_blocked_in_a_receive() {
+    run_ranks_with(
+        4,
+        "a_nonblocking_reduce_progresses_while_its_rank_is_blocked_in_a_receive",
+        &[],
+        &[],
+        |u| {
+            let w = u.world();
+            let me = w.rank();
+            let mut out = [0i64; 1];
+            // Binomial tree at 4 ranks, root 0: rank 2 forwards rank 3's
+            // part to rank 0. Rank 2 sits in a blocking receive that rank
+            // 0 answers only after its reduce completes, so rank 2's
+            // reduce must progress inside that receive.
+            let r = w.ireduce(&[me as i64 + 1], &mut out, &Op::Sum, 0).unwrap();
+            match me {
+                0 => {
+                    r.wait().unwrap();
+                    assert_eq!(out, [10]);
+                    w.send(&[1u8], 2, 9).unwrap();
+                }
+                2 => {
+                    let mut b = [0u8];
+                    w.recv(&mut b, 0, 9).unwrap();
+                    r.wait().unwrap();
+                }
+                _ => {
+                    r.wait().unwrap();
+                }
+            }
+        },
+    );
+}

@@ -14,6 +14,7 @@
 #![forbid(unsafe_code)]
 
 mod algo;
+pub mod nbc;
 pub mod op;
 pub mod tuning;
 

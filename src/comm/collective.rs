@@ -2,11 +2,13 @@
 //! checks, then the algorithms of `coll`. Buffers are slices; where MPI
 //! has `MPI_IN_PLACE`, a `*_in_place` method takes one buffer.
 
-use super::{Communicator, Kind};
-use crate::coll::{Coll, Op, Reducible};
+use super::request::Finish;
+use super::{Communicator, Kind, Request};
+use crate::coll::{nbc, Coll, Op, Reducible};
 use crate::datatype::Scalar;
 use crate::error::{Error, ErrorClass, Result};
 use crate::p2p::PROC_NULL;
+use crate::sync::Ordering;
 
 /// `MPI_ROOT`: on an intercommunicator, what the root passes as `root`
 /// (the other members of its group pass `PROC_NULL`, the remote group the
@@ -522,5 +524,227 @@ impl Communicator {
             c.scan_t(op, send, recv, true)
         })();
         self.ret("MPI_Exscan", r)
+    }
+}
+
+/// Copies a finished schedule's working buffer (from `at`) into `out`.
+fn read_into<'a, T: Scalar>(out: &'a mut [T], at: usize) -> Finish<'a> {
+    Box::new(move |task| {
+        let s = task
+            .downcast_mut::<nbc::Sched<T>>()
+            .expect("the task is the schedule this request started");
+        out.copy_from_slice(&s.work[at..at + out.len()]);
+    })
+}
+
+impl Communicator {
+    /// The tag of the next nonblocking collective on this communicator:
+    /// negative, so it matches no user or blocking-collective message.
+    fn nbc_tag(&self) -> i32 {
+        // Relaxed: a counter; members agree on it by calling nonblocking
+        // collectives in the same order, not through memory.
+        let seq = self.inner.nbc_seq.fetch_add(1, Ordering::Relaxed);
+        i32::MIN + (seq & 0x3fff_ffff) as i32
+    }
+
+    fn start<'a, T: Scalar>(&'a self, s: nbc::Sched<T>, fin: Option<Finish<'a>>) -> Request<'a> {
+        let id = self.proc_.p2p.lock().start_task(Box::new(s));
+        Request::coll(&self.proc_, id, fin)
+    }
+
+    /// `MPI_Ibarrier`: completes once every member has started it.
+    ///
+    /// # Errors
+    /// `Comm` on an intercommunicator.
+    pub fn ibarrier(&self) -> Result<Request<'_>> {
+        let r = self.ibarrier_inner();
+        self.ret("MPI_Ibarrier", r)
+    }
+
+    fn ibarrier_inner(&self) -> Result<Request<'_>> {
+        self.intra("MPI_Ibarrier")?;
+        Ok(self.start(nbc::ibarrier(&self.ctx, self.nbc_tag()), None))
+    }
+
+    /// `MPI_Ibcast`: `buf` of `root` to every member once the request
+    /// completes (the buffer stays borrowed until then).
+    ///
+    /// # Errors
+    /// `Root`, `Comm` on an intercommunicator.
+    pub fn ibcast<'a, T: Scalar>(&'a self, buf: &'a mut [T], root: i32) -> Result<Request<'a>> {
+        let r = self.ibcast_inner(buf, root);
+        self.ret("MPI_Ibcast", r)
+    }
+
+    fn ibcast_inner<'a, T: Scalar>(&'a self, buf: &'a mut [T], root: i32) -> Result<Request<'a>> {
+        self.intra("MPI_Ibcast")?;
+        let root = self.root_of(root)?;
+        let s = nbc::ibcast(&self.ctx, self.nbc_tag(), root, buf.to_vec());
+        Ok(self.start(s, Some(read_into(buf, 0))))
+    }
+
+    /// `MPI_Ireduce`: the reduction lands in `recv` at `root` when the
+    /// request completes (`recv` may be empty elsewhere).
+    ///
+    /// # Errors
+    /// `Root`, `Op`, `Count`.
+    pub fn ireduce<'a, T: Reducible>(
+        &'a self,
+        send: &[T],
+        recv: &'a mut [T],
+        op: &Op,
+        root: i32,
+    ) -> Result<Request<'a>> {
+        let r = self.ireduce_inner(send, recv, op, root);
+        self.ret("MPI_Ireduce", r)
+    }
+
+    fn ireduce_inner<'a, T: Reducible>(
+        &'a self,
+        send: &[T],
+        recv: &'a mut [T],
+        op: &Op,
+        root: i32,
+    ) -> Result<Request<'a>> {
+        self.intra("MPI_Ireduce")?;
+        let root = self.root_of(root)?;
+        op.check::<T>()?;
+        let me_root = self.ctx.rank == root;
+        if me_root && recv.len() != send.len() {
+            return Err(count("MPI_Ireduce", send.len(), recv.len()));
+        }
+        let s = nbc::ireduce(&self.ctx, self.nbc_tag(), op, root, send.to_vec());
+        Ok(self.start(s, me_root.then(move || read_into(recv, 0))))
+    }
+
+    /// `MPI_Iallreduce`: the reduction lands in `recv` when the request
+    /// completes.
+    ///
+    /// # Errors
+    /// `Op`, `Count`.
+    pub fn iallreduce<'a, T: Reducible>(
+        &'a self,
+        send: &[T],
+        recv: &'a mut [T],
+        op: &Op,
+    ) -> Result<Request<'a>> {
+        let r = self.iallreduce_inner(send, recv, op);
+        self.ret("MPI_Iallreduce", r)
+    }
+
+    fn iallreduce_inner<'a, T: Reducible>(
+        &'a self,
+        send: &[T],
+        recv: &'a mut [T],
+        op: &Op,
+    ) -> Result<Request<'a>> {
+        self.intra("MPI_Iallreduce")?;
+        op.check::<T>()?;
+        if recv.len() != send.len() {
+            return Err(count("MPI_Iallreduce", send.len(), recv.len()));
+        }
+        let s = nbc::iallreduce(&self.ctx, self.nbc_tag(), op, send.to_vec());
+        Ok(self.start(s, Some(read_into(recv, 0))))
+    }
+
+    /// `MPI_Igather`: block r of `recv` at `root` from rank r.
+    ///
+    /// # Errors
+    /// `Root`, `Count`.
+    pub fn igather<'a, T: Scalar>(
+        &'a self,
+        send: &[T],
+        recv: &'a mut [T],
+        root: i32,
+    ) -> Result<Request<'a>> {
+        let r = self.igather_inner(send, recv, root);
+        self.ret("MPI_Igather", r)
+    }
+
+    fn igather_inner<'a, T: Scalar>(
+        &'a self,
+        send: &[T],
+        recv: &'a mut [T],
+        root: i32,
+    ) -> Result<Request<'a>> {
+        let c = self.intra("MPI_Igather")?;
+        let root = self.root_of(root)?;
+        let (n, b, me) = (c.size(), send.len(), self.ctx.rank);
+        let work = if me == root {
+            if recv.len() != n * b {
+                return Err(count("MPI_Igather", n * b, recv.len()));
+            }
+            let mut w = send.repeat(n);
+            w[me * b..(me + 1) * b].copy_from_slice(send);
+            w
+        } else {
+            send.to_vec()
+        };
+        let s = nbc::igather(&self.ctx, self.nbc_tag(), root, b, work);
+        Ok(self.start(s, (me == root).then(move || read_into(recv, 0))))
+    }
+
+    /// `MPI_Iallgather`: block r of `recv` from rank r, everywhere.
+    ///
+    /// # Errors
+    /// `Count`.
+    pub fn iallgather<'a, T: Scalar>(
+        &'a self,
+        send: &[T],
+        recv: &'a mut [T],
+    ) -> Result<Request<'a>> {
+        let r = self.iallgather_inner(send, recv);
+        self.ret("MPI_Iallgather", r)
+    }
+
+    fn iallgather_inner<'a, T: Scalar>(
+        &'a self,
+        send: &[T],
+        recv: &'a mut [T],
+    ) -> Result<Request<'a>> {
+        let c = self.intra("MPI_Iallgather")?;
+        let (n, b, me) = (c.size(), send.len(), self.ctx.rank);
+        if recv.len() != n * b {
+            return Err(count("MPI_Iallgather", n * b, recv.len()));
+        }
+        let mut w = send.repeat(n);
+        w[me * b..(me + 1) * b].copy_from_slice(send);
+        let s = nbc::iallgather(&self.ctx, self.nbc_tag(), b, w);
+        Ok(self.start(s, Some(read_into(recv, 0))))
+    }
+
+    /// `MPI_Ialltoall`: block r of `send` to rank r; block r of `recv`
+    /// from rank r.
+    ///
+    /// # Errors
+    /// `Count`.
+    pub fn ialltoall<'a, T: Scalar>(
+        &'a self,
+        send: &[T],
+        recv: &'a mut [T],
+    ) -> Result<Request<'a>> {
+        let r = self.ialltoall_inner(send, recv);
+        self.ret("MPI_Ialltoall", r)
+    }
+
+    fn ialltoall_inner<'a, T: Scalar>(
+        &'a self,
+        send: &[T],
+        recv: &'a mut [T],
+    ) -> Result<Request<'a>> {
+        let c = self.intra("MPI_Ialltoall")?;
+        let n = c.size();
+        if send.len() % n != 0 || recv.len() != send.len() {
+            return Err(count(
+                "MPI_Ialltoall",
+                send.len().div_ceil(n) * n,
+                recv.len(),
+            ));
+        }
+        let b = send.len() / n;
+        let mut w = send.to_vec();
+        w.extend_from_slice(send);
+        let s = nbc::ialltoall(&self.ctx, self.nbc_tag(), b, w);
+        Ok(self.start(s, Some(read_into(recv, n * b))))
     }
 }

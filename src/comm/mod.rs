@@ -104,6 +104,8 @@ struct Inner {
     name: Mutex<String>,
     attrs: Mutex<attr::Cache>,
     errh: Mutex<ErrHandler>,
+    /// Nonblocking collectives started on this communicator (their tags).
+    nbc_seq: AtomicU32,
 }
 
 impl Drop for Inner {
@@ -168,6 +170,7 @@ impl Communicator {
                 name: Mutex::new(name.to_string()),
                 attrs: Mutex::new(attrs),
                 errh: Mutex::new(errh),
+                nbc_seq: AtomicU32::new(0),
             }),
             proc_,
             ctx,

@@ -5,7 +5,6 @@ use super::Process;
 use crate::error::Result;
 use crate::p2p::{SlotId, Status};
 
-#[derive(Debug)]
 enum Op<'a> {
     /// Complete from the start (a send that fit, PROC_NULL).
     Done(Status),
@@ -13,6 +12,23 @@ enum Op<'a> {
     Send(SlotId),
     /// A receive into a borrowed buffer.
     Recv(SlotId, &'a mut [u8]),
+    /// A nonblocking collective's task, and how to read its result into
+    /// the caller's buffer.
+    Coll(SlotId, Option<Finish<'a>>),
+}
+
+/// Reads a finished task's result out (into a borrowed buffer).
+pub(crate) type Finish<'a> = Box<dyn FnOnce(&mut dyn std::any::Any) + Send + 'a>;
+
+impl std::fmt::Debug for Op<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Op::Done(st) => write!(f, "Done({st:?})"),
+            Op::Send(id) => write!(f, "Send({id})"),
+            Op::Recv(id, b) => write!(f, "Recv({id}, {} bytes)", b.len()),
+            Op::Coll(id, _) => write!(f, "Coll({id})"),
+        }
+    }
 }
 
 /// A nonblocking operation in flight (`MPI_Request`). Completing it
@@ -48,10 +64,17 @@ impl<'a> Request<'a> {
         }
     }
 
+    pub(crate) fn coll(proc_: &'a Process, id: SlotId, fin: Option<Finish<'a>>) -> Request<'a> {
+        Request {
+            proc_,
+            op: Some(Op::Coll(id, fin)),
+        }
+    }
+
     fn slot(&self) -> Option<SlotId> {
         match self.op.as_ref()? {
             Op::Done(_) => None,
-            Op::Send(id) | Op::Recv(id, _) => Some(*id),
+            Op::Send(id) | Op::Recv(id, _) | Op::Coll(id, _) => Some(*id),
         }
     }
 
@@ -64,6 +87,7 @@ impl<'a> Request<'a> {
                 Ok(Status::null())
             }
             Op::Recv(id, buf) => e.finish_recv(id, buf),
+            Op::Coll(id, fin) => finish_coll(e, id, fin),
         }
     }
 
@@ -146,7 +170,7 @@ pub fn wait_all(mut reqs: Vec<Request<'_>>) -> Result<Vec<Status>> {
     for op in ops.iter_mut() {
         match op {
             Some(Op::Recv(id, buf)) => sinks.push((*id, &mut **buf)),
-            Some(Op::Send(id)) => sends.push(*id),
+            Some(Op::Send(id)) | Some(Op::Coll(id, _)) => sends.push(*id),
             _ => {}
         }
     }
@@ -164,7 +188,19 @@ pub fn wait_all(mut reqs: Vec<Request<'_>>) -> Result<Vec<Status>> {
             Ok(Status::null())
         }
         Some(Op::Recv(id, buf)) => e.finish_recv(id, buf),
+        Some(Op::Coll(id, fin)) => finish_coll(&mut e, id, fin),
     }))
+}
+
+/// Finishes a nonblocking collective: its result into the caller's
+/// buffer, or its error.
+fn finish_coll(e: &mut crate::p2p::Engine, id: SlotId, fin: Option<Finish<'_>>) -> Result<Status> {
+    let (mut task, r) = e.finish_task(id);
+    r?;
+    if let Some(f) = fin {
+        f(task.as_any());
+    }
+    Ok(Status::null())
 }
 
 /// The statuses of finished requests in order, or the first error (every

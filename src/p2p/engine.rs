@@ -55,6 +55,32 @@ enum SlotState {
     },
     /// A send that is complete.
     Sent,
+    /// A multi-step operation the engine drives (a nonblocking
+    /// collective's schedule); `result` once it has finished.
+    Task {
+        task: Option<TaskBox>,
+        result: Option<Result<()>>,
+    },
+}
+
+/// A multi-step operation that the engine advances on every progress
+/// call, whichever call or thread drives it (MPI 4.1 §2.9: a nonblocking
+/// collective progresses while its owner waits on anything else). It owns
+/// its data; the request that started it reads the result out.
+pub trait Task: Send {
+    /// Advances as far as possible without waiting; `Some` once finished.
+    fn step(&mut self, e: &mut Engine) -> Option<Result<()>>;
+    /// The task itself, for its owner to downcast and read.
+    fn as_any(&mut self) -> &mut dyn std::any::Any;
+}
+
+/// A boxed task (with a `Debug` the slot table can print).
+pub struct TaskBox(pub Box<dyn Task>);
+
+impl std::fmt::Debug for TaskBox {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Task")
+    }
 }
 
 #[derive(Debug)]
@@ -111,6 +137,8 @@ struct Matcher {
     reap_needed: bool,
     /// Direct receives since the last general one (see `direct_ok`).
     streak: u32,
+    /// Slots of tasks still running.
+    tasks: Vec<SlotId>,
 }
 
 /// The point-to-point engine of one process.
@@ -412,6 +440,7 @@ impl Engine {
                 next_token: 0,
                 reap_needed: false,
                 streak: 0,
+                tasks: Vec::new(),
             },
         }
     }
@@ -435,7 +464,73 @@ impl Engine {
         let mut work = self.t.poll(POLL_BUDGET, &mut |inc| m.on_frame(inc, sinks));
         work += self.flush_acks();
         work += self.reap_queued();
+        if !self.m.tasks.is_empty() {
+            work += self.run_tasks();
+        }
         work
+    }
+
+    /// Starts `task` in a new slot and advances it once; the slot is
+    /// complete ([`is_complete`](Self::is_complete)) when the task has
+    /// finished, and [`finish_task`](Self::finish_task) hands it back.
+    pub fn start_task(&mut self, task: Box<dyn Task>) -> SlotId {
+        let id = self.m.alloc(
+            SlotState::Task {
+                task: Some(TaskBox(task)),
+                result: None,
+            },
+            0,
+        );
+        self.m.tasks.push(id);
+        self.run_tasks();
+        id
+    }
+
+    /// Advances every running task once; returns how many finished.
+    fn run_tasks(&mut self) -> usize {
+        let mut finished = 0;
+        let ids = std::mem::take(&mut self.m.tasks);
+        let mut still = Vec::with_capacity(ids.len());
+        for id in ids {
+            let SlotState::Task { task, .. } = &mut self.m.slots[id].state else {
+                unreachable!("a running task's slot holds it");
+            };
+            let mut t = task.take().expect("a running task is in its slot");
+            let r = t.0.step(self);
+            let SlotState::Task { task, result } = &mut self.m.slots[id].state else {
+                unreachable!("a running task's slot holds it");
+            };
+            *task = Some(t);
+            match r {
+                Some(r) => {
+                    *result = Some(r);
+                    finished += 1;
+                    if self.m.slots[id].orphan {
+                        self.m.release(id);
+                    }
+                }
+                None => still.push(id),
+            }
+        }
+        // Tasks started by a task's step (none today) were pushed meanwhile.
+        still.append(&mut self.m.tasks);
+        self.m.tasks = still;
+        finished
+    }
+
+    /// Takes a finished task out of its slot (freeing it), with its
+    /// result.
+    ///
+    /// # Panics
+    /// If the slot is not a finished task.
+    pub fn finish_task(&mut self, id: SlotId) -> (Box<dyn Task>, Result<()>) {
+        let SlotState::Task { task, result } = &mut self.m.slots[id].state else {
+            panic!("slot {id} is not a task");
+        };
+        let r = result.take().expect("the task has finished");
+        let t = task.take().expect("a finished task is in its slot");
+        self.m.release(id);
+        (t.0, r)
     }
 
     fn flush_acks(&mut self) -> usize {
@@ -626,7 +721,12 @@ impl Engine {
     pub fn is_complete(&self, id: SlotId) -> bool {
         matches!(
             self.m.slots[id].state,
-            SlotState::Done { .. } | SlotState::Sent
+            SlotState::Done { .. }
+                | SlotState::Sent
+                | SlotState::Task {
+                    result: Some(_),
+                    ..
+                }
         )
     }
 
@@ -663,6 +763,7 @@ impl Engine {
         }
         peer != self.m.me
             && self.m.posted.is_empty()
+            && self.m.tasks.is_empty()
             && self.m.acks.is_empty()
             && matches!(self.m.inbound.get(peer), Some(Inbound::Idle))
             && self.m.find_unexpected(ctx, src, tag).is_none()
@@ -719,7 +820,11 @@ impl Engine {
                 }
                 self.m.release(id);
             }
-            SlotState::Done { .. } | SlotState::Sent => self.m.release(id),
+            SlotState::Done { .. }
+            | SlotState::Sent
+            | SlotState::Task {
+                result: Some(_), ..
+            } => self.m.release(id),
             SlotState::Free => {}
             _ => self.m.slots[id].orphan = true,
         }

@@ -15,7 +15,7 @@ pub mod engine;
 pub mod envelope;
 pub mod status;
 
-pub use engine::{Engine, SendStart, Sinks, SlotId};
+pub use engine::{Engine, SendStart, Sinks, SlotId, Task};
 pub use envelope::{ANY_SOURCE, ANY_TAG, PROC_NULL, TAG_UB};
 pub use status::Status;
 
