@@ -1,7 +1,9 @@
 //! Collectives over real ranks, against a sequential reference: every
 //! operation, sizes 0, 1, odd and large, at 1-8 ranks, on WORLD and on a
 //! split sub-communicator, under every algorithm (forced through the
-//! `SHMPI_COLL_*` variables).
+//! `SHMPI_COLL_*` variables; the default configuration takes the
+//! shared-memory paths for small payloads, the forced ones turn them off
+//! with `SHMPI_COLL_SHM=0`).
 
 mod support;
 
@@ -328,6 +330,7 @@ fn every_collective_matches_the_reference_with_trees_and_recursive_doubling() {
     run_config(
         "every_collective_matches_the_reference_with_trees_and_recursive_doubling",
         &[
+            ("SHMPI_COLL_SHM", "0"),
             ("SHMPI_COLL_BCAST", "binomial"),
             ("SHMPI_COLL_REDUCE", "binomial"),
             ("SHMPI_COLL_ALLREDUCE", "recursive_doubling"),
@@ -342,6 +345,7 @@ fn every_collective_matches_the_reference_with_rings_and_linear_algorithms() {
     run_config(
         "every_collective_matches_the_reference_with_rings_and_linear_algorithms",
         &[
+            ("SHMPI_COLL_SHM", "0"),
             ("SHMPI_COLL_BCAST", "scatter_allgather"),
             ("SHMPI_COLL_REDUCE", "linear"),
             ("SHMPI_COLL_ALLREDUCE", "ring"),

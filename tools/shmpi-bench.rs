@@ -35,6 +35,18 @@ enum Test {
     Bw,
     Bibw,
     Comm,
+    /// A collective (OSU's osu_barrier, osu_bcast, ...).
+    Coll(CollKind),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum CollKind {
+    Barrier,
+    Bcast,
+    Reduce,
+    Allreduce,
+    Allgather,
+    Alltoall,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -58,7 +70,9 @@ struct Opts {
 
 const USAGE: &str = "usage: shmpi-bench latency|bw|bibw [--min-size N] [--max-size N] \
 [--iterations N] [--warmup N] [--cpus A,B] [--format osu|csv|json]\n       \
-shmpi-bench comm [--ranks 2,4,8] [--iterations N] [--warmup N]";
+shmpi-bench comm [--ranks 2,4,8] [--iterations N] [--warmup N]\n       \
+shmpi-bench barrier|bcast|reduce|allreduce|allgather|alltoall [--ranks N] [--min-size N] \
+[--max-size N] [--iterations N] [--warmup N]";
 
 fn parse(args: &[String]) -> Result<Opts, String> {
     let test = match args.first().map(String::as_str) {
@@ -66,18 +80,36 @@ fn parse(args: &[String]) -> Result<Opts, String> {
         Some("bw") => Test::Bw,
         Some("bibw") => Test::Bibw,
         Some("comm") => Test::Comm,
+        Some("barrier") => Test::Coll(CollKind::Barrier),
+        Some("bcast") => Test::Coll(CollKind::Bcast),
+        Some("reduce") => Test::Coll(CollKind::Reduce),
+        Some("allreduce") => Test::Coll(CollKind::Allreduce),
+        Some("allgather") => Test::Coll(CollKind::Allgather),
+        Some("alltoall") => Test::Coll(CollKind::Alltoall),
         Some(x) => return Err(format!("unknown benchmark {x:?}\n{USAGE}")),
         None => return Err(USAGE.to_string()),
     };
     let mut o = Opts {
         test,
-        min: if test == Test::Latency { 0 } else { 1 },
-        max: 4 << 20,
+        min: match test {
+            Test::Latency => 0,
+            Test::Coll(CollKind::Reduce | CollKind::Allreduce) => 4,
+            _ => 1,
+        },
+        max: if matches!(test, Test::Coll(_)) {
+            1 << 20
+        } else {
+            4 << 20
+        },
         iters: None,
         warmup: None,
         cpus: None,
         format: Format::Osu,
-        ranks: vec![2, 4, 8],
+        ranks: if matches!(test, Test::Coll(_)) {
+            vec![2]
+        } else {
+            vec![2, 4, 8]
+        },
     };
     let mut i = 1;
     while i < args.len() {
@@ -240,9 +272,105 @@ fn run_comm(o: &Opts) -> Result<(), String> {
     u.finalize().map_err(|e| e.to_string())
 }
 
+/// One collective of `size` bytes (f32 sums for the reductions).
+fn coll_once(
+    w: &shmpi::Communicator,
+    k: CollKind,
+    size: usize,
+    a: &mut [u8],
+    b: &mut [u8],
+    fa: &mut [f32],
+    fb: &mut [f32],
+) {
+    let n = w.size() as usize;
+    match k {
+        CollKind::Barrier => w.barrier().expect("barrier"),
+        CollKind::Bcast => w.bcast(&mut a[..size], 0).expect("bcast"),
+        CollKind::Reduce => {
+            let c = size / 4;
+            w.reduce(&fa[..c], &mut fb[..c], &shmpi::Op::Sum, 0)
+                .expect("reduce")
+        }
+        CollKind::Allreduce => {
+            let c = size / 4;
+            w.allreduce(&fa[..c], &mut fb[..c], &shmpi::Op::Sum)
+                .expect("allreduce")
+        }
+        CollKind::Allgather => w
+            .allgather(&a[..size], &mut b[..n * size])
+            .expect("allgather"),
+        CollKind::Alltoall => w
+            .alltoall(&a[..n * size], &mut b[..n * size])
+            .expect("alltoall"),
+    }
+}
+
+/// OSU's collective method: for each size, a warm-up, a barrier, the timed
+/// loop; the reported latency is the average over ranks of each rank's
+/// mean time per call.
+fn run_coll(o: &Opts, k: CollKind) -> Result<(), String> {
+    let u = shmpi::init().map_err(|e| e.to_string())?;
+    let w = u.world();
+    let n = w.size() as usize;
+    let me = w.rank();
+    let name = format!("{k:?}").to_lowercase();
+    let sizes: Vec<usize> = if k == CollKind::Barrier {
+        vec![0]
+    } else {
+        sizes(o).into_iter().filter(|&s| s > 0).collect()
+    };
+    let max = sizes.iter().copied().max().unwrap_or(0);
+    let mut a = vec![1u8; n * max.max(1)];
+    let mut b = vec![0u8; n * max.max(1)];
+    let mut fa = vec![1f32; max / 4 + 1];
+    let mut fb = vec![0f32; max / 4 + 1];
+    if me == 0 {
+        println!(
+            "# OSU-style MPI {name} Latency Test (shmpi-bench {}), {n} ranks",
+            env!("CARGO_PKG_VERSION")
+        );
+        println!("# Size       Avg Latency(us)");
+    }
+    latency_warm(&w);
+    for size in sizes {
+        let (iters, warm) = match (o.iters, o.warmup, size > LARGE) {
+            (Some(i), wu, _) => (i, wu.unwrap_or(i / 10)),
+            (None, wu, false) => (10_000, wu.unwrap_or(1_000)),
+            (None, wu, true) => (1_000, wu.unwrap_or(100)),
+        };
+        for _ in 0..warm {
+            coll_once(&w, k, size, &mut a, &mut b, &mut fa, &mut fb);
+        }
+        w.barrier().map_err(|e| e.to_string())?;
+        let t = Instant::now();
+        for _ in 0..iters {
+            coll_once(&w, k, size, &mut a, &mut b, &mut fa, &mut fb);
+        }
+        let mine = t.elapsed().as_secs_f64() * 1e6 / iters as f64;
+        let mut sum = [0f64];
+        w.reduce(&[mine], &mut sum, &shmpi::Op::Sum, 0)
+            .map_err(|e| e.to_string())?;
+        if me == 0 {
+            println!("{size:<10}{:>18.2}", sum[0] / n as f64);
+        }
+    }
+    u.finalize().map_err(|e| e.to_string())
+}
+
+/// An untimed warm-up: 2,000 barriers, so the first row is not measured
+/// on cold cores.
+fn latency_warm(w: &shmpi::Communicator) {
+    for _ in 0..2000 {
+        w.barrier().expect("barrier");
+    }
+}
+
 fn run_rank(o: &Opts) -> Result<(), String> {
     if o.test == Test::Comm {
         return run_comm(o);
+    }
+    if let Test::Coll(k) = o.test {
+        return run_coll(o, k);
     }
     let u = shmpi::init().map_err(|e| e.to_string())?;
     let w = u.world();
@@ -257,7 +385,7 @@ fn run_rank(o: &Opts) -> Result<(), String> {
         Test::Latency => ("Latency Test", "Latency (us)"),
         Test::Bw => ("Bandwidth Test", "Bandwidth (MB/s)"),
         Test::Bibw => ("Bi-Directional Bandwidth Test", "Bandwidth (MB/s)"),
-        Test::Comm => unreachable!("run_comm"),
+        Test::Comm | Test::Coll(_) => unreachable!("run_comm / run_coll"),
     };
     let key = match o.test {
         Test::Latency => "latency_us",
@@ -287,7 +415,7 @@ fn run_rank(o: &Opts) -> Result<(), String> {
             Test::Latency => latency(&w, size, iters, warm),
             Test::Bw => bandwidth(&w, size, iters, warm, false),
             Test::Bibw => bandwidth(&w, size, iters, warm, true),
-            Test::Comm => unreachable!("run_comm"),
+            Test::Comm | Test::Coll(_) => unreachable!("run_comm / run_coll"),
         };
         if me == 0 {
             match o.format {
@@ -330,7 +458,7 @@ fn launch_self(o: &Opts, args: &[String], nranks: usize) -> Result<i32, String> 
             .collect::<Result<Vec<_>, _>>()?,
         None => Vec::new(),
     };
-    let cpus = if o.test == Test::Comm {
+    let cpus = if matches!(o.test, Test::Comm | Test::Coll(_)) {
         // Pin only when every rank gets its own CPU.
         let all: Vec<usize> = core_affinity::get_core_ids()
             .unwrap_or_default()
@@ -391,6 +519,8 @@ fn main() -> ExitCode {
         o.ranks.iter().try_fold(0, |code, &n| {
             launch_self(&o, &args, n).map(|c| if code != 0 { code } else { c })
         })
+    } else if let Test::Coll(_) = o.test {
+        launch_self(&o, &args, o.ranks[0])
     } else {
         launch_self(&o, &args, 2)
     };

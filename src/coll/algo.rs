@@ -84,6 +84,9 @@ impl Coll<'_> {
         if n == 1 {
             return Ok(());
         }
+        if let Some(r) = self.shm_region(bytes::<T>(buf.len())) {
+            return r.bcast(root, as_bytes_mut(buf), &mut |c| self.sh.wait_flag(c));
+        }
         let algo = match tuning().bcast {
             Algo::Auto if bytes::<T>(buf.len()) >= tuning().large && buf.len() >= n => {
                 Algo::ScatterAllgather
@@ -171,6 +174,16 @@ impl Coll<'_> {
     ) -> Result<()> {
         let n = self.size();
         let me = self.ctx.rank;
+        if let Some(r) = self.shm_region(bytes::<T>(data.len())) {
+            let mut all = data.repeat(n);
+            r.gather(root, as_bytes(data), as_bytes_mut(&mut all), &mut |c| {
+                self.sh.wait_flag(c)
+            })?;
+            if me == root {
+                fold_in_rank_order(op, &mut all, data.len(), out);
+            }
+            return Ok(());
+        }
         let mut acc = data.to_vec();
         let linear = tuning().reduce == Algo::Linear;
         if n > 1 && linear {
@@ -652,6 +665,20 @@ impl Coll<'_> {
         }
         Ok(())
     }
+}
+
+/// `out = all[0] op all[1] op ... op all[n-1]` for blocks of `len`, in
+/// rank order (every member computes the same, bit for bit).
+fn fold_in_rank_order<T: Reducible>(op: &Op, all: &mut [T], len: usize, out: &mut [T]) {
+    if len == 0 {
+        return;
+    }
+    let n = all.len() / len;
+    for k in 1..n {
+        let (lo, hi) = all.split_at_mut(k * len);
+        op.apply(&lo[(k - 1) * len..], &mut hi[..len]);
+    }
+    out.copy_from_slice(&all[(n - 1) * len..]);
 }
 
 fn exact(got: usize, want: usize, from: usize) -> Result<()> {

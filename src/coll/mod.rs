@@ -22,6 +22,7 @@ pub use op::{Op, Reducible};
 
 use crate::error::Result;
 use crate::p2p::{Context, Shared};
+use crate::transport::shmcoll::Region;
 
 /// Tags of the internal operations on the collective context.
 pub mod tags {
@@ -49,19 +50,32 @@ pub mod tags {
     pub const CREATE_GROUP: i32 = 0x1000;
 }
 
-/// A communicator as collectives see it: the engine and the context.
+/// A communicator as collectives see it: the engine, the context, and
+/// its collective region if it has one.
 #[derive(Clone, Copy, Debug)]
 pub struct Coll<'a> {
     /// The process's engine.
     pub sh: &'a Shared,
     /// The communicator's context.
     pub ctx: &'a Context,
+    /// The communicator's collective region (small collectives through
+    /// flags), if it got one.
+    pub region: Option<&'a Region>,
 }
 
 impl Coll<'_> {
     /// Members.
     pub fn size(&self) -> usize {
         self.ctx.size()
+    }
+
+    /// The region, if this communicator has one, shared-memory collectives
+    /// are on (`SHMPI_COLL_SHM`) and `bytes` per member fit it.
+    pub fn shm_region(&self, bytes: usize) -> Option<&Region> {
+        let t = tuning::tuning();
+        self.region.filter(|_| {
+            t.shm && bytes <= t.shm_max && self.size() <= t.shm_ranks && self.size() > 1
+        })
     }
 
     /// Sends `data` to rank `to` with `tag` on the collective context.
@@ -95,12 +109,17 @@ impl Coll<'_> {
         Ok(st.bytes)
     }
 
-    /// Dissemination barrier: ⌈log2 n⌉ rounds, in round `k` sending to
-    /// rank + 2^k and receiving from rank - 2^k.
+    /// Barrier: through the collective region when there is one (every
+    /// member posts its epoch and waits for all), else a dissemination
+    /// barrier: ⌈log2 n⌉ rounds, in round `k` sending to rank + 2^k and
+    /// receiving from rank - 2^k.
     ///
     /// # Errors
     /// As the sends and receives.
     pub fn barrier(&self) -> Result<()> {
+        if let Some(r) = self.shm_region(0) {
+            return r.allgather(&[], &mut [], &mut |c| self.sh.wait_flag(c));
+        }
         let n = self.size();
         let me = self.ctx.rank;
         let mut k = 1;

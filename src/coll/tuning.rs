@@ -45,6 +45,16 @@ pub struct Tuning {
     /// `SHMPI_COLL_LARGE`: bytes from which `Auto` takes the large-message
     /// algorithm (default 65536).
     pub large: usize,
+    /// `SHMPI_COLL_SHM`: 1 (default) lets barrier, bcast, reduce and
+    /// allreduce go through the communicator's collective region; 0 sends
+    /// messages always.
+    pub shm: bool,
+    /// `SHMPI_COLL_SHM_MAX`: the largest payload per member that goes
+    /// through the region (default and maximum 256 bytes).
+    pub shm_max: usize,
+    /// `SHMPI_COLL_SHM_RANKS`: the largest communicator that uses the
+    /// region (every member reads every member's flag; default 64).
+    pub shm_ranks: usize,
 }
 
 /// Default large-message threshold in bytes.
@@ -64,6 +74,13 @@ fn parse(var: &str, allowed: &[(&str, Algo)]) -> Algo {
             Algo::Auto
         }
     }
+}
+
+fn num(var: &str, default: usize) -> usize {
+    std::env::var(var)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
 }
 
 /// This process's tuning (the environment at first use).
@@ -106,10 +123,11 @@ pub fn tuning() -> &'static Tuning {
                 "SHMPI_COLL_ALLTOALL",
                 &[("auto", Auto), ("pairwise", Pairwise), ("linear", Linear)],
             ),
-            large: std::env::var("SHMPI_COLL_LARGE")
-                .ok()
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(DEFAULT_LARGE),
+            large: num("SHMPI_COLL_LARGE", DEFAULT_LARGE),
+            shm: num("SHMPI_COLL_SHM", 1) != 0,
+            shm_max: num("SHMPI_COLL_SHM_MAX", crate::transport::shmcoll::MAX_PAYLOAD)
+                .min(crate::transport::shmcoll::MAX_PAYLOAD),
+            shm_ranks: num("SHMPI_COLL_SHM_RANKS", 64),
         }
     })
 }

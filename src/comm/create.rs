@@ -16,6 +16,7 @@ use crate::error::{Error, ErrorClass, Result};
 use crate::group::{Group, UNDEFINED};
 use crate::p2p::{Context, TAG_UB};
 use crate::topology::{self, Domain};
+use crate::transport::shmcoll::Region;
 
 /// What [`Communicator::split_type`] groups processes by.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -38,8 +39,14 @@ const EXHAUSTED: u32 = 1;
 const MISMATCH: u32 = 2;
 
 pub(super) fn verdict(r: &Result<u32>) -> [u8; 8] {
+    verdict_with(r, None)
+}
+
+/// A verdict that also names the collective region the leader claimed
+/// (in bits 8.. of the code word, as region + 1).
+pub(super) fn verdict_with(r: &Result<u32>, region: Option<usize>) -> [u8; 8] {
     let (code, index) = match r {
-        Ok(i) => (OK, *i),
+        Ok(i) => (OK | region.map_or(0, |x| (x as u32 + 1) << 8), *i),
         Err(_) => (EXHAUSTED, 0),
     };
     let mut b = [0u8; 8];
@@ -48,8 +55,14 @@ pub(super) fn verdict(r: &Result<u32>) -> [u8; 8] {
     b
 }
 
-pub(super) fn read_verdict(b: &[u8; 8], what: &str) -> Result<u32> {
+/// The collective region a verdict names, if any.
+pub(super) fn read_region(b: &[u8; 8]) -> Option<usize> {
     let code = u32::from_le_bytes(b[..4].try_into().expect("4 bytes"));
+    (code >> 8).checked_sub(1).map(|r| r as usize)
+}
+
+pub(super) fn read_verdict(b: &[u8; 8], what: &str) -> Result<u32> {
+    let code = u32::from_le_bytes(b[..4].try_into().expect("4 bytes")) & 0xff;
     let index = u32::from_le_bytes(b[4..].try_into().expect("4 bytes"));
     match code {
         OK => Ok(index),
@@ -82,11 +95,20 @@ impl Communicator {
     /// A new intracommunicator with context index `index` over `group`
     /// (this process among its members); attributes as given, error
     /// handler inherited.
-    pub(super) fn child(&self, index: u32, group: Group, attrs: attr::Cache) -> Communicator {
+    pub(super) fn child(
+        &self,
+        index: u32,
+        region: Option<usize>,
+        group: Group,
+        attrs: attr::Cache,
+    ) -> Communicator {
         let rank = group
             .rank()
             .expect("the new communicator's members include this process");
-        Communicator::build(
+        let region = region
+            .map(|r| Region::attach(self.proc_.segment().clone(), r, group.members_arc(), rank));
+        Communicator::build_with(
+            region,
             self.proc_.clone(),
             Context {
                 id: index,
@@ -116,24 +138,35 @@ impl Communicator {
         members: &[usize],
         tag: i32,
         what: &str,
-    ) -> Result<u32> {
+    ) -> Result<(u32, Option<usize>)> {
         let me = c.ctx.rank;
         if members[0] == me {
             let world: Vec<usize> = members.iter().map(|&r| c.ctx.ranks[r]).collect();
             let r = context::claim(&self.proc_.p2p, &world);
-            let msg = verdict(&r);
+            let region = r.as_ref().ok().and_then(|_| self.claim_region(&world));
+            let msg = verdict_with(&r, region);
             // These blocking sends cannot fail (they wait without a
             // deadline and the process is not finalized, checked on
             // entry), so a claimed index always reaches every member.
             for &m in &members[1..] {
                 c.send(m, tag, &msg)?;
             }
-            r
+            r.map(|i| (i, region))
         } else {
             let mut msg = [0u8; 8];
             c.recv(members[0], tag, &mut msg)?;
-            read_verdict(&msg, what)
+            read_verdict(&msg, what).map(|i| (i, read_region(&msg)))
         }
+    }
+
+    /// A collective region for a new intracommunicator of `world` ranks,
+    /// when shared-memory collectives may use one and the pool has one.
+    pub(super) fn claim_region(&self, world: &[usize]) -> Option<usize> {
+        let t = crate::coll::tuning::tuning();
+        if !t.shm || world.len() < 2 || world.len() > t.shm_ranks {
+            return None;
+        }
+        Region::claim(self.proc_.segment(), world)
     }
 
     /// `MPI_Comm_dup`: the same group with a new context; attributes go
@@ -151,12 +184,17 @@ impl Communicator {
             let c = self.coll();
             let mut msg = [0u8; 8];
             if self.ctx.rank == 0 {
-                msg = verdict(&context::claim(&self.proc_.p2p, &self.ctx.ranks));
+                let r = context::claim(&self.proc_.p2p, &self.ctx.ranks);
+                let region = r
+                    .as_ref()
+                    .ok()
+                    .and_then(|_| self.claim_region(&self.ctx.ranks));
+                msg = verdict_with(&r, region);
             }
             c.bcast(0, &mut msg)?;
             let index = read_verdict(&msg, "MPI_Comm_dup")?;
             let attrs = lock(&self.inner.attrs).copy();
-            Ok(self.child(index, self.inner.group.clone(), attrs))
+            Ok(self.child(index, read_region(&msg), self.inner.group.clone(), attrs))
         })();
         self.ret("MPI_Comm_dup", r)
     }
@@ -205,10 +243,11 @@ impl Communicator {
         }
         let mut members: Vec<usize> = (0..n).filter(|&r| v[2 * r] == color).collect();
         members.sort_by_key(|&r| (v[2 * r + 1], r));
-        let index = self.agree_index(&c, &members, tags::COMM, what)?;
+        let (index, region) = self.agree_index(&c, &members, tags::COMM, what)?;
         let world = members.iter().map(|&r| self.ctx.ranks[r]).collect();
         Ok(Some(self.child(
             index,
+            region,
             self.group_of(world),
             attr::Cache::default(),
         )))
@@ -331,9 +370,10 @@ impl Communicator {
                 ),
             ));
         }
-        let index = self.agree_index(&c, &members, tags::COMM, "MPI_Comm_create")?;
+        let (index, region) = self.agree_index(&c, &members, tags::COMM, "MPI_Comm_create")?;
         Ok(Some(self.child(
             index,
+            region,
             self.group_of(group.world_ranks().to_vec()),
             attr::Cache::default(),
         )))
@@ -407,7 +447,11 @@ impl Communicator {
                 } else {
                     Err(Error::new(ErrorClass::Group, "mismatch"))
                 };
-                let mut msg = verdict(&r);
+                let region = r
+                    .as_ref()
+                    .ok()
+                    .and_then(|_| self.claim_region(group.world_ranks()));
+                let mut msg = verdict_with(&r, region);
                 if !same {
                     msg[..4].copy_from_slice(&MISMATCH.to_le_bytes());
                 }
@@ -416,15 +460,23 @@ impl Communicator {
                         c.send(parent_rank(w), tag, &msg)?;
                     }
                 }
-                read_verdict(&msg, "MPI_Comm_create_group")?
+                (
+                    read_verdict(&msg, "MPI_Comm_create_group")?,
+                    read_region(&msg),
+                )
             } else {
                 c.send(leader, tag, &digest)?;
                 let mut msg = [0u8; 8];
                 c.recv(leader, tag, &mut msg)?;
-                read_verdict(&msg, "MPI_Comm_create_group")?
+                (
+                    read_verdict(&msg, "MPI_Comm_create_group")?,
+                    read_region(&msg),
+                )
             };
+            let (index, region) = index;
             Ok(Some(self.child(
                 index,
+                region,
                 self.group_of(group.world_ranks().to_vec()),
                 attr::Cache::default(),
             )))

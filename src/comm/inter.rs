@@ -15,7 +15,7 @@
 //! broadcasts the verdict in its group.
 
 use super::context;
-use super::create::{read_verdict, verdict};
+use super::create::{read_region, read_verdict, verdict, verdict_with};
 use super::{attr, lock, Communicator, Kind};
 use crate::coll::{tags, Coll};
 use crate::error::{Error, ErrorClass, Result};
@@ -202,6 +202,7 @@ impl Communicator {
         Coll {
             sh: &self.proc_.p2p,
             ctx: self.local_ctx(),
+            region: None,
         }
     }
 
@@ -222,21 +223,32 @@ impl Communicator {
     /// Leaders agree on an index for the members `members` of both sides
     /// (the one with the lower world rank claims), and each tells its
     /// local group. Only the leaders' `members` is used.
-    fn inter_agree(&self, members: &[usize], what: &str) -> Result<u32> {
+    fn inter_agree(
+        &self,
+        members: &[usize],
+        what: &str,
+        region: bool,
+    ) -> Result<(u32, Option<usize>)> {
         let local = self.local_coll();
         let mut msg = [0u8; 8];
         if self.ctx.rank == 0 {
             let inter = self.coll();
             let me = self.proc_.p2p.world_rank();
             if me < self.ctx.ranks[0] {
-                msg = verdict(&context::claim(&self.proc_.p2p, members));
+                let r = context::claim(&self.proc_.p2p, members);
+                let reg = if region {
+                    r.as_ref().ok().and_then(|_| self.claim_region(members))
+                } else {
+                    None
+                };
+                msg = verdict_with(&r, reg);
                 inter.send(0, tags::COMM, &msg)?;
             } else {
                 inter.recv(0, tags::COMM, &mut msg)?;
             }
         }
         local.bcast(0, &mut msg)?;
-        read_verdict(&msg, what)
+        read_verdict(&msg, what).map(|i| (i, read_region(&msg)))
     }
 
     /// `MPI_Comm_dup` of an intercommunicator.
@@ -246,7 +258,7 @@ impl Communicator {
         };
         let mut all = self.inner.group.world_ranks().to_vec();
         all.extend_from_slice(remote.world_ranks());
-        let index = self.inter_agree(&all, "MPI_Comm_dup")?;
+        let (index, _) = self.inter_agree(&all, "MPI_Comm_dup", false)?;
         let attrs = lock(&self.inner.attrs).copy();
         Ok(self.inter_child(
             index,
@@ -295,8 +307,13 @@ impl Communicator {
             };
             let mut members = a.world_ranks().to_vec();
             members.extend_from_slice(b.world_ranks());
-            let index = self.inter_agree(&members, "MPI_Intercomm_merge")?;
-            Ok(self.child(index, self.group_of(members), attr::Cache::default()))
+            let (index, region) = self.inter_agree(&members, "MPI_Intercomm_merge", true)?;
+            Ok(self.child(
+                index,
+                region,
+                self.group_of(members),
+                attr::Cache::default(),
+            ))
         })();
         self.ret("MPI_Intercomm_merge", r)
     }

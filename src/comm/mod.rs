@@ -32,6 +32,7 @@ use crate::p2p::{self, Context, SendStart, Shared, Status, PROC_NULL};
 use crate::shm::Segment;
 use crate::sync::{AtomicU32, Ordering};
 use crate::transport::bytes::{as_bytes, as_bytes_mut};
+use crate::transport::shmcoll::Region;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// State shared by every handle of one initialised process.
@@ -106,6 +107,9 @@ struct Inner {
     errh: Mutex<ErrHandler>,
     /// Nonblocking collectives started on this communicator (their tags).
     nbc_seq: AtomicU32,
+    /// The collective region, if the communicator got one (dropped, and so
+    /// given back, with the last handle).
+    region: Option<Region>,
 }
 
 impl Drop for Inner {
@@ -161,6 +165,21 @@ impl Communicator {
         attrs: attr::Cache,
         errh: ErrHandler,
     ) -> Communicator {
+        Communicator::build_with(None, proc_, ctx, group, kind, index, name, attrs, errh)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn build_with(
+        region: Option<Region>,
+        proc_: Arc<Process>,
+        ctx: Context,
+        group: Group,
+        kind: Kind,
+        index: Option<u32>,
+        name: &str,
+        attrs: attr::Cache,
+        errh: ErrHandler,
+    ) -> Communicator {
         Communicator {
             inner: Arc::new(Inner {
                 proc_: proc_.clone(),
@@ -171,6 +190,7 @@ impl Communicator {
                 attrs: Mutex::new(attrs),
                 errh: Mutex::new(errh),
                 nbc_seq: AtomicU32::new(0),
+                region,
             }),
             proc_,
             ctx,
@@ -324,6 +344,7 @@ impl Communicator {
         Coll {
             sh: &self.proc_.p2p,
             ctx: &self.ctx,
+            region: self.inner.region.as_ref(),
         }
     }
 

@@ -441,6 +441,39 @@ impl Shared {
         }
     }
 
+    /// Waits until `cond()` holds (a flag in shared memory that a peer
+    /// sets, then rings this rank's doorbell): spins on it alone at first,
+    /// then keeps the engine moving between looks, yields, and sleeps on
+    /// the doorbell with `cond` as part of the wake-up condition.
+    ///
+    /// # Errors
+    /// None today; `Result` for symmetry with the other waits.
+    pub fn wait_flag(&self, cond: &dyn Fn() -> bool) -> Result<()> {
+        for _ in 0..FLAG_SPINS {
+            if cond() {
+                return Ok(());
+            }
+            crate::sync::spin_hint();
+        }
+        let mut waiter = Waiter::new(self.policy);
+        loop {
+            if cond() {
+                return Ok(());
+            }
+            let sleeper = {
+                let mut e = self.lock();
+                if self.progress(&mut e, &mut []) > 0 {
+                    waiter.reset();
+                    continue;
+                }
+                e.sleeper(false)
+            };
+            if let Rung::Sleep(t) = waiter.pause(None) {
+                sleeper.sleep(&self.seg, t, cond);
+            }
+        }
+    }
+
     /// One round of progress under the lock `e`; in the multi-threaded
     /// mode, productive progress also wakes this rank's other sleeping
     /// threads.
@@ -528,3 +561,7 @@ fn check_deadline(deadline: Option<Instant>) -> Result<()> {
 
 /// Lock-free spin rounds between two looks under the lock.
 const RECHECK: usize = 256;
+
+/// Rounds `wait_flag` spins on its flag alone before it also drives the
+/// engine (a few microseconds).
+const FLAG_SPINS: usize = 200;

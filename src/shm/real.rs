@@ -1,5 +1,7 @@
 //! Everything of `shm` but the doorbell (none of it is built under loom).
 
+#[path = "collregion.rs"]
+pub mod collregion;
 #[path = "control.rs"]
 pub mod control;
 #[path = "header.rs"]
@@ -28,11 +30,17 @@ pub const fn id_maps_offset(nranks: usize) -> usize {
     (end + 4095) & !4095
 }
 
-/// Bytes of what `shm` owns: the header, `nranks` control blocks and
-/// `nranks` context-id maps. The launcher reserves all of it; the layout
+/// Bytes of what `shm` owns: the header, `nranks` control blocks,
+/// `nranks` context-id maps and the collective-region pool. The launcher reserves all of it; the layout
 /// above it starts at the next page.
 pub const fn control_end(nranks: usize) -> usize {
-    id_maps_offset(nranks) + nranks * ids::ID_MAP_BYTES
+    coll_pool_offset(nranks) + collregion::pool_bytes(nranks)
+}
+
+/// Offset of the collective-region pool (after the id maps, page-aligned).
+pub const fn coll_pool_offset(nranks: usize) -> usize {
+    let end = id_maps_offset(nranks) + nranks * ids::ID_MAP_BYTES;
+    (end + 4095) & !4095
 }
 
 /// Why a segment could not be created.

@@ -32,6 +32,7 @@
 
 pub mod bytes;
 pub mod layout;
+pub mod shmcoll;
 pub mod wait;
 pub mod wire;
 
