@@ -66,3 +66,18 @@ fn shmpi_bench_comm_times_dup_split_and_create_for_each_rank_count() {
     );
     assert!(out.contains("dup (us)"), "{out}");
 }
+
+#[test]
+fn shmpi_bench_collectives_print_osu_rows() {
+    let out = bench(&["barrier", "--iterations", "100"]);
+    let r = rows(&out);
+    assert_eq!(r.len(), 1, "{out}");
+    assert_eq!(r[0][0], 0.0);
+    assert!(r[0][1] > 0.0, "{out}");
+    for coll in ["bcast", "reduce", "allreduce", "allgather", "alltoall"] {
+        let out = bench(&[coll, "--ranks", "3", "--max-size", "4096", "--iterations", "20"]);
+        let r = rows(&out);
+        assert!(!r.is_empty() && r.iter().all(|r| r.len() == 2 && r[1] > 0.0), "{coll}: {out}");
+        assert_eq!(r.last().unwrap()[0], 4096.0, "{coll}: {out}");
+    }
+}

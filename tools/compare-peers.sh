@@ -3,11 +3,17 @@
 # compare-peers.sh - compare shmpi's point-to-point latency/bandwidth with
 # MPICH and Open MPI on this machine, OSU style.
 #
-# Usage: tools/compare-peers.sh [latency|bw|all] [--rounds R] [--max-size N]
+# Usage: tools/compare-peers.sh [MODE] [--rounds R] [--max-size N] [--ranks N]
+#
+#   MODE: latency | bw | all (both) | barrier | bcast | reduce | allreduce |
+#         allgather | alltoall | coll (all six collectives)
+#   --ranks N: ranks for the collectives (default 2; point-to-point is
+#              always 2). With more ranks than CPUs nobody is pinned.
 #
 # What it does:
-#   1. Builds tools/peers/osu_pingpong.c (our own OSU-methodology benchmark)
-#      with mpicc.mpich and mpicc.openmpi into target/peers/.  A peer whose
+#   1. Builds tools/peers/osu_pingpong.c and tools/peers/osu_coll.c (our
+#      own OSU-methodology benchmarks) with mpicc.mpich and mpicc.openmpi
+#      into target/peers/.  A peer whose
 #      compiler or launcher is missing is skipped with a message.
 #   2. Runs the contenders - shmpi (target/release/shmpi-bench, or $SHMPI_BENCH),
 #      MPICH, Open MPI - each with 2 ranks pinned to 2 cores, all printing the
@@ -44,7 +50,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 
 usage() {
-    echo "usage: $0 [latency|bw|all] [--rounds R] [--max-size N]" >&2
+    echo "usage: $0 [latency|bw|all|barrier|bcast|reduce|allreduce|allgather|alltoall|coll] [--rounds R] [--max-size N] [--ranks N]" >&2
     exit 2
 }
 
@@ -52,9 +58,11 @@ usage() {
 MODE=all
 ROUNDS=3
 MAX_SIZE=$((4 * 1024 * 1024))
+NRANKS=2
 while [ $# -gt 0 ]; do
     case "$1" in
-        latency | bw | all) MODE=$1 ;;
+        latency | bw | all | barrier | bcast | reduce | allreduce | allgather | alltoall | coll) MODE=$1 ;;
+        --ranks) [ $# -ge 2 ] || usage; NRANKS=$2; shift ;;
         --rounds) [ $# -ge 2 ] || usage; ROUNDS=$2; shift ;;
         --max-size) [ $# -ge 2 ] || usage; MAX_SIZE=$2; shift ;;
         -h | --help) usage ;;
@@ -66,6 +74,7 @@ done
 [[ "$MAX_SIZE" =~ ^[0-9]+$ ]] || { echo "--max-size must be a non-negative integer" >&2; exit 2; }
 case "$MODE" in
     all) MODES="latency bw" ;;
+    coll) MODES="barrier bcast reduce allreduce allgather alltoall" ;;
     *) MODES=$MODE ;;
 esac
 
@@ -75,6 +84,7 @@ MPICH_RUN=${MPICH_RUN:-mpiexec.mpich}
 OMPI_CC=${OMPI_CC:-mpicc.openmpi}
 OMPI_RUN=${OMPI_RUN:-mpirun.openmpi}
 SRC=tools/peers/osu_pingpong.c
+COLL_SRC=tools/peers/osu_coll.c
 OUTDIR=target/peers
 RUN_TIMEOUT=${RUN_TIMEOUT:-300}
 
@@ -105,6 +115,14 @@ build_peer() { # build_peer NAME CC RUN OUT
             return 1
         fi
     fi
+    local cout=${out/osu_pingpong/osu_coll}
+    if [ ! -x "$cout" ] || [ "$COLL_SRC" -nt "$cout" ]; then
+        echo "build $cout ($cc)"
+        if ! "$cc" -O2 -Wall -o "$cout" "$COLL_SRC"; then
+            echo "skip $name: $cc failed to build $COLL_SRC"
+            return 1
+        fi
+    fi
     return 0
 }
 
@@ -121,12 +139,12 @@ fi
 NPEERS=0
 if build_peer MPICH "$MPICH_CC" "$MPICH_RUN" "$OUTDIR/osu_pingpong.mpich"; then
     NAMES+=(MPICH)
-    CMDS+=("$MPICH_RUN -n 2 -bind-to core $OUTDIR/osu_pingpong.mpich")
+    CMDS+=("$MPICH_RUN -n @N@ @MPICH_BIND@ $OUTDIR/@BIN@.mpich")
     NPEERS=$((NPEERS + 1))
 fi
 if build_peer OpenMPI "$OMPI_CC" "$OMPI_RUN" "$OUTDIR/osu_pingpong.openmpi"; then
     NAMES+=(OpenMPI)
-    CMDS+=("$OMPI_RUN --allow-run-as-root -np 2 --bind-to core --map-by core --mca pml ob1 --mca btl self,vader $OUTDIR/osu_pingpong.openmpi")
+    CMDS+=("$OMPI_RUN --allow-run-as-root -np @N@ @OMPI_BIND@ --mca pml ob1 --mca btl self,vader $OUTDIR/@BIN@.openmpi")
     NPEERS=$((NPEERS + 1))
 fi
 if [ "$NPEERS" -eq 0 ]; then
@@ -186,16 +204,28 @@ shm_cleanup() { # shm_cleanup SNAPSHOT_FILE
 run_one() {
     local mode=$1 i=$2 round=$3 rc=0
     local name=${NAMES[$i]} out="$WORK/run.out" err="$WORK/run.err"
-    local -a cmd
+    local -a cmd extra=()
+    local n=2 bin=osu_pingpong line
+    case "$mode" in latency | bw) ;; *) n=$NRANKS; bin=osu_coll ;; esac
     if [ "$name" = shmpi ]; then
         cmd=("$SHMPI_BENCH") # may contain spaces
+        [ "$bin" = osu_coll ] && extra=(--ranks "$n")
     else
-        read -r -a cmd <<<"${CMDS[$i]}"
+        line=${CMDS[$i]//@BIN@/$bin}
+        line=${line//@N@/$n}
+        if [ "$n" -le "$(nproc)" ]; then
+            line=${line//@MPICH_BIND@/-bind-to core}
+            line=${line//@OMPI_BIND@/--bind-to core --map-by core}
+        else
+            line=${line//@MPICH_BIND@/}
+            line=${line//@OMPI_BIND@/--oversubscribe --bind-to none}
+        fi
+        read -r -a cmd <<<"$line"
     fi
     echo "  round $round/$ROUNDS  $name $mode"
     shm_snapshot >"$WORK/shm.before"
     # -k: if TERM is ignored, KILL 10 s later.
-    timeout -k 10 "$RUN_TIMEOUT" "${cmd[@]}" "$mode" --max-size "$MAX_SIZE" >"$out" 2>"$err" || rc=$?
+    timeout -k 10 "$RUN_TIMEOUT" "${cmd[@]}" "$mode" --max-size "$MAX_SIZE" "${extra[@]}" >"$out" 2>"$err" || rc=$?
     if [ "$rc" -ne 0 ]; then
         shm_cleanup "$WORK/shm.before"
         if [ "$rc" -eq 124 ]; then
@@ -222,7 +252,7 @@ run_one() {
 # report MODE: median per (contender, size), then one table row per size.
 report() {
     local mode=$1 dat="$WORK/$1.dat" unit better
-    if [ "$mode" = latency ]; then
+    if [ "$mode" != bw ]; then
         unit="latency, us, median"; better="lower is better; ratio < 1 means shmpi wins"
     else
         unit="bandwidth, MB/s, median"; better="higher is better; ratio > 1 means shmpi wins"
@@ -240,7 +270,7 @@ report() {
             if (cnt == 0) return
             m = (cnt % 2) ? v[(cnt + 1) / 2] : (v[cnt / 2] + v[cnt / 2 + 1]) / 2
             # best of the rounds: lowest latency, highest bandwidth
-            b = (mode == "latency") ? v[1] : v[cnt]
+            b = (mode != "bw") ? v[1] : v[cnt]
             print key, m, b, cnt
         }
         { k = $1 " " $2

@@ -258,6 +258,10 @@ impl Coll<'_> {
         if n == 1 {
             return Ok(());
         }
+        if let Some(r) = self.shm_region(bytes::<T>(buf.len())) {
+            let x = r.exchange(as_bytes(buf), &mut |c| self.sh.wait_flag(c))?;
+            return fold_exchange(op, &x, buf);
+        }
         let algo = match tuning().allreduce {
             Algo::Auto
                 if bytes::<T>(buf.len()) >= tuning().large && buf.len() >= n && op.commutes() =>
@@ -665,6 +669,36 @@ impl Coll<'_> {
         }
         Ok(())
     }
+}
+
+/// `out = p[0] op p[1] op ... op p[n-1]` over the members' payloads of
+/// an exchange, in rank order (every member computes the same, bit for
+/// bit), without allocating for small counts.
+fn fold_exchange<T: Reducible>(
+    op: &Op,
+    x: &crate::transport::shmcoll::Exchange<'_>,
+    out: &mut [T],
+) -> Result<()> {
+    let len = out.len();
+    if len == 0 {
+        return Ok(());
+    }
+    let mut small = [out[0]; 64];
+    let mut big = Vec::new();
+    let tmp: &mut [T] = if len <= small.len() {
+        &mut small[..len]
+    } else {
+        big.extend_from_slice(out);
+        &mut big
+    };
+    x.read(0, as_bytes_mut(out))?;
+    for k in 1..x.members() {
+        x.read(k, as_bytes_mut(tmp))?;
+        // out holds ranks 0..k: tmp = out op tmp.
+        op.apply(out, tmp);
+        out.copy_from_slice(tmp);
+    }
+    Ok(())
 }
 
 /// `out = all[0] op all[1] op ... op all[n-1]` for blocks of `len`, in

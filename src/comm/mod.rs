@@ -137,12 +137,15 @@ pub struct Communicator {
 }
 
 impl Communicator {
-    /// `WORLD` or `SELF` (or any communicator that holds no index).
+    /// `WORLD` (which uses collective region 0) or `SELF`.
     pub(crate) fn new(proc_: Arc<Process>, ctx: Context, name: &str) -> Communicator {
         let me = proc_.p2p.world_rank();
         let group = Group::from_world_ranks(ctx.ranks.to_vec(), Some(me))
             .expect("a context's members are distinct");
-        Communicator::build(
+        let region = (ctx.id == context::WORLD_INDEX && ctx.size() > 1)
+            .then(|| Region::attach(proc_.segment().clone(), 0, ctx.ranks.clone(), ctx.rank));
+        Communicator::build_with(
+            region,
             proc_,
             ctx,
             group,

@@ -33,6 +33,10 @@ pub struct Slot {
     payload: UnsafeCell<[[u8; PAYLOAD]; 2]>,
 }
 
+/// Payload bytes that travel in the flag line itself (by parity), so a
+/// small collective costs one cache-line transfer per member, not two.
+pub const INLINE: usize = 48;
+
 /// The flag line of a slot.
 #[repr(C)]
 #[derive(Debug)]
@@ -42,7 +46,12 @@ pub struct SlotHead {
     /// Bytes of payload written for it, by epoch parity (double buffered
     /// with the payloads).
     pub len: [AtomicU64; 2],
+    /// Payloads of up to [`INLINE`] bytes, by parity; accessed as the
+    /// large payloads are (raw pointers, under the epoch protocol).
+    inline: UnsafeCell<[[u8; INLINE]; 2]>,
 }
+
+const _: () = assert!(core::mem::size_of::<SlotHead>() <= crate::sync::CACHE_LINE);
 
 /// Bytes of one slot.
 pub const SLOT_BYTES: usize = core::mem::size_of::<Slot>();
@@ -143,5 +152,16 @@ impl Slot {
             .get()
             .cast::<u8>()
             .wrapping_add(parity * PAYLOAD)
+    }
+
+    /// The in-line payload buffer for `parity` (up to [`INLINE`] bytes,
+    /// in the flag line), as [`payload_ptr`](Self::payload_ptr).
+    pub fn inline_ptr(&self, parity: usize) -> *mut u8 {
+        assert!(parity < 2);
+        self.head
+            .inline
+            .get()
+            .cast::<u8>()
+            .wrapping_add(parity * INLINE)
     }
 }

@@ -22,7 +22,7 @@
 //! moving.
 
 use crate::error::{Error, ErrorClass, Result};
-use crate::shm::collregion::{PAYLOAD, REGIONS};
+use crate::shm::collregion::{INLINE, PAYLOAD, REGIONS};
 use crate::shm::doorbell::{self, Kernel};
 use crate::shm::Segment;
 use crate::sync::{fence, Ordering};
@@ -109,16 +109,17 @@ impl Region {
         let slot = self.seg.coll_slot(self.index, self.members[self.me]);
         // Relaxed: published with the payload by the Release of the epoch.
         slot.head.len[(e % 2) as usize].store(data.len() as u64, Ordering::Relaxed);
-        // SAFETY: buffer `e % 2` of this rank's slot is written only by
-        // this rank, and only after every member posted `e - 1`, i.e.
-        // finished reading it (module doc); `data` fits (asserted).
-        unsafe {
-            core::ptr::copy_nonoverlapping(
-                data.as_ptr(),
-                slot.payload_ptr((e % 2) as usize),
-                data.len(),
-            )
+        let p = (e % 2) as usize;
+        let dst = if data.len() <= INLINE {
+            slot.inline_ptr(p)
+        } else {
+            slot.payload_ptr(p)
         };
+        // SAFETY: buffer `e % 2` of this rank's slot (in-line or not) is
+        // written only by this rank, and only after every member posted
+        // `e - 1`, i.e. finished reading it (module doc); `data` fits the
+        // buffer chosen by its length (asserted above).
+        unsafe { core::ptr::copy_nonoverlapping(data.as_ptr(), dst, data.len()) };
     }
 
     fn read(&self, e: u64, k: usize, out: &mut [u8]) -> Result<()> {
@@ -136,16 +137,17 @@ impl Region {
                 ),
             ));
         }
-        // SAFETY: called after the Acquire of member k's epoch `e`, so its
-        // write of buffer `e % 2` is complete and visible, and it will not
-        // write it again before this rank posts `e + 1` (module doc).
-        unsafe {
-            core::ptr::copy_nonoverlapping(
-                slot.payload_ptr((e % 2) as usize),
-                out.as_mut_ptr(),
-                out.len(),
-            )
+        let p = (e % 2) as usize;
+        let src = if len <= INLINE {
+            slot.inline_ptr(p)
+        } else {
+            slot.payload_ptr(p)
         };
+        // SAFETY: called after the Acquire of member k's epoch `e`, so its
+        // write of buffer `e % 2` (in-line or not, chosen by the same
+        // length) is complete and visible, and it will not write it again
+        // before this rank posts `e + 1` (module doc).
+        unsafe { core::ptr::copy_nonoverlapping(src, out.as_mut_ptr(), out.len()) };
         Ok(())
     }
 
@@ -179,6 +181,26 @@ impl Region {
         }
         *g = e;
         r
+    }
+
+    /// Posts `mine` and waits until every member has posted theirs; the
+    /// returned view reads them (any order, any number of times) until it
+    /// is dropped, which ends the collective.
+    ///
+    /// # Errors
+    /// What `wait` returns.
+    pub fn exchange(&self, mine: &[u8], wait: Wait<'_>) -> Result<Exchange<'_>> {
+        let g = self.begin(mine.len())?;
+        let e = *g + 1;
+        wait(&|| self.all_at(e - 1))?;
+        self.write(e, mine);
+        self.post(e);
+        wait(&|| self.all_at(e))?;
+        Ok(Exchange {
+            region: self,
+            guard: g,
+            e,
+        })
     }
 
     /// Every member's `mine` into `out` at `root` only (others just post).
@@ -228,6 +250,35 @@ impl Region {
     /// The region's index.
     pub fn index(&self) -> usize {
         self.index
+    }
+}
+
+/// Every member's payload of one collective, readable until dropped.
+#[derive(Debug)]
+pub struct Exchange<'a> {
+    region: &'a Region,
+    guard: std::sync::MutexGuard<'a, u64>,
+    e: u64,
+}
+
+impl Exchange<'_> {
+    /// Member `k`'s payload into `out` (of the length every member passed).
+    ///
+    /// # Errors
+    /// `Count` when member `k` passed another length.
+    pub fn read(&self, k: usize, out: &mut [u8]) -> Result<()> {
+        self.region.read(self.e, k, out)
+    }
+
+    /// Members.
+    pub fn members(&self) -> usize {
+        self.region.members.len()
+    }
+}
+
+impl Drop for Exchange<'_> {
+    fn drop(&mut self) {
+        *self.guard = self.e;
     }
 }
 
