@@ -566,6 +566,8 @@ fn a_million_live_dups_fit_and_running_out_is_a_clear_error() {
             assert_eq!(ids.len(), live.len(), "all distinct");
             ring_check(live.last().unwrap());
             let freed = live.swap_remove(12_345).context_id();
+            // Freeing is local: meet first, so both ranks have released it.
+            w.barrier().unwrap();
             let again = w.dup().unwrap();
             assert_eq!(again.context_id(), freed, "a freed id is reused");
             drop(live);

@@ -75,9 +75,20 @@ fn shmpi_bench_collectives_print_osu_rows() {
     assert_eq!(r[0][0], 0.0);
     assert!(r[0][1] > 0.0, "{out}");
     for coll in ["bcast", "reduce", "allreduce", "allgather", "alltoall"] {
-        let out = bench(&[coll, "--ranks", "3", "--max-size", "4096", "--iterations", "20"]);
+        let out = bench(&[
+            coll,
+            "--ranks",
+            "3",
+            "--max-size",
+            "4096",
+            "--iterations",
+            "20",
+        ]);
         let r = rows(&out);
-        assert!(!r.is_empty() && r.iter().all(|r| r.len() == 2 && r[1] > 0.0), "{coll}: {out}");
+        assert!(
+            !r.is_empty() && r.iter().all(|r| r.len() == 2 && r[1] > 0.0),
+            "{coll}: {out}"
+        );
         assert_eq!(r.last().unwrap()[0], 4096.0, "{coll}: {out}");
     }
 }

@@ -15,7 +15,13 @@ use super::tuning::{tuning, Algo};
 use super::Coll;
 use crate::datatype::Scalar;
 use crate::error::{Error, ErrorClass, Result};
-use crate::transport::bytes::{as_bytes, as_bytes_mut};
+use crate::transport::bytes::{as_bytes, as_bytes_mut, scratch};
+use std::cell::RefCell;
+
+thread_local! {
+    /// Two scratch buffers per thread for reductions (see `reduce_t`).
+    static SCRATCH: RefCell<(Vec<u64>, Vec<u64>)> = const { RefCell::new((Vec::new(), Vec::new())) };
+}
 
 /// Bytes of `n` elements of `T`.
 fn bytes<T>(n: usize) -> usize {
@@ -32,6 +38,23 @@ impl Coll<'_> {
     /// Sends typed data.
     pub fn send_t<T: Scalar>(&self, to: usize, tag: i32, data: &[T]) -> Result<()> {
         self.send(to, tag, as_bytes(data))
+    }
+
+    /// Sends typed data, synchronously when it is large (at least
+    /// `SHMPI_COLL_LARGE` bytes): the send returns once the receiver has
+    /// matched it, so a root that only sends (bcast, or a reduce's
+    /// leaves) cannot run ahead of its receivers by more than one
+    /// collective and pile megabytes into their unexpected queues.
+    pub fn send_flow_t<T: Scalar>(&self, to: usize, tag: i32, data: &[T]) -> Result<()> {
+        let sync = bytes::<T>(data.len()) >= tuning().large;
+        self.sh.send_bytes(
+            self.ctx.coll_id(),
+            self.ctx.rank as u32,
+            self.ctx.ranks[to],
+            tag,
+            as_bytes(data),
+            sync,
+        )
     }
 
     /// Receives exactly `buf.len()` elements.
@@ -85,10 +108,12 @@ impl Coll<'_> {
             return Ok(());
         }
         if let Some(r) = self.shm_region(bytes::<T>(buf.len())) {
-            return r.bcast(root, as_bytes_mut(buf), &mut |c| self.sh.wait_flag(c));
+            return r.bcast(root, as_bytes_mut(buf), &mut |c, i| self.sh.wait_flag(c, i));
         }
         let algo = match tuning().bcast {
-            Algo::Auto if bytes::<T>(buf.len()) >= tuning().large && buf.len() >= n => {
+            // Scatter + allgather moves less than a tree only from about 8
+            // ranks on (log2 n full copies against about 2).
+            Algo::Auto if bytes::<T>(buf.len()) >= tuning().large && buf.len() >= n && n >= 8 => {
                 Algo::ScatterAllgather
             }
             Algo::Auto => Algo::Binomial,
@@ -114,7 +139,7 @@ impl Coll<'_> {
         mask >>= 1;
         while mask > 0 {
             if rel + mask < n {
-                self.send_t((rel + mask + root) % n, tags::BCAST, buf)?;
+                self.send_flow_t((rel + mask + root) % n, tags::BCAST, buf)?;
             }
             mask >>= 1;
         }
@@ -176,70 +201,99 @@ impl Coll<'_> {
         let me = self.ctx.rank;
         if let Some(r) = self.shm_region(bytes::<T>(data.len())) {
             let mut all = data.repeat(n);
-            r.gather(root, as_bytes(data), as_bytes_mut(&mut all), &mut |c| {
-                self.sh.wait_flag(c)
+            r.gather(root, as_bytes(data), as_bytes_mut(&mut all), &mut |c, i| {
+                self.sh.wait_flag(c, i)
             })?;
             if me == root {
                 fold_in_rank_order(op, &mut all, data.len(), out);
             }
             return Ok(());
         }
-        let mut acc = data.to_vec();
-        let linear = tuning().reduce == Algo::Linear;
-        if n > 1 && linear {
-            if me == root {
-                // acc holds the running reduction of ranks 0..r in order.
-                let mut tmp = data.to_vec();
-                let mut first = true;
-                for r in 0..n {
-                    let v = if r == me {
-                        data.to_vec()
-                    } else {
-                        self.recv_t(r, tags::REDUCE, &mut tmp)?;
-                        tmp.clone()
-                    };
-                    if first {
-                        acc = v;
-                        first = false;
-                    } else {
-                        let mut v = v;
-                        op.apply(&acc, &mut v);
-                        acc = v;
-                    }
-                }
-            } else {
-                self.send_t(root, tags::REDUCE, data)?;
+        if n == 1 {
+            out.copy_from_slice(data);
+            return Ok(());
+        }
+        SCRATCH.with(|s| match s.try_borrow_mut() {
+            Ok(mut b) => {
+                let (acc_buf, tmp_buf) = &mut *b;
+                self.reduce_scratch(op, root, data, out, acc_buf, tmp_buf)
             }
-        } else if n > 1 {
-            // Commutative: a binomial tree rooted at `root`. Otherwise
-            // rooted at 0, where relative order is rank order, then moved.
-            let base = if op.commutes() { root } else { 0 };
-            let rel = (me + n - base) % n;
-            let mut tmp = acc.clone();
-            let mut mask = 1;
-            while mask < n {
-                if rel & mask != 0 {
-                    self.send_t((rel - mask + base) % n, tags::REDUCE, &acc)?;
-                    break;
-                }
-                if rel + mask < n {
-                    self.recv_t((rel + mask + base) % n, tags::REDUCE, &mut tmp)?;
-                    // acc covers the lower ranks: tmp = acc op tmp.
-                    op.apply(&acc, &mut tmp);
-                    std::mem::swap(&mut acc, &mut tmp);
-                }
-                mask <<= 1;
+            // Re-entered (a user operation that calls a collective): use
+            // buffers of its own.
+            Err(_) => self.reduce_scratch(op, root, data, out, &mut Vec::new(), &mut Vec::new()),
+        })
+    }
+
+    /// `reduce_t` over reusable scratch buffers: `acc` holds this rank's
+    /// partial result once it has received anything (until then `data`
+    /// is), `tmp` the part being received.
+    fn reduce_scratch<T: Reducible>(
+        &self,
+        op: &Op,
+        root: usize,
+        data: &[T],
+        out: &mut [T],
+        acc_buf: &mut Vec<u64>,
+        tmp_buf: &mut Vec<u64>,
+    ) -> Result<()> {
+        let n = self.size();
+        let me = self.ctx.rank;
+        let len = data.len();
+        let acc: &mut [T] = scratch(acc_buf, len);
+        let tmp: &mut [T] = scratch(tmp_buf, len);
+        let mut have = false; // acc holds the partial result (else data)
+        if tuning().reduce == Algo::Linear {
+            if me != root {
+                return self.send_flow_t(root, tags::REDUCE, data);
             }
-            if base != root {
-                if me == base {
-                    self.send_t(root, tags::REDUCE + 1, &acc)?;
-                } else if me == root {
-                    self.recv_t(base, tags::REDUCE + 1, &mut acc)?;
+            // acc holds the running reduction of ranks 0..r in order.
+            for r in 0..n {
+                let v: &mut [T] = if r == me {
+                    tmp.copy_from_slice(data);
+                    tmp
+                } else {
+                    self.recv_t(r, tags::REDUCE, tmp)?;
+                    tmp
+                };
+                if r > 0 {
+                    op.apply(acc, v);
                 }
+                acc.copy_from_slice(v);
+            }
+            out.copy_from_slice(acc);
+            return Ok(());
+        }
+        // Commutative: a binomial tree rooted at `root`. Otherwise rooted
+        // at 0, where relative order is rank order, then moved.
+        let base = if op.commutes() { root } else { 0 };
+        let rel = (me + n - base) % n;
+        let mut mask = 1;
+        while mask < n {
+            if rel & mask != 0 {
+                let part: &[T] = if have { acc } else { data };
+                self.send_flow_t((rel - mask + base) % n, tags::REDUCE, part)?;
+                break;
+            }
+            if rel + mask < n {
+                self.recv_t((rel + mask + base) % n, tags::REDUCE, tmp)?;
+                // The partial result covers the lower ranks: tmp = it op tmp.
+                op.apply(if have { &*acc } else { data }, tmp);
+                acc.copy_from_slice(tmp);
+                have = true;
+            }
+            mask <<= 1;
+        }
+        if base != root {
+            if me == base {
+                let part: &[T] = if have { acc } else { data };
+                self.send_flow_t(root, tags::REDUCE + 1, part)?;
+            } else if me == root {
+                self.recv_t(base, tags::REDUCE + 1, out)?;
+                return Ok(());
             }
         }
         if me == root {
-            out.copy_from_slice(&acc);
+            out.copy_from_slice(if have { &*acc } else { data });
         }
         Ok(())
     }
@@ -259,7 +313,7 @@ impl Coll<'_> {
             return Ok(());
         }
         if let Some(r) = self.shm_region(bytes::<T>(buf.len())) {
-            let x = r.exchange(as_bytes(buf), &mut |c| self.sh.wait_flag(c))?;
+            let x = r.exchange(as_bytes(buf), &mut |c, i| self.sh.wait_flag(c, i))?;
             return fold_exchange(op, &x, buf);
         }
         let algo = match tuning().allreduce {
@@ -475,6 +529,16 @@ impl Coll<'_> {
         };
         let me = self.ctx.rank;
         let block = |r: usize| displs[r]..displs[r] + counts[r];
+        if equal && contiguous {
+            if let Some(r) = self.shm_region(bytes::<T>(counts[0])) {
+                let mine = out[block(me)].to_vec();
+                let x = r.exchange(as_bytes(&mine), &mut |c, i| self.sh.wait_flag(c, i))?;
+                for k in 0..n {
+                    x.read(k, as_bytes_mut(&mut out[block(k)]))?;
+                }
+                return Ok(());
+            }
+        }
         match algo {
             Algo::RecursiveDoubling => {
                 // After the round with `mask`, a rank holds the blocks of

@@ -443,18 +443,22 @@ impl Shared {
 
     /// Waits until `cond()` holds (a flag in shared memory that a peer
     /// sets, then rings this rank's doorbell): spins on it alone at first,
-    /// then keeps the engine moving between looks, yields, and sleeps on
-    /// the doorbell with `cond` as part of the wake-up condition.
+    /// then calls `on_idle` once and keeps the engine moving between
+    /// looks, yields, and sleeps on the doorbell with `cond` as part of
+    /// the wake-up condition.
     ///
     /// # Errors
     /// None today; `Result` for symmetry with the other waits.
-    pub fn wait_flag(&self, cond: &dyn Fn() -> bool) -> Result<()> {
+    pub fn wait_flag(&self, cond: &dyn Fn() -> bool, on_idle: &dyn Fn()) -> Result<()> {
         for _ in 0..FLAG_SPINS {
             if cond() {
                 return Ok(());
             }
             crate::sync::spin_hint();
         }
+        // About to drive the engine, yield or sleep: let the caller wake
+        // whoever waits for it first.
+        on_idle();
         let mut waiter = Waiter::new(self.policy);
         loop {
             if cond() {

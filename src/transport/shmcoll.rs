@@ -9,8 +9,17 @@
 //!    finished reading the payloads of `e - 2`, whose buffer, parity
 //!    `e % 2`, is about to be reused);
 //! 2. writes its payload into buffer `e % 2` of its slot (if it sends);
-//! 3. posts `e` (Release) and rings the members' doorbells;
-//! 4. waits for the epochs it needs (Acquire) and reads their payloads.
+//! 3. posts `e` (Release);
+//! 4. waits for the epochs it needs (Acquire) and reads their payloads;
+//! 5. rings the members' doorbells (a SeqCst fence, then each member's
+//!    sleeper count), also before its own wait stops spinning.
+//!
+//! Ringing after the wait rather than right after the post keeps the
+//! fence off the critical path: by then the post has long reached the
+//! peers. A member asleep waiting for this post was rung at the end of
+//! every earlier collective, and is rung for this one when the poster
+//! finishes or stops spinning, whichever comes first, so it sleeps at most
+//! one spinning phase longer than it would have.
 //!
 //! A bcast receiver posts `e` after reading (the root does not wait for
 //! it; step 1 of the root's next-but-one collective does). Payload reads
@@ -28,8 +37,10 @@ use crate::shm::Segment;
 use crate::sync::{fence, Ordering};
 use std::sync::{Arc, Mutex};
 
-/// How a region operation waits: `wait(cond)` returns once `cond()` holds.
-pub type Wait<'a> = &'a mut dyn FnMut(&dyn Fn() -> bool) -> Result<()>;
+/// How a region operation waits: `wait(cond, on_idle)` returns once
+/// `cond()` holds, and calls `on_idle()` before it stops spinning (yields
+/// or sleeps).
+pub type Wait<'a> = &'a mut dyn FnMut(&dyn Fn() -> bool, &dyn Fn()) -> Result<()>;
 
 /// Largest payload per member.
 pub const MAX_PAYLOAD: usize = PAYLOAD;
@@ -93,8 +104,12 @@ impl Region {
         let me = self.seg.coll_slot(self.index, self.members[self.me]);
         // SYNC(shmcoll): Release; pairs with the Acquire in `epoch_of`.
         me.head.epoch.store(e, Ordering::Release);
-        // SYNC(doorbell): the fence between publishing and reading the
-        // sleeper counts.
+    }
+
+    /// Wakes members that sleep waiting for this rank's posts.
+    fn ring(&self) {
+        // SYNC(doorbell): the fence between publishing (the posts) and
+        // reading the sleeper counts.
         fence(Ordering::SeqCst);
         for (k, &m) in self.members.iter().enumerate() {
             if k != self.me {
@@ -169,16 +184,17 @@ impl Region {
     pub fn allgather(&self, mine: &[u8], out: &mut [u8], wait: Wait<'_>) -> Result<()> {
         let mut g = self.begin(mine.len())?;
         let e = *g + 1;
-        wait(&|| self.all_at(e - 1))?;
+        wait(&|| self.all_at(e - 1), &|| self.ring())?;
         self.write(e, mine);
         self.post(e);
-        wait(&|| self.all_at(e))?;
+        wait(&|| self.all_at(e), &|| self.ring())?;
         let b = mine.len();
         let mut r = Ok(());
         for k in 0..self.members.len() {
             let x = self.read(e, k, &mut out[k * b..(k + 1) * b]);
             r = r.and(x);
         }
+        self.ring();
         *g = e;
         r
     }
@@ -192,10 +208,10 @@ impl Region {
     pub fn exchange(&self, mine: &[u8], wait: Wait<'_>) -> Result<Exchange<'_>> {
         let g = self.begin(mine.len())?;
         let e = *g + 1;
-        wait(&|| self.all_at(e - 1))?;
+        wait(&|| self.all_at(e - 1), &|| self.ring())?;
         self.write(e, mine);
         self.post(e);
-        wait(&|| self.all_at(e))?;
+        wait(&|| self.all_at(e), &|| self.ring())?;
         Ok(Exchange {
             region: self,
             guard: g,
@@ -210,18 +226,19 @@ impl Region {
     pub fn gather(&self, root: usize, mine: &[u8], out: &mut [u8], wait: Wait<'_>) -> Result<()> {
         let mut g = self.begin(mine.len())?;
         let e = *g + 1;
-        wait(&|| self.all_at(e - 1))?;
+        wait(&|| self.all_at(e - 1), &|| self.ring())?;
         self.write(e, mine);
         self.post(e);
         let mut r = Ok(());
         if self.me == root {
-            wait(&|| self.all_at(e))?;
+            wait(&|| self.all_at(e), &|| self.ring())?;
             let b = mine.len();
             for k in 0..self.members.len() {
                 let x = self.read(e, k, &mut out[k * b..(k + 1) * b]);
                 r = r.and(x);
             }
         }
+        self.ring();
         *g = e;
         r
     }
@@ -233,16 +250,17 @@ impl Region {
     pub fn bcast(&self, root: usize, buf: &mut [u8], wait: Wait<'_>) -> Result<()> {
         let mut g = self.begin(buf.len())?;
         let e = *g + 1;
-        wait(&|| self.all_at(e - 1))?;
+        wait(&|| self.all_at(e - 1), &|| self.ring())?;
         let mut r = Ok(());
         if self.me == root {
             self.write(e, buf);
             self.post(e);
         } else {
-            wait(&|| self.epoch_of(root) >= e)?;
+            wait(&|| self.epoch_of(root) >= e, &|| self.ring())?;
             r = self.read(e, root, buf);
             self.post(e);
         }
+        self.ring();
         *g = e;
         r
     }
@@ -278,6 +296,7 @@ impl Exchange<'_> {
 
 impl Drop for Exchange<'_> {
     fn drop(&mut self) {
+        self.region.ring();
         *self.guard = self.e;
     }
 }
