@@ -203,6 +203,58 @@ fn check_all(c: &Communicator, seed: u64) {
             assert_eq!(out, want, "non-commutative reduce_scatter_block");
         }
 
+        // the remaining in-place forms
+        if len <= 7 {
+            let mut g = if me == root {
+                let mut v = vec![0; n * len];
+                v[root * len..(root + 1) * len].copy_from_slice(mine);
+                v
+            } else {
+                mine.clone()
+            };
+            c.gather_in_place(&mut g, root as i32).unwrap();
+            if me == root {
+                assert_eq!(g, all.concat(), "gather in place");
+            }
+            let mut sc = if me == root {
+                all.concat()
+            } else {
+                vec![0; len]
+            };
+            c.scatter_in_place(&mut sc, root as i32).unwrap();
+            let got = if me == root {
+                &sc[root * len..(root + 1) * len]
+            } else {
+                &sc[..]
+            };
+            assert_eq!(got, &mine[..], "scatter in place");
+            let mut sp = mine.clone();
+            c.scan_in_place(&mut sp, &Op::Sum).unwrap();
+            assert_eq!(
+                sp,
+                fold(&all[..=me], |a, b| a.wrapping_add(b)),
+                "scan in place"
+            );
+            let mut ep = mine.clone();
+            c.exscan_in_place(&mut ep, &Op::Sum).unwrap();
+            if me > 0 {
+                assert_eq!(
+                    ep,
+                    fold(&all[..me], |a, b| a.wrapping_add(b)),
+                    "exscan in place"
+                );
+            }
+            let mut a2 = data(s + 21, me, n * len);
+            c.alltoall_in_place(&mut a2).unwrap();
+            let want: Vec<i64> = (0..n)
+                .flat_map(|i| data(s + 21, i, n * len)[me * len..(me + 1) * len].to_vec())
+                .collect();
+            assert_eq!(a2, want, "alltoall in place");
+            let mut rsb: Vec<i64> = all[me].repeat(n);
+            c.reduce_scatter_block_in_place(&mut rsb, &Op::Sum).unwrap();
+            assert_eq!(&rsb[..len], &sum[..], "reduce_scatter_block in place");
+        }
+
         // gather / scatter / allgather / alltoall and their v forms
         let mut g = vec![0; if me == root { n * len } else { 0 }];
         c.gather(mine, &mut g, root as i32).unwrap();

@@ -527,6 +527,123 @@ impl Communicator {
     }
 }
 
+impl Communicator {
+    /// `MPI_Gather` with `MPI_IN_PLACE` at the root: there `buf` holds the
+    /// n blocks, the root's own already at block `root`; elsewhere `buf` is
+    /// the block sent.
+    ///
+    /// # Errors
+    /// `Root`, `Count` (at the root, `buf` not a multiple of the size).
+    pub fn gather_in_place<T: Scalar>(&self, buf: &mut [T], root: i32) -> Result<()> {
+        let r = self.gather_in_place_inner(buf, root);
+        self.ret("MPI_Gather", r)
+    }
+
+    fn gather_in_place_inner<T: Scalar>(&self, buf: &mut [T], root: i32) -> Result<()> {
+        let c = self.intra("MPI_Gather")?;
+        let root = self.root_of(root)?;
+        let n = c.size();
+        if self.ctx.rank != root {
+            let counts = vec![buf.len(); n];
+            return c.gatherv_t(root, buf, &mut [], &counts, &packed(&counts));
+        }
+        if buf.len() % n != 0 {
+            return Err(count("MPI_Gather", buf.len().div_ceil(n) * n, buf.len()));
+        }
+        let b = buf.len() / n;
+        let mine = buf[root * b..(root + 1) * b].to_vec();
+        let counts = vec![b; n];
+        c.gatherv_t(root, &mine, buf, &counts, &packed(&counts))
+    }
+
+    /// `MPI_Scatter` with `MPI_IN_PLACE` at the root: there `buf` holds the
+    /// n blocks and the root keeps its own where it is; elsewhere `buf`
+    /// receives the block.
+    ///
+    /// # Errors
+    /// `Root`, `Count`.
+    pub fn scatter_in_place<T: Scalar>(&self, buf: &mut [T], root: i32) -> Result<()> {
+        let r = self.scatter_in_place_inner(buf, root);
+        self.ret("MPI_Scatter", r)
+    }
+
+    fn scatter_in_place_inner<T: Scalar>(&self, buf: &mut [T], root: i32) -> Result<()> {
+        let c = self.intra("MPI_Scatter")?;
+        let root = self.root_of(root)?;
+        let n = c.size();
+        if self.ctx.rank != root {
+            return c.scatterv_t(root, &[], &vec![buf.len(); n], &vec![0; n], buf);
+        }
+        if buf.len() % n != 0 {
+            return Err(count("MPI_Scatter", buf.len().div_ceil(n) * n, buf.len()));
+        }
+        let b = buf.len() / n;
+        let counts = vec![b; n];
+        let all = buf.to_vec();
+        c.scatterv_t(
+            root,
+            &all,
+            &counts,
+            &packed(&counts),
+            &mut buf[root * b..(root + 1) * b],
+        )
+    }
+
+    /// `MPI_Alltoall` with `MPI_IN_PLACE`: block r of `buf` goes to rank r
+    /// and is replaced by rank r's block for this rank.
+    ///
+    /// # Errors
+    /// `Count`.
+    pub fn alltoall_in_place<T: Scalar>(&self, buf: &mut [T]) -> Result<()> {
+        let send = buf.to_vec();
+        self.alltoall(&send, buf)
+    }
+
+    /// `MPI_Reduce_scatter_block` with `MPI_IN_PLACE`: `buf` holds the n
+    /// blocks of input; block `rank` of the result lands in its first
+    /// block.
+    ///
+    /// # Errors
+    /// `Op`, `Count`.
+    pub fn reduce_scatter_block_in_place<T: Reducible>(
+        &self,
+        buf: &mut [T],
+        op: &Op,
+    ) -> Result<()> {
+        let n = self.size().max(1) as usize;
+        if buf.len() % n != 0 {
+            return self.ret(
+                "MPI_Reduce_scatter_block",
+                Err(count(
+                    "MPI_Reduce_scatter_block",
+                    buf.len().div_ceil(n) * n,
+                    buf.len(),
+                )),
+            );
+        }
+        let send = buf.to_vec();
+        self.reduce_scatter_block(&send, &mut buf[..send.len() / n], op)
+    }
+
+    /// `MPI_Scan` with `MPI_IN_PLACE`.
+    ///
+    /// # Errors
+    /// `Op`.
+    pub fn scan_in_place<T: Reducible>(&self, buf: &mut [T], op: &Op) -> Result<()> {
+        let send = buf.to_vec();
+        self.scan(&send, buf, op)
+    }
+
+    /// `MPI_Exscan` with `MPI_IN_PLACE` (rank 0's `buf` is left as it was).
+    ///
+    /// # Errors
+    /// `Op`.
+    pub fn exscan_in_place<T: Reducible>(&self, buf: &mut [T], op: &Op) -> Result<()> {
+        let send = buf.to_vec();
+        self.exscan(&send, buf, op)
+    }
+}
+
 /// Copies a finished schedule's working buffer (from `at`) into `out`.
 fn read_into<'a, T: Scalar>(out: &'a mut [T], at: usize) -> Finish<'a> {
     Box::new(move |task| {
