@@ -7,7 +7,10 @@
 //!
 //! 1. waits until every member has posted epoch `e - 1` (so everyone has
 //!    finished reading the payloads of `e - 2`, whose buffer, parity
-//!    `e % 2`, is about to be reused);
+//!    `e % 2`, is about to be reused); free when its previous collective
+//!    already saw every member at `e - 1` (allgather, barrier, a gather's
+//!    root), since re-reading a flag line a peer has just written costs a
+//!    cache-line transfer before anything is posted;
 //! 2. writes its payload into buffer `e % 2` of its slot (if it sends);
 //! 3. posts `e` (Release);
 //! 4. waits for the epochs it needs (Acquire) and reads their payloads;
@@ -31,10 +34,11 @@
 //! moving.
 
 use crate::error::{Error, ErrorClass, Result};
-use crate::shm::collregion::{INLINE, PAYLOAD, REGIONS};
+use crate::shm::collregion::{Slot, INLINE, PAYLOAD, REGIONS};
 use crate::shm::doorbell::{self, Kernel};
 use crate::shm::Segment;
 use crate::sync::{fence, Ordering};
+use core::ptr::NonNull;
 use std::sync::{Arc, Mutex};
 
 /// How a region operation waits: `wait(cond, on_idle)` returns once
@@ -45,6 +49,15 @@ pub type Wait<'a> = &'a mut dyn FnMut(&dyn Fn() -> bool, &dyn Fn()) -> Result<()
 /// Largest payload per member.
 pub const MAX_PAYLOAD: usize = PAYLOAD;
 
+/// This process's view of a region's epochs.
+#[derive(Debug, Default)]
+struct Epochs {
+    /// The last collective it completed.
+    done: u64,
+    /// Every member has posted at least this (seen by this process).
+    all: u64,
+}
+
 /// One communicator's use of a collective region.
 #[derive(Debug)]
 pub struct Region {
@@ -52,11 +65,22 @@ pub struct Region {
     index: usize,
     members: Arc<[usize]>,
     me: usize,
-    /// The last epoch this process completed; the lock also serialises
-    /// collectives of one communicator called from several threads
-    /// (erroneous in MPI, but then merely serialised, never racy).
-    epoch: Mutex<u64>,
+    /// The last epoch this process completed, and the highest epoch it
+    /// has seen every member post; the lock also serialises collectives
+    /// of one communicator called from several threads (erroneous in MPI,
+    /// but then merely serialised, never racy).
+    epoch: Mutex<Epochs>,
+    /// Each member's slot, looked up once (the spin loops read them).
+    slots: Vec<NonNull<Slot>>,
 }
+
+// SAFETY: the slot pointers point into the mapping that `seg` (an `Arc`
+// owned by the region) keeps alive, and `Slot` is only ever accessed
+// through atomics or, for payloads, under the epoch protocol with the
+// `epoch` lock held; the pointers carry no thread affinity.
+unsafe impl Send for Region {}
+// SAFETY: as for `Send`; `&Region` gives no unsynchronised access.
+unsafe impl Sync for Region {}
 
 impl Region {
     /// Claims a region for `members` (world ranks) and resets their
@@ -77,23 +101,33 @@ impl Region {
     /// Region 0 is `WORLD`'s and is never released.
     pub fn attach(seg: Arc<Segment>, index: usize, members: Arc<[usize]>, me: usize) -> Region {
         assert!(index < REGIONS && me < members.len());
+        let slots = members
+            .iter()
+            .map(|&m| NonNull::from(seg.coll_slot(index, m)))
+            .collect();
         Region {
             seg,
             index,
             members,
             me,
-            epoch: Mutex::new(0),
+            epoch: Mutex::new(Epochs::default()),
+            slots,
         }
+    }
+
+    /// Member `k`'s slot.
+    #[inline]
+    fn slot(&self, k: usize) -> &Slot {
+        // SAFETY: the pointer came from `Segment::coll_slot` (in bounds,
+        // aligned) and the mapping lives as long as `self.seg`, which
+        // outlives this borrow of `self`.
+        unsafe { self.slots[k].as_ref() }
     }
 
     fn epoch_of(&self, k: usize) -> u64 {
         // SYNC(shmcoll): Acquire; pairs with the Release in `post`: the
         // member's payload of that epoch is visible.
-        self.seg
-            .coll_slot(self.index, self.members[k])
-            .head
-            .epoch
-            .load(Ordering::Acquire)
+        self.slot(k).head.epoch.load(Ordering::Acquire)
     }
 
     fn all_at(&self, e: u64) -> bool {
@@ -101,9 +135,20 @@ impl Region {
     }
 
     fn post(&self, e: u64) {
-        let me = self.seg.coll_slot(self.index, self.members[self.me]);
+        let me = self.slot(self.me);
         // SYNC(shmcoll): Release; pairs with the Acquire in `epoch_of`.
         me.head.epoch.store(e, Ordering::Release);
+    }
+
+    /// Step 1: every member has posted `e - 1`. Free when this process saw
+    /// it already (its last collective waited for everyone); a look at
+    /// every member's flag line otherwise.
+    fn start_rule(&self, g: &mut Epochs, e: u64, wait: Wait<'_>) -> Result<()> {
+        if g.all < e - 1 {
+            wait(&|| self.all_at(e - 1), &|| self.ring())?;
+            g.all = e - 1;
+        }
+        Ok(())
     }
 
     /// Wakes members that sleep waiting for this rank's posts.
@@ -121,7 +166,7 @@ impl Region {
 
     fn write(&self, e: u64, data: &[u8]) {
         assert!(data.len() <= PAYLOAD);
-        let slot = self.seg.coll_slot(self.index, self.members[self.me]);
+        let slot = self.slot(self.me);
         // Relaxed: published with the payload by the Release of the epoch.
         slot.head.len[(e % 2) as usize].store(data.len() as u64, Ordering::Relaxed);
         let p = (e % 2) as usize;
@@ -139,7 +184,7 @@ impl Region {
 
     fn read(&self, e: u64, k: usize, out: &mut [u8]) -> Result<()> {
         assert!(out.len() <= PAYLOAD);
-        let slot = self.seg.coll_slot(self.index, self.members[k]);
+        let slot = self.slot(k);
         // Relaxed: after the Acquire of the epoch it was published with.
         let len = slot.head.len[(e % 2) as usize].load(Ordering::Relaxed) as usize;
         if len != out.len() {
@@ -166,7 +211,7 @@ impl Region {
         Ok(())
     }
 
-    fn begin(&self, len: usize) -> Result<std::sync::MutexGuard<'_, u64>> {
+    fn begin(&self, len: usize) -> Result<std::sync::MutexGuard<'_, Epochs>> {
         if len > PAYLOAD {
             return Err(Error::new(
                 ErrorClass::Intern,
@@ -183,11 +228,12 @@ impl Region {
     /// What `wait` returns.
     pub fn allgather(&self, mine: &[u8], out: &mut [u8], wait: Wait<'_>) -> Result<()> {
         let mut g = self.begin(mine.len())?;
-        let e = *g + 1;
-        wait(&|| self.all_at(e - 1), &|| self.ring())?;
+        let e = g.done + 1;
+        self.start_rule(&mut g, e, wait)?;
         self.write(e, mine);
         self.post(e);
         wait(&|| self.all_at(e), &|| self.ring())?;
+        g.all = e;
         let b = mine.len();
         let mut r = Ok(());
         for k in 0..self.members.len() {
@@ -195,7 +241,26 @@ impl Region {
             r = r.and(x);
         }
         self.ring();
-        *g = e;
+        g.done = e;
+        r
+    }
+
+    /// A barrier: post, wait for every member's post. No payload, so no
+    /// buffer is reused and the start rule (step 1) is not needed; the
+    /// next collective's own start rule covers it.
+    ///
+    /// # Errors
+    /// What `wait` returns.
+    pub fn barrier(&self, wait: Wait<'_>) -> Result<()> {
+        let mut g = self.begin(0)?;
+        let e = g.done + 1;
+        self.post(e);
+        let r = wait(&|| self.all_at(e), &|| self.ring());
+        if r.is_ok() {
+            g.all = e;
+        }
+        self.ring();
+        g.done = e;
         r
     }
 
@@ -206,12 +271,13 @@ impl Region {
     /// # Errors
     /// What `wait` returns.
     pub fn exchange(&self, mine: &[u8], wait: Wait<'_>) -> Result<Exchange<'_>> {
-        let g = self.begin(mine.len())?;
-        let e = *g + 1;
-        wait(&|| self.all_at(e - 1), &|| self.ring())?;
+        let mut g = self.begin(mine.len())?;
+        let e = g.done + 1;
+        self.start_rule(&mut g, e, wait)?;
         self.write(e, mine);
         self.post(e);
         wait(&|| self.all_at(e), &|| self.ring())?;
+        g.all = e;
         Ok(Exchange {
             region: self,
             guard: g,
@@ -225,13 +291,14 @@ impl Region {
     /// What `wait` returns.
     pub fn gather(&self, root: usize, mine: &[u8], out: &mut [u8], wait: Wait<'_>) -> Result<()> {
         let mut g = self.begin(mine.len())?;
-        let e = *g + 1;
-        wait(&|| self.all_at(e - 1), &|| self.ring())?;
+        let e = g.done + 1;
+        self.start_rule(&mut g, e, wait)?;
         self.write(e, mine);
         self.post(e);
         let mut r = Ok(());
         if self.me == root {
             wait(&|| self.all_at(e), &|| self.ring())?;
+            g.all = e;
             let b = mine.len();
             for k in 0..self.members.len() {
                 let x = self.read(e, k, &mut out[k * b..(k + 1) * b]);
@@ -239,7 +306,7 @@ impl Region {
             }
         }
         self.ring();
-        *g = e;
+        g.done = e;
         r
     }
 
@@ -249,8 +316,8 @@ impl Region {
     /// What `wait` returns.
     pub fn bcast(&self, root: usize, buf: &mut [u8], wait: Wait<'_>) -> Result<()> {
         let mut g = self.begin(buf.len())?;
-        let e = *g + 1;
-        wait(&|| self.all_at(e - 1), &|| self.ring())?;
+        let e = g.done + 1;
+        self.start_rule(&mut g, e, wait)?;
         let mut r = Ok(());
         if self.me == root {
             self.write(e, buf);
@@ -261,7 +328,7 @@ impl Region {
             self.post(e);
         }
         self.ring();
-        *g = e;
+        g.done = e;
         r
     }
 
@@ -275,7 +342,7 @@ impl Region {
 #[derive(Debug)]
 pub struct Exchange<'a> {
     region: &'a Region,
-    guard: std::sync::MutexGuard<'a, u64>,
+    guard: std::sync::MutexGuard<'a, Epochs>,
     e: u64,
 }
 
@@ -297,7 +364,7 @@ impl Exchange<'_> {
 impl Drop for Exchange<'_> {
     fn drop(&mut self) {
         self.region.ring();
-        *self.guard = self.e;
+        self.guard.done = self.e;
     }
 }
 
