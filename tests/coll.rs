@@ -1,9 +1,8 @@
 //! Collectives over real ranks, against a sequential reference: every
 //! operation, sizes 0, 1, odd and large, at 1-8 ranks, on WORLD and on a
 //! split sub-communicator, under every algorithm (forced through the
-//! `SHMPI_COLL_*` variables; the default configuration takes the
-//! shared-memory paths for small payloads, the forced ones turn them off
-//! with `SHMPI_COLL_SHM=0`).
+//! `SHMPI_COLL_*` variables; one configuration forces the shared-memory
+//! paths for small payloads on with `SHMPI_COLL_SHM=1`, two turn them off).
 
 mod support;
 
@@ -404,6 +403,16 @@ fn every_collective_matches_the_reference_with_rings_and_linear_algorithms() {
             ("SHMPI_COLL_ALLGATHER", "ring"),
             ("SHMPI_COLL_ALLTOALL", "linear"),
         ],
+    );
+}
+
+#[test]
+fn every_collective_matches_the_reference_through_shared_memory() {
+    // Forced on: by default the regions are left alone when ranks
+    // outnumber cores, as they do here from 3 ranks on.
+    run_config(
+        "every_collective_matches_the_reference_through_shared_memory",
+        &[("SHMPI_COLL_SHM", "1")],
     );
 }
 

@@ -73,8 +73,11 @@ impl Coll<'_> {
     /// are on (`SHMPI_COLL_SHM`) and `bytes` per member fit it.
     pub fn shm_region(&self, bytes: usize) -> Option<&Region> {
         let t = tuning::tuning();
-        self.region.filter(|_| {
-            t.shm && bytes <= t.shm_max && self.size() <= t.shm_ranks && self.size() > 1
+        self.region.filter(|r| {
+            t.shm.unwrap_or(!r.oversubscribed())
+                && bytes <= t.shm_max
+                && self.size() <= t.shm_ranks
+                && self.size() > 1
         })
     }
 

@@ -45,10 +45,12 @@ pub struct Tuning {
     /// `SHMPI_COLL_LARGE`: bytes from which `Auto` takes the large-message
     /// algorithm (default 65536).
     pub large: usize,
-    /// `SHMPI_COLL_SHM`: 1 (default) lets barrier, bcast, reduce and
-    /// allreduce go through the communicator's collective region; 0 sends
-    /// messages always.
-    pub shm: bool,
+    /// `SHMPI_COLL_SHM`: 1 lets barrier, bcast, reduce, allreduce and
+    /// allgather go through the communicator's collective region, 0 sends
+    /// messages always; unset (`None`), the region is used while every
+    /// rank has a core of its own (oversubscribed, the message algorithms
+    /// wait better: `docs/tuning.md`).
+    pub shm: Option<bool>,
     /// `SHMPI_COLL_SHM_MAX`: the largest payload per member that goes
     /// through the region (default and maximum 256 bytes).
     pub shm_max: usize,
@@ -124,7 +126,9 @@ pub fn tuning() -> &'static Tuning {
                 &[("auto", Auto), ("pairwise", Pairwise), ("linear", Linear)],
             ),
             large: num("SHMPI_COLL_LARGE", DEFAULT_LARGE),
-            shm: num("SHMPI_COLL_SHM", 1) != 0,
+            shm: std::env::var("SHMPI_COLL_SHM")
+                .ok()
+                .map(|v| v.trim() != "0"),
             shm_max: num("SHMPI_COLL_SHM_MAX", crate::transport::shmcoll::MAX_PAYLOAD)
                 .min(crate::transport::shmcoll::MAX_PAYLOAD),
             shm_ranks: num("SHMPI_COLL_SHM_RANKS", 64),

@@ -163,7 +163,7 @@ impl Communicator {
     /// when shared-memory collectives may use one and the pool has one.
     pub(super) fn claim_region(&self, world: &[usize]) -> Option<usize> {
         let t = crate::coll::tuning::tuning();
-        if !t.shm || world.len() < 2 || world.len() > t.shm_ranks {
+        if t.shm == Some(false) || world.len() < 2 || world.len() > t.shm_ranks {
             return None;
         }
         Region::claim(self.proc_.segment(), world)

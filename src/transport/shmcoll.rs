@@ -72,6 +72,10 @@ pub struct Region {
     epoch: Mutex<Epochs>,
     /// Each member's slot, looked up once (the spin loops read them).
     slots: Vec<NonNull<Slot>>,
+    /// Ring right after each post instead of after the wait: when ranks
+    /// outnumber cores a poster may be preempted between its post and its
+    /// ring, and a peer asleep on that post would sleep until it runs.
+    eager: bool,
 }
 
 // SAFETY: the slot pointers point into the mapping that `seg` (an `Arc`
@@ -105,6 +109,8 @@ impl Region {
             .iter()
             .map(|&m| NonNull::from(seg.coll_slot(index, m)))
             .collect();
+        let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
+        let eager = seg.spec().nranks as usize > cores;
         Region {
             seg,
             index,
@@ -112,6 +118,7 @@ impl Region {
             me,
             epoch: Mutex::new(Epochs::default()),
             slots,
+            eager,
         }
     }
 
@@ -138,6 +145,9 @@ impl Region {
         let me = self.slot(self.me);
         // SYNC(shmcoll): Release; pairs with the Acquire in `epoch_of`.
         me.head.epoch.store(e, Ordering::Release);
+        if self.eager {
+            self.ring();
+        }
     }
 
     /// Step 1: every member has posted `e - 1`. Free when this process saw
@@ -330,6 +340,11 @@ impl Region {
         self.ring();
         g.done = e;
         r
+    }
+
+    /// Whether the job has more ranks than this machine has cores.
+    pub fn oversubscribed(&self) -> bool {
+        self.eager
     }
 
     /// The region's index.
