@@ -109,7 +109,7 @@ impl Region {
             .iter()
             .map(|&m| NonNull::from(seg.coll_slot(index, m)))
             .collect();
-        let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
+        let cores = super::wait::online_cpus();
         let eager = seg.spec().nranks as usize > cores;
         Region {
             seg,

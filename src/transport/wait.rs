@@ -36,7 +36,7 @@ impl WaitPolicy {
     /// The policy for a job of `nranks` ranks on this machine, with the
     /// `SHMPI_SPIN_US` / `SHMPI_YIELD_US` overrides.
     pub fn for_job(nranks: usize) -> WaitPolicy {
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let cores = online_cpus();
         let spin_default = if nranks > cores {
             DEFAULT_SPIN_US_OVERSUBSCRIBED
         } else {
@@ -52,6 +52,19 @@ impl WaitPolicy {
             spin: Duration::from_micros(us("SHMPI_SPIN_US", spin_default)),
             yield_for: Duration::from_micros(us("SHMPI_YIELD_US", DEFAULT_YIELD_US)),
         }
+    }
+}
+
+/// CPUs online on this machine. Not `available_parallelism`, which
+/// counts this process's affinity mask: a rank pinned to one CPU would
+/// think every job oversubscribed.
+pub fn online_cpus() -> usize {
+    // SAFETY: `sysconf` reads a system constant; no memory is involved.
+    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+    if n > 0 {
+        n as usize
+    } else {
+        std::thread::available_parallelism().map_or(1, |n| n.get())
     }
 }
 
