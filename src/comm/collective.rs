@@ -498,14 +498,7 @@ impl Communicator {
     /// # Errors
     /// `Op`, `Count`.
     pub fn scan<T: Reducible>(&self, send: &[T], recv: &mut [T], op: &Op) -> Result<()> {
-        let r = (|| {
-            let c = self.intra("MPI_Scan")?;
-            op.check::<T>()?;
-            if recv.len() != send.len() {
-                return Err(count("MPI_Scan", send.len(), recv.len()));
-            }
-            c.scan_t(op, send, recv, false)
-        })();
+        let r = self.scan_inner("MPI_Scan", send, recv, op, false);
         self.ret("MPI_Scan", r)
     }
 
@@ -515,15 +508,24 @@ impl Communicator {
     /// # Errors
     /// `Op`, `Count`.
     pub fn exscan<T: Reducible>(&self, send: &[T], recv: &mut [T], op: &Op) -> Result<()> {
-        let r = (|| {
-            let c = self.intra("MPI_Exscan")?;
-            op.check::<T>()?;
-            if recv.len() != send.len() {
-                return Err(count("MPI_Exscan", send.len(), recv.len()));
-            }
-            c.scan_t(op, send, recv, true)
-        })();
+        let r = self.scan_inner("MPI_Exscan", send, recv, op, true);
         self.ret("MPI_Exscan", r)
+    }
+
+    fn scan_inner<T: Reducible>(
+        &self,
+        what: &str,
+        send: &[T],
+        recv: &mut [T],
+        op: &Op,
+        exclusive: bool,
+    ) -> Result<()> {
+        let c = self.intra(what)?;
+        op.check::<T>()?;
+        if recv.len() != send.len() {
+            return Err(count(what, send.len(), recv.len()));
+        }
+        c.scan_t(op, send, recv, exclusive)
     }
 }
 

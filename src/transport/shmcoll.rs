@@ -231,30 +231,6 @@ impl Region {
         Ok(self.epoch.lock().unwrap_or_else(|e| e.into_inner()))
     }
 
-    /// Every member's `mine` (all of one length) into `out`, in rank
-    /// order (a barrier when empty).
-    ///
-    /// # Errors
-    /// What `wait` returns.
-    pub fn allgather(&self, mine: &[u8], out: &mut [u8], wait: Wait<'_>) -> Result<()> {
-        let mut g = self.begin(mine.len())?;
-        let e = g.done + 1;
-        self.start_rule(&mut g, e, wait)?;
-        self.write(e, mine);
-        self.post(e);
-        wait(&|| self.all_at(e), &|| self.ring())?;
-        g.all = e;
-        let b = mine.len();
-        let mut r = Ok(());
-        for k in 0..self.members.len() {
-            let x = self.read(e, k, &mut out[k * b..(k + 1) * b]);
-            r = r.and(x);
-        }
-        self.ring();
-        g.done = e;
-        r
-    }
-
     /// A barrier: post, wait for every member's post. No payload, so no
     /// buffer is reused and the start rule (step 1) is not needed; the
     /// next collective's own start rule covers it.
