@@ -8,6 +8,12 @@
 //! memory placement come with the NUMA issue.
 #![forbid(unsafe_code)]
 
+pub mod machine;
+pub mod placement;
+
+pub use machine::{Machine, Pu, Source, TOPOLOGY_VAR};
+pub use placement::{place, Distance, Level, Placement, Policy};
+
 use crate::error::{Error, ErrorClass, Result};
 use hwlocality::object::types::ObjectType;
 use hwlocality::Topology;
