@@ -77,6 +77,7 @@ fn init_inner() -> Result<Universe> {
         Some(c) => {
             let c = c?;
             bootstrap::bind(c.cpu)?;
+            bootstrap::bind_set(c.cpuset.as_deref())?;
             let layout =
                 Layout::new(c.size, c.ring_size).map_err(|m| Error::new(ErrorClass::Other, m))?;
             let seg = bootstrap::attach(&c, layout.spec(c.job_id))?;
@@ -140,6 +141,7 @@ fn singleton() -> Result<(JobContract, Segment, Layout)> {
         segment: path,
         ring_size: layout.ring_capacity(),
         cpu: None,
+        cpuset: None,
     };
     Ok((c, seg, layout))
 }

@@ -366,3 +366,93 @@ fn sigterm_to_the_launcher_is_passed_on_and_the_job_cleaned_up() {
     assert!(err.contains("got SIGTERM"), "{err}");
     assert_no_new_segments(&before);
 }
+
+/// The CPUs each rank may run on, from the ranks' own reports.
+fn affinities(out: &str) -> Vec<(usize, Vec<usize>)> {
+    let mut v: Vec<(usize, Vec<usize>)> = out
+        .lines()
+        .filter_map(|l| l.find("AFFINITY ").map(|i| &l[i + "AFFINITY ".len()..]))
+        .map(|l| {
+            let (r, c) = l.split_once(' ').unwrap();
+            let c = c.split_whitespace().next().unwrap_or("");
+            let cpus = c
+                .split(',')
+                .filter(|x| !x.is_empty())
+                .map(|x| x.parse().unwrap())
+                .collect();
+            (r.parse().unwrap(), cpus)
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn bind_to_core_puts_ranks_on_different_cores_and_bind_to_none_leaves_them_free() {
+    let name = "bind_to_core_puts_ranks_on_different_cores_and_bind_to_none_leaves_them_free";
+    if is_rank_of(name) {
+        let u = shmpi::init().unwrap();
+        let cpus: Vec<String> = core_affinity::get_core_ids()
+            .unwrap_or_default()
+            .iter()
+            .map(|c| c.id.to_string())
+            .collect();
+        println!("AFFINITY {} {}", u.rank(), cpus.join(","));
+        u.finalize().unwrap();
+        return;
+    }
+    let all = support::online_cpus();
+    let o = launch(
+        2,
+        name,
+        &["--bind-to", "core", "--report-bindings"],
+        &[],
+        Duration::from_secs(30),
+    );
+    assert_eq!(o.code, Some(0), "{}", o.stderr);
+    let a = affinities(&o.stdout);
+    assert_eq!(a.len(), 2, "{}", o.stdout);
+    if all >= 2 {
+        assert_ne!(a[0].1, a[1].1, "ranks 0 and 1 sit on different cores");
+        assert!(a[0].1.len() < all && a[1].1.len() < all, "{a:?}");
+    }
+    assert!(o.stderr.contains("rank 0 bound to cpus"), "{}", o.stderr);
+    let o = launch(
+        2,
+        name,
+        &["--bind-to", "none"],
+        &[],
+        Duration::from_secs(30),
+    );
+    assert_eq!(o.code, Some(0), "{}", o.stderr);
+    let a = affinities(&o.stdout);
+    assert!(
+        a.iter().all(|(_, c)| c.len() == all),
+        "free to run anywhere: {a:?}"
+    );
+    // More ranks than cores: not bound by default, and said so once.
+    let o = launch(all + 1, name, &[], &[], Duration::from_secs(30));
+    assert_eq!(o.code, Some(0), "{}", o.stderr);
+    assert!(affinities(&o.stdout).iter().all(|(_, c)| c.len() == all));
+    assert_eq!(
+        o.stderr.matches("oversubscribed").count(),
+        1,
+        "{}",
+        o.stderr
+    );
+    // A synthetic topology is reported, not applied.
+    let o = launch(
+        2,
+        name,
+        &["--map-by", "numa", "--report-bindings"],
+        &[("SHMPI_TOPOLOGY", "pack:2 numa:2 core:4 pu:2")],
+        Duration::from_secs(30),
+    );
+    assert_eq!(o.code, Some(0), "{}", o.stderr);
+    assert!(
+        o.stderr.contains("rank 1 bound to cpus 8-9 (numa 1)"),
+        "{}",
+        o.stderr
+    );
+    assert!(o.stderr.contains("not applied"), "{}", o.stderr);
+}

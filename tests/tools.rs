@@ -92,3 +92,51 @@ fn shmpi_bench_collectives_print_osu_rows() {
         assert_eq!(r.last().unwrap()[0], 4096.0, "{coll}: {out}");
     }
 }
+
+fn topo(args: &[&str]) -> std::process::Output {
+    support::output_bounded(
+        Command::new(env!("CARGO_BIN_EXE_shmpi-topo")).args(args),
+        Duration::from_secs(60),
+    )
+}
+
+#[test]
+fn shmpi_topo_prints_the_tree_the_placement_and_the_pair_classes() {
+    let o = topo(&[
+        "--topology",
+        "pack:2 numa:2 core:4 pu:2",
+        "-n",
+        "16",
+        "--map-by",
+        "numa",
+        "--bind-to",
+        "core",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let out = String::from_utf8(o.stdout).unwrap();
+    assert!(
+        out.starts_with("machine: 2 packages, 4 NUMA nodes, 0 L3, 16 cores, 32 PUs"),
+        "{out}"
+    );
+    // Round-robin over the NUMA nodes, one core each.
+    for (rank, cpus, numa) in [
+        (0, "0-1", 0),
+        (1, "8-9", 1),
+        (2, "16-17", 2),
+        (3, "24-25", 3),
+        (4, "2-3", 0),
+    ] {
+        let row = out
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(&rank.to_string()) && l.contains(cpus))
+            .unwrap_or_else(|| panic!("no row for rank {rank}: {out}"));
+        assert!(row.trim_end().ends_with(&numa.to_string()), "{row}");
+    }
+    assert!(out.contains("copy per pair:"), "{out}");
+    assert!(out.contains("segment:"), "{out}");
+    // This machine, and a bad description.
+    assert!(topo(&[]).status.success());
+    let bad = topo(&["--topology", "bogus:3"]);
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("synthetic topology"));
+}

@@ -479,6 +479,7 @@ fn launch_self(o: &Opts, args: &[String], nranks: usize) -> Result<i32, String> 
         .unwrap_or_else(|| default_ring_capacity(nranks));
     let layout = Layout::new(nranks, ring)?;
     let spec = JobSpec {
+        cpusets: Vec::new(),
         nranks,
         program: me.display().to_string(),
         args: args.to_vec(),

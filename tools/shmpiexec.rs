@@ -2,15 +2,32 @@
 //!
 //! ```text
 //! shmpiexec -n N [--tag-output] [-x VAR[=VAL]]... [--cpu-list LIST]
+//!           [--map-by LEVEL] [--bind-to LEVEL|none] [--report-bindings]
 //!           [--ring-size BYTES] [--shm-dir DIR] PROG [ARGS...]
 //! ```
+//!
+//! Placement (`docs/placement.md`): LEVEL is hwthread, core, l3, numa or
+//! package; the defaults are Open MPI's (map by core, bind to core while
+//! the ranks fit the cores, bind to nothing when they do not, with a note).
+//! With `SHMPI_TOPOLOGY` set to a synthetic or XML topology the placement
+//! is computed (and reported) on it but not applied.
 
 use shmpi::job::{self, JobSpec, SegmentShape};
+use shmpi::topology::placement::report;
+use shmpi::topology::{place, Level, Machine, Policy, Source, TOPOLOGY_VAR};
 use shmpi::transport::{default_ring_capacity, Layout};
 use std::process::ExitCode;
 
 const USAGE: &str = "usage: shmpiexec -n N [--tag-output] [-x VAR[=VAL]]... [--cpu-list LIST] \
-[--ring-size BYTES] [--shm-dir DIR] PROG [ARGS...]";
+[--map-by LEVEL] [--bind-to LEVEL|none] [--report-bindings] [--ring-size BYTES] [--shm-dir DIR] \
+PROG [ARGS...]";
+
+/// What the command line asks of placement.
+#[derive(Default)]
+struct Placing {
+    policy: Policy,
+    report: bool,
+}
 
 fn parse_cpu_list(s: &str) -> Result<Vec<usize>, String> {
     let mut out = Vec::new();
@@ -34,9 +51,11 @@ fn parse_cpu_list(s: &str) -> Result<Vec<usize>, String> {
     Ok(out)
 }
 
-fn parse(args: &[String]) -> Result<(JobSpec, Option<usize>), String> {
+fn parse(args: &[String]) -> Result<(JobSpec, Option<usize>, Placing), String> {
     let mut n: Option<usize> = None;
+    let mut placing = Placing::default();
     let mut spec = JobSpec {
+        cpusets: Vec::new(),
         nranks: 0,
         program: String::new(),
         args: Vec::new(),
@@ -71,7 +90,21 @@ fn parse(args: &[String]) -> Result<(JobSpec, Option<usize>), String> {
                     None => spec.env.push((v, None)),
                 }
             }
-            "--cpu-list" => spec.cpus = parse_cpu_list(&value(&mut i, a)?)?,
+            "--cpu-list" => placing.policy.cpus = parse_cpu_list(&value(&mut i, a)?)?,
+            "--map-by" => {
+                let v = value(&mut i, a)?;
+                placing.policy.map =
+                    Some(Level::parse(&v).map_err(|e| format!("--map-by: {}", e.detail()))?);
+            }
+            "--bind-to" => {
+                let v = value(&mut i, a)?;
+                placing.policy.bind = Some(if v == "none" {
+                    None
+                } else {
+                    Some(Level::parse(&v).map_err(|e| format!("--bind-to: {}", e.detail()))?)
+                });
+            }
+            "--report-bindings" => placing.report = true,
             "--ring-size" => {
                 let v = value(&mut i, a)?;
                 ring = Some(
@@ -99,18 +132,52 @@ fn parse(args: &[String]) -> Result<(JobSpec, Option<usize>), String> {
     if spec.program.is_empty() {
         return Err(format!("no program given\n{USAGE}"));
     }
-    Ok((spec, ring))
+    Ok((spec, ring, placing))
+}
+
+/// Computes the placement and puts the cpusets into `spec` (when the
+/// topology is this machine's and a rank is not free to run anywhere).
+fn apply_placement(spec: &mut JobSpec, p: &Placing) -> Result<(), String> {
+    let source = Source::from_env();
+    let machine = Machine::load(&source).map_err(|e| e.to_string())?;
+    let (places, over) = place(&machine, spec.nranks, &p.policy).map_err(|e| e.to_string())?;
+    if over && p.policy.bind.is_none() && p.policy.cpus.is_empty() {
+        eprintln!(
+            "shmpiexec: note: {} ranks on {} cores: oversubscribed, so ranks are not bound \
+             (--bind-to to bind anyway)",
+            spec.nranks,
+            machine.cores()
+        );
+    }
+    if p.report {
+        for line in report(&machine, &places) {
+            eprintln!("shmpiexec: {line}");
+        }
+    }
+    if source != Source::This {
+        eprintln!("shmpiexec: note: placement computed on {TOPOLOGY_VAR}'s topology, not applied");
+        return Ok(());
+    }
+    let all = machine.pus.len();
+    if places.iter().any(|pl| pl.cpus.len() < all) {
+        spec.cpusets = places.into_iter().map(|pl| pl.cpus).collect();
+    }
+    Ok(())
 }
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let (spec, ring) = match parse(&args) {
+    let (mut spec, ring, placing) = match parse(&args) {
         Ok(x) => x,
         Err(m) => {
             eprintln!("shmpiexec: {m}");
             return ExitCode::from(2);
         }
     };
+    if let Err(m) = apply_placement(&mut spec, &placing) {
+        eprintln!("shmpiexec: {m}");
+        return ExitCode::from(2);
+    }
     let ring = ring
         .or_else(|| {
             std::env::var(job::env::RING_SIZE)

@@ -48,6 +48,17 @@ pub fn bind(cpu: Option<usize>) -> Result<()> {
     }
 }
 
+/// Binds this process to the CPU set `cpus`, if given.
+///
+/// # Errors
+/// `Other` when binding fails.
+pub fn bind_set(cpus: Option<&[usize]>) -> Result<()> {
+    match cpus {
+        Some(c) => crate::topology::bind_this_process(c),
+        None => Ok(()),
+    }
+}
+
 /// Marks this rank running, then waits until all `size` ranks have (the
 /// start barrier; `SYNC(job.start)`).
 ///

@@ -18,6 +18,9 @@ pub const RING_SIZE: &str = "SHMPI_RING_SIZE";
 pub const SHM_DIR: &str = "SHMPI_SHM_DIR";
 /// CPU this rank binds itself to at init (set by `--cpus`).
 pub const CPU: &str = "SHMPI_CPU";
+/// CPUs (a list with ranges, `0-1,8`) this rank binds itself to at init
+/// (set by `shmpiexec --bind-to` / `--map-by` and the default policy).
+pub const CPUSET: &str = "SHMPI_CPUSET";
 /// How long a rank waits at the start barrier for the others, seconds.
 pub const START_TIMEOUT: &str = "SHMPI_START_TIMEOUT";
 
@@ -39,6 +42,8 @@ pub struct JobContract {
     pub ring_size: usize,
     /// CPU to bind to, if any.
     pub cpu: Option<usize>,
+    /// CPUs to bind to, if any.
+    pub cpuset: Option<Vec<usize>>,
 }
 
 fn var(name: &str) -> Result<String> {
@@ -85,6 +90,15 @@ impl JobContract {
             Ok(v) => Some(parse::<usize>(CPU, &v, false)?),
             Err(_) => None,
         };
+        let cpuset = match std::env::var(CPUSET) {
+            Ok(v) => Some(parse_cpus(&v).ok_or_else(|| {
+                Error::new(
+                    ErrorClass::Other,
+                    format!("{CPUSET}={v:?} is not a CPU list (like 0-1,8)"),
+                )
+            })?),
+            Err(_) => None,
+        };
         if rank >= size {
             return Err(Error::new(
                 ErrorClass::Other,
@@ -98,6 +112,7 @@ impl JobContract {
             segment,
             ring_size,
             cpu,
+            cpuset,
         })
     }
 
@@ -113,8 +128,29 @@ impl JobContract {
         if let Some(c) = self.cpu {
             v.push((CPU, c.to_string()));
         }
+        if let Some(s) = &self.cpuset {
+            v.push((CPUSET, crate::topology::placement::cpu_list(s)));
+        }
         v
     }
+}
+
+/// Parses a CPU list with ranges (`0-1,8`).
+pub fn parse_cpus(s: &str) -> Option<Vec<usize>> {
+    let mut out = Vec::new();
+    for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        match part.split_once('-') {
+            Some((a, b)) => {
+                let (a, b): (usize, usize) = (a.parse().ok()?, b.parse().ok()?);
+                if a > b {
+                    return None;
+                }
+                out.extend(a..=b);
+            }
+            None => out.push(part.parse().ok()?),
+        }
+    }
+    (!out.is_empty()).then_some(out)
 }
 
 /// The start-barrier timeout (`SHMPI_START_TIMEOUT`, default 60 s).
@@ -146,9 +182,13 @@ mod tests {
             segment: PathBuf::from("/dev/shm/x"),
             ring_size: 65536,
             cpu: Some(1),
+            cpuset: Some(vec![0, 1, 4]),
         };
         let pairs = c.to_env();
         assert!(pairs.contains(&(JOB_ID, "abc".to_string())));
         assert!(pairs.contains(&(CPU, "1".to_string())));
+        assert!(pairs.contains(&(CPUSET, "0-1,4".to_string())));
+        assert_eq!(parse_cpus("0-1,4"), Some(vec![0, 1, 4]));
+        assert_eq!(parse_cpus("3-1"), None);
     }
 }

@@ -43,6 +43,9 @@ pub struct JobSpec {
     pub env: Vec<(String, Option<String>)>,
     /// CPU for each rank (rank i gets `cpus[i % len]`), if pinning.
     pub cpus: Vec<usize>,
+    /// CPU set for each rank (rank i gets `cpusets[i % len]`), if binding
+    /// to sets (shmpiexec's placement policies).
+    pub cpusets: Vec<Vec<usize>>,
     /// Directory for the segment.
     pub shm_dir: PathBuf,
 }
@@ -147,6 +150,8 @@ pub fn run(spec: &JobSpec, shape: SegmentShape) -> Result<JobOutcome, String> {
             segment: path.clone(),
             ring_size: shape.ring_size,
             cpu: (!spec.cpus.is_empty()).then(|| spec.cpus[rank % spec.cpus.len()]),
+            cpuset: (!spec.cpusets.is_empty())
+                .then(|| spec.cpusets[rank % spec.cpusets.len()].clone()),
         };
         let mut cmd = Command::new(&spec.program);
         cmd.args(&spec.args);
@@ -160,6 +165,7 @@ pub fn run(spec: &JobSpec, shape: SegmentShape) -> Result<JobOutcome, String> {
             };
         }
         cmd.env_remove(env::CPU);
+        cmd.env_remove(env::CPUSET);
         for (k, v) in contract.to_env() {
             cmd.env(k, v);
         }

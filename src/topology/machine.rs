@@ -175,8 +175,11 @@ impl Machine {
                     p.numa.map_or("-".into(), |n| n.to_string())
                 );
             }
-            if p.package != last.0 || p.numa != last.1 || p.l3 != last.2 {
-                out += &format!("      l3 {}\n", p.l3.map_or("-".into(), |n| n.to_string()));
+            if let (true, Some(l3)) = (
+                p.package != last.0 || p.numa != last.1 || p.l3 != last.2,
+                p.l3,
+            ) {
+                out += &format!("      l3 {l3}\n");
             }
             if p.core != last.3 {
                 let threads: Vec<String> = self

@@ -64,6 +64,33 @@ pub fn discover() -> Result<Summary> {
     })
 }
 
+/// Binds this process to the CPUs (OS indices) `cpus`.
+///
+/// # Errors
+/// `Other` when hwloc cannot build the topology or the binding fails (a
+/// CPU this machine does not have, or one outside what the process may
+/// use).
+pub fn bind_this_process(cpus: &[usize]) -> Result<()> {
+    use hwlocality::cpu::binding::CpuBindingFlags;
+    use hwlocality::cpu::cpuset::CpuSet;
+    let t = Topology::new().map_err(|e| {
+        Error::new(
+            ErrorClass::Other,
+            format!("hwloc topology discovery failed: {e}"),
+        )
+    })?;
+    let mut set = CpuSet::new();
+    for &c in cpus {
+        set.set(c);
+    }
+    t.bind_cpu(&set, CpuBindingFlags::PROCESS).map_err(|e| {
+        Error::new(
+            ErrorClass::Other,
+            format!("cannot bind to CPUs {}: {e}", placement::cpu_list(cpus)),
+        )
+    })
+}
+
 /// A level of the node's hierarchy that processes can share.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Domain {

@@ -230,3 +230,11 @@ pub fn run_sizes(sizes: &[usize], name: &str, body: impl Fn(&shmpi::Universe)) {
         run_ranks(n, name, &body);
     }
 }
+
+/// CPUs online on this machine (not this process's affinity mask).
+pub fn online_cpus() -> usize {
+    std::fs::read_to_string("/sys/devices/system/cpu/online")
+        .ok()
+        .and_then(|s| shmpi::job::env::parse_cpus(s.trim()))
+        .map_or(1, |v| v.len())
+}
