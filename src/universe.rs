@@ -157,6 +157,25 @@ impl Universe {
         self.self_comm.clone()
     }
 
+    /// The NUMA nodes the rings this rank receives on live on (their
+    /// headers, first touched by this rank), for checking placement.
+    ///
+    /// # Errors
+    /// `Other` when hwloc cannot tell.
+    pub fn receive_memory_nodes(&self) -> Result<Vec<usize>> {
+        let e = self.proc_.p2p.lock();
+        let t = e.transport();
+        let mut nodes = Vec::new();
+        for peer in (0..t.size()).filter(|&p| p != self.rank) {
+            if let Some(h) = t.receive_header(peer) {
+                nodes.extend(crate::topology::memory_nodes(h)?);
+            }
+        }
+        nodes.sort_unstable();
+        nodes.dedup();
+        Ok(nodes)
+    }
+
     /// This process's world rank.
     pub fn rank(&self) -> usize {
         self.rank

@@ -456,3 +456,17 @@ fn bind_to_core_puts_ranks_on_different_cores_and_bind_to_none_leaves_them_free(
     );
     assert!(o.stderr.contains("not applied"), "{}", o.stderr);
 }
+
+#[test]
+fn ring_memory_lives_on_the_receivers_numa_node() {
+    // One NUMA node here: everything is on node 0. (Placement decisions on
+    // synthetic topologies are unit-tested in topology::placement.)
+    support::run_ranks(3, "ring_memory_lives_on_the_receivers_numa_node", |u| {
+        let nodes = u.receive_memory_nodes().unwrap();
+        let mine = shmpi::topology::domain_of_this_process(shmpi::topology::Domain::Numa)
+            .unwrap()
+            .unwrap();
+        assert_eq!(nodes, vec![mine], "receive rings on this rank's node");
+        assert_eq!(nodes, vec![0]);
+    });
+}

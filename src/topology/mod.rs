@@ -91,6 +91,26 @@ pub fn bind_this_process(cpus: &[usize]) -> Result<()> {
     })
 }
 
+/// The NUMA nodes (OS indices) the pages of `r` were last allocated on
+/// (hwloc's area memlocation query).
+///
+/// # Errors
+/// `Other` when hwloc cannot tell.
+pub fn memory_nodes<T>(r: &T) -> Result<Vec<usize>> {
+    use hwlocality::memory::binding::MemoryBindingFlags;
+    use hwlocality::memory::nodeset::NodeSet;
+    let t = Topology::new().map_err(|e| {
+        Error::new(
+            ErrorClass::Other,
+            format!("hwloc topology discovery failed: {e}"),
+        )
+    })?;
+    let set: NodeSet = t
+        .area_memory_location(r, MemoryBindingFlags::empty())
+        .map_err(|e| Error::new(ErrorClass::Other, format!("hwloc memlocation: {e}")))?;
+    Ok(set.iter_set().map(usize::from).collect())
+}
+
 /// A level of the node's hierarchy that processes can share.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Domain {

@@ -738,6 +738,12 @@ impl Transport {
         Front::Taken
     }
 
+    /// The header of the ring `peer` sends this rank on (in this rank's
+    /// receive region), e.g. to ask where its memory lives.
+    pub fn receive_header(&self, peer: usize) -> Option<&crate::ring::RingHeader> {
+        self.rx.get(peer)?.as_ref().map(|r| r.hdr.get())
+    }
+
     /// Whether nothing of this rank's sending is left to progress: no
     /// queued, open or stalled send.
     #[inline]
