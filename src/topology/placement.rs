@@ -451,6 +451,35 @@ mod tests {
     }
 
     #[test]
+    fn an_asymmetric_topology_deals_ranks_where_there_are_cores() {
+        // Package 0 has two cores, package 1 one (tests/data, edited from
+        // an hwloc export).
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/data/asymmetric-2pack-3core.xml"
+        );
+        let m = Machine::load(&Source::Xml(path.into())).unwrap();
+        assert_eq!((m.packages(), m.cores(), m.pus.len()), (2, 3, 3));
+        let (p, over) = place(&m, 3, &pol(Some(Level::Package), None)).unwrap();
+        assert!(!over);
+        assert_eq!(cpus(&p), [vec![0], vec![2], vec![1]]);
+        let (p, over) = place(
+            &m,
+            4,
+            &pol(Some(Level::Package), Some(Some(Level::Package))),
+        )
+        .unwrap();
+        assert!(over);
+        assert_eq!(cpus(&p), [vec![0, 1], vec![2], vec![0, 1], vec![0, 1]]);
+        assert_eq!(distance(&m, 0, 1), Distance::SameNuma);
+        assert_eq!(
+            distance(&m, 0, 2),
+            Distance::SameNuma,
+            "one NUMA node over both packages"
+        );
+    }
+
+    #[test]
     fn an_xml_topology_loads_and_places() {
         let path = concat!(
             env!("CARGO_MANIFEST_DIR"),
