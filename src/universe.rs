@@ -86,8 +86,15 @@ fn init_inner() -> Result<Universe> {
         None => singleton()?,
     };
     let seg = Arc::new(seg);
-    let transport = Transport::new(seg.clone(), layout, contract.rank)?;
+    let mut transport = Transport::new(seg.clone(), layout, contract.rank)?;
+    let my_cpu = contract
+        .cpuset
+        .as_ref()
+        .and_then(|s| s.first().copied())
+        .or(contract.cpu);
+    seg.control(contract.rank).set_cpu(my_cpu);
     bootstrap::arrive(&seg, contract.rank, contract.size, env::start_timeout())?;
+    transport.set_rank_cpus((0..contract.size).map(|r| seg.control(r).cpu()).collect());
     if contract.size == 1 {
         seg.unlink();
     }
@@ -155,6 +162,20 @@ impl Universe {
     /// The communicator of this process alone (`MPI_COMM_SELF`).
     pub fn self_comm(&self) -> Communicator {
         self.self_comm.clone()
+    }
+
+    /// How close world rank `peer` runs to this one (by the first CPUs of
+    /// their bindings: same core, L3, NUMA node, package, or farther);
+    /// `None` when either is unbound. The transport's per-pair copy
+    /// choice will key on it.
+    pub fn peer_distance(&self, peer: usize) -> Option<crate::topology::Distance> {
+        let (a, b) = {
+            let e = self.proc_.p2p.lock();
+            let t = e.transport();
+            (t.rank_cpu(self.rank)?, t.rank_cpu(peer)?)
+        };
+        let m = crate::topology::Machine::load(&crate::topology::Source::This).ok()?;
+        Some(crate::topology::placement::distance(&m, a, b))
     }
 
     /// The NUMA nodes the rings this rank receives on live on (their

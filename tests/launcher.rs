@@ -397,7 +397,11 @@ fn bind_to_core_puts_ranks_on_different_cores_and_bind_to_none_leaves_them_free(
             .iter()
             .map(|c| c.id.to_string())
             .collect();
-        println!("AFFINITY {} {}", u.rank(), cpus.join(","));
+        let peer = (u.rank() + 1) % u.world().size() as usize;
+        let d = u
+            .peer_distance(peer)
+            .map_or("unbound".to_string(), |d| d.label().to_string());
+        println!("AFFINITY {} {} {d}", u.rank(), cpus.join(","));
         u.finalize().unwrap();
         return;
     }
@@ -417,6 +421,15 @@ fn bind_to_core_puts_ranks_on_different_cores_and_bind_to_none_leaves_them_free(
         assert!(a[0].1.len() < all && a[1].1.len() < all, "{a:?}");
     }
     assert!(o.stderr.contains("rank 0 bound to cpus"), "{}", o.stderr);
+    // Bound ranks know how close their peers run (here: other cores).
+    if all >= 2 {
+        assert!(!o.stdout.contains(" unbound"), "{}", o.stdout);
+        assert!(
+            !o.stdout.contains(" pu\n") && !o.stdout.contains(" core\n"),
+            "{}",
+            o.stdout
+        );
+    }
     let o = launch(
         2,
         name,
@@ -429,6 +442,11 @@ fn bind_to_core_puts_ranks_on_different_cores_and_bind_to_none_leaves_them_free(
     assert!(
         a.iter().all(|(_, c)| c.len() == all),
         "free to run anywhere: {a:?}"
+    );
+    assert!(
+        o.stdout.contains(" unbound"),
+        "unbound ranks know no distance: {}",
+        o.stdout
     );
     // More ranks than cores: not bound by default, and said so once.
     let o = launch(all + 1, name, &[], &[], Duration::from_secs(30));

@@ -52,6 +52,8 @@ struct Life {
     pid: AtomicU32,
     state: AtomicU32,
     exit_code: AtomicI32,
+    /// The first CPU of the rank's binding, plus one (0: not bound).
+    cpu: AtomicU32,
 }
 
 #[repr(C)]
@@ -75,6 +77,24 @@ impl ControlBlock {
         self.life
             .state
             .store(RankState::Running as u32, Ordering::Release);
+    }
+
+    /// Records the first CPU of this rank's binding (`None`: not bound),
+    /// before it arrives at the start barrier, whose AcqRel publishes it
+    /// (`SYNC(job.start)`); so Relaxed.
+    pub fn set_cpu(&self, cpu: Option<usize>) {
+        let v = cpu.map_or(0, |c| c as u32 + 1);
+        self.life.cpu.store(v, Ordering::Relaxed);
+    }
+
+    /// The first CPU of the rank's binding, once it has arrived.
+    pub fn cpu(&self) -> Option<usize> {
+        // Relaxed: read after the start barrier (see `set_cpu`).
+        self.life
+            .cpu
+            .load(Ordering::Relaxed)
+            .checked_sub(1)
+            .map(|c| c as usize)
     }
 
     /// Marks the rank finalized or aborted (with its exit code).

@@ -227,6 +227,8 @@ pub struct Transport {
     queued: usize,
     /// A queued message was completed since the last `take_completed`.
     completed: bool,
+    /// First CPU of each rank's binding (see `set_rank_cpus`).
+    cpus: Vec<Option<usize>>,
 }
 
 fn ring_header(seg: &Segment, off: usize) -> NonNull<RingHeader> {
@@ -322,6 +324,7 @@ impl Transport {
             next_msg: 0,
             queued: 0,
             completed: false,
+            cpus: Vec::new(),
         })
     }
 
@@ -736,6 +739,17 @@ impl Transport {
             self.settle(peer);
         }
         Front::Taken
+    }
+
+    /// Records the first CPU of every rank's binding (`None`: unbound),
+    /// as published before the start barrier, for per-pair choices.
+    pub fn set_rank_cpus(&mut self, cpus: Vec<Option<usize>>) {
+        self.cpus = cpus;
+    }
+
+    /// The first CPU of rank `r`'s binding, if it is bound.
+    pub fn rank_cpu(&self, r: usize) -> Option<usize> {
+        self.cpus.get(r).copied().flatten()
     }
 
     /// The header of the ring `peer` sends this rank on (in this rank's
