@@ -402,6 +402,14 @@ fn bind_to_core_puts_ranks_on_different_cores_and_bind_to_none_leaves_them_free(
             .peer_distance(peer)
             .map_or("unbound".to_string(), |d| d.label().to_string());
         println!("AFFINITY {} {} {d}", u.rank(), cpus.join(","));
+        // One NUMA node here: bound ranks form one group, unbound none.
+        let groups = u.world().numa_groups();
+        if d == "unbound" {
+            assert_eq!(groups, None);
+        } else {
+            let n = u.world().size() as usize;
+            assert_eq!(groups, Some(vec![(0..n).collect::<Vec<_>>()]));
+        }
         u.finalize().unwrap();
         return;
     }

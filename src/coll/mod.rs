@@ -81,6 +81,29 @@ impl Coll<'_> {
         })
     }
 
+    /// The members grouped by the NUMA node they are bound on (ranks of
+    /// this communicator, ascending within a group, groups by node): the
+    /// hook for hierarchical algorithms (intra-node phase, then one leader
+    /// per node). `None` when a member is unbound or hwloc cannot tell.
+    pub fn numa_groups(&self) -> Option<Vec<Vec<usize>>> {
+        let cpus: Vec<usize> = {
+            let e = self.sh.lock();
+            let t = e.transport();
+            self.ctx
+                .ranks
+                .iter()
+                .map(|&w| t.rank_cpu(w))
+                .collect::<Option<Vec<_>>>()?
+        };
+        let m = crate::topology::Machine::load(&crate::topology::Source::This).ok()?;
+        let mut groups: std::collections::BTreeMap<usize, Vec<usize>> = Default::default();
+        for (r, c) in cpus.into_iter().enumerate() {
+            let numa = m.pus.iter().find(|p| p.os == c)?.numa.unwrap_or(0);
+            groups.entry(numa).or_default().push(r);
+        }
+        Some(groups.into_values().collect())
+    }
+
     /// Sends `data` to rank `to` with `tag` on the collective context.
     ///
     /// # Errors

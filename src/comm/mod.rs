@@ -279,6 +279,12 @@ impl Communicator {
         *lock(&self.inner.name) = name.to_string();
     }
 
+    /// The members grouped by the NUMA node they are bound on (see
+    /// `coll::Coll::numa_groups`); `None` when a member is unbound.
+    pub fn numa_groups(&self) -> Option<Vec<Vec<usize>>> {
+        self.coll().numa_groups()
+    }
+
     /// The context id for point-to-point traffic (diagnostics).
     pub fn context_id(&self) -> u32 {
         self.ctx.id
