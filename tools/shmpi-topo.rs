@@ -29,22 +29,9 @@ struct Opts {
 }
 
 fn parse_list(s: &str) -> Result<Vec<usize>, String> {
-    let mut out = Vec::new();
-    for part in s.split(',') {
-        let bad = || format!("--cpu-list: {part:?} is not a CPU number or range");
-        match part.split_once('-') {
-            Some((a, b)) => {
-                let (a, b): (usize, usize) =
-                    (a.parse().map_err(|_| bad())?, b.parse().map_err(|_| bad())?);
-                if a > b {
-                    return Err(bad());
-                }
-                out.extend(a..=b);
-            }
-            None => out.push(part.parse().map_err(|_| bad())?),
-        }
-    }
-    Ok(out)
+    shmpi::job::env::parse_cpus(s).ok_or_else(|| {
+        format!("--cpu-list: {s:?} is not a list of CPU numbers and ranges (like 0,2,4-7)")
+    })
 }
 
 fn parse(args: &[String]) -> Result<Opts, String> {

@@ -30,25 +30,9 @@ struct Placing {
 }
 
 fn parse_cpu_list(s: &str) -> Result<Vec<usize>, String> {
-    let mut out = Vec::new();
-    for part in s.split(',').filter(|p| !p.is_empty()) {
-        let bad = || format!("--cpu-list: {part:?} is not a CPU number or range");
-        match part.split_once('-') {
-            Some((a, b)) => {
-                let (a, b): (usize, usize) =
-                    (a.parse().map_err(|_| bad())?, b.parse().map_err(|_| bad())?);
-                if a > b {
-                    return Err(bad());
-                }
-                out.extend(a..=b);
-            }
-            None => out.push(part.parse().map_err(|_| bad())?),
-        }
-    }
-    if out.is_empty() {
-        return Err("--cpu-list is empty".into());
-    }
-    Ok(out)
+    shmpi::job::env::parse_cpus(s).ok_or_else(|| {
+        format!("--cpu-list: {s:?} is not a list of CPU numbers and ranges (like 0,2,4-7)")
+    })
 }
 
 fn parse(args: &[String]) -> Result<(JobSpec, Option<usize>, Placing), String> {
