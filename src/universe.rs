@@ -174,8 +174,8 @@ impl Universe {
             let t = e.transport();
             (t.rank_cpu(self.rank)?, t.rank_cpu(peer)?)
         };
-        let m = crate::topology::Machine::load(&crate::topology::Source::This).ok()?;
-        Some(crate::topology::placement::distance(&m, a, b))
+        let m = crate::topology::Machine::this().ok()?;
+        Some(crate::topology::placement::distance(m, a, b))
     }
 
     /// The NUMA nodes the rings this rank receives on live on (their

@@ -417,6 +417,17 @@ fn every_collective_matches_the_reference_through_shared_memory() {
 }
 
 #[test]
+fn every_collective_matches_the_reference_through_a_numa_hierarchy() {
+    // Forced: barrier and commutative allreduce run inside each NUMA node,
+    // then among the nodes' leaders (one node here, so the leaders'
+    // level has one member; the code paths are the same).
+    run_config(
+        "every_collective_matches_the_reference_through_a_numa_hierarchy",
+        &[("SHMPI_COLL_HIER", "1")],
+    );
+}
+
+#[test]
 fn every_collective_matches_the_reference_through_rank_0() {
     run_config(
         "every_collective_matches_the_reference_through_rank_0",

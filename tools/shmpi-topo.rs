@@ -133,6 +133,19 @@ fn run(o: &Opts) -> Result<(), String> {
     for line in report(&m, &places) {
         println!("{line}");
     }
+    let e = shmpi::coll::model::estimate(&m, &places, &Default::default());
+    println!();
+    println!(
+        "small barrier/allreduce, cost model (coll::model, default latencies): flat {:.0} ns, \
+         hierarchical by NUMA node {:.0} ns: {} wins",
+        e.flat,
+        e.hierarchical,
+        if e.hierarchical < e.flat {
+            "hierarchical"
+        } else {
+            "flat"
+        }
+    );
     let ring = o
         .ring
         .unwrap_or_else(|| shmpi::transport::default_ring_capacity(n));

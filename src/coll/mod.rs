@@ -14,6 +14,7 @@
 #![forbid(unsafe_code)]
 
 mod algo;
+pub mod model;
 pub mod nbc;
 pub mod op;
 pub mod tuning;
@@ -95,7 +96,7 @@ impl Coll<'_> {
                 .map(|&w| t.rank_cpu(w))
                 .collect::<Option<Vec<_>>>()?
         };
-        let m = crate::topology::Machine::load(&crate::topology::Source::This).ok()?;
+        let m = crate::topology::Machine::this().ok()?;
         let mut groups: std::collections::BTreeMap<usize, Vec<usize>> = Default::default();
         for (r, c) in cpus.into_iter().enumerate() {
             let numa = m.pus.iter().find(|p| p.os == c)?.numa.unwrap_or(0);

@@ -57,6 +57,11 @@ pub struct Tuning {
     /// `SHMPI_COLL_SHM_RANKS`: the largest communicator that uses the
     /// region (every member reads every member's flag; default 64).
     pub shm_ranks: usize,
+    /// `SHMPI_COLL_HIER`: 1 runs barrier and commutative allreduce in two
+    /// levels (inside each NUMA node, then among one leader per node), 0
+    /// never; unset, when the ranks are bound over several NUMA nodes and
+    /// `coll::model` says the hierarchy wins.
+    pub hier: Option<bool>,
 }
 
 /// Default large-message threshold in bytes.
@@ -132,6 +137,9 @@ pub fn tuning() -> &'static Tuning {
             shm_max: num("SHMPI_COLL_SHM_MAX", crate::transport::shmcoll::MAX_PAYLOAD)
                 .min(crate::transport::shmcoll::MAX_PAYLOAD),
             shm_ranks: num("SHMPI_COLL_SHM_RANKS", 64),
+            hier: std::env::var("SHMPI_COLL_HIER")
+                .ok()
+                .map(|v| v.trim() != "0"),
         }
     })
 }

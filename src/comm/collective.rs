@@ -185,6 +185,11 @@ impl Communicator {
             if self.is_inter() {
                 return self.inter_allreduce(buf, op);
             }
+            if op.commutes() {
+                if let Some((local, leaders)) = self.hierarchy() {
+                    return self.hier_allreduce(local, leaders, buf, op);
+                }
+            }
             self.coll().allreduce_t(op, buf)
         })();
         self.ret("MPI_Allreduce", r)
@@ -643,6 +648,114 @@ impl Communicator {
     pub fn exscan_in_place<T: Reducible>(&self, buf: &mut [T], op: &Op) -> Result<()> {
         let send = buf.to_vec();
         self.exscan(&send, buf, op)
+    }
+}
+
+impl Communicator {
+    /// The two-level layout, if collectives on this communicator should
+    /// use one (`SHMPI_COLL_HIER`, else the cost model over the members'
+    /// bindings). Built at the first collective that asks, by every member
+    /// at once (collectives are called in the same order everywhere), from
+    /// two splits; every member decides alike from shared data (the CPUs
+    /// ranks published, the machine, the variable).
+    pub(super) fn hierarchy(&self) -> Option<(&Communicator, Option<&Communicator>)> {
+        let h = self.inner.hier.get_or_init(|| self.build_hierarchy());
+        h.as_ref().map(|h| (&h.local, h.leaders.as_ref()))
+    }
+
+    fn build_hierarchy(&self) -> Option<super::Hier> {
+        // Relaxed: set once, before the level communicators are shared.
+        if self.inner.no_hier.load(Ordering::Relaxed) != 0 || self.is_inter() || self.size() < 2 {
+            return None;
+        }
+        let hier = crate::coll::tuning::tuning().hier;
+        if hier == Some(false) {
+            return None;
+        }
+        let groups = self.numa_groups();
+        let want = match hier {
+            Some(w) => w,
+            None => groups.as_ref().is_some_and(|g| g.len() > 1) && self.model_prefers_hierarchy(),
+        };
+        if !want {
+            return None;
+        }
+        let me = self.ctx.rank;
+        let color = groups
+            .as_ref()
+            .and_then(|g| g.iter().position(|grp| grp.contains(&me)))
+            .unwrap_or(0) as i32;
+        let local = self.split_intra(color, me as i32, "hierarchy").ok()??;
+        let lead = if local.rank() == 0 {
+            0
+        } else {
+            crate::group::UNDEFINED
+        };
+        let leaders = self.split_intra(lead, me as i32, "hierarchy").ok()?;
+        for c in std::iter::once(&local).chain(leaders.as_ref()) {
+            // Relaxed: see above.
+            c.inner.no_hier.store(1, Ordering::Relaxed);
+        }
+        Some(super::Hier { local, leaders })
+    }
+
+    /// Whether `coll::model` estimates the hierarchy faster for the
+    /// members' bindings.
+    fn model_prefers_hierarchy(&self) -> bool {
+        let cpus: Option<Vec<usize>> = {
+            let e = self.proc_.p2p.lock();
+            let t = e.transport();
+            self.ctx.ranks.iter().map(|&w| t.rank_cpu(w)).collect()
+        };
+        let Some(cpus) = cpus else { return false };
+        let Ok(m) = crate::topology::Machine::this() else {
+            return false;
+        };
+        let places: Option<Vec<crate::topology::Placement>> = cpus
+            .iter()
+            .map(|&c| {
+                let pu = m.pus.iter().find(|p| p.os == c)?;
+                Some(crate::topology::Placement {
+                    cpus: vec![c],
+                    numa: pu.numa,
+                    pu: c,
+                })
+            })
+            .collect();
+        places.is_some_and(|p| {
+            let e = crate::coll::model::estimate(m, &p, &Default::default());
+            e.hierarchical < e.flat
+        })
+    }
+
+    /// Barrier in two levels: the node, its leaders, the node again.
+    pub(super) fn hier_barrier(
+        &self,
+        local: &Communicator,
+        leaders: Option<&Communicator>,
+    ) -> Result<()> {
+        local.coll().barrier()?;
+        if let Some(l) = leaders {
+            l.coll().barrier()?;
+        }
+        local.coll().barrier()
+    }
+
+    /// Allreduce in two levels (commutative operations only): reduce to
+    /// the node's leader, allreduce among leaders, bcast in the node.
+    pub(super) fn hier_allreduce<T: Reducible>(
+        &self,
+        local: &Communicator,
+        leaders: Option<&Communicator>,
+        buf: &mut [T],
+        op: &Op,
+    ) -> Result<()> {
+        let data = buf.to_vec();
+        local.coll().reduce_t(op, 0, &data, buf)?;
+        if let Some(l) = leaders {
+            l.coll().allreduce_t(op, buf)?;
+        }
+        local.coll().bcast_t(0, buf)
     }
 }
 

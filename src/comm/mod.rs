@@ -110,6 +110,19 @@ struct Inner {
     /// The collective region, if the communicator got one (dropped, and so
     /// given back, with the last handle).
     region: Option<Region>,
+    /// The two-level layout for hierarchical collectives, decided at the
+    /// first collective that could use it (`collective.rs`).
+    hier: std::sync::OnceLock<Option<Hier>>,
+    /// A level of a hierarchy itself: never hierarchical again.
+    no_hier: AtomicU32,
+}
+
+/// A communicator's NUMA levels: this rank's node, and (at node leaders)
+/// the leaders of every node.
+#[derive(Debug)]
+struct Hier {
+    local: Communicator,
+    leaders: Option<Communicator>,
 }
 
 impl Drop for Inner {
@@ -194,6 +207,8 @@ impl Communicator {
                 errh: Mutex::new(errh),
                 nbc_seq: AtomicU32::new(0),
                 region,
+                hier: std::sync::OnceLock::new(),
+                no_hier: AtomicU32::new(0),
             }),
             proc_,
             ctx,
@@ -660,7 +675,10 @@ impl Communicator {
     /// `Other` after finalize.
     pub fn barrier(&self) -> Result<()> {
         let r = self.proc_.check().and_then(|()| match &self.inner.kind {
-            Kind::Intra => self.coll().barrier(),
+            Kind::Intra => match self.hierarchy() {
+                Some((local, leaders)) => self.hier_barrier(local, leaders),
+                None => self.coll().barrier(),
+            },
             Kind::Inter { .. } => self.inter_barrier(),
         });
         self.ret("MPI_Barrier", r)

@@ -108,6 +108,17 @@ impl Machine {
         Ok(m)
     }
 
+    /// This machine, discovered once per process and kept.
+    ///
+    /// # Errors
+    /// As [`load`](Self::load).
+    pub fn this() -> Result<&'static Machine> {
+        static THIS: std::sync::OnceLock<Result<Machine>> = std::sync::OnceLock::new();
+        THIS.get_or_init(|| Machine::load(&Source::This))
+            .as_ref()
+            .map_err(Clone::clone)
+    }
+
     fn from_hwloc(t: &Topology, source: Source) -> Result<Machine> {
         let mut pus = Vec::new();
         for pu in t.objects_with_type(ObjectType::PU) {
