@@ -169,13 +169,7 @@ impl Universe {
     /// `None` when either is unbound. The transport's per-pair copy
     /// choice will key on it.
     pub fn peer_distance(&self, peer: usize) -> Option<crate::topology::Distance> {
-        let (a, b) = {
-            let e = self.proc_.p2p.lock();
-            let t = e.transport();
-            (t.rank_cpu(self.rank)?, t.rank_cpu(peer)?)
-        };
-        let m = crate::topology::Machine::this().ok()?;
-        Some(crate::topology::placement::distance(m, a, b))
+        self.proc_.p2p.lock().transport().peer_distance(peer)
     }
 
     /// The NUMA nodes the rings this rank receives on live on (their

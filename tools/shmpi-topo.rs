@@ -85,6 +85,16 @@ fn copy_for(d: Distance) -> &'static str {
 fn run(o: &Opts) -> Result<(), String> {
     let m = Machine::load(&o.source).map_err(|e| e.to_string())?;
     print!("{}", m.tree());
+    match &m.numa_distances {
+        Some(d) => {
+            println!("numa distances (hwloc, 10 = local):");
+            for (i, row) in d.iter().enumerate() {
+                let cells: Vec<String> = row.iter().map(|v| format!("{v:>4}")).collect();
+                println!("  {i:>3}:{}", cells.join(""));
+            }
+        }
+        None => println!("numa distances: none from hwloc"),
+    }
     let Some(n) = o.n else {
         return Ok(());
     };

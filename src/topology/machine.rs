@@ -65,6 +65,10 @@ pub struct Pu {
 pub struct Machine {
     /// Every PU.
     pub pus: Vec<Pu>,
+    /// hwloc's NUMA distance matrix (`[from][to]`, by logical index, as the
+    /// firmware's SLIT gives it: 10 local, larger farther), where hwloc has
+    /// one.
+    pub numa_distances: Option<Vec<Vec<u64>>>,
     /// Where it came from (printed by `shmpi-topo`).
     pub source: Source,
 }
@@ -137,7 +141,11 @@ impl Machine {
         if pus.is_empty() {
             return Err(hwloc_err("hwloc topology", "no processing units"));
         }
-        Ok(Machine { pus, source })
+        Ok(Machine {
+            pus,
+            numa_distances: numa_distances(t),
+            source,
+        })
     }
 
     /// Number of cores.
@@ -214,6 +222,21 @@ fn numa_of(t: &Topology, pu: &hwlocality::object::TopologyObject) -> Option<usiz
     t.objects_with_type(ObjectType::NUMANode)
         .find(|n| n.cpuset().is_some_and(|c| c.is_set(cpu)))
         .map(|n| n.logical_index())
+}
+
+/// The first NUMA distance matrix hwloc has, by logical index.
+fn numa_distances(t: &Topology) -> Option<Vec<Vec<u64>>> {
+    let all = t.distances_with_type(None, ObjectType::NUMANode).ok()?;
+    let d = all.first()?;
+    let n = t.objects_with_type(ObjectType::NUMANode).count();
+    let mut out = vec![vec![0u64; n]; n];
+    for ((a, b), v) in d.object_distances() {
+        let (a, b) = (a?.logical_index(), b?.logical_index());
+        if a < n && b < n {
+            out[a][b] = v;
+        }
+    }
+    Some(out)
 }
 
 fn count(it: impl Iterator<Item = Option<usize>>) -> usize {

@@ -450,6 +450,112 @@ mod tests {
         assert_eq!(cpu_list(&[0, 1, 2, 5, 7, 8]), "0-2,5,7-8");
     }
 
+    /// Every topology of these tests, every map and bind level, and N
+    /// below, at and above the core count: the cpusets against an
+    /// independent statement of the rules (the mapped PU is the k-th slot
+    /// of the order "j-th core of each object, objects in order, for j =
+    /// 0, 1, ..."; the cpuset is every PU sharing the bind-level object with
+    /// it, or all PUs unbound).
+    #[test]
+    fn every_policy_on_every_topology_follows_the_rules() {
+        let xml = |f: &str| format!("{}/tests/data/{f}", env!("CARGO_MANIFEST_DIR"));
+        let machines = [
+            syn("core:1 pu:2"),
+            syn("pack:2 numa:2 core:8 pu:2"),
+            syn("numa:4 core:16 pu:1"),
+            syn("pack:2 l3:2 core:2 pu:2"),
+            Machine::load(&Source::Xml(xml("asymmetric-2pack-3core.xml").into())).unwrap(),
+            Machine::load(&Source::Xml(xml("2pack-2numa-4core.xml").into())).unwrap(),
+        ];
+        let levels = [
+            Level::HwThread,
+            Level::Core,
+            Level::L3,
+            Level::Numa,
+            Level::Package,
+        ];
+        for m in &machines {
+            let cores = m.cores();
+            for &map in &levels {
+                for bind in std::iter::once(None).chain(levels.iter().copied().map(Some)) {
+                    for n in [1, cores, cores + 1] {
+                        let policy = pol(Some(map), Some(bind));
+                        let r = place(m, n, &policy);
+                        if m.l3s() == 0 && (map == Level::L3 || bind == Some(Level::L3)) {
+                            assert!(r.is_err());
+                            continue;
+                        }
+                        let (p, over) = r.unwrap();
+                        assert_eq!(over, n > cores);
+                        let order = reference_order(m, map);
+                        for (k, pl) in p.iter().enumerate() {
+                            let want_pu = order[k % order.len()];
+                            assert_eq!(pl.pu, want_pu, "{:?} map {map:?} rank {k}", m.source);
+                            let pu = m.pus.iter().find(|q| q.os == want_pu).unwrap();
+                            let want: Vec<usize> = match bind {
+                                None => m.pus.iter().map(|q| q.os).collect(),
+                                Some(b) => m
+                                    .pus
+                                    .iter()
+                                    .filter(|q| b.of(q) == b.of(pu))
+                                    .map(|q| q.os)
+                                    .collect(),
+                            };
+                            assert_eq!(
+                                pl.cpus, want,
+                                "{:?} map {map:?} bind {bind:?} rank {k}",
+                                m.source
+                            );
+                            assert_eq!(pl.numa, pu.numa);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// The mapping order, stated independently of `place`.
+    fn reference_order(m: &Machine, map: Level) -> Vec<usize> {
+        match map {
+            Level::HwThread => m.pus.iter().map(|p| p.os).collect(),
+            _ => {
+                // First PU of every core, with its object at the map level.
+                let mut firsts: Vec<(usize, usize)> = Vec::new(); // (object, os)
+                let mut seen = std::collections::BTreeSet::new();
+                for p in &m.pus {
+                    if seen.insert(p.core) {
+                        let obj = if map == Level::Core {
+                            p.core
+                        } else {
+                            map.of(p).unwrap()
+                        };
+                        firsts.push((obj, p.os));
+                    }
+                }
+                if map == Level::Core {
+                    return firsts.iter().map(|&(_, os)| os).collect();
+                }
+                // j-th core of each object, objects ascending, j = 0, 1, ...
+                let mut objs: Vec<usize> = firsts.iter().map(|&(o, _)| o).collect();
+                objs.sort_unstable();
+                objs.dedup();
+                let mut out = Vec::new();
+                for j in 0.. {
+                    let before = out.len();
+                    for &o in &objs {
+                        if let Some(&(_, os)) = firsts.iter().filter(|&&(x, _)| x == o).nth(j) {
+                            out.push(os);
+                        }
+                    }
+                    if out.len() == before {
+                        break;
+                    }
+                }
+                out
+            }
+        }
+    }
+
     #[test]
     fn an_asymmetric_topology_deals_ranks_where_there_are_cores() {
         // Package 0 has two cores, package 1 one (tests/data, edited from
@@ -487,6 +593,12 @@ mod tests {
         );
         let m = Machine::load(&Source::Xml(path.into())).unwrap();
         assert_eq!((m.packages(), m.numa_nodes(), m.cores()), (2, 4, 16));
+        // The file carries a SLIT-like distance matrix; a synthetic
+        // topology has none.
+        let d = m.numa_distances.as_ref().expect("distances in the XML");
+        assert_eq!(d[0], [10, 12, 20, 22]);
+        assert_eq!(d[3][2], 12);
+        assert_eq!(syn("numa:2 core:1 pu:1").numa_distances, None);
         let (p, _) = place(&m, 4, &pol(Some(Level::Numa), None)).unwrap();
         let numas: Vec<_> = p.iter().map(|x| x.numa).collect();
         assert_eq!(numas, [Some(0), Some(1), Some(2), Some(3)]);

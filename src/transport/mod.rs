@@ -752,6 +752,17 @@ impl Transport {
         self.cpus.get(r).copied().flatten()
     }
 
+    /// Whether `peer` shares this rank's core, L3, NUMA node or package
+    /// (by the first CPUs of both bindings); `None` when either is unbound
+    /// or hwloc cannot tell. The per-pair copy choice keys on it (every
+    /// class copies with `memcpy` today; `shmpi-topo` shows the
+    /// non-temporal candidate for pairs on different NUMA nodes).
+    pub fn peer_distance(&self, peer: usize) -> Option<crate::topology::Distance> {
+        let (a, b) = (self.rank_cpu(self.me)?, self.rank_cpu(peer)?);
+        let m = crate::topology::Machine::this().ok()?;
+        Some(crate::topology::placement::distance(m, a, b))
+    }
+
     /// The header of the ring `peer` sends this rank on (in this rank's
     /// receive region), e.g. to ask where its memory lives.
     pub fn receive_header(&self, peer: usize) -> Option<&crate::ring::RingHeader> {
