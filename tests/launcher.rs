@@ -476,7 +476,8 @@ fn bind_to_core_puts_ranks_on_different_cores_and_bind_to_none_leaves_them_free(
     );
     assert_eq!(o.code, Some(0), "{}", o.stderr);
     assert!(
-        o.stderr.contains("rank 1 bound to cpus 8-9 (numa 1)"),
+        o.stderr
+            .contains("rank 1 bound to cpus 8-9 (numa 1, cpuset 0x00000300)"),
         "{}",
         o.stderr
     );

@@ -257,6 +257,24 @@ pub fn cpu_list(cpus: &[usize]) -> String {
     out.join(",")
 }
 
+/// A cpuset as hwloc prints one (`hwloc-bind --get`): 32-bit words in
+/// hex, most significant first, separated by commas (`0x00000003`,
+/// `0x00000001,0x00000000`).
+pub fn hwloc_mask(cpus: &[usize]) -> String {
+    let top = cpus.iter().copied().max().unwrap_or(0) / 32;
+    (0..=top)
+        .rev()
+        .map(|w| {
+            let bits = cpus
+                .iter()
+                .filter(|&&c| c / 32 == w)
+                .fold(0u32, |acc, &c| acc | (1 << (c % 32)));
+            format!("0x{bits:08x}")
+        })
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
 /// `--report-bindings` lines: per rank, its cpuset as a mask over the
 /// machine's cores (`B` bound PU, `.` not), cores separated by `/` and
 /// packages by `|`, as Open MPI prints them.
@@ -280,9 +298,10 @@ pub fn report(m: &Machine, places: &[Placement]) -> Vec<String> {
             }
             mask.push(']');
             format!(
-                "rank {r} bound to cpus {} (numa {}): {mask}",
+                "rank {r} bound to cpus {} (numa {}, cpuset {}): {mask}",
                 cpu_list(&p.cpus),
-                p.numa.map_or("-".into(), |n| n.to_string())
+                p.numa.map_or("-".into(), |n| n.to_string()),
+                hwloc_mask(&p.cpus)
             )
         })
         .collect()
@@ -605,7 +624,9 @@ mod tests {
         let r = report(&m, &p[..1]);
         assert_eq!(
             r[0],
-            "rank 0 bound to cpus 0-1 (numa 0): [BB/../../../../../../..]|[../../../../../../../..]"
+            "rank 0 bound to cpus 0-1 (numa 0, cpuset 0x00000003): \
+             [BB/../../../../../../..]|[../../../../../../../..]"
         );
+        assert_eq!(hwloc_mask(&[0, 33]), "0x00000002,0x00000001");
     }
 }
