@@ -140,3 +140,31 @@ fn shmpi_topo_prints_the_tree_the_placement_and_the_pair_classes() {
     assert!(!bad.status.success());
     assert!(String::from_utf8_lossy(&bad.stderr).contains("synthetic topology"));
 }
+
+#[test]
+fn shmpi_bench_floor_and_protocols_print_their_tables() {
+    if support::online_cpus() >= 2 {
+        let out = bench(&["floor", "--iterations", "20000"]);
+        let lat = out
+            .lines()
+            .find(|l| l.starts_with("cache-line one-way latency"))
+            .unwrap();
+        let v: f64 = lat.split_whitespace().last().unwrap().parse().unwrap();
+        assert!(v > 0.0, "{out}");
+        assert!(out.contains("memcpy bandwidth"), "{out}");
+    }
+    let out = bench(&["protocols", "--max-size", "1048576"]);
+    let row = |size: &str| {
+        out.lines()
+            .find(|l| l.split_whitespace().next() == Some(size))
+            .unwrap()
+            .to_string()
+    };
+    assert!(
+        row("8").contains("eager") && row("8").contains("flag line"),
+        "{out}"
+    );
+    assert!(row("65536").contains("eager"), "{out}");
+    assert!(row("131072").contains("pipelined"), "{out}");
+    assert!(row("512").contains("messages"), "{out}");
+}

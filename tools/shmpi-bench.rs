@@ -35,6 +35,10 @@ enum Test {
     Bw,
     Bibw,
     Comm,
+    /// The machine's floor: cache-line ping-pong and memcpy bandwidth.
+    Floor,
+    /// Which protocol each size takes.
+    Protocols,
     /// A collective (OSU's osu_barrier, osu_bcast, ...).
     Coll(CollKind),
 }
@@ -71,6 +75,8 @@ struct Opts {
 const USAGE: &str = "usage: shmpi-bench latency|bw|bibw [--min-size N] [--max-size N] \
 [--iterations N] [--warmup N] [--cpus A,B] [--format osu|csv|json]\n       \
 shmpi-bench comm [--ranks 2,4,8] [--iterations N] [--warmup N]\n       \
+shmpi-bench floor [--cpus A,B] [--iterations N]\n       \
+shmpi-bench protocols [--max-size N]\n       \
 shmpi-bench barrier|bcast|reduce|allreduce|allgather|alltoall [--ranks N] [--min-size N] \
 [--max-size N] [--iterations N] [--warmup N]";
 
@@ -80,6 +86,8 @@ fn parse(args: &[String]) -> Result<Opts, String> {
         Some("bw") => Test::Bw,
         Some("bibw") => Test::Bibw,
         Some("comm") => Test::Comm,
+        Some("floor") => Test::Floor,
+        Some("protocols") => Test::Protocols,
         Some("barrier") => Test::Coll(CollKind::Barrier),
         Some("bcast") => Test::Coll(CollKind::Bcast),
         Some("reduce") => Test::Coll(CollKind::Reduce),
@@ -385,7 +393,9 @@ fn run_rank(o: &Opts) -> Result<(), String> {
         Test::Latency => ("Latency Test", "Latency (us)"),
         Test::Bw => ("Bandwidth Test", "Bandwidth (MB/s)"),
         Test::Bibw => ("Bi-Directional Bandwidth Test", "Bandwidth (MB/s)"),
-        Test::Comm | Test::Coll(_) => unreachable!("run_comm / run_coll"),
+        Test::Comm | Test::Coll(_) | Test::Floor | Test::Protocols => {
+            unreachable!("handled before")
+        }
     };
     let key = match o.test {
         Test::Latency => "latency_us",
@@ -415,7 +425,9 @@ fn run_rank(o: &Opts) -> Result<(), String> {
             Test::Latency => latency(&w, size, iters, warm),
             Test::Bw => bandwidth(&w, size, iters, warm, false),
             Test::Bibw => bandwidth(&w, size, iters, warm, true),
-            Test::Comm | Test::Coll(_) => unreachable!("run_comm / run_coll"),
+            Test::Comm | Test::Coll(_) | Test::Floor | Test::Protocols => {
+                unreachable!("handled before")
+            }
         };
         if me == 0 {
             match o.format {
@@ -433,6 +445,106 @@ fn run_rank(o: &Opts) -> Result<(), String> {
         );
     }
     u.finalize().map_err(|e| e.to_string())
+}
+
+/// The machine's floor, measured here and now: the one-way latency of a
+/// cache line bounced between two threads pinned to two CPUs (a sequence
+/// word each side waits for, as a C ring with a flag in the slot does),
+/// and the bandwidth of memcpy on one core (64 MiB, out of cache).
+fn floor(o: &Opts) -> Result<(), String> {
+    use shmpi::sync::{AtomicU64, CachePadded, Ordering};
+    let cpus: Vec<usize> = match o.cpus.clone().or_else(default_cpus) {
+        Some(l) => l
+            .split(',')
+            .map(|c| c.trim().parse().map_err(|_| format!("--cpus: {c:?}")))
+            .collect::<Result<_, _>>()?,
+        None => return Err("floor needs two CPUs (--cpus A,B)".into()),
+    };
+    if cpus.len() < 2 {
+        return Err("floor needs two CPUs (--cpus A,B)".into());
+    }
+    let iters = o.iters.unwrap_or(1_000_000) as u64;
+    let ping = CachePadded::new(AtomicU64::new(0));
+    let pong = CachePadded::new(AtomicU64::new(0));
+    let pin = |c: usize| {
+        core_affinity::set_for_current(core_affinity::CoreId { id: c });
+    };
+    let ns = std::thread::scope(|s| {
+        s.spawn(|| {
+            pin(cpus[1]);
+            for i in 1..=iters + 1000 {
+                // Acquire/Release: the two words carry the ping-pong; no
+                // other data is published through them.
+                while ping.load(Ordering::Acquire) != i {
+                    std::hint::spin_loop();
+                }
+                pong.store(i, Ordering::Release);
+            }
+        });
+        pin(cpus[0]);
+        let mut t = Instant::now();
+        for i in 1..=iters + 1000 {
+            if i == 1001 {
+                t = Instant::now();
+            }
+            ping.store(i, Ordering::Release);
+            while pong.load(Ordering::Acquire) != i {
+                std::hint::spin_loop();
+            }
+        }
+        t.elapsed().as_nanos() as f64 / iters as f64 / 2.0
+    });
+    let len = 64 << 20;
+    let src = vec![1u8; len];
+    let mut dst = vec![0u8; len];
+    dst.copy_from_slice(&src); // fault the pages in
+    let rounds = 8;
+    let t = Instant::now();
+    for _ in 0..rounds {
+        std::hint::black_box(&mut dst).copy_from_slice(std::hint::black_box(&src));
+    }
+    std::hint::black_box(&dst);
+    let mbs = (rounds * len) as f64 / t.elapsed().as_secs_f64() / 1e6;
+    println!(
+        "# shmpi-bench floor (shmpi-bench {}): CPUs {} and {}",
+        env!("CARGO_PKG_VERSION"),
+        cpus[0],
+        cpus[1]
+    );
+    println!("cache-line one-way latency (us)  {:>10.3}", ns / 1000.0);
+    println!("memcpy bandwidth, one core (MB/s) {mbs:>10.0}");
+    Ok(())
+}
+
+/// The protocol each message size takes on this build and environment.
+fn protocols(o: &Opts) {
+    let frag = std::env::var("SHMPI_FRAGMENT_SIZE")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(shmpi::transport::DEFAULT_FRAGMENT);
+    let ring = shmpi::transport::default_ring_capacity(2);
+    let sole_max = frag.min(ring / 2 - 16 - shmpi::transport::WIRE_HEADER);
+    let shm_max = shmpi::transport::shmcoll::MAX_PAYLOAD;
+    println!("# shmpi-bench protocols (2 ranks, ring {ring} B, fragment {frag} B)");
+    println!("# Size      point-to-point                                          small collectives (per member)");
+    let mut s = 0usize;
+    while s <= o.max {
+        let p2p = if s <= sole_max {
+            "eager: one ring frame"
+        } else {
+            "pipelined: fragments through the ring, double copy"
+        };
+        let coll = if s <= 48 {
+            "collective region, in the flag line"
+        } else if s <= shm_max {
+            "collective region, payload buffer"
+        } else {
+            "messages (tree / ring algorithms)"
+        };
+        println!("{s:<10}  {p2p:<54}  {coll}");
+        s = if s == 0 { 1 } else { s * 2 };
+    }
+    println!("# single copy (process_vm_readv) for large messages: not yet (issue 6)");
 }
 
 /// The first two CPUs this process may run on, as "a,b".
@@ -509,6 +621,19 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if o.test == Test::Floor {
+        return match floor(&o) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(m) => {
+                eprintln!("shmpi-bench: {m}");
+                ExitCode::from(1)
+            }
+        };
+    }
+    if o.test == Test::Protocols {
+        protocols(&o);
+        return ExitCode::SUCCESS;
+    }
     let r = if std::env::var_os(shmpi::job::env::JOB_ID).is_some() {
         run_rank(&o).map(|_| 0)
     } else if o.test == Test::Comm {
