@@ -168,3 +168,21 @@ fn shmpi_bench_floor_and_protocols_print_their_tables() {
     assert!(row("131072").contains("pipelined"), "{out}");
     assert!(row("512").contains("messages"), "{out}");
 }
+
+#[test]
+fn shmpi_bench_latency_runs_a_pair_inside_a_larger_idle_job() {
+    let out = bench(&[
+        "latency",
+        "--ranks",
+        "6",
+        "--max-size",
+        "8",
+        "--iterations",
+        "200",
+        "--warmup",
+        "20",
+    ]);
+    let r = rows(&out);
+    assert_eq!(r.len(), 5, "sizes 0-8: {out}");
+    assert!(r.iter().all(|r| r[1] > 0.0), "{out}");
+}

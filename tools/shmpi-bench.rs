@@ -60,7 +60,7 @@ enum Format {
     Json,
 }
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct Opts {
     test: Test,
     min: usize,
@@ -75,6 +75,7 @@ struct Opts {
 const USAGE: &str = "usage: shmpi-bench latency|bw|bibw [--min-size N] [--max-size N] \
 [--iterations N] [--warmup N] [--cpus A,B] [--format osu|csv|json]\n       \
 shmpi-bench comm [--ranks 2,4,8] [--iterations N] [--warmup N]\n       \
+shmpi-bench latency --ranks N ...  (ranks 0 and 1 ping-pong, the others idle)\n       \
 shmpi-bench floor [--cpus A,B] [--iterations N]\n       \
 shmpi-bench protocols [--max-size N]\n       \
 shmpi-bench barrier|bcast|reduce|allreduce|allgather|alltoall [--ranks N] [--min-size N] \
@@ -382,12 +383,37 @@ fn run_rank(o: &Opts) -> Result<(), String> {
     }
     let u = shmpi::init().map_err(|e| e.to_string())?;
     let w = u.world();
-    if w.size() != 2 {
+    if w.size() != 2 && !(o.test == Test::Latency && w.size() > 2) {
         return Err(format!(
-            "shmpi-bench needs exactly 2 ranks, got {}",
+            "shmpi-bench {:?} needs exactly 2 ranks, got {}",
+            o.test,
             w.size()
         ));
     }
+    let me = w.rank();
+    if w.size() > 2 {
+        // latency --ranks N: ranks 0 and 1 ping-pong on a sub-communicator
+        // while the others wait, asleep, in the final barrier.
+        let pair = w
+            .split(if me < 2 { 0 } else { shmpi::UNDEFINED }, me)
+            .map_err(|e| e.to_string())?;
+        if let Some(p) = pair {
+            let mut one = Opts {
+                ranks: vec![2],
+                ..o.clone()
+            };
+            one.test = Test::Latency;
+            run_pair(&one, &p)?;
+        }
+        w.barrier().map_err(|e| e.to_string())?;
+        return u.finalize().map_err(|e| e.to_string());
+    }
+    run_pair(o, &w)?;
+    u.finalize().map_err(|e| e.to_string())
+}
+
+/// The point-to-point benchmark between the two ranks of `w`.
+fn run_pair(o: &Opts, w: &shmpi::Communicator) -> Result<(), String> {
     let me = w.rank();
     let (title, col) = match o.test {
         Test::Latency => ("Latency Test", "Latency (us)"),
@@ -418,13 +444,13 @@ fn run_rank(o: &Opts) -> Result<(), String> {
     // Untimed warm-up (50,000 round trips of 8 bytes, about 10 ms) so the
     // first row is not measured on a cold core; the peers' harness
     // (tools/peers/osu_pingpong.c) does the same.
-    latency(&w, 8, 1, 50_000);
+    latency(w, 8, 1, 50_000);
     for size in sizes(o) {
         let (iters, warm) = counts(o, size);
         let v = match o.test {
-            Test::Latency => latency(&w, size, iters, warm),
-            Test::Bw => bandwidth(&w, size, iters, warm, false),
-            Test::Bibw => bandwidth(&w, size, iters, warm, true),
+            Test::Latency => latency(w, size, iters, warm),
+            Test::Bw => bandwidth(w, size, iters, warm, false),
+            Test::Bibw => bandwidth(w, size, iters, warm, true),
             Test::Comm | Test::Coll(_) | Test::Floor | Test::Protocols => {
                 unreachable!("handled before")
             }
@@ -444,7 +470,7 @@ fn run_rank(o: &Opts) -> Result<(), String> {
             rows.join(",")
         );
     }
-    u.finalize().map_err(|e| e.to_string())
+    Ok(())
 }
 
 /// The machine's floor, measured here and now: the one-way latency of a
@@ -647,6 +673,9 @@ fn main() -> ExitCode {
         })
     } else if let Test::Coll(_) = o.test {
         launch_self(&o, &args, o.ranks[0])
+    } else if o.test == Test::Latency && args.iter().any(|a| a == "--ranks") {
+        // A ping-pong between ranks 0 and 1 inside a larger, idle job.
+        launch_self(&o, &args, o.ranks[0].max(2))
     } else {
         launch_self(&o, &args, 2)
     };
