@@ -186,3 +186,25 @@ fn shmpi_bench_latency_runs_a_pair_inside_a_larger_idle_job() {
     assert_eq!(r.len(), 5, "sizes 0-8: {out}");
     assert!(r.iter().all(|r| r[1] > 0.0), "{out}");
 }
+
+#[test]
+fn shmpi_bench_mbw_mr_sums_the_pairs() {
+    let out = bench(&[
+        "mbw_mr",
+        "--ranks",
+        "4",
+        "--max-size",
+        "64",
+        "--iterations",
+        "20",
+        "--warmup",
+        "2",
+    ]);
+    assert!(out.contains("2 pairs"), "{out}");
+    let r = rows(&out);
+    assert_eq!(r.len(), 7, "sizes 1-64: {out}");
+    assert!(
+        r.iter().all(|r| r.len() == 3 && r[1] > 0.0 && r[2] > 0.0),
+        "{out}"
+    );
+}

@@ -37,6 +37,8 @@ enum Test {
     Comm,
     /// The machine's floor: cache-line ping-pong and memcpy bandwidth.
     Floor,
+    /// Multiple pairs' aggregate bandwidth and message rate (osu_mbw_mr).
+    MbwMr,
     /// Which protocol each size takes.
     Protocols,
     /// A collective (OSU's osu_barrier, osu_bcast, ...).
@@ -77,6 +79,7 @@ const USAGE: &str = "usage: shmpi-bench latency|bw|bibw [--min-size N] [--max-si
 shmpi-bench comm [--ranks 2,4,8] [--iterations N] [--warmup N]\n       \
 shmpi-bench latency --ranks N ...  (ranks 0 and 1 ping-pong, the others idle)\n       \
 shmpi-bench floor [--cpus A,B] [--iterations N]\n       \
+shmpi-bench mbw_mr [--ranks 2P] [--min-size N] [--max-size N] [--iterations N] [--warmup N]\n       \
 shmpi-bench protocols [--max-size N]\n       \
 shmpi-bench barrier|bcast|reduce|allreduce|allgather|alltoall [--ranks N] [--min-size N] \
 [--max-size N] [--iterations N] [--warmup N]";
@@ -88,6 +91,7 @@ fn parse(args: &[String]) -> Result<Opts, String> {
         Some("bibw") => Test::Bibw,
         Some("comm") => Test::Comm,
         Some("floor") => Test::Floor,
+        Some("mbw_mr") => Test::MbwMr,
         Some("protocols") => Test::Protocols,
         Some("barrier") => Test::Coll(CollKind::Barrier),
         Some("bcast") => Test::Coll(CollKind::Bcast),
@@ -374,9 +378,55 @@ fn latency_warm(w: &shmpi::Communicator) {
     }
 }
 
+/// osu_mbw_mr: rank i of the first half streams windows to rank i + P of
+/// the second; the row is the sum of the pairs' bandwidths (MB/s) and the
+/// messages per second that makes.
+fn run_mbw_mr(o: &Opts) -> Result<(), String> {
+    let u = shmpi::init().map_err(|e| e.to_string())?;
+    let w = u.world();
+    let n = w.size();
+    if n < 2 || n % 2 != 0 {
+        return Err(format!("mbw_mr needs an even number of ranks, got {n}"));
+    }
+    let pairs = n / 2;
+    let me = w.rank();
+    // Pair k = {k, k + P}; the sender is rank 0 of the pair.
+    let pair = w
+        .split(me % pairs, me)
+        .map_err(|e| e.to_string())?
+        .ok_or("every rank has a pair")?;
+    if me == 0 {
+        println!(
+            "# OSU-style MPI Multiple Bandwidth / Message Rate Test (shmpi-bench {}), {pairs} pairs",
+            env!("CARGO_PKG_VERSION")
+        );
+        println!("# Size                  MB/s        Messages/s");
+    }
+    for size in sizes(o).into_iter().filter(|&s| s > 0) {
+        let (iters, warm) = counts(o, size);
+        w.barrier().map_err(|e| e.to_string())?;
+        let bw = bandwidth(&pair, size, iters, warm, false);
+        let mine = if pair.rank() == 0 { bw } else { 0.0 };
+        let mut sum = [0f64];
+        w.reduce(&[mine], &mut sum, &shmpi::Op::Sum, 0)
+            .map_err(|e| e.to_string())?;
+        if me == 0 {
+            println!(
+                "{size:<10}{:>18.2}{:>18.2}",
+                sum[0],
+                sum[0] * 1e6 / size as f64
+            );
+        }
+    }
+    u.finalize().map_err(|e| e.to_string())
+}
+
 fn run_rank(o: &Opts) -> Result<(), String> {
     if o.test == Test::Comm {
         return run_comm(o);
+    }
+    if o.test == Test::MbwMr {
+        return run_mbw_mr(o);
     }
     if let Test::Coll(k) = o.test {
         return run_coll(o, k);
@@ -419,7 +469,7 @@ fn run_pair(o: &Opts, w: &shmpi::Communicator) -> Result<(), String> {
         Test::Latency => ("Latency Test", "Latency (us)"),
         Test::Bw => ("Bandwidth Test", "Bandwidth (MB/s)"),
         Test::Bibw => ("Bi-Directional Bandwidth Test", "Bandwidth (MB/s)"),
-        Test::Comm | Test::Coll(_) | Test::Floor | Test::Protocols => {
+        Test::Comm | Test::Coll(_) | Test::Floor | Test::Protocols | Test::MbwMr => {
             unreachable!("handled before")
         }
     };
@@ -451,7 +501,7 @@ fn run_pair(o: &Opts, w: &shmpi::Communicator) -> Result<(), String> {
             Test::Latency => latency(w, size, iters, warm),
             Test::Bw => bandwidth(w, size, iters, warm, false),
             Test::Bibw => bandwidth(w, size, iters, warm, true),
-            Test::Comm | Test::Coll(_) | Test::Floor | Test::Protocols => {
+            Test::Comm | Test::Coll(_) | Test::Floor | Test::Protocols | Test::MbwMr => {
                 unreachable!("handled before")
             }
         };
@@ -673,6 +723,13 @@ fn main() -> ExitCode {
         })
     } else if let Test::Coll(_) = o.test {
         launch_self(&o, &args, o.ranks[0])
+    } else if o.test == Test::MbwMr {
+        let n = if args.iter().any(|a| a == "--ranks") {
+            o.ranks[0]
+        } else {
+            2
+        };
+        launch_self(&o, &args, n)
     } else if o.test == Test::Latency && args.iter().any(|a| a == "--ranks") {
         // A ping-pong between ranks 0 and 1 inside a larger, idle job.
         launch_self(&o, &args, o.ranks[0].max(2))
