@@ -689,6 +689,13 @@ fn launch_self(o: &Opts, args: &[String], nranks: usize) -> Result<i32, String> 
 }
 
 fn main() -> ExitCode {
+    if std::env::var_os(shmpi::job::env::JOB_ID).is_some() {
+        // A rank writing into a closed pipe ends by SIGPIPE, which its
+        // launcher reports and cleans up after, instead of panicking.
+        // The launcher itself keeps ignoring SIGPIPE so that it outlives
+        // its ranks and tears the job down.
+        shmpi::shm::os::default_sigpipe();
+    }
     let args: Vec<String> = std::env::args().skip(1).collect();
     let o = match parse(&args) {
         Ok(o) => o,

@@ -170,6 +170,7 @@ fn run(o: &Opts) -> Result<(), String> {
 }
 
 fn main() -> ExitCode {
+    shmpi::shm::os::default_sigpipe();
     let args: Vec<String> = std::env::args().skip(1).collect();
     let o = match parse(&args) {
         Ok(o) => o,

@@ -26,6 +26,15 @@ pub fn capture_termination_signals() {
     }
 }
 
+/// Restores the default action of SIGPIPE (Rust ignores it, so writing to
+/// a closed pipe makes `println!` panic): a tool piped into `head` then
+/// ends quietly, as C tools do.
+pub fn default_sigpipe() {
+    // SAFETY: setting a standard signal's disposition to SIG_DFL touches
+    // no memory of ours.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+}
+
 /// The signal caught since the last call, if any.
 pub fn take_signal() -> Option<i32> {
     // Relaxed: see `on_signal`.
