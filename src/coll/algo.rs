@@ -583,6 +583,19 @@ impl Coll<'_> {
         }
     }
 
+    /// Every member gets every member's `mine` (all of one length), block
+    /// r of `all` from rank r.
+    ///
+    /// # Errors
+    /// `Count` when members passed different lengths.
+    pub fn allgather_t<T: Scalar>(&self, mine: &[T], all: &mut [T]) -> Result<()> {
+        let (n, b, me) = (self.size(), mine.len(), self.ctx.rank);
+        all[me * b..(me + 1) * b].copy_from_slice(mine);
+        let counts = vec![b; n];
+        let displs: Vec<usize> = (0..n).map(|r| r * b).collect();
+        self.allgatherv_t(all, &counts, &displs)
+    }
+
     // ------------------------------------------------------------ alltoall
 
     /// Block r of `data` (`scounts[r]` at `sdispls[r]`) goes to rank r,

@@ -1,9 +1,10 @@
 //! Collectives over point-to-point.
 //!
-//! Layer L4 (imports L0–L3). What is here so far is what communicator
-//! construction needs, over raw bytes: barrier, broadcast, gather and
-//! allgather of fixed-size blocks. The typed MPI collectives, reductions,
-//! nonblocking forms and shared-memory algorithms come with their issue.
+//! Layer L4 (imports L0–L3): the collective algorithms over point-to-point
+//! (`algo`), the nonblocking schedules (`nbc`), the reduction operations
+//! (`op`), the algorithm choices (`tuning`) and the cost model of
+//! hierarchical ones (`model`); small payloads go through the
+//! communicator's collective region (`transport::shmcoll`).
 //!
 //! Every message goes on the communicator's collective context
 //! ([`Context::coll_id`]), so it never matches user traffic, with a tag
@@ -159,63 +160,5 @@ impl Coll<'_> {
             round += 1;
         }
         Ok(())
-    }
-
-    /// Binomial-tree broadcast of `buf` from `root`; every member passes a
-    /// buffer of the same length.
-    ///
-    /// # Errors
-    /// As the sends and receives.
-    pub fn bcast(&self, root: usize, buf: &mut [u8]) -> Result<()> {
-        let n = self.size();
-        let rel = (self.ctx.rank + n - root) % n;
-        let mut mask = 1;
-        while mask < n {
-            if rel & mask != 0 {
-                let from = (rel - mask + root) % n;
-                self.recv(from, tags::BCAST, buf)?;
-                break;
-            }
-            mask <<= 1;
-        }
-        mask >>= 1;
-        while mask > 0 {
-            if rel + mask < n {
-                self.send((rel + mask + root) % n, tags::BCAST, buf)?;
-            }
-            mask >>= 1;
-        }
-        Ok(())
-    }
-
-    /// Gathers one `block`-byte block from every member at `root`, in rank
-    /// order (`all` is used at the root only; it holds n blocks).
-    ///
-    /// # Errors
-    /// As the sends and receives.
-    pub fn gather(&self, root: usize, mine: &[u8], all: &mut [u8]) -> Result<()> {
-        let b = mine.len();
-        if self.ctx.rank != root {
-            return self.send(root, tags::GATHER, mine);
-        }
-        for r in 0..self.size() {
-            let dst = &mut all[r * b..(r + 1) * b];
-            if r == root {
-                dst.copy_from_slice(mine);
-            } else {
-                self.recv(r, tags::GATHER, dst)?;
-            }
-        }
-        Ok(())
-    }
-
-    /// Every member gets every member's block, in rank order (gather at
-    /// rank 0, then broadcast). `all` holds n blocks of `mine.len()`.
-    ///
-    /// # Errors
-    /// As the sends and receives.
-    pub fn allgather(&self, mine: &[u8], all: &mut [u8]) -> Result<()> {
-        self.gather(0, mine, all)?;
-        self.bcast(0, all)
     }
 }

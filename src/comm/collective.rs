@@ -311,10 +311,7 @@ impl Communicator {
             if recv.len() != n * send.len() {
                 return Err(count("MPI_Allgather", n * send.len(), recv.len()));
             }
-            let me = self.ctx.rank;
-            recv[me * send.len()..(me + 1) * send.len()].copy_from_slice(send);
-            let counts = vec![send.len(); n];
-            self.coll().allgatherv_t(recv, &counts, &packed(&counts))
+            self.coll().allgather_t(send, recv)
         })();
         self.ret("MPI_Allgather", r)
     }

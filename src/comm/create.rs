@@ -191,7 +191,7 @@ impl Communicator {
                     .and_then(|_| self.claim_region(&self.ctx.ranks));
                 msg = verdict_with(&r, region);
             }
-            c.bcast(0, &mut msg)?;
+            c.bcast_t(0, &mut msg)?;
             let index = read_verdict(&msg, "MPI_Comm_dup")?;
             let attrs = lock(&self.inner.attrs).copy();
             Ok(self.child(index, read_region(&msg), self.inner.group.clone(), attrs))
@@ -227,7 +227,7 @@ impl Communicator {
         let n = self.ctx.size();
         let mine = i32s(&[color, key]);
         let mut all = vec![0u8; 8 * n];
-        c.allgather(&mine, &mut all)?;
+        c.allgather_t(&mine, &mut all)?;
         let v = read_i32s(&all);
         if let Some(bad) = (0..n).find(|&r| v[2 * r] < 0 && v[2 * r] != UNDEFINED) {
             return Err(Error::new(
@@ -335,7 +335,7 @@ impl Communicator {
         mine[4..8].copy_from_slice(&(group.size() as u32).to_le_bytes());
         mine[8..].copy_from_slice(&group.digest().to_le_bytes());
         let mut all = vec![0u8; 16 * n];
-        c.allgather(&mine, &mut all)?;
+        c.allgather_t(&mine, &mut all)?;
         let rec = |r: usize| &all[16 * r..16 * (r + 1)];
         if let Some(bad) = (0..n).find(|&r| rec(r)[..4] == [0; 4]) {
             return Err(Error::new(

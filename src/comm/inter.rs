@@ -36,9 +36,9 @@ fn decode_ranks(b: &[u8]) -> Vec<usize> {
 /// first).
 fn bcast_vec(c: &Coll<'_>, root: usize, data: &mut Vec<u8>) -> Result<()> {
     let mut len = (data.len() as u64).to_le_bytes();
-    c.bcast(root, &mut len)?;
+    c.bcast_t(root, &mut len)?;
     data.resize(u64::from_le_bytes(len) as usize, 0);
-    c.bcast(root, data)
+    c.bcast_t(root, data)
 }
 
 impl Communicator {
@@ -217,7 +217,7 @@ impl Communicator {
             inter.send(0, tags::BARRIER, &[1])?;
             inter.recv(0, tags::BARRIER, &mut token)?;
         }
-        local.bcast(0, &mut token)
+        local.bcast_t(0, &mut token)
     }
 
     /// Leaders agree on an index for the members `members` of both sides
@@ -247,7 +247,7 @@ impl Communicator {
                 inter.recv(0, tags::COMM, &mut msg)?;
             }
         }
-        local.bcast(0, &mut msg)?;
+        local.bcast_t(0, &mut msg)?;
         read_verdict(&msg, what).map(|i| (i, read_region(&msg)))
     }
 
@@ -294,7 +294,7 @@ impl Communicator {
                 inter.recv(0, tags::COMM, &mut theirs)?;
                 hi[1] = theirs[0];
             }
-            local.bcast(0, &mut hi)?;
+            local.bcast_t(0, &mut hi)?;
             let me_first = match (hi[0], hi[1]) {
                 (0, 1) => true,
                 (1, 0) => false,
@@ -333,7 +333,7 @@ impl Communicator {
         mine[..4].copy_from_slice(&u32::from(subset).to_le_bytes());
         mine[4..].copy_from_slice(&group.digest().to_le_bytes());
         let mut all = vec![0u8; 12 * n];
-        local.allgather(&mine, &mut all)?;
+        local.allgather_t(&mine, &mut all)?;
         let consistent = (0..n).all(|r| all[12 * r..12 * (r + 1)] == mine);
         // Leaders swap [ok flag, subgroup members...] and then tell their
         // group [remote ok, remote members...].
@@ -446,7 +446,7 @@ impl Communicator {
         mine[..4].copy_from_slice(&color.to_le_bytes());
         mine[4..].copy_from_slice(&key.to_le_bytes());
         let mut table = vec![0u8; 8 * n];
-        local.allgather(&mine, &mut table)?;
+        local.allgather_t(&mine, &mut table)?;
         let read = |t: &[u8], r: usize| {
             let c = i32::from_le_bytes(t[8 * r..8 * r + 4].try_into().expect("4"));
             let k = i32::from_le_bytes(t[8 * r + 4..8 * r + 8].try_into().expect("4"));
