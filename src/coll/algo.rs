@@ -198,16 +198,11 @@ impl Coll<'_> {
         out: &mut [T],
     ) -> Result<()> {
         let n = self.size();
-        let me = self.ctx.rank;
         if let Some(r) = self.shm_region(bytes::<T>(data.len())) {
-            let mut all = data.repeat(n);
-            r.gather(root, as_bytes(data), as_bytes_mut(&mut all), &mut |c, i| {
-                self.sh.wait_flag(c, i)
-            })?;
-            if me == root {
-                fold_in_rank_order(op, &mut all, data.len(), out);
-            }
-            return Ok(());
+            return match r.gather(root, as_bytes(data), &mut |c, i| self.sh.wait_flag(c, i))? {
+                Some(x) => fold_exchange(op, &x, out),
+                None => Ok(()),
+            };
         }
         if n == 1 {
             out.copy_from_slice(data);
@@ -776,20 +771,6 @@ fn fold_exchange<T: Reducible>(
         out.copy_from_slice(tmp);
     }
     Ok(())
-}
-
-/// `out = all[0] op all[1] op ... op all[n-1]` for blocks of `len`, in
-/// rank order (every member computes the same, bit for bit).
-fn fold_in_rank_order<T: Reducible>(op: &Op, all: &mut [T], len: usize, out: &mut [T]) {
-    if len == 0 {
-        return;
-    }
-    let n = all.len() / len;
-    for k in 1..n {
-        let (lo, hi) = all.split_at_mut(k * len);
-        op.apply(&lo[(k - 1) * len..], &mut hi[..len]);
-    }
-    out.copy_from_slice(&all[(n - 1) * len..]);
 }
 
 fn exact(got: usize, want: usize, from: usize) -> Result<()> {

@@ -257,43 +257,42 @@ impl Region {
     /// # Errors
     /// What `wait` returns.
     pub fn exchange(&self, mine: &[u8], wait: Wait<'_>) -> Result<Exchange<'_>> {
-        let mut g = self.begin(mine.len())?;
-        let e = g.done + 1;
-        self.start_rule(&mut g, e, wait)?;
-        self.write(e, mine);
-        self.post(e);
-        wait(&|| self.all_at(e), &|| self.ring())?;
-        g.all = e;
-        Ok(Exchange {
-            region: self,
-            guard: g,
-            e,
-        })
+        let x = self.post_then_view(mine, true, wait)?;
+        Ok(x.expect("every member waits in an exchange"))
     }
 
-    /// Every member's `mine` into `out` at `root` only (others just post).
+    /// As [`exchange`](Self::exchange), but only `root` waits and reads:
+    /// the others post and are done (`None`).
     ///
     /// # Errors
     /// What `wait` returns.
-    pub fn gather(&self, root: usize, mine: &[u8], out: &mut [u8], wait: Wait<'_>) -> Result<()> {
+    pub fn gather(&self, root: usize, mine: &[u8], wait: Wait<'_>) -> Result<Option<Exchange<'_>>> {
+        self.post_then_view(mine, self.me == root, wait)
+    }
+
+    fn post_then_view(
+        &self,
+        mine: &[u8],
+        view: bool,
+        wait: Wait<'_>,
+    ) -> Result<Option<Exchange<'_>>> {
         let mut g = self.begin(mine.len())?;
         let e = g.done + 1;
         self.start_rule(&mut g, e, wait)?;
         self.write(e, mine);
         self.post(e);
-        let mut r = Ok(());
-        if self.me == root {
-            wait(&|| self.all_at(e), &|| self.ring())?;
-            g.all = e;
-            let b = mine.len();
-            for k in 0..self.members.len() {
-                let x = self.read(e, k, &mut out[k * b..(k + 1) * b]);
-                r = r.and(x);
-            }
+        if !view {
+            self.ring();
+            g.done = e;
+            return Ok(None);
         }
-        self.ring();
-        g.done = e;
-        r
+        wait(&|| self.all_at(e), &|| self.ring())?;
+        g.all = e;
+        Ok(Some(Exchange {
+            region: self,
+            guard: g,
+            e,
+        }))
     }
 
     /// `buf` of `root` into every member's `buf`.
