@@ -171,13 +171,30 @@ impl Coll<'_> {
             }
             mask >>= 1;
         }
-        // Ring allgather of the blocks.
-        let (left, right) = (real((rel + n - 1) % n), real((rel + 1) % n));
+        // Ring allgather of the blocks (neighbours in relative order are
+        // neighbours in rank order).
+        self.ring_allgather(buf, &|k| chunk(len, n, k), rel, tags::BCAST + 1)
+    }
+
+    /// Ring allgather: in n - 1 steps every rank passes its right-hand
+    /// neighbour the block it received last, starting with block `first`
+    /// (the one it holds), so every rank ends with all n. `block(k)` is
+    /// where block k lies in `buf`; blocks are disjoint.
+    fn ring_allgather<T: Scalar>(
+        &self,
+        buf: &mut [T],
+        block: &dyn Fn(usize) -> std::ops::Range<usize>,
+        first: usize,
+        tag: i32,
+    ) -> Result<()> {
+        let n = self.size();
+        let me = self.ctx.rank;
+        let (left, right) = ((me + n - 1) % n, (me + 1) % n);
         for step in 0..n - 1 {
-            let out = chunk(len, n, (rel + n - step) % n);
-            let inc = chunk(len, n, (rel + n - step - 1) % n);
-            let data: Vec<T> = buf[out].to_vec();
-            self.sendrecv_t(right, &data, left, &mut buf[inc], tags::BCAST + 1)?;
+            let out = block((first + n - step) % n);
+            let inc = block((first + 2 * n - step - 1) % n);
+            let (data, dst) = disjoint(buf, out, inc);
+            self.sendrecv_t(right, data, left, dst, tag)?;
         }
         Ok(())
     }
@@ -412,14 +429,7 @@ impl Coll<'_> {
         let block = |k: usize| chunk(len, n, k);
         self.reduce_scatter_ring(op, buf, &block)?;
         // Ring allgather: rank r starts with block r + 1.
-        let (left, right) = ((me + n - 1) % n, (me + 1) % n);
-        for step in 0..n - 1 {
-            let out = block((me + 1 + n - step) % n);
-            let inc = block((me + n - step) % n);
-            let data: Vec<T> = buf[out].to_vec();
-            self.sendrecv_t(right, &data, left, &mut buf[inc], tags::ALLREDUCE + 4)?;
-        }
-        Ok(())
+        self.ring_allgather(buf, &block, (me + 1) % n, tags::ALLREDUCE + 4)
     }
 
     // ------------------------------------------------------------ gather / scatter
@@ -565,16 +575,7 @@ impl Coll<'_> {
                 }
                 self.bcast_t(0, out)
             }
-            _ => {
-                let (left, right) = ((me + n - 1) % n, (me + 1) % n);
-                for step in 0..n - 1 {
-                    let s = (me + n - step) % n;
-                    let r = (me + n - step - 1) % n;
-                    let data = out[block(s)].to_vec();
-                    self.sendrecv_t(right, &data, left, &mut out[block(r)], tags::ALLGATHER + 1)?;
-                }
-                Ok(())
-            }
+            _ => self.ring_allgather(out, &block, me, tags::ALLGATHER + 1),
         }
     }
 
@@ -771,6 +772,22 @@ fn fold_exchange<T: Reducible>(
         out.copy_from_slice(tmp);
     }
     Ok(())
+}
+
+/// The disjoint ranges `a` (read) and `b` (written) of `buf` at once.
+fn disjoint<T>(
+    buf: &mut [T],
+    a: std::ops::Range<usize>,
+    b: std::ops::Range<usize>,
+) -> (&[T], &mut [T]) {
+    assert!(a.end <= b.start || b.end <= a.start, "ring blocks overlap");
+    if a.end <= b.start {
+        let (lo, hi) = buf.split_at_mut(b.start);
+        (&lo[a], &mut hi[..b.end - b.start])
+    } else {
+        let (lo, hi) = buf.split_at_mut(a.start);
+        (&hi[..a.end - a.start], &mut lo[b])
+    }
 }
 
 fn exact(got: usize, want: usize, from: usize) -> Result<()> {
