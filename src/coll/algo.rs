@@ -350,51 +350,30 @@ impl Coll<'_> {
     }
 
     fn allreduce_recursive_doubling<T: Reducible>(&self, op: &Op, buf: &mut [T]) -> Result<()> {
-        let n = self.size();
-        let me = self.ctx.rank;
         let tag = tags::ALLREDUCE;
-        let pof2 = 1usize << (usize::BITS - 1 - n.leading_zeros());
-        let rem = n - pof2;
         let mut tmp = buf.to_vec();
-        // Fold: among the first 2*rem ranks, even ones hand their data to
-        // the next odd one and sit out.
-        let newrank = if me < 2 * rem {
-            if me % 2 == 0 {
-                self.send_t(me + 1, tag, buf)?;
-                None
-            } else {
-                self.recv_t(me - 1, tag, &mut tmp)?;
-                // tmp (rank me-1) is the lower part: buf = tmp op buf.
-                op.apply(&tmp, buf);
-                Some(me / 2)
-            }
-        } else {
-            Some(me - rem)
-        };
-        if let Some(nr) = newrank {
-            let mut mask = 1;
-            while mask < pof2 {
-                let nd = nr ^ mask;
-                let dst = if nd < rem { nd * 2 + 1 } else { nd + rem };
-                let mine = buf.to_vec();
-                self.sendrecv_t(dst, &mine, dst, &mut tmp, tag + 1)?;
-                if dst < me {
-                    // tmp covers lower ranks: buf = tmp op buf.
+        for step in recursive_doubling(self.size(), self.ctx.rank) {
+            match step {
+                RdStep::FoldSend(p) => self.send_t(p, tag, buf)?,
+                RdStep::FoldRecv(p) => {
+                    self.recv_t(p, tag, &mut tmp)?;
+                    // tmp (the lower rank) first: buf = tmp op buf.
                     op.apply(&tmp, buf);
-                } else {
-                    // buf covers lower ranks: buf = buf op tmp.
-                    op.apply(&mine, &mut tmp);
-                    buf.copy_from_slice(&tmp);
                 }
-                mask <<= 1;
-            }
-        }
-        // Unfold: the odd ranks give the result back.
-        if me < 2 * rem {
-            if me % 2 == 1 {
-                self.send_t(me - 1, tag + 2, buf)?;
-            } else {
-                self.recv_t(me + 1, tag + 2, buf)?;
+                RdStep::Exchange(p) => {
+                    let mine = buf.to_vec();
+                    self.sendrecv_t(p, &mine, p, &mut tmp, tag + 1)?;
+                    if p < self.ctx.rank {
+                        // tmp covers lower ranks: buf = tmp op buf.
+                        op.apply(&tmp, buf);
+                    } else {
+                        // buf covers lower ranks: buf = buf op tmp.
+                        op.apply(&mine, &mut tmp);
+                        buf.copy_from_slice(&tmp);
+                    }
+                }
+                RdStep::ResultTo(p) => self.send_t(p, tag + 2, buf)?,
+                RdStep::ResultFrom(p) => self.recv_t(p, tag + 2, buf)?,
             }
         }
         Ok(())
@@ -772,6 +751,66 @@ fn fold_exchange<T: Reducible>(
         out.copy_from_slice(tmp);
     }
     Ok(())
+}
+
+/// One step of recursive doubling with the fold for non-powers of two
+/// (Thakur, Rabenseifner and Gropp), for one rank.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum RdStep {
+    /// An even rank among the first 2·rem hands its data to the next odd
+    /// one and sits out.
+    FoldSend(usize),
+    /// The odd rank takes it (the sender is the lower rank).
+    FoldRecv(usize),
+    /// Swap partial results with this partner and combine (the lower rank's
+    /// part first).
+    Exchange(usize),
+    /// The odd rank gives the result back to the one that sat out.
+    ResultTo(usize),
+    /// The rank that sat out takes the result.
+    ResultFrom(usize),
+}
+
+/// The recursive-doubling steps of rank `me` of `n` (shared by the
+/// blocking and nonblocking allreduce).
+pub(super) fn recursive_doubling(n: usize, me: usize) -> Vec<RdStep> {
+    let mut v = Vec::new();
+    if n < 2 {
+        return v;
+    }
+    let pof2 = 1usize << (usize::BITS - 1 - n.leading_zeros());
+    let rem = n - pof2;
+    let newrank = if me < 2 * rem {
+        if me % 2 == 0 {
+            v.push(RdStep::FoldSend(me + 1));
+            None
+        } else {
+            v.push(RdStep::FoldRecv(me - 1));
+            Some(me / 2)
+        }
+    } else {
+        Some(me - rem)
+    };
+    if let Some(nr) = newrank {
+        let mut mask = 1;
+        while mask < pof2 {
+            let nd = nr ^ mask;
+            v.push(RdStep::Exchange(if nd < rem {
+                nd * 2 + 1
+            } else {
+                nd + rem
+            }));
+            mask <<= 1;
+        }
+    }
+    if me < 2 * rem {
+        v.push(if me % 2 == 1 {
+            RdStep::ResultTo(me - 1)
+        } else {
+            RdStep::ResultFrom(me + 1)
+        });
+    }
+    v
 }
 
 /// The disjoint ranges `a` (read) and `b` (written) of `buf` at once.

@@ -13,6 +13,7 @@
 //! user's. Within a schedule, the messages between two ranks are sent and
 //! received in round order, so one tag is enough.
 
+use super::algo::{recursive_doubling, RdStep};
 use super::op::{Op, Reducible};
 use crate::datatype::Scalar;
 use crate::error::{Error, ErrorClass, Result};
@@ -268,41 +269,18 @@ pub fn iallreduce<T: Reducible>(ctx: &Context, tag: i32, op: &Op, data: Vec<T>) 
     let len = data.len();
     let mut s = Sched::new(ctx, tag, data);
     s.reduce = Some((op.clone(), apply::<T>));
-    let n = ctx.size();
     let me = ctx.rank;
-    if n == 1 {
-        return s;
-    }
-    let pof2 = 1usize << (usize::BITS - 1 - n.leading_zeros());
-    let rem = n - pof2;
-    let newrank = if me < 2 * rem {
-        if me % 2 == 0 {
-            s.round().sends.push((me + 1, 0..len));
-            None
-        } else {
-            s.round().recvs.push((me - 1, 0..len, Act::Low));
-            Some(me / 2)
-        }
-    } else {
-        Some(me - rem)
-    };
-    if let Some(nr) = newrank {
-        let mut mask = 1;
-        while mask < pof2 {
-            let nd = nr ^ mask;
-            let dst = if nd < rem { nd * 2 + 1 } else { nd + rem };
-            let r = s.round();
-            r.sends.push((dst, 0..len));
-            r.recvs
-                .push((dst, 0..len, if dst < me { Act::Low } else { Act::High }));
-            mask <<= 1;
-        }
-    }
-    if me < 2 * rem {
-        if me % 2 == 1 {
-            s.round().sends.push((me - 1, 0..len));
-        } else {
-            s.round().recvs.push((me + 1, 0..len, Act::Copy));
+    for step in recursive_doubling(ctx.size(), me) {
+        let r = s.round();
+        match step {
+            RdStep::FoldSend(p) | RdStep::ResultTo(p) => r.sends.push((p, 0..len)),
+            RdStep::FoldRecv(p) => r.recvs.push((p, 0..len, Act::Low)),
+            RdStep::Exchange(p) => {
+                r.sends.push((p, 0..len));
+                r.recvs
+                    .push((p, 0..len, if p < me { Act::Low } else { Act::High }));
+            }
+            RdStep::ResultFrom(p) => r.recvs.push((p, 0..len, Act::Copy)),
         }
     }
     s
