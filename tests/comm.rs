@@ -799,9 +799,6 @@ fn intercomm_create_gives_remote_groups_point_to_point_barrier_and_merge() {
             let to = r % rsize;
             let mut got = vec![];
             let senders: Vec<i32> = (0..rsize).filter(|s| s % lsize == r).collect();
-            for &s in &senders {
-                let _ = s;
-            }
             ic.send(&[me], to, 5).unwrap();
             for &s in &senders {
                 let mut b = [0i32];

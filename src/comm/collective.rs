@@ -903,9 +903,8 @@ impl Communicator {
             if recv.len() != n * b {
                 return Err(count("MPI_Igather", n * b, recv.len()));
             }
-            let mut w = send.repeat(n);
-            w[me * b..(me + 1) * b].copy_from_slice(send);
-            w
+            // Every block starts as this rank's; the others arrive.
+            send.repeat(n)
         } else {
             send.to_vec()
         };
@@ -932,12 +931,12 @@ impl Communicator {
         recv: &'a mut [T],
     ) -> Result<Request<'a>> {
         let c = self.intra("MPI_Iallgather")?;
-        let (n, b, me) = (c.size(), send.len(), self.ctx.rank);
+        let (n, b) = (c.size(), send.len());
         if recv.len() != n * b {
             return Err(count("MPI_Iallgather", n * b, recv.len()));
         }
-        let mut w = send.repeat(n);
-        w[me * b..(me + 1) * b].copy_from_slice(send);
+        // Every block starts as this rank's; the others arrive.
+        let w = send.repeat(n);
         let s = nbc::iallgather(&self.ctx, self.nbc_tag(), b, w);
         Ok(self.start(s, Some(read_into(recv, 0))))
     }

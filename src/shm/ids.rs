@@ -54,16 +54,6 @@ impl IdMap {
         self.word(w).load(Ordering::Relaxed) & bit != 0
     }
 
-    /// Indices taken in this map (a diagnostic; counts the reserved ones
-    /// only if someone claimed them, which nobody does).
-    pub fn count(&self) -> usize {
-        self.words
-            .iter()
-            // Relaxed: see the module doc.
-            .map(|w| w.load(Ordering::Relaxed).count_ones() as usize)
-            .sum()
-    }
-
     /// Gives `index` back: this rank no longer belongs to a communicator
     /// with that index.
     pub fn release(&self, index: u32) {

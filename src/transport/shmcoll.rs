@@ -321,11 +321,6 @@ impl Region {
     pub fn oversubscribed(&self) -> bool {
         self.eager
     }
-
-    /// The region's index.
-    pub fn index(&self) -> usize {
-        self.index
-    }
 }
 
 /// Every member's payload of one collective, readable until dropped.
