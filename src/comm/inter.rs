@@ -179,7 +179,8 @@ impl Communicator {
         let me = self.proc_.p2p.world_rank();
         let remote = Group::from_world_ranks(remote, Some(me)).expect("distinct members");
         let local_ctx = Communicator::local_context(index, &local);
-        Communicator::build(
+        Communicator::build_with(
+            None,
             self.proc_.clone(),
             Context {
                 id: index,

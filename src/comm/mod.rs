@@ -171,20 +171,6 @@ impl Communicator {
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn build(
-        proc_: Arc<Process>,
-        ctx: Context,
-        group: Group,
-        kind: Kind,
-        index: Option<u32>,
-        name: &str,
-        attrs: attr::Cache,
-        errh: ErrHandler,
-    ) -> Communicator {
-        Communicator::build_with(None, proc_, ctx, group, kind, index, name, attrs, errh)
-    }
-
-    #[allow(clippy::too_many_arguments)]
     fn build_with(
         region: Option<Region>,
         proc_: Arc<Process>,

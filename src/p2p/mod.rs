@@ -328,7 +328,27 @@ impl Shared {
         tag: i32,
         buf: &mut [u8],
     ) -> Result<Status> {
-        self.recv_bytes_until(cid, src, peer, tag, buf, None)
+        if let Some(peer) = peer {
+            if let Some(r) = self.recv_direct(cid, src, peer, tag, buf) {
+                return r;
+            }
+        }
+        let id = {
+            // Post and make one round of progress under one lock: a
+            // message already in the ring completes here.
+            let mut e = self.lock();
+            let id = e.post_recv(cid, src, tag, buf.len());
+            if !e.is_complete(id) {
+                self.progress(&mut e, &mut [(id, &mut *buf)]);
+            }
+            if e.is_complete(id) {
+                return e.finish_recv(id, buf);
+            }
+            id
+        };
+        self.wait_until_into(None, &mut [(id, buf)], |e, sinks| {
+            e.is_complete(id).then(|| e.finish_recv(id, sinks[0].1))
+        })
     }
 
     /// Receives into `rbuf` (from rank `src` of the communicator, with
@@ -357,52 +377,6 @@ impl Shared {
         self.wait_until_into(None, &mut [(id, rbuf)], |e, sinks| {
             e.is_complete(id).then(|| e.finish_recv(id, sinks[0].1))
         })
-    }
-
-    /// As [`recv_bytes`](Self::recv_bytes), failing with `Other` once
-    /// `deadline` passes (the receive is withdrawn).
-    ///
-    /// # Errors
-    /// As [`recv_bytes`](Self::recv_bytes), or `Other` on the deadline.
-    pub fn recv_bytes_until(
-        &self,
-        cid: u32,
-        src: i32,
-        peer: Option<usize>,
-        tag: i32,
-        buf: &mut [u8],
-        deadline: Option<Instant>,
-    ) -> Result<Status> {
-        if let (Some(peer), None) = (peer, deadline) {
-            if let Some(r) = self.recv_direct(cid, src, peer, tag, buf) {
-                return r;
-            }
-        }
-        let id = {
-            // Post and make one round of progress under one lock: a
-            // message already in the ring completes here.
-            let mut e = self.lock();
-            let id = e.post_recv(cid, src, tag, buf.len());
-            if !e.is_complete(id) {
-                self.progress(&mut e, &mut [(id, &mut *buf)]);
-            }
-            if e.is_complete(id) {
-                return e.finish_recv(id, buf);
-            }
-            id
-        };
-        let r = self.wait_until_into(deadline, &mut [(id, buf)], |e, sinks| {
-            e.is_complete(id).then(|| e.finish_recv(id, sinks[0].1))
-        });
-        if r.is_err() && deadline.is_some() {
-            let mut e = self.lock();
-            if e.is_complete(id) {
-                // It came after all, while the deadline was being noticed.
-                return e.finish_recv(id, buf);
-            }
-            e.orphan(id);
-        }
-        r
     }
 
     /// The blocking receive's fast path (single-threaded mode only): while
