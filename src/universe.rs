@@ -95,6 +95,8 @@ fn init_inner() -> Result<Universe> {
     seg.control(contract.rank).set_cpu(my_cpu);
     bootstrap::arrive(&seg, contract.rank, contract.size, env::start_timeout())?;
     transport.set_rank_cpus((0..contract.size).map(|r| seg.control(r).cpu()).collect());
+    // Every peer's probe word is published now (the start barrier).
+    transport.probe_single_copy();
     if contract.size == 1 {
         seg.unlink();
     }
@@ -189,6 +191,20 @@ impl Universe {
         nodes.sort_unstable();
         nodes.dedup();
         Ok(nodes)
+    }
+
+    /// What this rank's single-copy self-test found at init: whether
+    /// peers may send it large messages by rendezvous, which it copies
+    /// straight out of their memory (`docs/tuning.md`, `SHMPI_CMA`).
+    pub fn single_copy(&self) -> crate::shm::SingleCopy {
+        self.seg.control(self.rank).single_copy()
+    }
+
+    /// Messages this process has sent and received by rendezvous and
+    /// single copy so far, as (sent, received); every other message went
+    /// through the rings.
+    pub fn rendezvous_counts(&self) -> (u64, u64) {
+        self.proc_.p2p.lock().rendezvous_counts()
     }
 
     /// This process's world rank.

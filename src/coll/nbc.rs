@@ -97,6 +97,9 @@ impl<T: Scalar> Sched<T> {
                 self.tag,
                 data,
                 false,
+                // The schedule's work buffer is rewritten by later rounds:
+                // no rendezvous, the bytes leave now (or are copied).
+                false,
             );
             if let SendStart::Partial(out) = start {
                 self.sends.push(e.queue_send(out, data, None));

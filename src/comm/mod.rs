@@ -493,7 +493,7 @@ impl Communicator {
             return Ok(Request::done(&self.proc_, Status::null()));
         };
         let mut e = self.shared().lock();
-        let (start, ack) = e.start_send(cid, self.ctx.rank as u32, world, tag, data, sync);
+        let (start, ack) = e.start_send(cid, self.ctx.rank as u32, world, tag, data, sync, true);
         let slot = match (start, ack) {
             (SendStart::Done, None) => {
                 drop(e);

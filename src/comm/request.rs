@@ -148,9 +148,19 @@ impl<'a> Request<'a> {
 
 impl Drop for Request<'_> {
     fn drop(&mut self) {
-        if let Some(id) = self.slot() {
-            self.proc_.p2p.lock().orphan(id);
+        let Some(id) = self.slot() else { return };
+        let p2p = &self.proc_.p2p;
+        let mut e = p2p.lock();
+        if e.is_borrowing(id) {
+            // A rendezvous send: the receiver reads the buffer until it
+            // acks, and the borrow ends with this handle, so wait here
+            // (the wait keeps the engine moving). The outcome was not
+            // asked for.
+            drop(e);
+            let _ = p2p.wait_until(None, |e| e.is_complete(id).then_some(Ok(())));
+            e = p2p.lock();
         }
+        e.orphan(id);
     }
 }
 
@@ -340,9 +350,12 @@ impl<'a> Message<'a> {
         };
         let bytes = crate::transport::bytes::as_bytes_mut(buf);
         let proc_ = self.proc_;
-        proc_.p2p.wait_until(None, |e| {
-            e.is_complete(id).then(|| e.finish_recv(id, bytes))
-        })
+        // Lend the buffer: a rendezvous is copied straight into it.
+        proc_
+            .p2p
+            .wait_until_into(None, &mut [(id, bytes)], |e, sinks| {
+                e.is_complete(id).then(|| e.finish_recv(id, sinks[0].1))
+            })
     }
 }
 

@@ -8,7 +8,7 @@
 //! ring per pair), so two messages from one sender on one communicator
 //! never overtake each other.
 
-use super::envelope::{FrameKind, Header, ANY_SOURCE};
+use super::envelope::{FrameKind, Header, Rts, ANY_SOURCE};
 use super::status::Status;
 use crate::error::{Error, ErrorClass, ErrorStatus, Result};
 use crate::transport::{Front, Incoming, OutMsg, Sent, Sleeper, Ticket, Transport};
@@ -96,6 +96,23 @@ struct Slot {
     base: usize,
     /// The handle was dropped: free the slot when the operation completes.
     orphan: bool,
+    /// A receive whose single-copy read failed: `finish_recv` reports it.
+    err: Option<Error>,
+    /// A send by rendezvous: the receiver reads the sender's buffer until
+    /// it acks, so the buffer must stay as it is until completion.
+    rendezvous: bool,
+}
+
+/// A matched rendezvous whose bytes are still in the sender's memory: the
+/// next progress call copies them (straight into a lent sink when there is
+/// one), then acks.
+#[derive(Debug)]
+struct Pull {
+    slot: SlotId,
+    peer: usize,
+    ctx: u32,
+    token: u32,
+    rts: Rts,
 }
 
 #[derive(Debug)]
@@ -109,6 +126,8 @@ struct Unexpected {
     /// Its communicator was freed while fragments were still arriving:
     /// drop it once complete, never match it.
     dead: bool,
+    /// A rendezvous request: the bytes are still in the sender's memory.
+    rts: Option<Rts>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -139,6 +158,12 @@ struct Matcher {
     streak: u32,
     /// Slots of tasks still running.
     tasks: Vec<SlotId>,
+    /// Matched rendezvous messages to copy (see [`Pull`]).
+    pulls: Vec<Pull>,
+    /// Rendezvous messages sent and received so far (see
+    /// [`Engine::rendezvous_counts`]).
+    rdv_sent: u64,
+    rdv_received: u64,
 }
 
 /// The point-to-point engine of one process.
@@ -157,6 +182,8 @@ impl Matcher {
             s.buf.clear();
             s.base = 0;
             s.orphan = false;
+            s.err = None;
+            s.rendezvous = false;
             id
         } else {
             self.slots.push(Slot {
@@ -165,6 +192,8 @@ impl Matcher {
                 buf: Vec::new(),
                 base: 0,
                 orphan: false,
+                err: None,
+                rendezvous: false,
             });
             self.slots.len() - 1
         }
@@ -307,6 +336,12 @@ impl Matcher {
         last: bool,
         sinks: Sinks<'_, '_>,
     ) {
+        let rts = (hdr.kind == FrameKind::Rts)
+            .then(|| Rts::decode(data).expect("peer wrote a malformed rendezvous request"));
+        let (total, data) = match rts {
+            Some(r) => (r.len as usize, &[][..]),
+            None => (total, data),
+        };
         let hit = self
             .posted
             .iter()
@@ -317,7 +352,15 @@ impl Matcher {
         if let Some(pos) = hit {
             let id = self.posted.remove(pos).expect("position is valid");
             self.start_into(id, &hdr, peer, total, data, sinks);
-            if last {
+            if let Some(rts) = rts {
+                self.pulls.push(Pull {
+                    slot: id,
+                    peer,
+                    ctx: hdr.ctx,
+                    token: hdr.token,
+                    rts,
+                });
+            } else if last {
                 self.complete_recv(id);
             } else {
                 self.inbound[peer] = Inbound::Slot(id);
@@ -326,7 +369,7 @@ impl Matcher {
         }
         let id = self.next_unexpected;
         self.next_unexpected += 1;
-        let mut buf = Vec::with_capacity(total);
+        let mut buf = Vec::with_capacity(if rts.is_some() { 0 } else { total });
         buf.extend_from_slice(data);
         self.unexpected.push_back(Unexpected {
             id,
@@ -336,6 +379,7 @@ impl Matcher {
             data: buf,
             complete: last,
             dead: false,
+            rts,
         });
         if !last {
             self.inbound[peer] = Inbound::Unexpected(id);
@@ -368,7 +412,15 @@ impl Matcher {
         if u.hdr.kind == FrameKind::Sync {
             self.acks.push((u.peer, u.hdr.ctx, u.hdr.token));
         }
-        if u.complete {
+        if let Some(rts) = u.rts {
+            self.pulls.push(Pull {
+                slot: id,
+                peer: u.peer,
+                ctx: u.hdr.ctx,
+                token: u.hdr.token,
+                rts,
+            });
+        } else if u.complete {
             self.complete_recv(id);
         } else {
             self.inbound[u.peer] = Inbound::Slot(id);
@@ -441,6 +493,9 @@ impl Engine {
                 reap_needed: false,
                 streak: 0,
                 tasks: Vec::new(),
+                pulls: Vec::new(),
+                rdv_sent: 0,
+                rdv_received: 0,
             },
         }
     }
@@ -462,6 +517,7 @@ impl Engine {
     pub fn progress_into(&mut self, sinks: Sinks<'_, '_>) -> usize {
         let m = &mut self.m;
         let mut work = self.t.poll(POLL_BUDGET, &mut |inc| m.on_frame(inc, sinks));
+        work += self.run_pulls(sinks);
         work += self.flush_acks();
         work += self.reap_queued();
         if !self.m.tasks.is_empty() {
@@ -533,6 +589,43 @@ impl Engine {
         (t.0, r)
     }
 
+    /// Copies matched rendezvous messages out of their senders' memory
+    /// (into a lent sink when the receive has one, else into its slot's
+    /// buffer) and queues their acks. A failed read completes the receive
+    /// with the error and still acks, so the sender is not left waiting.
+    fn run_pulls(&mut self, sinks: Sinks<'_, '_>) -> usize {
+        if self.m.pulls.is_empty() {
+            return 0;
+        }
+        let pulls = std::mem::take(&mut self.m.pulls);
+        let n = pulls.len();
+        self.m.rdv_received += n as u64;
+        for p in pulls {
+            let s = &mut self.m.slots[p.slot];
+            let want = (p.rts.len as usize).min(s.cap);
+            s.buf.clear();
+            let r = match sinks.iter_mut().find(|(i, _)| *i == p.slot) {
+                Some((_, sink)) => {
+                    let got = want.min(sink.len());
+                    s.base = got;
+                    self.t.read_from(p.peer, p.rts.addr, &mut sink[..got])
+                }
+                None => {
+                    s.base = 0;
+                    s.buf.resize(want, 0);
+                    self.t.read_from(p.peer, p.rts.addr, &mut s.buf)
+                }
+            };
+            if let Err(e) = r {
+                s.buf.clear();
+                s.err = Some(e);
+            }
+            self.m.acks.push((p.peer, p.ctx, p.token));
+            self.m.complete_recv(p.slot);
+        }
+        n
+    }
+
     fn flush_acks(&mut self) -> usize {
         let n = self.m.acks.len();
         if n == 0 {
@@ -587,7 +680,14 @@ impl Engine {
 
     /// Starts sending `data` from this process to world rank `dest`.
     /// `sync` makes it a synchronous send whose completion needs the
-    /// receiver's match (returned as a slot to wait on).
+    /// receiver's match (returned as a slot to wait on). With
+    /// `rendezvous`, the caller promises to keep `data` where it is and
+    /// unchanged until the returned slot completes, and a large message to
+    /// a receiver that passed the single-copy self-test goes by rendezvous:
+    /// only its address travels, the receiver copies it out of this
+    /// process's memory when it matches, and the slot completes on its
+    /// ack.
+    #[allow(clippy::too_many_arguments)]
     pub fn start_send(
         &mut self,
         ctx: u32,
@@ -596,7 +696,9 @@ impl Engine {
         tag: i32,
         data: &[u8],
         sync: bool,
+        rendezvous: bool,
     ) -> (SendStart, Option<SlotId>) {
+        let rdv = rendezvous && self.t.rendezvous_to(dest, data.len());
         let mut hdr = Header {
             ctx,
             src,
@@ -604,7 +706,7 @@ impl Engine {
             kind: FrameKind::Data,
             token: 0,
         };
-        let ack_slot = sync.then(|| {
+        let ack_slot = (sync || rdv).then(|| {
             // 24-bit tokens; skip any still awaiting an ack (an issend
             // that was never matched) so a late ack cannot complete the
             // wrong send.
@@ -614,12 +716,25 @@ impl Engine {
                 token = self.m.next_token & 0x00ff_ffff;
             }
             self.m.next_token = self.m.next_token.wrapping_add(1);
-            hdr.kind = FrameKind::Sync;
+            hdr.kind = if rdv { FrameKind::Rts } else { FrameKind::Sync };
             hdr.token = token;
             let id = self.m.alloc(SlotState::AwaitAck { ticket: None }, 0);
+            self.m.slots[id].rendezvous = rdv;
             self.m.awaiting.insert(token, id);
             id
         });
+        if let (true, Some(id)) = (rdv, ack_slot) {
+            let rts = Rts {
+                addr: data.as_ptr() as u64,
+                len: data.len() as u64,
+            }
+            .encode();
+            self.m.rdv_sent += 1;
+            if let Sent::Partial(out) = self.t.send(dest, &hdr.pack(), &rts) {
+                self.queue_send(out, &rts, Some(id));
+            }
+            return (SendStart::Done, Some(id));
+        }
         if dest == self.m.me {
             let me = self.m.me;
             self.m.arrive(hdr, me, data.len(), data, true, &mut []);
@@ -675,6 +790,13 @@ impl Engine {
     /// their last fragment comes. Only an erroneous program leaves
     /// messages unreceived on a communicator it frees.
     pub fn purge_contexts(&mut self, ids: &[u32]) {
+        // A dropped rendezvous request is acked unread, so its sender
+        // does not wait for ever.
+        for u in self.m.unexpected.iter() {
+            if u.rts.is_some() && ids.contains(&u.hdr.ctx) {
+                self.m.acks.push((u.peer, u.hdr.ctx, u.hdr.token));
+            }
+        }
         self.m
             .unexpected
             .retain(|u| !(u.complete && ids.contains(&u.hdr.ctx)));
@@ -744,8 +866,19 @@ impl Engine {
             ));
         };
         flush(&mut self.m.slots[id], dst);
+        let err = self.m.slots[id].err.take();
         self.m.release(id);
-        received(status, dst.len())
+        match err {
+            Some(e) => Err(e),
+            None => received(status, dst.len()),
+        }
+    }
+
+    /// Whether slot `id` is a rendezvous send the receiver has not acked
+    /// yet (its buffer is still being read).
+    pub fn is_borrowing(&self, id: SlotId) -> bool {
+        let s = &self.m.slots[id];
+        s.rendezvous && !self.is_complete(id)
     }
 
     /// Whether a blocking receive from world rank `peer` may take its
@@ -765,6 +898,7 @@ impl Engine {
             && self.m.posted.is_empty()
             && self.m.tasks.is_empty()
             && self.m.acks.is_empty()
+            && self.m.pulls.is_empty()
             && matches!(self.m.inbound.get(peer), Some(Inbound::Idle))
             && self.m.find_unexpected(ctx, src, tag).is_none()
             && self.t.sends_idle()
@@ -803,6 +937,12 @@ impl Engine {
             (Front::Taken, Some(st)) => Some(Some(received(st, buf.len()))),
             _ => Some(None),
         }
+    }
+
+    /// How many messages this process has sent and received by
+    /// rendezvous and single copy (the rest went through the rings).
+    pub fn rendezvous_counts(&self) -> (u64, u64) {
+        (self.m.rdv_sent, self.m.rdv_received)
     }
 
     /// Frees a completed send's slot.

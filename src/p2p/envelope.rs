@@ -6,7 +6,8 @@
 //! bytes 4..8   source: the sender's rank in the communicator (u32)
 //! bytes 8..12  tag (i32); for an ack frame: the ssend token
 //! bytes 12..16 flags: bits 0..8 kind (0 data, 1 synchronous data,
-//!              2 ack of a synchronous send); bits 8..32 the ssend token
+//!              2 ack of a synchronous send or of a rendezvous,
+//!              3 rendezvous request); bits 8..32 the token
 //! ```
 
 use crate::transport::Envelope;
@@ -29,8 +30,47 @@ pub enum FrameKind {
     Data,
     /// A synchronous-mode message: the receiver acks when it matches.
     Sync,
-    /// The ack of a synchronous message.
+    /// The ack of a synchronous message, or the receiver's "done" of a
+    /// rendezvous (it has copied the message out of the sender's memory).
     Ack,
+    /// A rendezvous request: the payload says where the message lies in
+    /// the sender's memory ([`Rts`]); the receiver copies it from there
+    /// when it matches, then acks.
+    Rts,
+}
+
+/// The payload of a rendezvous request: the message's address in the
+/// sender's process and its length (16 bytes, little-endian).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Rts {
+    /// Address of the first byte in the sender's process.
+    pub addr: u64,
+    /// Length in bytes.
+    pub len: u64,
+}
+
+impl Rts {
+    /// Bytes on the wire.
+    pub const BYTES: usize = 16;
+
+    /// Encodes.
+    pub fn encode(&self) -> [u8; 16] {
+        let mut b = [0u8; 16];
+        b[..8].copy_from_slice(&self.addr.to_le_bytes());
+        b[8..].copy_from_slice(&self.len.to_le_bytes());
+        b
+    }
+
+    /// Decodes; `None` when `b` is not 16 bytes.
+    pub fn decode(b: &[u8]) -> Option<Rts> {
+        if b.len() != Self::BYTES {
+            return None;
+        }
+        Some(Rts {
+            addr: u64::from_le_bytes(b[..8].try_into().ok()?),
+            len: u64::from_le_bytes(b[8..].try_into().ok()?),
+        })
+    }
 }
 
 /// A decoded envelope.
@@ -44,7 +84,7 @@ pub struct Header {
     pub tag: i32,
     /// Kind.
     pub kind: FrameKind,
-    /// Token of a synchronous send (Sync and Ack).
+    /// Token of a synchronous send or rendezvous (Sync, Rts and Ack).
     pub token: u32,
 }
 
@@ -59,6 +99,7 @@ impl Header {
             FrameKind::Data => 0u32,
             FrameKind::Sync => 1,
             FrameKind::Ack => 2,
+            FrameKind::Rts => 3,
         };
         b[12..16].copy_from_slice(&(kind | (self.token << 8)).to_le_bytes());
         Envelope(b)
@@ -75,6 +116,7 @@ impl Header {
             kind: match flags & 0xff {
                 1 => FrameKind::Sync,
                 2 => FrameKind::Ack,
+                3 => FrameKind::Rts,
                 _ => FrameKind::Data,
             },
             token: flags >> 8,

@@ -296,7 +296,7 @@ impl Shared {
     ) -> Result<()> {
         let (start, ack) = {
             let mut e = self.lock();
-            e.start_send(cid, src, dest, tag, data, sync)
+            e.start_send(cid, src, dest, tag, data, sync, true)
         };
         if let SendStart::Partial(mut out) = start {
             self.wait_until(None, |e| e.resume_send(&mut out, data).then_some(Ok(())))?;
@@ -373,7 +373,24 @@ impl Shared {
         rbuf: &mut [u8],
     ) -> Result<Status> {
         let id = self.lock().post_recv(cid, src, rtag, rbuf.len());
-        self.send_bytes(cid, me, dest, stag, data, false)?;
+        // The send as in `send_bytes`, but with `rbuf` lent to progress
+        // while it waits, so the peer's message lands there directly.
+        let (start, ack) = self
+            .lock()
+            .start_send(cid, me, dest, stag, data, false, true);
+        if let SendStart::Partial(mut out) = start {
+            self.wait_until_into(None, &mut [(id, &mut *rbuf)], |e, _| {
+                e.resume_send(&mut out, data).then_some(Ok(()))
+            })?;
+        }
+        if let Some(ack) = ack {
+            self.wait_until_into(None, &mut [(id, &mut *rbuf)], |e, _| {
+                e.is_complete(ack).then(|| {
+                    e.finish_send(ack);
+                    Ok(())
+                })
+            })?;
+        }
         self.wait_until_into(None, &mut [(id, rbuf)], |e, sinks| {
             e.is_complete(id).then(|| e.finish_recv(id, sinks[0].1))
         })

@@ -54,6 +54,26 @@ struct Life {
     exit_code: AtomicI32,
     /// The first CPU of the rank's binding, plus one (0: not bound).
     cpu: AtomicU32,
+    /// What this rank's single-copy self-test found (see [`SingleCopy`]).
+    single_copy: AtomicU32,
+    /// The address, in this rank's process, of a word that peers read with
+    /// `process_vm_readv` to test single-copy access (0: none published).
+    probe: AtomicU64,
+}
+
+/// What a rank's single-copy (CMA) self-test found: whether it can read
+/// its peers' memory with `process_vm_readv`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u32)]
+pub enum SingleCopy {
+    /// Not tested yet (or the rank is alone).
+    Unknown = 0,
+    /// The test read a peer's probe word: peers may send it rendezvous
+    /// messages that it copies straight out of their memory.
+    Usable = 1,
+    /// The kernel refused (or single copy is switched off): peers must
+    /// send it everything through the rings.
+    Refused = 2,
 }
 
 #[repr(C)]
@@ -95,6 +115,38 @@ impl ControlBlock {
             .load(Ordering::Relaxed)
             .checked_sub(1)
             .map(|c| c as usize)
+    }
+
+    /// Publishes the address of this process's probe word, before the
+    /// start barrier (whose AcqRel publishes it, `SYNC(job.start)`).
+    pub fn set_probe(&self, addr: u64) {
+        // Relaxed: published by the start barrier.
+        self.life.probe.store(addr, Ordering::Relaxed);
+    }
+
+    /// The probe word's address in the rank's process (0: none).
+    pub fn probe(&self) -> u64 {
+        // Relaxed: read after the start barrier (see `set_probe`).
+        self.life.probe.load(Ordering::Relaxed)
+    }
+
+    /// Records the outcome of this rank's single-copy self-test.
+    pub fn set_single_copy(&self, v: SingleCopy) {
+        // Relaxed: a hint that peers read before each rendezvous; until
+        // they see it they send through the rings, which is always
+        // correct, and nothing else is published through it.
+        self.life.single_copy.store(v as u32, Ordering::Relaxed);
+    }
+
+    /// What the rank's single-copy self-test found so far.
+    #[inline]
+    pub fn single_copy(&self) -> SingleCopy {
+        // Relaxed: see `set_single_copy`.
+        match self.life.single_copy.load(Ordering::Relaxed) {
+            1 => SingleCopy::Usable,
+            2 => SingleCopy::Refused,
+            _ => SingleCopy::Unknown,
+        }
     }
 
     /// Marks the rank finalized or aborted (with its exit code).

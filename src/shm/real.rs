@@ -13,7 +13,7 @@ pub mod os;
 #[path = "segment.rs"]
 mod segment;
 
-pub use control::{ControlBlock, RankState, MAX_RANKS};
+pub use control::{ControlBlock, RankState, SingleCopy, MAX_RANKS};
 pub use header::{SegmentHeader, SegmentSpec, MAGIC, VERSION};
 pub use segment::{segment_path, Segment};
 

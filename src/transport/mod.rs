@@ -31,18 +31,20 @@
 //! ```
 
 pub mod bytes;
+pub mod cma;
 pub mod layout;
 pub mod shmcoll;
 pub mod wait;
 pub mod wire;
 
+pub use cma::{CmaMode, DEFAULT_CMA_THRESHOLD};
 pub use layout::{default_ring_capacity, Layout};
 pub use wait::{Rung, WaitPolicy, Waiter};
 pub use wire::{Envelope, WIRE_HEADER};
 
 use crate::ring::{self, Consumer, Producer, RingHeader, RingReserveError};
 use crate::shm::doorbell::{self, Kernel};
-use crate::shm::Segment;
+use crate::shm::{Segment, SingleCopy};
 use crate::sync::{fence, AtomicU64, Ordering};
 use std::collections::VecDeque;
 use std::ptr::NonNull;
@@ -229,6 +231,13 @@ pub struct Transport {
     completed: bool,
     /// First CPU of each rank's binding (see `set_rank_cpus`).
     cpus: Vec<Option<usize>>,
+    /// `SHMPI_CMA`.
+    cma_mode: CmaMode,
+    /// Messages of at least this many bytes go by rendezvous to receivers
+    /// that can read this process's memory (`SHMPI_CMA_THRESHOLD`).
+    cma_threshold: usize,
+    /// Informational lines on stderr (`SHMPI_VERBOSE`).
+    verbose: bool,
 }
 
 fn ring_header(seg: &Segment, off: usize) -> NonNull<RingHeader> {
@@ -301,12 +310,19 @@ impl Transport {
             }));
         }
         let frag_max = ring::max_payload(cap) - WIRE_HEADER;
-        let fragment = std::env::var("SHMPI_FRAGMENT_SIZE")
-            .ok()
-            .and_then(|v| v.parse::<usize>().ok())
+        let fragment = ["SHMPI_EAGER_LIMIT", "SHMPI_FRAGMENT_SIZE"]
+            .iter()
+            .find_map(|v| env_size(v).transpose())
+            .transpose()?
             .unwrap_or(DEFAULT_FRAGMENT)
             .clamp(64, frag_max)
             & !7;
+        let cma_threshold = env_size("SHMPI_CMA_THRESHOLD")?.unwrap_or(DEFAULT_CMA_THRESHOLD);
+        let cma_mode = CmaMode::from_env()?;
+        // Peers test single copy by reading this word (`probe_single_copy`)
+        // once the start barrier has published its address.
+        seg.control(me)
+            .set_probe(std::ptr::addr_of!(cma::PROBE) as u64);
         Ok(Transport {
             seg,
             layout,
@@ -325,6 +341,87 @@ impl Transport {
             queued: 0,
             completed: false,
             cpus: Vec::new(),
+            cma_mode,
+            cma_threshold,
+            verbose: std::env::var("SHMPI_VERBOSE").is_ok_and(|v| !v.is_empty() && v != "0"),
+        })
+    }
+
+    /// The single-copy self-test, run once after the start barrier: reads
+    /// the probe word of the next rank with `process_vm_readv` and
+    /// publishes the outcome in this rank's control block, where senders
+    /// look before each rendezvous ([`rendezvous_to`](Self::rendezvous_to)).
+    /// A refusal (or `SHMPI_CMA=off|refuse`) leaves every message to this
+    /// rank on the ring path; under `SHMPI_VERBOSE` a refusal prints one
+    /// line saying so.
+    pub fn probe_single_copy(&mut self) -> SingleCopy {
+        let n = self.size();
+        if n == 1 {
+            return SingleCopy::Unknown;
+        }
+        let peer = (self.me + 1) % n;
+        let verdict = match self.cma_mode {
+            CmaMode::Off => Err(None),
+            CmaMode::Refuse => Err(Some("refused (simulated by SHMPI_CMA=refuse)".to_string())),
+            CmaMode::Auto => {
+                let cb = self.seg.control(peer);
+                cma::probe(cb.pid(), cb.probe()).map_err(Some)
+            }
+        };
+        let state = match verdict {
+            Ok(()) => SingleCopy::Usable,
+            Err(why) => {
+                if let (Some(why), true) = (why, self.verbose) {
+                    // One write, so that ranks sharing a pipe do not
+                    // interleave their lines.
+                    let line = format!(
+                        "shmpi: rank {}: single copy (CMA) from rank {peer} {why}; \
+                         large messages to this rank go through the rings\n",
+                        self.me
+                    );
+                    let _ = std::io::Write::write_all(&mut std::io::stderr(), line.as_bytes());
+                }
+                SingleCopy::Refused
+            }
+        };
+        self.seg.control(self.me).set_single_copy(state);
+        state
+    }
+
+    /// Whether a message of `len` bytes to `peer` should go by rendezvous
+    /// and single copy: it is at least the threshold and `peer`'s
+    /// self-test said it can read this process's memory.
+    #[inline]
+    pub fn rendezvous_to(&self, peer: usize, len: usize) -> bool {
+        len >= self.cma_threshold
+            && self.cma_mode == CmaMode::Auto
+            && peer != self.me
+            && peer < self.size()
+            && self.seg.control(peer).single_copy() == SingleCopy::Usable
+    }
+
+    /// The size from which messages go by rendezvous, when the receiver
+    /// can read its sender's memory.
+    pub fn cma_threshold(&self) -> usize {
+        self.cma_threshold
+    }
+
+    /// Copies `dst.len()` bytes at address `addr` of `peer`'s process
+    /// into `dst` (the receiver's half of a rendezvous).
+    ///
+    /// # Errors
+    /// `Other` with the OS error when the kernel refuses or the range is
+    /// not mapped in the peer.
+    pub fn read_from(&self, peer: usize, addr: u64, dst: &mut [u8]) -> crate::Result<()> {
+        let pid = self.seg.control(peer).pid();
+        cma::read(pid, addr, dst).map_err(|e| {
+            crate::error::Error::new(
+                crate::error::ErrorClass::Other,
+                format!(
+                    "single-copy read of {} bytes from rank {peer} (pid {pid}) failed: {e}",
+                    dst.len()
+                ),
+            )
         })
     }
 
@@ -876,6 +973,19 @@ impl Transport {
     /// The caller published that progress and issued a SeqCst fence.
     pub fn wake_local(&self) {
         wake_rank(&self.seg, self.me);
+    }
+}
+
+/// A size in bytes from the environment variable `var`, if set.
+fn env_size(var: &str) -> crate::Result<Option<usize>> {
+    match std::env::var(var) {
+        Err(_) => Ok(None),
+        Ok(v) => v.trim().parse::<usize>().map(Some).map_err(|_| {
+            crate::error::Error::new(
+                crate::error::ErrorClass::Arg,
+                format!("{var}={v}: expected a size in bytes"),
+            )
+        }),
     }
 }
 

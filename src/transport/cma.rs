@@ -1,0 +1,135 @@
+//! Single copy between processes: `process_vm_readv` (Linux's
+//! cross-memory attach, CMA).
+//!
+//! A receiver that knows where a message lies in its sender's address
+//! space copies it straight into its own buffer, one copy instead of the
+//! two of the ring path. Whether the kernel lets a rank do that is decided
+//! by a real read at start-up ([`Transport::probe_single_copy`]: a read of
+//! a neighbour rank's probe word), not by reading `ptrace_scope`, since a
+//! seccomp filter (containers) or a Yama policy may refuse the call
+//! whatever the file says. The outcome is published in the rank's control
+//! block, and senders read it before each rendezvous: until a receiver has
+//! said yes, large messages to it go through the ring.
+//!
+//! [`Transport::probe_single_copy`]: super::Transport::probe_single_copy
+
+use crate::error::{Error, ErrorClass, Result};
+
+/// The word peers read to test single copy; its address is published in
+/// this rank's control block. A static, so it lives as long as the
+/// process.
+pub(crate) static PROBE: u64 = 0x5348_4d50_4943_4d41; // "SHMPICMA"
+
+/// The default size from which a message goes by rendezvous and single
+/// copy when the receiver can read its sender's memory. On this project's
+/// 2-vCPU machines the pipelined ring copy beats `process_vm_readv` below
+/// it (`docs/tuning.md` has the measurements).
+pub const DEFAULT_CMA_THRESHOLD: usize = 64 << 10;
+
+/// How single copy is configured (`SHMPI_CMA`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CmaMode {
+    /// Use it where the self-test passes (the default).
+    Auto,
+    /// Never: no self-test, every message through the rings.
+    Off,
+    /// Act as if the kernel refused the self-test (to exercise the
+    /// fallback exactly as a container without CMA would).
+    Refuse,
+}
+
+impl CmaMode {
+    /// `SHMPI_CMA`: `auto` (default), `off` / `0`, `refuse`.
+    ///
+    /// # Errors
+    /// `Arg` for any other value.
+    pub fn from_env() -> Result<CmaMode> {
+        match std::env::var("SHMPI_CMA").ok().as_deref() {
+            None | Some("") | Some("auto") | Some("1") | Some("on") => Ok(CmaMode::Auto),
+            Some("off") | Some("0") => Ok(CmaMode::Off),
+            Some("refuse") => Ok(CmaMode::Refuse),
+            Some(v) => Err(Error::new(
+                ErrorClass::Arg,
+                format!("SHMPI_CMA={v}: expected auto, off or refuse"),
+            )),
+        }
+    }
+}
+
+/// Reads `dst.len()` bytes at `addr` in process `pid` into `dst`.
+///
+/// # Errors
+/// The OS error of `process_vm_readv` (`EPERM`, `ESRCH`, `EFAULT`,
+/// `ENOSYS` under a seccomp filter, ...), or `EIO` when the peer's memory
+/// ends before `dst` is full.
+pub(crate) fn read(pid: u32, addr: u64, dst: &mut [u8]) -> std::io::Result<()> {
+    let mut done = 0usize;
+    while done < dst.len() {
+        let want = dst.len() - done;
+        let local = libc::iovec {
+            iov_base: dst[done..].as_mut_ptr().cast(),
+            iov_len: want,
+        };
+        let remote = libc::iovec {
+            iov_base: (addr as usize).wrapping_add(done) as *mut libc::c_void,
+            iov_len: want,
+        };
+        // SAFETY: `local` describes `want` writable bytes of `dst`, which we
+        // borrow mutably for the call; `remote` is only dereferenced by the
+        // kernel in the other process, which checks it (EFAULT), so no
+        // memory of this process is touched but `dst`'s.
+        let n = unsafe { libc::process_vm_readv(pid as libc::pid_t, &local, 1, &remote, 1, 0) };
+        match n {
+            n if n > 0 => done += n as usize,
+            0 => return Err(std::io::Error::from_raw_os_error(libc::EIO)),
+            _ => {
+                let e = std::io::Error::last_os_error();
+                if e.kind() != std::io::ErrorKind::Interrupted {
+                    return Err(e);
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The self-test: reads the probe word of process `pid` at `addr`.
+///
+/// # Errors
+/// Why single copy is not usable, in words.
+pub(crate) fn probe(pid: u32, addr: u64) -> std::result::Result<(), String> {
+    if pid == 0 || addr == 0 {
+        return Err("the peer published no probe word".into());
+    }
+    let mut w = [0u8; 8];
+    read(pid, addr, &mut w).map_err(|e| format!("process_vm_readv from pid {pid}: {e}"))?;
+    if u64::from_ne_bytes(w) != PROBE {
+        return Err(format!(
+            "process_vm_readv from pid {pid} read the wrong word"
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_own_memory_at_odd_offsets_and_lengths() {
+        let src: Vec<u8> = (0..100_003u32).map(|i| (i * 7 + 3) as u8).collect();
+        let mut dst = vec![0u8; 99_990];
+        let addr = src.as_ptr() as u64 + 5;
+        read(std::process::id(), addr, &mut dst).expect("CMA on oneself");
+        assert_eq!(&dst[..], &src[5..99_995]);
+        assert!(probe(std::process::id(), &PROBE as *const u64 as u64).is_ok());
+        assert!(probe(std::process::id(), 0).is_err());
+    }
+
+    #[test]
+    fn a_bad_address_is_an_error_not_a_crash() {
+        let mut dst = [0u8; 64];
+        let e = read(std::process::id(), 8, &mut dst).unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::EFAULT));
+    }
+}
