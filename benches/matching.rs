@@ -37,7 +37,7 @@ fn posted(c: &mut Criterion) {
                 let mut buf = [0u8; 8];
                 b.iter(|| {
                     let id = e.post_recv(1, src, tag, 8);
-                    let _ = e.start_send(1, 0, 0, 7, &[1u8; 8], false, false);
+                    let _ = e.start_send(1, 0, 0, 7, &[1u8; 8], false, shmpi::p2p::Hold::Now);
                     e.finish_recv(id, &mut buf).unwrap()
                 });
                 for id in blockers {
@@ -56,11 +56,11 @@ fn unexpected(c: &mut Criterion) {
             let mut e = engine();
             // `depth` queued messages of another context stand in front.
             for i in 0..depth {
-                let _ = e.start_send(99, 0, 0, i as i32, &[0u8; 8], false, false);
+                let _ = e.start_send(99, 0, 0, i as i32, &[0u8; 8], false, shmpi::p2p::Hold::Now);
             }
             let mut buf = [0u8; 8];
             b.iter(|| {
-                let _ = e.start_send(1, 0, 0, 7, &[1u8; 8], false, false);
+                let _ = e.start_send(1, 0, 0, 7, &[1u8; 8], false, shmpi::p2p::Hold::Now);
                 let id = e.post_recv(1, 0, 7, 8);
                 e.finish_recv(id, &mut buf).unwrap()
             });

@@ -469,9 +469,15 @@ fn errors_are_fatal_by_default_and_abort_the_job_naming_the_call_and_class() {
 
 #[test]
 fn disconnect_waits_for_pending_sends_frees_the_id_and_is_refused_on_world_and_self() {
-    run_ranks(
+    // Each rank waits on its big isend before it receives: that relies on
+    // the send being buffered, which MPI does not promise (a rendezvous
+    // makes it the classic unsafe ring). Single copy off, so the sends
+    // take the queue path this test is about.
+    support::run_ranks_with(
         3,
         "disconnect_waits_for_pending_sends_frees_the_id_and_is_refused_on_world_and_self",
+        &[],
+        &[("SHMPI_CMA", "off")],
         |u| {
             let w = u.world();
             w.set_errhandler(ErrHandler::Return);

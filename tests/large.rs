@@ -107,6 +107,17 @@ fn suite(u: &shmpi::Universe, path: Path) {
             inn[ro..] == pattern(seed + 1 + peer as u64, n)[..],
             "exchange of {n} bytes corrupted"
         );
+        // 2b. The same inside a lending scope (pushed from the buffer).
+        let mut inn = vec![0u8; ro + n];
+        shmpi::comm::scope(|s| {
+            let r = w.irecv(&mut inn[ro..], peer, 7).unwrap();
+            let q = s.isend(&w, &out[so..so + n], peer, 7).unwrap();
+            shmpi::comm::wait_all(vec![q, r]).unwrap();
+        });
+        assert!(
+            inn[ro..] == pattern(seed + 1 + peer as u64, n)[..],
+            "scoped exchange of {n} bytes corrupted"
+        );
         // 3. Unexpected: the message (or its rendezvous request) is there
         //    before the receive is posted.
         if me == 0 {
@@ -194,8 +205,41 @@ fn every_message_by_rendezvous_from_zero_bytes_arrives_intact() {
         2,
         "every_message_by_rendezvous_from_zero_bytes_arrives_intact",
         &[],
-        &[("SHMPI_CMA_THRESHOLD", "0")],
+        &[("SHMPI_CMA", "always"), ("SHMPI_CMA_THRESHOLD", "0")],
         |u| suite(u, Path::SingleCopy),
+    );
+}
+
+#[test]
+fn a_scoped_send_whose_request_is_leaked_still_delivers_what_was_lent() {
+    run_ranks_with(
+        2,
+        "a_scoped_send_whose_request_is_leaked_still_delivers_what_was_lent",
+        &["--ring-size", "65536"],
+        &[],
+        |u| {
+            let w = u.world();
+            let n = 5 << 20;
+            if w.rank() == 0 {
+                let mut buf = pattern(42, n);
+                shmpi::comm::scope(|s| {
+                    // Far more than the ring holds: most of it is still
+                    // lent when the scope ends, which copies it.
+                    let r = s.isend(&w, &buf, 1, 9).unwrap();
+                    std::mem::forget(r);
+                });
+                // The borrow is over: the buffer may change, and the
+                // receiver must still get what was lent.
+                buf.iter_mut().for_each(|b| *b = 0);
+                drop(buf);
+                w.barrier().unwrap();
+            } else {
+                w.barrier().unwrap();
+                let mut b = vec![0u8; n];
+                w.recv(&mut b, 0, 9).unwrap();
+                assert!(b == pattern(42, n), "the lent bytes changed");
+            }
+        },
     );
 }
 

@@ -228,18 +228,22 @@ fn bandwidth(w: &shmpi::Communicator, size: usize, iters: usize, warm: usize, bi
         }
         let sending = me == 0 || bi;
         let receiving = me == 1 || bi;
-        let mut reqs = Vec::with_capacity(2 * WINDOW);
-        if receiving {
-            for b in rbufs.iter_mut() {
-                reqs.push(w.irecv(b, peer, 100).unwrap());
+        // A lending scope: what does not fit the ring is pushed straight
+        // from `sbuf` by later progress, not copied.
+        shmpi::comm::scope(|s| {
+            let mut reqs = Vec::with_capacity(2 * WINDOW);
+            if receiving {
+                for b in rbufs.iter_mut() {
+                    reqs.push(w.irecv(b, peer, 100).unwrap());
+                }
             }
-        }
-        if sending {
-            for _ in 0..WINDOW {
-                reqs.push(w.isend(&sbuf, peer, 100).unwrap());
+            if sending {
+                for _ in 0..WINDOW {
+                    reqs.push(s.isend(w, &sbuf, peer, 100).unwrap());
+                }
             }
-        }
-        wait_all(reqs).unwrap();
+            wait_all(reqs).unwrap();
+        });
         if me == 1 {
             w.send(&ack, 0, 101).unwrap();
         } else {

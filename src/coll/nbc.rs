@@ -17,7 +17,7 @@ use super::algo::{recursive_doubling, RdStep};
 use super::op::{Op, Reducible};
 use crate::datatype::Scalar;
 use crate::error::{Error, ErrorClass, Result};
-use crate::p2p::{Context, Engine, SendStart, SlotId, Task};
+use crate::p2p::{Context, Engine, Hold, SendStart, SlotId, Task};
 use crate::transport::bytes::{as_bytes, as_bytes_mut};
 use std::ops::Range;
 
@@ -98,8 +98,8 @@ impl<T: Scalar> Sched<T> {
                 data,
                 false,
                 // The schedule's work buffer is rewritten by later rounds:
-                // no rendezvous, the bytes leave now (or are copied).
-                false,
+                // the bytes leave now (or are copied).
+                Hold::Now,
             );
             if let SendStart::Partial(out) = start {
                 self.sends.push(e.queue_send(out, data, None));

@@ -16,19 +16,21 @@ mod create;
 pub mod errhandler;
 mod inter;
 mod request;
+mod scope;
 
 pub use attr::Keyval;
 pub use collective::ROOT;
 pub use create::SplitType;
 pub use errhandler::ErrHandler;
 pub use request::{test_all, wait_all, wait_any, wait_some, Message, Request};
+pub use scope::{scope, Scope};
 
 pub use crate::group::{Comparison, Group, UNDEFINED};
 
 use crate::coll::Coll;
 use crate::datatype::Scalar;
 use crate::error::{Error, ErrorClass, Result};
-use crate::p2p::{self, Context, SendStart, Shared, Status, PROC_NULL};
+use crate::p2p::{self, Context, Hold, SendStart, Shared, Status, PROC_NULL};
 use crate::shm::Segment;
 use crate::sync::{AtomicU32, Ordering};
 use crate::transport::bytes::{as_bytes, as_bytes_mut};
@@ -463,7 +465,7 @@ impl Communicator {
         dest: i32,
         tag: i32,
     ) -> Result<Request<'a>> {
-        let r = self.isend_bytes(as_bytes(buf), dest, tag, false, false);
+        let r = self.isend_bytes(as_bytes(buf), dest, tag, false, false, None);
         self.ret("MPI_Isend", r)
     }
 
@@ -477,30 +479,42 @@ impl Communicator {
         dest: i32,
         tag: i32,
     ) -> Result<Request<'a>> {
-        let r = self.isend_bytes(as_bytes(buf), dest, tag, true, false);
+        let r = self.isend_bytes(as_bytes(buf), dest, tag, true, false, None);
         self.ret("MPI_Issend", r)
     }
 
-    pub(crate) fn isend_bytes<'a>(
+    /// Starts a send of `data`; with a `lender` (a [`scope`]), what does
+    /// not fit the ring now is pushed later straight from `data`, else it
+    /// goes by rendezvous or is copied.
+    pub(crate) fn isend_bytes<'a, 'env>(
         &'a self,
-        data: &'a [u8],
+        data: &'env [u8],
         dest: i32,
         tag: i32,
         sync: bool,
         coll: bool,
+        lender: Option<&crate::transport::Lender<'env>>,
     ) -> Result<Request<'a>> {
         let Some((world, cid)) = self.send_route(dest, tag, coll)? else {
             return Ok(Request::done(&self.proc_, Status::null()));
         };
+        let hold = if lender.is_some() {
+            Hold::Lent
+        } else {
+            Hold::Borrowed
+        };
         let mut e = self.shared().lock();
-        let (start, ack) = e.start_send(cid, self.ctx.rank as u32, world, tag, data, sync, true);
+        let (start, ack) = e.start_send(cid, self.ctx.rank as u32, world, tag, data, sync, hold);
         let slot = match (start, ack) {
             (SendStart::Done, None) => {
                 drop(e);
                 return Ok(Request::done(&self.proc_, Status::null()));
             }
             (SendStart::Done, Some(id)) => id,
-            (SendStart::Partial(out), ack) => e.queue_send(out, data, ack),
+            (SendStart::Partial(out), ack) => match lender {
+                Some(l) => e.queue_send_lent(out, l.lend(data), ack),
+                None => e.queue_send(out, data, ack),
+            },
         };
         drop(e);
         Ok(Request::send(&self.proc_, slot))
@@ -550,12 +564,7 @@ impl Communicator {
         src: i32,
         rtag: i32,
     ) -> Result<Status> {
-        let r = (|| -> Result<Status> {
-            let r = self.irecv(rbuf, src, rtag)?;
-            let s = self.isend(sbuf, dest, stag)?;
-            s.wait()?;
-            r.wait()
-        })();
+        let r = self.sendrecv_bytes(as_bytes(sbuf), dest, stag, as_bytes_mut(rbuf), src, rtag);
         self.ret("MPI_Sendrecv", r)
     }
 
@@ -646,10 +655,41 @@ impl Communicator {
         tag: i32,
         buf: &mut [u8],
     ) -> Result<()> {
-        let r = self.irecv_bytes(buf, peer, tag, false)?;
-        let s = self.isend_bytes(data, peer, tag, false, false)?;
-        s.wait()?;
-        r.wait().map(|_| ())
+        self.sendrecv_bytes(data, peer, tag, buf, peer, tag)
+            .map(|_| ())
+    }
+
+    /// The exchange under `sendrecv` and `sendrecv_raw`: the receive is
+    /// posted first and its buffer lent while the send completes, which is
+    /// pushed from `data` (or read by the peer) without a copy.
+    fn sendrecv_bytes(
+        &self,
+        data: &[u8],
+        dest: i32,
+        stag: i32,
+        buf: &mut [u8],
+        src: i32,
+        rtag: i32,
+    ) -> Result<Status> {
+        let to = self.send_route(dest, stag, false)?;
+        let from = self.recv_route(src, rtag, false)?;
+        match (to, from) {
+            (Some((world, cid)), Some(_)) => self.shared().sendrecv_bytes(
+                cid,
+                self.ctx.rank as u32,
+                world,
+                stag,
+                data,
+                src,
+                rtag,
+                buf,
+            ),
+            (Some(_), None) => self
+                .send_bytes(data, dest, stag, false, false)
+                .map(|()| Status::null()),
+            (None, Some(_)) => self.recv_bytes(buf, src, rtag, false),
+            (None, None) => Ok(Status::null()),
+        }
     }
 
     /// Blocks until every member has called it (`MPI_Barrier`): a

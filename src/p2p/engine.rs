@@ -462,6 +462,30 @@ fn flush(s: &mut Slot, sink: &mut [u8]) {
     }
 }
 
+/// How long the caller of [`Engine::start_send`] keeps the send buffer
+/// as it is, which decides how a large message may travel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Hold {
+    /// Only during the call: what does not fit the ring is copied into
+    /// the send queue (nonblocking collectives, whose work buffers change
+    /// from round to round).
+    Now,
+    /// Lent to the transport until a scope ends (a scoped `isend`): what
+    /// does not fit now is pushed from it later, through the ring. Never
+    /// by rendezvous: a scope's end copies what the transport still holds,
+    /// but a reader in another process could not be stopped.
+    Lent,
+    /// Until the send completes, and the caller pushes what does not fit
+    /// now from it later (a blocking send): pipelined through the ring, or
+    /// by rendezvous under `SHMPI_CMA=always`.
+    Pipelined,
+    /// Until the send completes, but nobody pushes from it later (an
+    /// `isend` outside a lending scope): by rendezvous from
+    /// `SHMPI_CMA_THRESHOLD` when the receiver can read this process,
+    /// else the rest is copied into the send queue.
+    Borrowed,
+}
+
 /// What [`Engine::start_send`] left to do.
 #[derive(Debug)]
 pub enum SendStart {
@@ -680,13 +704,11 @@ impl Engine {
 
     /// Starts sending `data` from this process to world rank `dest`.
     /// `sync` makes it a synchronous send whose completion needs the
-    /// receiver's match (returned as a slot to wait on). With
-    /// `rendezvous`, the caller promises to keep `data` where it is and
-    /// unchanged until the returned slot completes, and a large message to
-    /// a receiver that passed the single-copy self-test goes by rendezvous:
-    /// only its address travels, the receiver copies it out of this
-    /// process's memory when it matches, and the slot completes on its
-    /// ack.
+    /// receiver's match (returned as a slot to wait on). `hold` says how
+    /// long the caller keeps `data` (see [`Hold`]); a large message held
+    /// to completion may go by rendezvous: only its address travels, the
+    /// receiver copies it out of this process's memory when it matches,
+    /// and the slot completes on its ack.
     #[allow(clippy::too_many_arguments)]
     pub fn start_send(
         &mut self,
@@ -696,9 +718,13 @@ impl Engine {
         tag: i32,
         data: &[u8],
         sync: bool,
-        rendezvous: bool,
+        hold: Hold,
     ) -> (SendStart, Option<SlotId>) {
-        let rdv = rendezvous && self.t.rendezvous_to(dest, data.len());
+        let rdv = match hold {
+            Hold::Now | Hold::Lent => false,
+            Hold::Pipelined => self.t.rendezvous_to(dest, data.len(), true),
+            Hold::Borrowed => self.t.rendezvous_to(dest, data.len(), false),
+        };
         let mut hdr = Header {
             ctx,
             src,
@@ -757,6 +783,22 @@ impl Engine {
     /// With `ack_slot`, the synchronous send's slot tracks both.
     pub fn queue_send(&mut self, out: OutMsg, data: &[u8], ack_slot: Option<SlotId>) -> SlotId {
         let ticket = self.t.enqueue(out, data);
+        self.queued_slot(ticket, ack_slot)
+    }
+
+    /// As [`queue_send`](Self::queue_send), without copying: the rest is
+    /// pushed from the lent buffer (the whole message).
+    pub fn queue_send_lent(
+        &mut self,
+        out: OutMsg,
+        data: crate::transport::Lent,
+        ack_slot: Option<SlotId>,
+    ) -> SlotId {
+        let ticket = self.t.enqueue_lent(out, data);
+        self.queued_slot(ticket, ack_slot)
+    }
+
+    fn queued_slot(&mut self, ticket: Ticket, ack_slot: Option<SlotId>) -> SlotId {
         match ack_slot {
             Some(id) => {
                 if let SlotState::AwaitAck { ticket: t } = &mut self.m.slots[id].state {

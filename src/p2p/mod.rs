@@ -15,7 +15,7 @@ pub mod engine;
 pub mod envelope;
 pub mod status;
 
-pub use engine::{Engine, SendStart, Sinks, SlotId, Task};
+pub use engine::{Engine, Hold, SendStart, Sinks, SlotId, Task};
 pub use envelope::{ANY_SOURCE, ANY_TAG, PROC_NULL, TAG_UB};
 pub use status::Status;
 
@@ -296,7 +296,7 @@ impl Shared {
     ) -> Result<()> {
         let (start, ack) = {
             let mut e = self.lock();
-            e.start_send(cid, src, dest, tag, data, sync, true)
+            e.start_send(cid, src, dest, tag, data, sync, Hold::Pipelined)
         };
         if let SendStart::Partial(mut out) = start {
             self.wait_until(None, |e| e.resume_send(&mut out, data).then_some(Ok(())))?;
@@ -375,9 +375,9 @@ impl Shared {
         let id = self.lock().post_recv(cid, src, rtag, rbuf.len());
         // The send as in `send_bytes`, but with `rbuf` lent to progress
         // while it waits, so the peer's message lands there directly.
-        let (start, ack) = self
-            .lock()
-            .start_send(cid, me, dest, stag, data, false, true);
+        let (start, ack) =
+            self.lock()
+                .start_send(cid, me, dest, stag, data, false, Hold::Pipelined);
         if let SendStart::Partial(mut out) = start {
             self.wait_until_into(None, &mut [(id, &mut *rbuf)], |e, _| {
                 e.resume_send(&mut out, data).then_some(Ok(()))

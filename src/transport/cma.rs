@@ -20,17 +20,23 @@ use crate::error::{Error, ErrorClass, Result};
 /// process.
 pub(crate) static PROBE: u64 = 0x5348_4d50_4943_4d41; // "SHMPICMA"
 
-/// The default size from which a message goes by rendezvous and single
-/// copy when the receiver can read its sender's memory. On this project's
-/// 2-vCPU machines the pipelined ring copy beats `process_vm_readv` below
-/// it (`docs/tuning.md` has the measurements).
-pub const DEFAULT_CMA_THRESHOLD: usize = 64 << 10;
+/// The default size from which a nonblocking send that would otherwise be
+/// copied into the send queue goes by rendezvous and single copy, when the
+/// receiver can read its sender's memory. Below it the copy is cheaper
+/// than `process_vm_readv`'s page pinning on this project's 2-vCPU
+/// machines (`docs/tuning.md` has the measurements).
+pub const DEFAULT_CMA_THRESHOLD: usize = 256 << 10;
 
 /// How single copy is configured (`SHMPI_CMA`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CmaMode {
-    /// Use it where the self-test passes (the default).
+    /// Where the self-test passes, for sends that would otherwise be
+    /// copied (a nonblocking send outside a lending scope); sends that can
+    /// be pipelined from the caller's buffer go through the ring, which is
+    /// faster on the machines measured (the default).
     Auto,
+    /// Where the self-test passes, for every send from the threshold on.
+    Always,
     /// Never: no self-test, every message through the rings.
     Off,
     /// Act as if the kernel refused the self-test (to exercise the
@@ -39,18 +45,19 @@ pub enum CmaMode {
 }
 
 impl CmaMode {
-    /// `SHMPI_CMA`: `auto` (default), `off` / `0`, `refuse`.
+    /// `SHMPI_CMA`: `auto` (default), `always`, `off` / `0`, `refuse`.
     ///
     /// # Errors
     /// `Arg` for any other value.
     pub fn from_env() -> Result<CmaMode> {
         match std::env::var("SHMPI_CMA").ok().as_deref() {
             None | Some("") | Some("auto") | Some("1") | Some("on") => Ok(CmaMode::Auto),
+            Some("always") => Ok(CmaMode::Always),
             Some("off") | Some("0") => Ok(CmaMode::Off),
             Some("refuse") => Ok(CmaMode::Refuse),
             Some(v) => Err(Error::new(
                 ErrorClass::Arg,
-                format!("SHMPI_CMA={v}: expected auto, off or refuse"),
+                format!("SHMPI_CMA={v}: expected auto, always, off or refuse"),
             )),
         }
     }

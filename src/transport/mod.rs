@@ -33,12 +33,14 @@
 pub mod bytes;
 pub mod cma;
 pub mod layout;
+pub mod lend;
 pub mod shmcoll;
 pub mod wait;
 pub mod wire;
 
 pub use cma::{CmaMode, DEFAULT_CMA_THRESHOLD};
 pub use layout::{default_ring_capacity, Layout};
+pub use lend::{lend, Lender, Lent};
 pub use wait::{Rung, WaitPolicy, Waiter};
 pub use wire::{Envelope, WIRE_HEADER};
 
@@ -158,8 +160,17 @@ struct Queued {
     msg: OutMsg,
     /// `data[0]` is byte `base` of the message.
     base: usize,
-    data: Vec<u8>,
+    data: QueuedData,
     seq: u64,
+}
+
+/// The bytes of a queued message.
+#[derive(Debug)]
+enum QueuedData {
+    /// The rest of the message, copied (`base` = where the copy starts).
+    Copied(Vec<u8>),
+    /// The whole message, lent for a scope (`base` = 0).
+    Lent(Lent),
 }
 
 /// A ring header in the segment; valid while the transport (which holds
@@ -363,7 +374,7 @@ impl Transport {
         let verdict = match self.cma_mode {
             CmaMode::Off => Err(None),
             CmaMode::Refuse => Err(Some("refused (simulated by SHMPI_CMA=refuse)".to_string())),
-            CmaMode::Auto => {
+            CmaMode::Auto | CmaMode::Always => {
                 let cb = self.seg.control(peer);
                 cma::probe(cb.pid(), cb.probe()).map_err(Some)
             }
@@ -389,12 +400,18 @@ impl Transport {
     }
 
     /// Whether a message of `len` bytes to `peer` should go by rendezvous
-    /// and single copy: it is at least the threshold and `peer`'s
-    /// self-test said it can read this process's memory.
+    /// and single copy: it is at least the threshold, `peer`'s self-test
+    /// said it can read this process's memory, and either the sender
+    /// cannot push it from its own buffer later (`pipelinable` false: it
+    /// would be copied) or `SHMPI_CMA=always`.
     #[inline]
-    pub fn rendezvous_to(&self, peer: usize, len: usize) -> bool {
+    pub fn rendezvous_to(&self, peer: usize, len: usize, pipelinable: bool) -> bool {
         len >= self.cma_threshold
-            && self.cma_mode == CmaMode::Auto
+            && match self.cma_mode {
+                CmaMode::Auto => !pipelinable,
+                CmaMode::Always => true,
+                CmaMode::Off | CmaMode::Refuse => false,
+            }
             && peer != self.me
             && peer < self.size()
             && self.seg.control(peer).single_copy() == SingleCopy::Usable
@@ -557,11 +574,27 @@ impl Transport {
     /// Queues the rest of `out` (copying `data[out.sent..]`) to be sent by
     /// [`poll`](Self::poll); returns a ticket for [`is_done`](Self::is_done).
     pub fn enqueue(&mut self, out: OutMsg, data: &[u8]) -> Ticket {
-        let peer = out.peer;
         let base = out.sent;
         let rest = &data[base..];
         let mut buf = self.pooled_buffer(rest.len());
         buf.extend_from_slice(rest);
+        self.enqueue_data(out, base, QueuedData::Copied(buf))
+    }
+
+    /// Queues the rest of `out`, whose whole message is `data`, without
+    /// copying: [`poll`](Self::poll) pushes it straight from the lent
+    /// buffer (or from the copy made if the lending scope ends first).
+    ///
+    /// # Panics
+    /// If `data` is not the length of `out`'s message.
+    pub fn enqueue_lent(&mut self, out: OutMsg, data: Lent) -> Ticket {
+        assert_eq!(data.len(), out.total, "a lent buffer is the whole message");
+        self.enqueue_data(out, 0, QueuedData::Lent(data))
+    }
+
+    fn enqueue_data(&mut self, out: OutMsg, base: usize, data: QueuedData) -> Ticket {
+        let peer = out.peer;
+        let buf = data;
         let tx = self.tx(peer);
         // A message already on the ring in part goes first, under the
         // sequence number it reserved when it started.
@@ -899,7 +932,12 @@ impl Transport {
             }
             let mut pushed = 0;
             while let Some(q) = tx.queue.front_mut() {
-                let (n, full) = push_frames(&mut tx.prod, &mut q.msg, &q.data, q.base, frag);
+                let (n, full) = match &q.data {
+                    QueuedData::Copied(d) => push_frames(&mut tx.prod, &mut q.msg, d, q.base, frag),
+                    QueuedData::Lent(l) => {
+                        l.with(|d| push_frames(&mut tx.prod, &mut q.msg, d, q.base, frag))
+                    }
+                };
                 pushed += n;
                 tx.stalled = full;
                 if !q.msg.is_complete() {
@@ -907,7 +945,9 @@ impl Transport {
                 }
                 tx.done_seq = q.seq + 1;
                 if let Some(q) = tx.queue.pop_front() {
-                    Self::recycle(&mut self.pool, &mut self.pooled, q.data);
+                    if let QueuedData::Copied(d) = q.data {
+                        Self::recycle(&mut self.pool, &mut self.pooled, d);
+                    }
                     self.queued -= 1;
                     self.completed = true;
                 }

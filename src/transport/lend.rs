@@ -1,0 +1,215 @@
+//! Lending a send buffer to the transport for the length of a scope.
+//!
+//! A nonblocking send that does not fit the ring must be finished by
+//! later progress calls, which do not have the caller's buffer. Copying it
+//! into the send queue is always sound but costs a copy (and, for a window
+//! of megabyte messages, fresh pages). Holding a raw pointer to the
+//! caller's buffer is only sound while the buffer lives, and a `Request`
+//! whose drop would wait can be leaked (`mem::forget`), so the borrow
+//! cannot hang on the request. It hangs on a *scope*, as
+//! `std::thread::scope` does: [`lend`] runs a closure with a [`Lender`];
+//! buffers lent through it are borrowed for `'env`, which outlives the
+//! whole `lend` call, and before `lend` returns (or unwinds) every lent
+//! buffer the transport has not finished with is copied into memory the
+//! transport owns. So a lent buffer is read through its pointer only while
+//! it is certainly alive and unchanged, whatever the caller leaks.
+//!
+//! Each [`Lent`] is a small shared cell (pointer, length, or the owned
+//! copy) behind a mutex: the transport locks it for each push of
+//! fragments, the scope's end locks it to detach. Both are uncontended in
+//! the common case (the sender waits for its sends inside the scope, so
+//! there is nothing left to detach).
+
+use std::marker::PhantomData;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+#[derive(Debug)]
+enum Data {
+    /// The caller's bytes, alive and shared-borrowed until detached.
+    Borrowed(*const u8, usize),
+    /// A copy the cell owns.
+    Owned(Vec<u8>),
+}
+
+// SAFETY: the pointer is only dereferenced as a shared slice, under the
+// cell's mutex, while the `Lender` that made it guarantees the borrow
+// (`Lender::lend` takes `&'env [u8]`, and `'env` outlives `lend`, which
+// detaches every cell before returning); shared reads from any thread are
+// what a `&[u8]` (which is `Sync`) allows.
+unsafe impl Send for Data {}
+
+/// A lent send buffer, as the transport's queue holds it.
+#[derive(Debug, Clone)]
+pub struct Lent(Arc<Mutex<Data>>);
+
+impl Lent {
+    /// Runs `f` on the bytes (the caller's buffer, or the copy made when
+    /// the scope ended first).
+    pub fn with<R>(&self, f: impl FnOnce(&[u8]) -> R) -> R {
+        let g = self.lock();
+        match &*g {
+            // SAFETY: `Borrowed` holds a pointer and length taken from a
+            // `&'env [u8]` by `Lender::lend`; `lend` turns every cell to
+            // `Owned` (under this mutex, which we hold) before `'env` can
+            // end, so the slice is alive and, being shared-borrowed, not
+            // written by anyone while we read it.
+            Data::Borrowed(p, n) => f(unsafe { std::slice::from_raw_parts(*p, *n) }),
+            Data::Owned(v) => f(v),
+        }
+    }
+
+    /// Length in bytes.
+    pub fn len(&self) -> usize {
+        match &*self.lock() {
+            Data::Borrowed(_, n) => *n,
+            Data::Owned(v) => v.len(),
+        }
+    }
+
+    /// Whether the buffer is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Whether the bytes are still the caller's (not yet detached).
+    pub fn is_borrowed(&self) -> bool {
+        matches!(&*self.lock(), Data::Borrowed(..))
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Data> {
+        // A panic while the lock was held cannot leave `Data` half made:
+        // both variants are written whole.
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Copies the bytes into the cell (if still borrowed).
+    fn detach(&self) {
+        let mut g = self.lock();
+        if let Data::Borrowed(p, n) = *g {
+            // SAFETY: as in `with`: still inside `lend` (this is its end),
+            // so the borrow is alive; the lock is held.
+            let copy = unsafe { std::slice::from_raw_parts(p, n) }.to_vec();
+            *g = Data::Owned(copy);
+        }
+    }
+}
+
+/// Lends buffers borrowed for `'env` (see [`lend`]).
+#[derive(Debug)]
+pub struct Lender<'env> {
+    cells: Mutex<Vec<Lent>>,
+    /// Invariant in `'env`, as `std::thread::Scope`, so the borrow cannot
+    /// be shortened to end inside the scope.
+    _env: PhantomData<&'env mut &'env ()>,
+}
+
+impl<'env> Lender<'env> {
+    /// Lends `data` until the end of the scope.
+    pub fn lend(&self, data: &'env [u8]) -> Lent {
+        let cell = Lent(Arc::new(Mutex::new(Data::Borrowed(
+            data.as_ptr(),
+            data.len(),
+        ))));
+        let mut cells = self.cells.lock().unwrap_or_else(|e| e.into_inner());
+        // Cells the transport is done with (only the scope holds them)
+        // need no detaching: forget them as we go, so a long scope does
+        // not grow without bound.
+        cells.retain(|c| Arc::strong_count(&c.0) > 1);
+        cells.push(cell.clone());
+        cell
+    }
+
+    fn detach_all(&self) {
+        let cells = std::mem::take(&mut *self.cells.lock().unwrap_or_else(|e| e.into_inner()));
+        for c in cells {
+            if Arc::strong_count(&c.0) > 1 {
+                c.detach();
+            }
+        }
+    }
+}
+
+/// Runs `f` with a [`Lender`]; every buffer lent through it that the
+/// transport still holds when `f` returns (or unwinds) is copied first.
+pub fn lend<'env, R>(f: impl for<'s> FnOnce(&'s Lender<'env>) -> R) -> R {
+    struct Detach<'a, 'env>(&'a Lender<'env>);
+    impl Drop for Detach<'_, '_> {
+        fn drop(&mut self) {
+            self.0.detach_all();
+        }
+    }
+    let lender = Lender {
+        cells: Mutex::new(Vec::new()),
+        _env: PhantomData,
+    };
+    // The guard lives in this frame, out of the caller's reach, so it runs
+    // on return and on unwinding alike.
+    let guard = Detach(&lender);
+    let r = f(guard.0);
+    drop(guard);
+    r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cell_reads_the_buffer_until_the_scope_ends_then_its_copy() {
+        let mut buf = vec![1u8, 2, 3];
+        let kept = lend(|l| {
+            let c = l.lend(&buf);
+            assert!(c.is_borrowed());
+            assert_eq!(c.with(|b| b.to_vec()), vec![1, 2, 3]);
+            c
+        });
+        // The scope ended while `kept` still held the cell: it was copied,
+        // so the buffer may change.
+        buf[0] = 9;
+        assert!(!kept.is_borrowed());
+        assert_eq!(kept.with(|b| b.to_vec()), vec![1, 2, 3]);
+        assert_eq!(kept.len(), 3);
+    }
+
+    #[test]
+    fn a_leaked_cell_is_still_detached() {
+        let buf = vec![7u8; 1000];
+        let leaked = lend(|l| {
+            let c = l.lend(&buf);
+            std::mem::forget(c.clone());
+            c
+        });
+        drop(buf);
+        assert_eq!(
+            leaked.with(|b| b.iter().map(|&x| x as u32).sum::<u32>()),
+            7000
+        );
+    }
+
+    #[test]
+    fn cells_the_transport_dropped_are_not_copied() {
+        let buf = vec![5u8; 10];
+        lend(|l| {
+            for _ in 0..100 {
+                let c = l.lend(&buf);
+                drop(c);
+            }
+            assert!(l.cells.lock().unwrap().len() <= 1);
+        });
+    }
+
+    #[test]
+    fn a_panic_in_the_scope_still_detaches() {
+        let buf = vec![3u8; 8];
+        let out = std::sync::Mutex::new(None);
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            lend(|l| {
+                *out.lock().unwrap() = Some(l.lend(&buf));
+                panic!("inside the scope");
+            })
+        }));
+        assert!(r.is_err());
+        let c = out.lock().unwrap().take().unwrap();
+        assert!(!c.is_borrowed());
+    }
+}
