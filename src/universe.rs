@@ -155,6 +155,23 @@ fn singleton() -> Result<(JobContract, Segment, Layout)> {
     Ok((c, seg, layout))
 }
 
+/// How this process sends messages by size (see [`Universe::protocols`]
+/// and `docs/tuning.md`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Protocols {
+    /// Bytes of each ring.
+    pub ring: usize,
+    /// The largest message sent whole, as one ring frame
+    /// (`SHMPI_EAGER_LIMIT`); larger ones are pipelined as fragments of
+    /// this size, or go by rendezvous.
+    pub eager_limit: usize,
+    /// The size from which a send may go by rendezvous and single copy
+    /// (`SHMPI_CMA_THRESHOLD`).
+    pub cma_threshold: usize,
+    /// `SHMPI_CMA`: `auto`, `always`, `off` or `refuse`.
+    pub cma_mode: &'static str,
+}
+
 impl Universe {
     /// The world communicator (`MPI_COMM_WORLD`).
     pub fn world(&self) -> Communicator {
@@ -198,6 +215,19 @@ impl Universe {
     /// straight out of their memory (`docs/tuning.md`, `SHMPI_CMA`).
     pub fn single_copy(&self) -> crate::shm::SingleCopy {
         self.seg.control(self.rank).single_copy()
+    }
+
+    /// The limits that decide how this process sends a message of a given
+    /// size (what `shmpi-bench protocols` prints).
+    pub fn protocols(&self) -> Protocols {
+        let e = self.proc_.p2p.lock();
+        let t = e.transport();
+        Protocols {
+            ring: t.ring_capacity(),
+            eager_limit: t.fragment_size(),
+            cma_threshold: t.cma_threshold(),
+            cma_mode: t.cma_mode().name(),
+        }
     }
 
     /// Messages this process has sent and received by rendezvous and

@@ -167,6 +167,24 @@ fn shmpi_bench_floor_and_protocols_print_their_tables() {
     assert!(row("65536").contains("eager"), "{out}");
     assert!(row("131072").contains("pipelined"), "{out}");
     assert!(row("512").contains("messages"), "{out}");
+    // A plain isend from the single-copy threshold: rendezvous when this
+    // machine's self-test passed, else copied.
+    let big = row("1048576");
+    if out.contains("single copy (process_vm_readv): usable") {
+        assert!(big.contains("rendezvous: single copy"), "{out}");
+    } else {
+        assert!(big.contains("copied first"), "{out}");
+    }
+    // Forced off, nothing is single copy.
+    let off = support::output_bounded(
+        Command::new(env!("CARGO_BIN_EXE_shmpi-bench"))
+            .args(["protocols", "--max-size", "1048576"])
+            .env("SHMPI_CMA", "off"),
+        Duration::from_secs(60),
+    );
+    let off = String::from_utf8_lossy(&off.stdout).to_string();
+    assert!(off.contains("refused or switched off"), "{off}");
+    assert!(!off.contains("rendezvous"), "{off}");
 }
 
 #[test]

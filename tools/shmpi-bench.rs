@@ -436,6 +436,12 @@ fn run_rank(o: &Opts) -> Result<(), String> {
         return run_coll(o, k);
     }
     let u = shmpi::init().map_err(|e| e.to_string())?;
+    if o.test == Test::Protocols {
+        if u.rank() == 0 {
+            protocols(o, &u);
+        }
+        return u.finalize().map_err(|e| e.to_string());
+    }
     let w = u.world();
     if w.size() != 2 && !(o.test == Test::Latency && w.size() > 2) {
         return Err(format!(
@@ -597,22 +603,41 @@ fn floor(o: &Opts) -> Result<(), String> {
 }
 
 /// The protocol each message size takes on this build and environment.
-fn protocols(o: &Opts) {
-    let frag = std::env::var("SHMPI_FRAGMENT_SIZE")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(shmpi::transport::DEFAULT_FRAGMENT);
-    let ring = shmpi::transport::default_ring_capacity(2);
-    let sole_max = frag.min(ring / 2 - 16 - shmpi::transport::WIRE_HEADER);
+fn protocols(o: &Opts, u: &shmpi::Universe) {
+    let p = u.protocols();
     let shm_max = shmpi::transport::shmcoll::MAX_PAYLOAD;
-    println!("# shmpi-bench protocols (2 ranks, ring {ring} B, fragment {frag} B)");
-    println!("# Size      point-to-point                                          small collectives (per member)");
+    let single = match u.single_copy() {
+        shmpi::shm::SingleCopy::Usable => "usable (the self-test read a peer's memory)",
+        shmpi::shm::SingleCopy::Refused => {
+            "refused or switched off: every message through the ring"
+        }
+        shmpi::shm::SingleCopy::Unknown => "not tested",
+    };
+    println!(
+        "# shmpi-bench protocols: 2 ranks on this machine, ring {} B, eager limit {} B, \
+         single-copy threshold {} B (SHMPI_CMA={})",
+        p.ring, p.eager_limit, p.cma_threshold, p.cma_mode
+    );
+    println!("# single copy (process_vm_readv): {single}");
+    println!("# Size      send / blocking or scoped isend        plain isend (buffer kept by the request)      small collectives (per member)");
+    let usable = u.single_copy() == shmpi::shm::SingleCopy::Usable;
     let mut s = 0usize;
     while s <= o.max {
-        let p2p = if s <= sole_max {
-            "eager: one ring frame"
+        let (blocking, nonblocking) = if s <= p.eager_limit {
+            ("eager: one ring frame", "eager: one ring frame")
         } else {
-            "pipelined: fragments through the ring, double copy"
+            let rdv = usable && s >= p.cma_threshold;
+            let blocking = if rdv && p.cma_mode == "always" {
+                "rendezvous: single copy"
+            } else {
+                "pipelined: ring fragments, 2 copies"
+            };
+            let nonblocking = if rdv && p.cma_mode != "off" && p.cma_mode != "refuse" {
+                "rendezvous: single copy"
+            } else {
+                "ring fragments, the rest copied first"
+            };
+            (blocking, nonblocking)
         };
         let coll = if s <= 48 {
             "collective region, in the flag line"
@@ -621,10 +646,9 @@ fn protocols(o: &Opts) {
         } else {
             "messages (tree / ring algorithms)"
         };
-        println!("{s:<10}  {p2p:<54}  {coll}");
+        println!("{s:<10}  {blocking:<38} {nonblocking:<44}  {coll}");
         s = if s == 0 { 1 } else { s * 2 };
     }
-    println!("# single copy (process_vm_readv) for large messages: not yet (issue 6)");
 }
 
 /// The first two CPUs this process may run on, as "a,b".
@@ -716,10 +740,6 @@ fn main() -> ExitCode {
                 ExitCode::from(1)
             }
         };
-    }
-    if o.test == Test::Protocols {
-        protocols(&o);
-        return ExitCode::SUCCESS;
     }
     let r = if std::env::var_os(shmpi::job::env::JOB_ID).is_some() {
         run_rank(&o).map(|_| 0)

@@ -21,6 +21,16 @@ pub const POLL_BUDGET: usize = 64;
 /// receive through the general path (a full poll of every ring).
 pub const DIRECT_STREAK: u32 = 64;
 
+/// Bytes received into lent buffers in one wait (or one message) from
+/// which fragments are copied with non-temporal stores
+/// (`transport::bytes::copy_streaming`): half this machine's 32 MiB L3,
+/// so a window that fits the cache stays there. `SHMPI_STREAM_THRESHOLD`
+/// overrides it.
+pub const DEFAULT_STREAM_THRESHOLD: usize = 16 << 20;
+
+/// Fragments smaller than this are always copied the ordinary way.
+const STREAM_FRAGMENT_MIN: usize = 4096;
+
 /// Index of a request slot.
 pub type SlotId = usize;
 
@@ -164,6 +174,8 @@ struct Matcher {
     /// [`Engine::rendezvous_counts`]).
     rdv_sent: u64,
     rdv_received: u64,
+    /// `SHMPI_STREAM_THRESHOLD` (see `store`).
+    stream: usize,
 }
 
 /// The point-to-point engine of one process.
@@ -228,20 +240,40 @@ impl Matcher {
     /// Stores message bytes `off..off + data.len()` of slot `id` (the part
     /// below its capacity), into a lent sink if there is one, else into
     /// the slot's buffer.
-    fn store(slots: &mut [Slot], id: SlotId, off: usize, data: &[u8], sinks: Sinks<'_, '_>) {
+    #[allow(clippy::too_many_arguments)]
+    fn store(
+        slots: &mut [Slot],
+        id: SlotId,
+        off: usize,
+        total: usize,
+        data: &[u8],
+        sinks: Sinks<'_, '_>,
+        stream: usize,
+    ) {
         let s = &mut slots[id];
         let end = (off + data.len()).min(s.cap);
         if end <= off {
             return;
         }
         let data = &data[..end - off];
+        // Stream (non-temporal stores) when what this wait receives cannot
+        // stay in the cache anyway: a message, or the lent buffers
+        // together, of at least `stream` bytes. Only large fragments
+        // bother to look.
+        let streaming = data.len() >= STREAM_FRAGMENT_MIN
+            && (total >= stream || sinks.iter().map(|(_, b)| b.len()).sum::<usize>() >= stream);
         if let Some((_, sink)) = sinks.iter_mut().find(|(i, _)| *i == id) {
             flush(s, sink);
             // A matched probe's slot has no capacity of its own: the sink
             // (the mrecv buffer) bounds it, and the rest is truncated.
             let end = end.min(sink.len());
             if end > off {
-                sink[off..end].copy_from_slice(&data[..end - off]);
+                let (dst, src) = (&mut sink[off..end], &data[..end - off]);
+                if streaming {
+                    crate::transport::bytes::copy_streaming(dst, src);
+                } else {
+                    dst.copy_from_slice(src);
+                }
             }
             s.base = end.max(off);
         } else {
@@ -274,7 +306,7 @@ impl Matcher {
         };
         s.buf.clear();
         s.base = 0;
-        Self::store(&mut self.slots, id, 0, data, sinks);
+        Self::store(&mut self.slots, id, 0, total, data, sinks, self.stream);
         if hdr.kind == FrameKind::Sync {
             self.acks.push((peer, hdr.ctx, hdr.token));
         }
@@ -284,7 +316,15 @@ impl Matcher {
         if !inc.is_first() {
             match self.inbound[inc.peer] {
                 Inbound::Slot(id) => {
-                    Self::store(&mut self.slots, id, inc.offset, inc.data, sinks);
+                    Self::store(
+                        &mut self.slots,
+                        id,
+                        inc.offset,
+                        inc.total,
+                        inc.data,
+                        sinks,
+                        self.stream,
+                    );
                     if inc.is_last() {
                         self.inbound[inc.peer] = Inbound::Idle;
                         self.complete_recv(id);
@@ -520,6 +560,10 @@ impl Engine {
                 pulls: Vec::new(),
                 rdv_sent: 0,
                 rdv_received: 0,
+                stream: std::env::var("SHMPI_STREAM_THRESHOLD")
+                    .ok()
+                    .and_then(|v| v.trim().parse().ok())
+                    .unwrap_or(DEFAULT_STREAM_THRESHOLD),
             },
         }
     }

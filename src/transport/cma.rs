@@ -45,6 +45,16 @@ pub enum CmaMode {
 }
 
 impl CmaMode {
+    /// The value of `SHMPI_CMA` that selects this mode.
+    pub fn name(self) -> &'static str {
+        match self {
+            CmaMode::Auto => "auto",
+            CmaMode::Always => "always",
+            CmaMode::Off => "off",
+            CmaMode::Refuse => "refuse",
+        }
+    }
+
     /// `SHMPI_CMA`: `auto` (default), `always`, `off` / `0`, `refuse`.
     ///
     /// # Errors

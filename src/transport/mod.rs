@@ -423,6 +423,16 @@ impl Transport {
         self.cma_threshold
     }
 
+    /// How single copy is configured (`SHMPI_CMA`).
+    pub fn cma_mode(&self) -> CmaMode {
+        self.cma_mode
+    }
+
+    /// Bytes of each ring.
+    pub fn ring_capacity(&self) -> usize {
+        self.layout.ring_capacity()
+    }
+
     /// Copies `dst.len()` bytes at address `addr` of `peer`'s process
     /// into `dst` (the receiver's half of a rendezvous).
     ///
