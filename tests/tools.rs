@@ -226,3 +226,16 @@ fn shmpi_bench_mbw_mr_sums_the_pairs() {
         "{out}"
     );
 }
+
+#[test]
+fn an_idle_rank_blocked_in_recv_uses_under_5_percent_of_a_core() {
+    // CPU time, not speed: a waiter that spins instead of sleeping on the
+    // doorbell shows here whatever the machine's load.
+    let out = bench(&["idle", "--iterations", "300"]);
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("idle rank CPU"))
+        .unwrap_or_else(|| panic!("no result line:\n{out}"));
+    let pct: f64 = line.split_whitespace().last().unwrap().parse().unwrap();
+    assert!(pct < 5.0, "an idle rank used {pct}% of a core:\n{out}");
+}

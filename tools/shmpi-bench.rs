@@ -41,6 +41,8 @@ enum Test {
     MbwMr,
     /// Which protocol each size takes.
     Protocols,
+    /// The CPU an idle rank blocked in a receive uses.
+    Idle,
     /// A collective (OSU's osu_barrier, osu_bcast, ...).
     Coll(CollKind),
 }
@@ -81,6 +83,7 @@ shmpi-bench latency --ranks N ...  (ranks 0 and 1 ping-pong, the others idle)\n 
 shmpi-bench floor [--cpus A,B] [--iterations N]\n       \
 shmpi-bench mbw_mr [--ranks 2P] [--min-size N] [--max-size N] [--iterations N] [--warmup N]\n       \
 shmpi-bench protocols [--max-size N]\n       \
+shmpi-bench idle [--iterations MS]  (CPU of a rank blocked in recv, after 10 ms)\n       \
 shmpi-bench barrier|bcast|reduce|allreduce|allgather|alltoall [--ranks N] [--min-size N] \
 [--max-size N] [--iterations N] [--warmup N]";
 
@@ -93,6 +96,7 @@ fn parse(args: &[String]) -> Result<Opts, String> {
         Some("floor") => Test::Floor,
         Some("mbw_mr") => Test::MbwMr,
         Some("protocols") => Test::Protocols,
+        Some("idle") => Test::Idle,
         Some("barrier") => Test::Coll(CollKind::Barrier),
         Some("bcast") => Test::Coll(CollKind::Bcast),
         Some("reduce") => Test::Coll(CollKind::Reduce),
@@ -442,6 +446,10 @@ fn run_rank(o: &Opts) -> Result<(), String> {
         }
         return u.finalize().map_err(|e| e.to_string());
     }
+    if o.test == Test::Idle {
+        idle(o, &u.world())?;
+        return u.finalize().map_err(|e| e.to_string());
+    }
     let w = u.world();
     if w.size() != 2 && !(o.test == Test::Latency && w.size() > 2) {
         return Err(format!(
@@ -479,7 +487,7 @@ fn run_pair(o: &Opts, w: &shmpi::Communicator) -> Result<(), String> {
         Test::Latency => ("Latency Test", "Latency (us)"),
         Test::Bw => ("Bandwidth Test", "Bandwidth (MB/s)"),
         Test::Bibw => ("Bi-Directional Bandwidth Test", "Bandwidth (MB/s)"),
-        Test::Comm | Test::Coll(_) | Test::Floor | Test::Protocols | Test::MbwMr => {
+        Test::Comm | Test::Coll(_) | Test::Floor | Test::Protocols | Test::Idle | Test::MbwMr => {
             unreachable!("handled before")
         }
     };
@@ -511,7 +519,12 @@ fn run_pair(o: &Opts, w: &shmpi::Communicator) -> Result<(), String> {
             Test::Latency => latency(w, size, iters, warm),
             Test::Bw => bandwidth(w, size, iters, warm, false),
             Test::Bibw => bandwidth(w, size, iters, warm, true),
-            Test::Comm | Test::Coll(_) | Test::Floor | Test::Protocols | Test::MbwMr => {
+            Test::Comm
+            | Test::Coll(_)
+            | Test::Floor
+            | Test::Protocols
+            | Test::Idle
+            | Test::MbwMr => {
                 unreachable!("handled before")
             }
         };
@@ -649,6 +662,43 @@ fn protocols(o: &Opts, u: &shmpi::Universe) {
         println!("{s:<10}  {blocking:<38} {nonblocking:<44}  {coll}");
         s = if s == 0 { 1 } else { s * 2 };
     }
+}
+
+/// Rank 1 blocks in a receive; rank 0 waits 10 ms, then reads the CPU
+/// time rank 1's thread accumulates over the next `--iterations`
+/// milliseconds (default 1000) from /proc (schedstat: nanoseconds on a
+/// CPU), and releases it.
+fn idle(o: &Opts, w: &shmpi::Communicator) -> Result<(), String> {
+    let window = o.iters.unwrap_or(1000) as u64;
+    if w.rank() == 1 {
+        w.send(&[std::process::id()], 0, 1)
+            .map_err(|e| e.to_string())?;
+        let mut go = [0u8; 1];
+        w.recv(&mut go, 0, 2).map_err(|e| e.to_string())?;
+        return Ok(());
+    }
+    let mut pid = [0u32];
+    w.recv(&mut pid, 1, 1).map_err(|e| e.to_string())?;
+    let on_cpu = || -> Result<u64, String> {
+        let path = format!("/proc/{0}/task/{0}/schedstat", pid[0]);
+        let s = std::fs::read_to_string(&path).map_err(|e| format!("{path}: {e}"))?;
+        s.split_whitespace()
+            .next()
+            .and_then(|v| v.parse().ok())
+            .ok_or_else(|| format!("{path}: unexpected {s:?}"))
+    };
+    std::thread::sleep(std::time::Duration::from_millis(10));
+    let (t0, c0) = (Instant::now(), on_cpu()?);
+    std::thread::sleep(std::time::Duration::from_millis(window));
+    let (t1, c1) = (Instant::now(), on_cpu()?);
+    w.send(&[1u8], 1, 2).map_err(|e| e.to_string())?;
+    let pct = (c1 - c0) as f64 / (t1 - t0).as_nanos() as f64 * 100.0;
+    println!("# shmpi-bench idle: a rank blocked in recv, measured from 10 ms after it blocked");
+    println!(
+        "idle rank CPU (% of a core over {} ms)  {pct:.3}",
+        (t1 - t0).as_millis()
+    );
+    Ok(())
 }
 
 /// The first two CPUs this process may run on, as "a,b".
