@@ -239,3 +239,39 @@ fn an_idle_rank_blocked_in_recv_uses_under_5_percent_of_a_core() {
     let pct: f64 = line.split_whitespace().last().unwrap().parse().unwrap();
     assert!(pct < 5.0, "an idle rank used {pct}% of a core:\n{out}");
 }
+
+#[test]
+fn shmpi_bench_floor_flag_adds_a_ratio_column_measured_in_the_same_run() {
+    if support::online_cpus() < 2 {
+        return;
+    }
+    let out = bench(&[
+        "latency",
+        "--floor",
+        "--max-size",
+        "8",
+        "--iterations",
+        "2000",
+        "--format",
+        "csv",
+    ]);
+    let mut lines = out.lines().filter(|l| !l.starts_with('#'));
+    assert_eq!(lines.next(), Some("size,latency_us,x_floor"), "{out}");
+    // Every row's ratio divides by the one floor measured in this run.
+    let floors: Vec<f64> = lines
+        .map(|l| {
+            let f: Vec<f64> = l.split(',').map(|v| v.parse().unwrap()).collect();
+            assert_eq!(f.len(), 3, "{out}");
+            assert!(f[1] > 0.0 && f[2] > 0.0, "{out}");
+            f[1] / f[2]
+        })
+        .collect();
+    assert_eq!(floors.len(), 5, "sizes 0, 1, 2, 4, 8:\n{out}");
+    let (lo, hi) = floors
+        .iter()
+        .fold((f64::MAX, 0f64), |(lo, hi), &x| (lo.min(x), hi.max(x)));
+    assert!(
+        hi / lo < 1.05,
+        "rows divide by different floors: {floors:?}\n{out}"
+    );
+}

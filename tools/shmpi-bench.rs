@@ -29,6 +29,9 @@ use std::time::Instant;
 const WINDOW: usize = 64;
 const LARGE: usize = 8 << 10;
 
+/// How `--floor` hands the floor to the ranks: "ns,MB/s".
+const FLOOR_ENV: &str = "SHMPI_BENCH_FLOOR";
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Test {
     Latency,
@@ -74,10 +77,14 @@ struct Opts {
     cpus: Option<String>,
     format: Format,
     ranks: Vec<usize>,
+    /// `--floor`: the machine's floor measured first, in the same run, and
+    /// a column of ratios to it (latency / cache-line one-way latency,
+    /// bandwidth / one-core memcpy bandwidth).
+    floor: bool,
 }
 
 const USAGE: &str = "usage: shmpi-bench latency|bw|bibw [--min-size N] [--max-size N] \
-[--iterations N] [--warmup N] [--cpus A,B] [--format osu|csv|json]\n       \
+[--iterations N] [--warmup N] [--cpus A,B] [--format osu|csv|json] [--floor]\n       \
 shmpi-bench comm [--ranks 2,4,8] [--iterations N] [--warmup N]\n       \
 shmpi-bench latency --ranks N ...  (ranks 0 and 1 ping-pong, the others idle)\n       \
 shmpi-bench floor [--cpus A,B] [--iterations N]\n       \
@@ -122,6 +129,7 @@ fn parse(args: &[String]) -> Result<Opts, String> {
         warmup: None,
         cpus: None,
         format: Format::Osu,
+        floor: false,
         ranks: if matches!(test, Test::Coll(_)) {
             vec![2]
         } else {
@@ -131,6 +139,11 @@ fn parse(args: &[String]) -> Result<Opts, String> {
     let mut i = 1;
     while i < args.len() {
         let flag = args[i].as_str();
+        if flag == "--floor" {
+            o.floor = true;
+            i += 1;
+            continue;
+        }
         let v = args
             .get(i + 1)
             .ok_or_else(|| format!("{flag} needs a value\n{USAGE}"))?;
@@ -495,18 +508,41 @@ fn run_pair(o: &Opts, w: &shmpi::Communicator) -> Result<(), String> {
         Test::Latency => "latency_us",
         _ => "bandwidth_mb_s",
     };
+    // The floor measured by the launching process just before (`--floor`):
+    // the cache line's one-way latency (us) or one-core memcpy (MB/s).
+    let floor = std::env::var(FLOOR_ENV)
+        .ok()
+        .and_then(|v| {
+            let (ns, mbs) = v.split_once(',')?;
+            Some((ns.parse::<f64>().ok()? / 1000.0, mbs.parse::<f64>().ok()?))
+        })
+        .map(|(us, mbs)| if o.test == Test::Latency { us } else { mbs });
     let mut rows = Vec::new();
     if me == 0 {
-        match o.format {
-            Format::Osu => {
+        match (o.format, floor) {
+            (Format::Osu, _) => {
                 println!(
                     "# OSU-style MPI {title} (shmpi-bench {})",
                     env!("CARGO_PKG_VERSION")
                 );
-                println!("# Size      {col:>18}");
+                match floor {
+                    Some(f) if o.test == Test::Latency => println!(
+                        "# floor, same run: cache-line one-way latency {f:.3} us; x floor = latency / floor"
+                    ),
+                    Some(f) => println!(
+                        "# floor, same run: one-core memcpy {f:.0} MB/s; x floor = bandwidth / floor"
+                    ),
+                    None => {}
+                }
+                if floor.is_some() {
+                    println!("# Size      {col:>18}   x floor");
+                } else {
+                    println!("# Size      {col:>18}");
+                }
             }
-            Format::Csv => println!("size,{key}"),
-            Format::Json => {}
+            (Format::Csv, Some(_)) => println!("size,{key},x_floor"),
+            (Format::Csv, None) => println!("size,{key}"),
+            (Format::Json, _) => {}
         }
     }
     // Untimed warm-up (50,000 round trips of 8 bytes, about 10 ms) so the
@@ -529,10 +565,16 @@ fn run_pair(o: &Opts, w: &shmpi::Communicator) -> Result<(), String> {
             }
         };
         if me == 0 {
-            match o.format {
-                Format::Osu => println!("{size:<10}{v:>18.2}"),
-                Format::Csv => println!("{size},{v:.3}"),
-                Format::Json => rows.push(format!("{{\"size\":{size},\"{key}\":{v:.3}}}")),
+            match (o.format, floor) {
+                (Format::Osu, Some(f)) => println!("{size:<10}{v:>18.2}{:>10.2}", v / f),
+                (Format::Osu, None) => println!("{size:<10}{v:>18.2}"),
+                (Format::Csv, Some(f)) => println!("{size},{v:.3},{:.3}", v / f),
+                (Format::Csv, None) => println!("{size},{v:.3}"),
+                (Format::Json, Some(f)) => rows.push(format!(
+                    "{{\"size\":{size},\"{key}\":{v:.3},\"x_floor\":{:.3}}}",
+                    v / f
+                )),
+                (Format::Json, None) => rows.push(format!("{{\"size\":{size},\"{key}\":{v:.3}}}")),
             }
         }
     }
@@ -551,6 +593,22 @@ fn run_pair(o: &Opts, w: &shmpi::Communicator) -> Result<(), String> {
 /// word each side waits for, as a C ring with a flag in the slot does),
 /// and the bandwidth of memcpy on one core (64 MiB, out of cache).
 fn floor(o: &Opts) -> Result<(), String> {
+    let (cpus, ns, mbs) = measure_floor(o, o.iters.unwrap_or(1_000_000) as u64)?;
+    println!(
+        "# shmpi-bench floor (shmpi-bench {}): CPUs {} and {}",
+        env!("CARGO_PKG_VERSION"),
+        cpus[0],
+        cpus[1]
+    );
+    println!("cache-line one-way latency (us)  {:>10.3}", ns / 1000.0);
+    println!("memcpy bandwidth, one core (MB/s) {mbs:>10.0}");
+    Ok(())
+}
+
+/// The floor's two figures on `--cpus` (or the first two CPUs): the CPUs,
+/// the cache line's one-way latency in ns over `iters` round trips, and
+/// one-core memcpy MB/s.
+fn measure_floor(o: &Opts, iters: u64) -> Result<(Vec<usize>, f64, f64), String> {
     use shmpi::sync::{AtomicU64, CachePadded, Ordering};
     let cpus: Vec<usize> = match o.cpus.clone().or_else(default_cpus) {
         Some(l) => l
@@ -562,7 +620,6 @@ fn floor(o: &Opts) -> Result<(), String> {
     if cpus.len() < 2 {
         return Err("floor needs two CPUs (--cpus A,B)".into());
     }
-    let iters = o.iters.unwrap_or(1_000_000) as u64;
     let ping = CachePadded::new(AtomicU64::new(0));
     let pong = CachePadded::new(AtomicU64::new(0));
     let pin = |c: usize| {
@@ -580,18 +637,24 @@ fn floor(o: &Opts) -> Result<(), String> {
                 pong.store(i, Ordering::Release);
             }
         });
-        pin(cpus[0]);
-        let mut t = Instant::now();
-        for i in 1..=iters + 1000 {
-            if i == 1001 {
-                t = Instant::now();
+        // Both sides on threads of their own: the calling thread keeps its
+        // affinity (a launcher pinned here would pin its ranks' masks).
+        s.spawn(|| {
+            pin(cpus[0]);
+            let mut t = Instant::now();
+            for i in 1..=iters + 1000 {
+                if i == 1001 {
+                    t = Instant::now();
+                }
+                ping.store(i, Ordering::Release);
+                while pong.load(Ordering::Acquire) != i {
+                    std::hint::spin_loop();
+                }
             }
-            ping.store(i, Ordering::Release);
-            while pong.load(Ordering::Acquire) != i {
-                std::hint::spin_loop();
-            }
-        }
-        t.elapsed().as_nanos() as f64 / iters as f64 / 2.0
+            t.elapsed().as_nanos() as f64 / iters as f64 / 2.0
+        })
+        .join()
+        .expect("floor thread")
     });
     let len = 64 << 20;
     let src = vec![1u8; len];
@@ -604,15 +667,7 @@ fn floor(o: &Opts) -> Result<(), String> {
     }
     std::hint::black_box(&dst);
     let mbs = (rounds * len) as f64 / t.elapsed().as_secs_f64() / 1e6;
-    println!(
-        "# shmpi-bench floor (shmpi-bench {}): CPUs {} and {}",
-        env!("CARGO_PKG_VERSION"),
-        cpus[0],
-        cpus[1]
-    );
-    println!("cache-line one-way latency (us)  {:>10.3}", ns / 1000.0);
-    println!("memcpy bandwidth, one core (MB/s) {mbs:>10.0}");
-    Ok(())
+    Ok((cpus, ns, mbs))
 }
 
 /// The protocol each message size takes on this build and environment.
@@ -790,6 +845,19 @@ fn main() -> ExitCode {
                 ExitCode::from(1)
             }
         };
+    }
+    if o.floor
+        && matches!(o.test, Test::Latency | Test::Bw | Test::Bibw)
+        && std::env::var_os(shmpi::job::env::JOB_ID).is_none()
+    {
+        match measure_floor(&o, 200_000) {
+            // Set before any thread or rank starts; the ranks inherit it.
+            Ok((_, ns, mbs)) => std::env::set_var(FLOOR_ENV, format!("{ns},{mbs}")),
+            Err(m) => {
+                eprintln!("shmpi-bench: --floor: {m}");
+                return ExitCode::from(1);
+            }
+        }
     }
     let r = if std::env::var_os(shmpi::job::env::JOB_ID).is_some() {
         run_rank(&o).map(|_| 0)
