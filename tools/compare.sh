@@ -58,7 +58,7 @@ cargo build --release --quiet --bin shmpi-bench
 
 cpu=$(lscpu 2>/dev/null | sed -n 's/^Model name: *//p' | head -1)
 ncpu=$(nproc)
-mpich=$(command -v mpichversion >/dev/null 2>&1 && mpichversion 2>/dev/null | sed -n 's/^MPICH Version: *//p' | head -1 || true)
+mpich=$(command -v mpichversion >/dev/null 2>&1 && mpichversion 2>/dev/null | sed -n 's/^MPICH Version:[[:space:]]*//p' | head -1 || true)
 ompi=$(command -v ompi_info >/dev/null 2>&1 && ompi_info --version 2>/dev/null | head -1 | sed 's/.*v//' || true)
 commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 when=$(date -u '+%Y-%m-%d %H:%M UTC')
@@ -138,7 +138,7 @@ set logscale y 10
 set grid xtics ytics mxtics mytics lc rgb "#dddddd"
 set key top left
 set xlabel "message size (bytes)"
-set format x "%.0s%cB"
+set format x "%.0b%BB"
 set ylabel "one-way latency (us), lower is better"
 set title "osu latency (ping-pong)"
 plot "target/peers/lat-median.dat" using (\$1 > 0 ? \$1 : 1/0):2 with linespoints lw 2 pt 7 title "shmpi", \
