@@ -513,10 +513,19 @@ fn run_pair(o: &Opts, w: &shmpi::Communicator) -> Result<(), String> {
     let floor = std::env::var(FLOOR_ENV)
         .ok()
         .and_then(|v| {
-            let (ns, mbs) = v.split_once(',')?;
-            Some((ns.parse::<f64>().ok()? / 1000.0, mbs.parse::<f64>().ok()?))
+            let f: Vec<f64> = v.split(',').filter_map(|x| x.parse().ok()).collect();
+            (f.len() == 3).then(|| (f[0] / 1000.0, f[1] / 1000.0, f[2]))
         })
-        .map(|(us, mbs)| if o.test == Test::Latency { us } else { mbs });
+        .map(|(line, ring, mbs)| {
+            if o.test == Test::Latency {
+                if me == 0 && o.format == Format::Osu {
+                    println!("# floor, same run: cache-line one-way {line:.3} us");
+                }
+                ring
+            } else {
+                mbs
+            }
+        });
     let mut rows = Vec::new();
     if me == 0 {
         match (o.format, floor) {
@@ -527,7 +536,7 @@ fn run_pair(o: &Opts, w: &shmpi::Communicator) -> Result<(), String> {
                 );
                 match floor {
                     Some(f) if o.test == Test::Latency => println!(
-                        "# floor, same run: cache-line one-way latency {f:.3} us; x floor = latency / floor"
+                        "# floor, same run: minimal ring, 8 B one-way {f:.3} us; x floor = latency / that"
                     ),
                     Some(f) => println!(
                         "# floor, same run: one-core memcpy {f:.0} MB/s; x floor = bandwidth / floor"
@@ -593,22 +602,99 @@ fn run_pair(o: &Opts, w: &shmpi::Communicator) -> Result<(), String> {
 /// word each side waits for, as a C ring with a flag in the slot does),
 /// and the bandwidth of memcpy on one core (64 MiB, out of cache).
 fn floor(o: &Opts) -> Result<(), String> {
-    let (cpus, ns, mbs) = measure_floor(o, o.iters.unwrap_or(1_000_000) as u64)?;
+    let f = measure_floor(o, o.iters.unwrap_or(1_000_000) as u64)?;
     println!(
         "# shmpi-bench floor (shmpi-bench {}): CPUs {} and {}",
         env!("CARGO_PKG_VERSION"),
-        cpus[0],
-        cpus[1]
+        f.cpus[0],
+        f.cpus[1]
     );
-    println!("cache-line one-way latency (us)  {:>10.3}", ns / 1000.0);
-    println!("memcpy bandwidth, one core (MB/s) {mbs:>10.0}");
+    println!(
+        "cache-line one-way latency (us)  {:>10.3}",
+        f.line_ns / 1000.0
+    );
+    println!(
+        "ring one-way latency, 8 B (us)   {:>10.3}",
+        f.ring_ns / 1000.0
+    );
+    println!("memcpy bandwidth, one core (MB/s) {:>10.0}", f.memcpy_mbs);
     Ok(())
+}
+
+/// The machine's floor (see [`measure_floor`]).
+struct Floor {
+    cpus: Vec<usize>,
+    /// One cache line bounced between the two CPUs, one way.
+    line_ns: f64,
+    /// An 8-byte message through a minimal SPSC ring whose receiver spins
+    /// on a sequence word in the slot (the C ring of MEASUREMENTS.md), one
+    /// way.
+    ring_ns: f64,
+    /// One-core memcpy, 64 MiB, out of cache.
+    memcpy_mbs: f64,
+}
+
+/// A ping-pong of 8-byte messages through two minimal rings of 64
+/// slots, each slot a sequence word and a payload word on its own line:
+/// the floor any shared-memory message passing starts from. One way, ns.
+fn ring_floor(cpus: &[usize], iters: u64) -> f64 {
+    use shmpi::sync::{AtomicU64, CachePadded, Ordering};
+    const SLOTS: usize = 64;
+    type Ring = Vec<CachePadded<[AtomicU64; 2]>>;
+    let ring = || -> Ring {
+        (0..SLOTS)
+            .map(|_| CachePadded::new([AtomicU64::new(0), AtomicU64::new(0)]))
+            .collect()
+    };
+    let (ping, pong) = (ring(), ring());
+    let pin = |c: usize| {
+        core_affinity::set_for_current(core_affinity::CoreId { id: c });
+    };
+    // Waits for message `i` in `r`, returns its payload.
+    let take = |r: &Ring, i: u64| {
+        let s = &r[i as usize % SLOTS];
+        // Acquire: pairs with the Release of the sequence word in `put`.
+        while s[0].load(Ordering::Acquire) != i {
+            std::hint::spin_loop();
+        }
+        // Relaxed: ordered after the Acquire above.
+        s[1].load(Ordering::Relaxed)
+    };
+    let put = |r: &Ring, i: u64, v: u64| {
+        let s = &r[i as usize % SLOTS];
+        // Relaxed: published by the Release of the sequence word.
+        s[1].store(v, Ordering::Relaxed);
+        s[0].store(i, Ordering::Release);
+    };
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            pin(cpus[1]);
+            for i in 1..=iters + 1000 {
+                let v = take(&ping, i);
+                put(&pong, i, v + 1);
+            }
+        });
+        s.spawn(|| {
+            pin(cpus[0]);
+            let mut t = Instant::now();
+            for i in 1..=iters + 1000 {
+                if i == 1001 {
+                    t = Instant::now();
+                }
+                put(&ping, i, i);
+                std::hint::black_box(take(&pong, i));
+            }
+            t.elapsed().as_nanos() as f64 / iters as f64 / 2.0
+        })
+        .join()
+        .expect("ring floor thread")
+    })
 }
 
 /// The floor's two figures on `--cpus` (or the first two CPUs): the CPUs,
 /// the cache line's one-way latency in ns over `iters` round trips, and
 /// one-core memcpy MB/s.
-fn measure_floor(o: &Opts, iters: u64) -> Result<(Vec<usize>, f64, f64), String> {
+fn measure_floor(o: &Opts, iters: u64) -> Result<Floor, String> {
     use shmpi::sync::{AtomicU64, CachePadded, Ordering};
     let cpus: Vec<usize> = match o.cpus.clone().or_else(default_cpus) {
         Some(l) => l
@@ -656,6 +742,7 @@ fn measure_floor(o: &Opts, iters: u64) -> Result<(Vec<usize>, f64, f64), String>
         .join()
         .expect("floor thread")
     });
+    let ring_ns = ring_floor(&cpus, iters);
     let len = 64 << 20;
     let src = vec![1u8; len];
     let mut dst = vec![0u8; len];
@@ -667,7 +754,12 @@ fn measure_floor(o: &Opts, iters: u64) -> Result<(Vec<usize>, f64, f64), String>
     }
     std::hint::black_box(&dst);
     let mbs = (rounds * len) as f64 / t.elapsed().as_secs_f64() / 1e6;
-    Ok((cpus, ns, mbs))
+    Ok(Floor {
+        cpus,
+        line_ns: ns,
+        ring_ns,
+        memcpy_mbs: mbs,
+    })
 }
 
 /// The protocol each message size takes on this build and environment.
@@ -852,7 +944,10 @@ fn main() -> ExitCode {
     {
         match measure_floor(&o, 200_000) {
             // Set before any thread or rank starts; the ranks inherit it.
-            Ok((_, ns, mbs)) => std::env::set_var(FLOOR_ENV, format!("{ns},{mbs}")),
+            Ok(f) => std::env::set_var(
+                FLOOR_ENV,
+                format!("{},{},{}", f.line_ns, f.ring_ns, f.memcpy_mbs),
+            ),
             Err(m) => {
                 eprintln!("shmpi-bench: --floor: {m}");
                 return ExitCode::from(1);
