@@ -1,6 +1,6 @@
 //! The consumer side: peek → read → release.
 
-use super::frame::{self, FRAME_HEADER};
+use super::frame::{self, FRAME_ALIGN, FRAME_HEADER};
 use super::region::Region;
 use super::RingHeader;
 use crate::sync::Ordering;
@@ -119,6 +119,7 @@ impl Consumer {
                 }
                 frame::KIND_WRAP => {
                     let skip = self.capacity - off;
+                    self.clear(off, skip);
                     self.advance(skip);
                 }
                 0 => return None,
@@ -143,6 +144,21 @@ impl Consumer {
     #[inline]
     pub fn has_frame(&mut self) -> bool {
         self.peek().is_some()
+    }
+
+    /// Clears the word at every frame-start offset of `off..off + len`
+    /// (the bytes of a frame or skip being released): the next lap finds
+    /// "empty" wherever a frame may start until the producer publishes one
+    /// there, so the producer needs no guard writes ahead of its frames.
+    /// Relaxed: published to the producer by the Release of `head` in
+    /// `advance` (`SYNC(ring.head)`).
+    #[inline]
+    fn clear(&self, off: usize, len: usize) {
+        let mut at = off;
+        while at < off + len {
+            self.region().word(at).store(0, Ordering::Relaxed);
+            at += FRAME_ALIGN;
+        }
     }
 
     #[inline]
@@ -209,12 +225,12 @@ impl Frame<'_> {
         }
     }
 
-    /// Gives the frame's bytes back to the producer. The consumer writes
-    /// nothing in the data region: the producer's guard word keeps the
-    /// next frame position "empty" (see `frame`).
+    /// Gives the frame's bytes back to the producer (clearing its
+    /// frame-start words first).
     #[inline]
     pub fn release(self) {
         let fp = frame::footprint(self.len);
+        self.consumer.clear(self.off, fp);
         self.consumer.advance(fp);
     }
 }

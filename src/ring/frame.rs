@@ -13,17 +13,12 @@
 //! ```
 //!
 //! The consumer finds frames by reading the header word at its head
-//! position: zero means "nothing yet". The *producer* keeps that true with
-//! a guard word: before it publishes a frame (or a wrap marker) it zeroes
-//! the word where the next frame will start, so stale bytes from an
-//! earlier lap never look like a frame there, and it reserves a line of
-//! room past every frame for that word. The consumer writes nothing in the
-//! data region: it reads each line once and gives it back with `head`, so
-//! a large frame costs one transfer of each line from producer to consumer
-//! and none back (an earlier design had the consumer clear every
-//! frame-start word it released, which pulled every line of a large frame
-//! back into the consumer's cache in modified state). A wrap marker tells
-//! the consumer to skip to the start of the data region.
+//! position: zero means "nothing yet". The *consumer* keeps that true: when
+//! it releases a frame (or a skipped end of lap) it clears the word at
+//! every frame-start offset in it, so stale bytes from an earlier lap never
+//! look like a frame and the producer writes nothing but the frame itself
+//! (one cache line for a small message). A wrap marker tells the consumer
+//! to skip to the start of the data region.
 
 /// Bytes of the frame header word.
 pub const FRAME_HEADER: usize = 8;

@@ -1,14 +1,10 @@
 //! The producer side: reserve → write → commit.
 
-use super::frame::{self, FRAME_ALIGN, FRAME_HEADER};
+use super::frame::{self, FRAME_HEADER};
 use super::region::Region;
 use super::RingHeader;
 use crate::sync::Ordering;
 use std::fmt;
-
-/// Bytes kept free after every frame for its guard word (a whole line:
-/// frame positions are line-aligned, so a word needs a line's room).
-const GUARD: usize = FRAME_ALIGN;
 
 /// Why a frame could not be reserved.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -173,10 +169,11 @@ impl Producer {
     fn cached_room(&self) -> usize {
         let off = (self.tail as usize) & self.mask;
         let contiguous = self.capacity - off;
-        // One line past every frame stays free for its guard word.
-        let free = self.free().saturating_sub(GUARD);
-        let here = contiguous.min(free).saturating_sub(FRAME_HEADER);
-        let after_wrap = free.saturating_sub(contiguous).saturating_sub(FRAME_HEADER);
+        let free = self.free();
+        let here = contiguous.min(free).saturating_sub(2 * FRAME_HEADER);
+        let after_wrap = free
+            .saturating_sub(contiguous)
+            .saturating_sub(2 * FRAME_HEADER);
         here.max(after_wrap).min(self.max_payload()) & !7
     }
 
@@ -198,14 +195,11 @@ impl Producer {
         if fp > contiguous {
             // The frame would straddle the end: mark the rest of the lap as
             // skipped and start over at offset 0. Needs the rest of the lap
-            // and the guard word at offset 0.
-            if !self.has_room(contiguous + GUARD) {
+            // (offset 0 reads "empty": the consumer cleared it when it last
+            // released it, see `Frame::release`).
+            if !self.has_room(contiguous) {
                 return Err(RingReserveError::TooFewBytes(self.cached_room()));
             }
-            // The guard: offset 0 must read "empty" to a consumer that
-            // follows the marker, until the frame there is committed.
-            // Relaxed: published by the Release of the marker below.
-            self.region().word(0).store(0, Ordering::Relaxed);
             // SYNC(ring.frame): Release; pairs with the Acquire in
             // `Consumer::peek`.
             self.region()
@@ -214,7 +208,7 @@ impl Producer {
             self.tail = self.tail.wrapping_add(contiguous as u64);
             off = 0;
         }
-        if !self.has_room(fp + GUARD) {
+        if !self.has_room(fp) {
             self.publish_tail();
             return Err(RingReserveError::TooFewBytes(self.cached_room()));
         }
@@ -290,17 +284,11 @@ impl Reservation<'_> {
     pub fn commit(self) {
         let p = self.producer;
         let fp = frame::footprint(self.len);
-        // The guard: the word where the next frame will start must read
-        // "empty" until that frame is committed, whatever an earlier lap
-        // left there (`reserve` checked that it is free). Relaxed:
-        // published by the Release below, which a consumer sees before it
-        // looks at the next frame.
-        p.region()
-            .word((self.off + fp) & p.mask)
-            .store(0, Ordering::Relaxed);
         // SYNC(ring.frame): Release; pairs with the Acquire in
-        // `Consumer::peek`: the payload and the guard written above are
-        // visible to the consumer once it sees this header word.
+        // `Consumer::peek`: the payload written above is visible to the
+        // consumer once it sees this header word. The word where the next
+        // frame will start already reads "empty" (cleared by the consumer
+        // in the previous lap, or zero from the start).
         p.region().word(self.off).store(
             frame::encode(frame::KIND_DATA, self.len as u32),
             Ordering::Release,
