@@ -81,10 +81,13 @@ struct Opts {
     /// a column of ratios to it (latency / cache-line one-way latency,
     /// bandwidth / one-core memcpy bandwidth).
     floor: bool,
+    /// `--plain-isend`: bandwidth windows of plain `isend`s (a large one
+    /// is a rendezvous or copied) instead of a lending scope's.
+    plain_isend: bool,
 }
 
 const USAGE: &str = "usage: shmpi-bench latency|bw|bibw [--min-size N] [--max-size N] \
-[--iterations N] [--warmup N] [--cpus A,B] [--format osu|csv|json] [--floor]\n       \
+[--iterations N] [--warmup N] [--cpus A,B] [--format osu|csv|json] [--floor] [--plain-isend]\n       \
 shmpi-bench comm [--ranks 2,4,8] [--iterations N] [--warmup N]\n       \
 shmpi-bench latency --ranks N ...  (ranks 0 and 1 ping-pong, the others idle)\n       \
 shmpi-bench floor [--cpus A,B] [--iterations N]\n       \
@@ -130,6 +133,7 @@ fn parse(args: &[String]) -> Result<Opts, String> {
         cpus: None,
         format: Format::Osu,
         floor: false,
+        plain_isend: false,
         ranks: if matches!(test, Test::Coll(_)) {
             vec![2]
         } else {
@@ -139,8 +143,9 @@ fn parse(args: &[String]) -> Result<Opts, String> {
     let mut i = 1;
     while i < args.len() {
         let flag = args[i].as_str();
-        if flag == "--floor" {
-            o.floor = true;
+        if flag == "--floor" || flag == "--plain-isend" {
+            o.floor |= flag == "--floor";
+            o.plain_isend |= flag == "--plain-isend";
             i += 1;
             continue;
         }
@@ -231,7 +236,14 @@ fn latency(w: &shmpi::Communicator, size: usize, iters: usize, warm: usize) -> f
     t0.elapsed().as_secs_f64() * 1e6 / (2.0 * iters as f64)
 }
 
-fn bandwidth(w: &shmpi::Communicator, size: usize, iters: usize, warm: usize, bi: bool) -> f64 {
+fn bandwidth(
+    w: &shmpi::Communicator,
+    size: usize,
+    iters: usize,
+    warm: usize,
+    bi: bool,
+    plain: bool,
+) -> f64 {
     let sbuf = vec![b'a'; size];
     let mut rbufs: Vec<Vec<u8>> = (0..WINDOW).map(|_| vec![b'b'; size]).collect();
     let me = w.rank();
@@ -256,7 +268,11 @@ fn bandwidth(w: &shmpi::Communicator, size: usize, iters: usize, warm: usize, bi
             }
             if sending {
                 for _ in 0..WINDOW {
-                    reqs.push(s.isend(w, &sbuf, peer, 100).unwrap());
+                    reqs.push(if plain {
+                        w.isend(&sbuf, peer, 100).unwrap()
+                    } else {
+                        s.isend(w, &sbuf, peer, 100).unwrap()
+                    });
                 }
             }
             wait_all(reqs).unwrap();
@@ -426,7 +442,7 @@ fn run_mbw_mr(o: &Opts) -> Result<(), String> {
     for size in sizes(o).into_iter().filter(|&s| s > 0) {
         let (iters, warm) = counts(o, size);
         w.barrier().map_err(|e| e.to_string())?;
-        let bw = bandwidth(&pair, size, iters, warm, false);
+        let bw = bandwidth(&pair, size, iters, warm, false, o.plain_isend);
         let mine = if pair.rank() == 0 { bw } else { 0.0 };
         let mut sum = [0f64];
         w.reduce(&[mine], &mut sum, &shmpi::Op::Sum, 0)
@@ -562,8 +578,8 @@ fn run_pair(o: &Opts, w: &shmpi::Communicator) -> Result<(), String> {
         let (iters, warm) = counts(o, size);
         let v = match o.test {
             Test::Latency => latency(w, size, iters, warm),
-            Test::Bw => bandwidth(w, size, iters, warm, false),
-            Test::Bibw => bandwidth(w, size, iters, warm, true),
+            Test::Bw => bandwidth(w, size, iters, warm, false, o.plain_isend),
+            Test::Bibw => bandwidth(w, size, iters, warm, true, o.plain_isend),
             Test::Comm
             | Test::Coll(_)
             | Test::Floor
