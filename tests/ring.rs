@@ -156,3 +156,63 @@ fn two_threads_random_sizes_nothing_lost_reordered_or_corrupted() {
     producer.join().unwrap();
     assert!(c.peek().is_none());
 }
+
+/// Payload made of words that look exactly like data-frame headers: if a
+/// frame ever started on stale payload that no one cleared or guarded,
+/// the consumer would read one of these as a frame.
+fn header_lookalikes(len: usize, fake_len: u32) -> Vec<u8> {
+    let word = (1u64 << 32) | fake_len as u64; // kind 1 (data), length
+    (0..len).map(|i| word.to_le_bytes()[i % 8]).collect()
+}
+
+#[test]
+fn frames_starting_on_stale_payload_of_earlier_laps_are_never_misread() {
+    // Large frames leave header look-alikes at many frame positions; then
+    // frames of other sizes start on them, lap after lap, in one thread
+    // (the consumer keeps up) and with the ring filling up.
+    let (mut p, mut c) = heap_ring(4096).unwrap();
+    let sizes = [1000usize, 8, 300, 1500, 56, 120, 1900, 0, 64, 700];
+    let mut sent = 0u64;
+    let mut got = 0u64;
+    for round in 0..400usize {
+        let n = sizes[round % sizes.len()] + round % 3 * 8;
+        let data = header_lookalikes(n, (round % 50) as u32);
+        while p.push(&[&(round as u64).to_le_bytes(), &data]).is_err() {
+            // Full: drain one frame and check it.
+            let f = c.peek().expect("a full ring has a frame");
+            let mut id = [0u8; 8];
+            f.read(0, &mut id);
+            assert_eq!(
+                u64::from_le_bytes(id),
+                got,
+                "frame order or a misread frame"
+            );
+            f.release();
+            got += 1;
+        }
+        sent += 1;
+        if round % 7 == 0 {
+            // Drain everything: the consumer then waits at the next
+            // position, which must read empty.
+            while let Some(f) = c.peek() {
+                let mut id = [0u8; 8];
+                f.read(0, &mut id);
+                assert_eq!(
+                    u64::from_le_bytes(id),
+                    got,
+                    "frame order or a misread frame"
+                );
+                let expect = sizes[got as usize % sizes.len()] + got as usize % 3 * 8;
+                assert_eq!(f.len(), 8 + expect, "frame {got} has the wrong length");
+                f.release();
+                got += 1;
+            }
+            assert!(c.peek().is_none(), "an empty ring showed a frame");
+        }
+    }
+    while let Some(f) = c.peek() {
+        f.release();
+        got += 1;
+    }
+    assert_eq!(got, sent);
+}

@@ -1,6 +1,6 @@
 //! The consumer side: peek → read → release.
 
-use super::frame::{self, FRAME_ALIGN, FRAME_HEADER};
+use super::frame::{self, FRAME_HEADER};
 use super::region::Region;
 use super::RingHeader;
 use crate::sync::Ordering;
@@ -119,7 +119,7 @@ impl Consumer {
                 }
                 frame::KIND_WRAP => {
                     let skip = self.capacity - off;
-                    self.clear(off, skip);
+                    self.clear_header(off);
                     self.advance(skip);
                 }
                 0 => return None,
@@ -146,19 +146,16 @@ impl Consumer {
         self.peek().is_some()
     }
 
-    /// Clears the word at every frame-start offset of `off..off + len`
-    /// (the bytes of a frame or skip being released): the next lap finds
-    /// "empty" wherever a frame may start until the producer publishes one
-    /// there, so the producer needs no guard writes ahead of its frames.
-    /// Relaxed: published to the producer by the Release of `head` in
-    /// `advance` (`SYNC(ring.head)`).
+    /// Clears the header word of a frame (or wrap marker) being released,
+    /// in the line this consumer read first: the next lap finds "empty"
+    /// there until the producer publishes a frame. Other frame positions
+    /// inside a large frame hold payload; the producer guards them
+    /// (`Reservation::commit`), so the consumer need not pull every line
+    /// of a large frame back into its cache. Relaxed: published to the
+    /// producer by the Release of `head` in `advance` (`SYNC(ring.head)`).
     #[inline]
-    fn clear(&self, off: usize, len: usize) {
-        let mut at = off;
-        while at < off + len {
-            self.region().word(at).store(0, Ordering::Relaxed);
-            at += FRAME_ALIGN;
-        }
+    fn clear_header(&self, off: usize) {
+        self.region().word(off).store(0, Ordering::Relaxed);
     }
 
     #[inline]
@@ -225,12 +222,12 @@ impl Frame<'_> {
         }
     }
 
-    /// Gives the frame's bytes back to the producer (clearing its
-    /// frame-start words first).
+    /// Gives the frame's bytes back to the producer (clearing its header
+    /// word first).
     #[inline]
     pub fn release(self) {
         let fp = frame::footprint(self.len);
-        self.consumer.clear(self.off, fp);
+        self.consumer.clear_header(self.off);
         self.consumer.advance(fp);
     }
 }

@@ -13,12 +13,24 @@
 //! ```
 //!
 //! The consumer finds frames by reading the header word at its head
-//! position: zero means "nothing yet". The *consumer* keeps that true: when
-//! it releases a frame (or a skipped end of lap) it clears the word at
-//! every frame-start offset in it, so stale bytes from an earlier lap never
-//! look like a frame and the producer writes nothing but the frame itself
-//! (one cache line for a small message). A wrap marker tells the consumer
-//! to skip to the start of the data region.
+//! position: zero means "nothing yet". Both ends keep that true, each for
+//! the words it knows about:
+//!
+//! - the *consumer* clears the header word of every frame (or wrap marker)
+//!   it releases: one store, in the line it read first;
+//! - the *producer* remembers which frame positions hold payload of large
+//!   frames it wrote (a bit per 64-byte position) and, when a frame's next
+//!   position is one of them, zeroes that word (a guard) before it
+//!   publishes the frame; `reserve` keeps a line free past every frame for
+//!   it.
+//!
+//! So a small message is still one line written by the producer and one
+//! word cleared by the consumer, and a large frame costs the consumer one
+//! store instead of a store into every line it read (which pulled each
+//! line back into its cache, modified, on its critical path) and the
+//! producer at most one guard. A wrap marker tells the consumer to skip to
+//! the start of the data region; every lap starts with a frame at offset
+//! 0, whose header the consumer cleared.
 
 /// Bytes of the frame header word.
 pub const FRAME_HEADER: usize = 8;

@@ -78,8 +78,10 @@ pub fn check_capacity(capacity: usize) -> Result<(), RingCreateError> {
 /// The largest payload one frame of a ring of `capacity` bytes can carry.
 ///
 /// Half the region, less 16 bytes: then an empty ring accepts a frame of
-/// this size wherever its tail stands (the skipped end of the lap and the
-/// frame together never exceed the capacity).
+/// this size wherever its tail stands (the skipped end of the lap, the
+/// frame and the guard line after it together never exceed the capacity:
+/// the frame's footprint is at most half, a skip at most half less a
+/// line).
 pub const fn max_payload(capacity: usize) -> usize {
     capacity / 2 - 2 * FRAME_HEADER
 }

@@ -1,10 +1,14 @@
 //! The producer side: reserve → write → commit.
 
-use super::frame::{self, FRAME_HEADER};
+use super::frame::{self, FRAME_ALIGN, FRAME_HEADER};
 use super::region::Region;
 use super::RingHeader;
 use crate::sync::Ordering;
 use std::fmt;
+
+/// Bytes kept free after every frame for a guard word (a whole line:
+/// frame positions are line-aligned).
+const GUARD: usize = FRAME_ALIGN;
 
 /// Why a frame could not be reserved.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -45,6 +49,10 @@ pub struct Producer {
     tail: u64,
     /// Last `head` read from the consumer; may lag behind the real one.
     cached_head: u64,
+    /// One bit per frame position (64-byte offset): set while the word
+    /// there is payload of a frame this producer wrote (not a header the
+    /// consumer clears), so a frame starting there next needs a guard.
+    dirty: Vec<u64>,
 }
 
 // SAFETY: a Producer is the only writer of its ring's frames and `tail`;
@@ -82,6 +90,7 @@ impl Producer {
             capacity,
             tail,
             cached_head,
+            dirty: vec![0; capacity.div_ceil(FRAME_ALIGN * 64)],
         }
     }
 
@@ -93,6 +102,7 @@ impl Producer {
             capacity,
             tail: 0,
             cached_head: 0,
+            dirty: vec![0; capacity.div_ceil(FRAME_ALIGN * 64)],
         }
     }
 
@@ -169,12 +179,38 @@ impl Producer {
     fn cached_room(&self) -> usize {
         let off = (self.tail as usize) & self.mask;
         let contiguous = self.capacity - off;
-        let free = self.free();
-        let here = contiguous.min(free).saturating_sub(2 * FRAME_HEADER);
-        let after_wrap = free
-            .saturating_sub(contiguous)
-            .saturating_sub(2 * FRAME_HEADER);
+        // One line past every frame stays free for its guard word.
+        let free = self.free().saturating_sub(GUARD);
+        let here = contiguous.min(free).saturating_sub(FRAME_HEADER);
+        let after_wrap = free.saturating_sub(contiguous).saturating_sub(FRAME_HEADER);
         here.max(after_wrap).min(self.max_payload()) & !7
+    }
+
+    #[inline]
+    fn is_dirty(&self, off: usize) -> bool {
+        let i = off / FRAME_ALIGN;
+        self.dirty[i / 64] & (1 << (i % 64)) != 0
+    }
+
+    /// Marks the frame positions of `off..off + len` dirty (`set`) or clean.
+    #[inline]
+    fn mark(&mut self, off: usize, len: usize, set: bool) {
+        let (mut i, end) = (off / FRAME_ALIGN, (off + len) / FRAME_ALIGN);
+        while i < end {
+            let (w, b) = (i / 64, i % 64);
+            let n = (64 - b).min(end - i);
+            let bits = if n == 64 {
+                u64::MAX
+            } else {
+                ((1u64 << n) - 1) << b
+            };
+            if set {
+                self.dirty[w] |= bits;
+            } else {
+                self.dirty[w] &= !bits;
+            }
+            i += n;
+        }
     }
 
     /// Reserves a frame of `len` payload bytes, to be filled with
@@ -195,11 +231,13 @@ impl Producer {
         if fp > contiguous {
             // The frame would straddle the end: mark the rest of the lap as
             // skipped and start over at offset 0. Needs the rest of the lap
-            // (offset 0 reads "empty": the consumer cleared it when it last
-            // released it, see `Frame::release`).
+            // (offset 0 reads "empty": every lap starts with a frame there,
+            // whose header the consumer cleared when it released it).
             if !self.has_room(contiguous) {
                 return Err(RingReserveError::TooFewBytes(self.cached_room()));
             }
+            // The marker's word is a header the consumer clears.
+            self.mark(off, FRAME_ALIGN, false);
             // SYNC(ring.frame): Release; pairs with the Acquire in
             // `Consumer::peek`.
             self.region()
@@ -208,7 +246,7 @@ impl Producer {
             self.tail = self.tail.wrapping_add(contiguous as u64);
             off = 0;
         }
-        if !self.has_room(fp) {
+        if !self.has_room(fp + GUARD) {
             self.publish_tail();
             return Err(RingReserveError::TooFewBytes(self.cached_room()));
         }
@@ -284,11 +322,25 @@ impl Reservation<'_> {
     pub fn commit(self) {
         let p = self.producer;
         let fp = frame::footprint(self.len);
+        // The frame's header word will be cleared by the consumer; its
+        // other frame positions now hold payload.
+        p.mark(self.off, FRAME_ALIGN, false);
+        if fp > FRAME_ALIGN {
+            p.mark(self.off + FRAME_ALIGN, fp - FRAME_ALIGN, true);
+        }
+        // The word where the next frame will start must read "empty" once
+        // the consumer looks there: a header of the previous lap was
+        // cleared by the consumer, but payload a large frame left there
+        // gets a guard (`reserve` kept its line free). Relaxed: published
+        // by the Release below.
+        let next = (self.off + fp) & p.mask;
+        if p.is_dirty(next) {
+            p.region().word(next).store(0, Ordering::Relaxed);
+            p.mark(next, FRAME_ALIGN, false);
+        }
         // SYNC(ring.frame): Release; pairs with the Acquire in
-        // `Consumer::peek`: the payload written above is visible to the
-        // consumer once it sees this header word. The word where the next
-        // frame will start already reads "empty" (cleared by the consumer
-        // in the previous lap, or zero from the start).
+        // `Consumer::peek`: the payload (and guard) written above is
+        // visible to the consumer once it sees this header word.
         p.region().word(self.off).store(
             frame::encode(frame::KIND_DATA, self.len as u32),
             Ordering::Release,
