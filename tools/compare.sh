@@ -5,11 +5,13 @@
 # and one PNG plot (latency and bandwidth against size, log axes, a curve
 # per contender).
 #
-# Usage: tools/compare.sh [--rounds R] [--max-size N] [--plot FILE.png]
+# Usage: tools/compare.sh [--rounds R] [--max-size N] [--plot FILE.png] [--again]
 #
 #   --rounds R     alternating rounds of each contender (default 5)
 #   --max-size N   largest message (default 4 MiB)
 #   --plot FILE    where the PNG goes (default target/peers/compare.png)
+#   --again        no new run: table and plot from the last run's samples
+#                  (target/peers/last-latency.dat, last-bw.dat)
 #
 # What it does:
 #   1. Builds shmpi-bench (cargo build --release).
@@ -38,8 +40,9 @@ cd "$ROOT"
 ROUNDS=5
 MAX_SIZE=$((4 * 1024 * 1024))
 PLOT=target/peers/compare.png
+AGAIN=0
 usage() {
-    echo "usage: $0 [--rounds R] [--max-size N] [--plot FILE.png]" >&2
+    echo "usage: $0 [--rounds R] [--max-size N] [--plot FILE.png] [--again]" >&2
     exit 2
 }
 ARGS=("$@")
@@ -48,13 +51,14 @@ while [ $# -gt 0 ]; do
         --rounds) [ $# -ge 2 ] || usage; ROUNDS=$2; shift ;;
         --max-size) [ $# -ge 2 ] || usage; MAX_SIZE=$2; shift ;;
         --plot) [ $# -ge 2 ] || usage; PLOT=$2; shift ;;
+        --again) AGAIN=1 ;;
         -h | --help) usage ;;
         *) echo "unknown argument: $1" >&2; usage ;;
     esac
     shift
 done
 
-cargo build --release --quiet --bin shmpi-bench
+[ "$AGAIN" = 1 ] || cargo build --release --quiet --bin shmpi-bench
 
 cpu=$(lscpu 2>/dev/null | sed -n 's/^Model name: *//p' | head -1)
 ncpu=$(nproc)
@@ -71,12 +75,20 @@ echo "# shmpi:   commit $commit, $when"
 
 mkdir -p target/peers
 LOG=target/peers/compare-peers.log
-echo "# running tools/compare-peers.sh all --rounds $ROUNDS --max-size $MAX_SIZE (log: $LOG)"
-tools/compare-peers.sh all --rounds "$ROUNDS" --max-size "$MAX_SIZE" >"$LOG" 2>&1 || {
-    echo "compare-peers.sh failed; see $LOG" >&2
-    tail -20 "$LOG" >&2
-    exit 1
-}
+if [ "$AGAIN" = 1 ]; then
+    [ -s target/peers/last-latency.dat ] && [ -s target/peers/last-bw.dat ] ||
+        { echo "--again: no samples of an earlier run in target/peers" >&2; exit 1; }
+    ROUNDS=$(awk '$1 == "shmpi" && $2 == 8 { n++ } END { print n + 0 }' target/peers/last-latency.dat)
+    when=$(sed -n 's/^# date: *//p' "$LOG" 2>/dev/null | head -1)
+    echo "# --again: the samples of the last run ($ROUNDS rounds, ${when:-date unknown})"
+else
+    echo "# running tools/compare-peers.sh all --rounds $ROUNDS --max-size $MAX_SIZE (log: $LOG)"
+    tools/compare-peers.sh all --rounds "$ROUNDS" --max-size "$MAX_SIZE" >"$LOG" 2>&1 || {
+        echo "compare-peers.sh failed; see $LOG" >&2
+        tail -20 "$LOG" >&2
+        exit 1
+    }
+fi
 
 # stats FILE KIND: "size shmpi mpich ompi" per size, KIND = median | best
 # (best = lowest for latency files, highest for bandwidth); "?" where a
@@ -137,8 +149,8 @@ set logscale x 2
 set logscale y 10
 set grid xtics ytics mxtics mytics lc rgb "#dddddd"
 set key top left
-set xlabel "message size (bytes)"
-set format x "%.0b%BB"
+set xlabel "message size (bytes; ki = 1024, Mi = 1024^2)"
+set format x "%.0b%B"
 set ylabel "one-way latency (us), lower is better"
 set title "osu latency (ping-pong)"
 plot "target/peers/lat-median.dat" using (\$1 > 0 ? \$1 : 1/0):2 with linespoints lw 2 pt 7 title "shmpi", \
