@@ -9,7 +9,7 @@ mod support;
 
 use shmpi::shm::SingleCopy;
 use shmpi::ErrorClass;
-use support::{launch, run_ranks_with, TIMEOUT};
+use support::{launch, pattern, run_ranks_with, TIMEOUT};
 
 const FRAGMENT: usize = 64 << 10;
 
@@ -27,18 +27,6 @@ const SIZES: &[usize] = &[
     (4 << 20) - 1,
     16 << 20,
 ];
-
-fn pattern(seed: u64, len: usize) -> Vec<u8> {
-    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
-}
 
 /// `n` bytes of `pattern(seed)` at byte offset `off` of a fresh buffer
 /// (so the slice is not aligned to anything larger than `off` allows).

@@ -4,19 +4,7 @@
 mod support;
 
 use shmpi::{ErrorClass, ANY_SOURCE, ANY_TAG, PROC_NULL};
-use support::run_ranks;
-
-fn pattern(seed: u64, len: usize) -> Vec<u8> {
-    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
-}
+use support::{pattern, run_ranks};
 
 #[test]
 fn ping_pong_returns_each_message_unchanged() {

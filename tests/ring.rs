@@ -170,49 +170,38 @@ fn frames_starting_on_stale_payload_of_earlier_laps_are_never_misread() {
     // Large frames leave header look-alikes at many frame positions; then
     // frames of other sizes start on them, lap after lap, in one thread
     // (the consumer keeps up) and with the ring filling up.
+    const SIZES: [usize; 10] = [1000, 8, 300, 1500, 56, 120, 1900, 0, 64, 700];
+    let len_of = |k: u64| SIZES[k as usize % SIZES.len()] + k as usize % 3 * 8;
+    // Takes frame `k` if one is there, checking its number and length.
+    let take_checked = |c: &mut shmpi::ring::Consumer, k: u64| {
+        let Some(f) = c.peek() else { return false };
+        let mut id = [0u8; 8];
+        f.read(0, &mut id);
+        assert_eq!(u64::from_le_bytes(id), k, "frame order or a misread frame");
+        assert_eq!(f.len(), 8 + len_of(k), "frame {k} has the wrong length");
+        f.release();
+        true
+    };
     let (mut p, mut c) = heap_ring(4096).unwrap();
-    let sizes = [1000usize, 8, 300, 1500, 56, 120, 1900, 0, 64, 700];
-    let mut sent = 0u64;
     let mut got = 0u64;
-    for round in 0..400usize {
-        let n = sizes[round % sizes.len()] + round % 3 * 8;
-        let data = header_lookalikes(n, (round % 50) as u32);
-        while p.push(&[&(round as u64).to_le_bytes(), &data]).is_err() {
-            // Full: drain one frame and check it.
-            let f = c.peek().expect("a full ring has a frame");
-            let mut id = [0u8; 8];
-            f.read(0, &mut id);
-            assert_eq!(
-                u64::from_le_bytes(id),
-                got,
-                "frame order or a misread frame"
-            );
-            f.release();
+    for round in 0..400u64 {
+        let data = header_lookalikes(len_of(round), (round % 50) as u32);
+        while p.push(&[&round.to_le_bytes(), &data]).is_err() {
+            // Full: take one frame.
+            assert!(take_checked(&mut c, got), "a full ring has a frame");
             got += 1;
         }
-        sent += 1;
         if round % 7 == 0 {
             // Drain everything: the consumer then waits at the next
             // position, which must read empty.
-            while let Some(f) = c.peek() {
-                let mut id = [0u8; 8];
-                f.read(0, &mut id);
-                assert_eq!(
-                    u64::from_le_bytes(id),
-                    got,
-                    "frame order or a misread frame"
-                );
-                let expect = sizes[got as usize % sizes.len()] + got as usize % 3 * 8;
-                assert_eq!(f.len(), 8 + expect, "frame {got} has the wrong length");
-                f.release();
+            while take_checked(&mut c, got) {
                 got += 1;
             }
-            assert!(c.peek().is_none(), "an empty ring showed a frame");
+            assert_eq!(got, round + 1, "an empty ring showed a frame, or lost one");
         }
     }
-    while let Some(f) = c.peek() {
-        f.release();
+    while take_checked(&mut c, got) {
         got += 1;
     }
-    assert_eq!(got, sent);
+    assert_eq!(got, 400);
 }

@@ -663,9 +663,6 @@ fn ring_floor(cpus: &[usize], iters: u64) -> f64 {
             .collect()
     };
     let (ping, pong) = (ring(), ring());
-    let pin = |c: usize| {
-        core_affinity::set_for_current(core_affinity::CoreId { id: c });
-    };
     // Waits for message `i` in `r`, returns its payload.
     let take = |r: &Ring, i: u64| {
         let s = &r[i as usize % SLOTS];
@@ -682,13 +679,38 @@ fn ring_floor(cpus: &[usize], iters: u64) -> f64 {
         s[1].store(v, Ordering::Relaxed);
         s[0].store(i, Ordering::Release);
     };
+    pinned_pair(
+        cpus,
+        iters,
+        |i| {
+            let v = take(&ping, i);
+            put(&pong, i, v + 1);
+        },
+        |i| {
+            put(&ping, i, i);
+            std::hint::black_box(take(&pong, i));
+        },
+    )
+}
+
+/// Round trips between two threads pinned to `cpus[0]` (running `ping`)
+/// and `cpus[1]` (running `echo`), step `i` = 1, 2, ...: after 1,000
+/// untimed ones, the one-way time of `iters` more, in ns. Both sides on
+/// threads of their own, so the calling thread keeps its affinity (a
+/// launcher pinned here would pin its ranks' masks).
+fn pinned_pair(
+    cpus: &[usize],
+    iters: u64,
+    echo: impl Fn(u64) + Sync,
+    ping: impl Fn(u64) + Sync,
+) -> f64 {
+    let pin = |c: usize| {
+        core_affinity::set_for_current(core_affinity::CoreId { id: c });
+    };
     std::thread::scope(|s| {
         s.spawn(|| {
             pin(cpus[1]);
-            for i in 1..=iters + 1000 {
-                let v = take(&ping, i);
-                put(&pong, i, v + 1);
-            }
+            (1..=iters + 1000).for_each(&echo);
         });
         s.spawn(|| {
             pin(cpus[0]);
@@ -697,13 +719,12 @@ fn ring_floor(cpus: &[usize], iters: u64) -> f64 {
                 if i == 1001 {
                     t = Instant::now();
                 }
-                put(&ping, i, i);
-                std::hint::black_box(take(&pong, i));
+                ping(i);
             }
             t.elapsed().as_nanos() as f64 / iters as f64 / 2.0
         })
         .join()
-        .expect("ring floor thread")
+        .expect("a floor thread")
     })
 }
 
@@ -724,40 +745,25 @@ fn measure_floor(o: &Opts, iters: u64) -> Result<Floor, String> {
     }
     let ping = CachePadded::new(AtomicU64::new(0));
     let pong = CachePadded::new(AtomicU64::new(0));
-    let pin = |c: usize| {
-        core_affinity::set_for_current(core_affinity::CoreId { id: c });
+    // Acquire/Release: the two words carry the ping-pong; no other data
+    // is published through them.
+    let wait = |w: &AtomicU64, i: u64| {
+        while w.load(Ordering::Acquire) != i {
+            std::hint::spin_loop();
+        }
     };
-    let ns = std::thread::scope(|s| {
-        s.spawn(|| {
-            pin(cpus[1]);
-            for i in 1..=iters + 1000 {
-                // Acquire/Release: the two words carry the ping-pong; no
-                // other data is published through them.
-                while ping.load(Ordering::Acquire) != i {
-                    std::hint::spin_loop();
-                }
-                pong.store(i, Ordering::Release);
-            }
-        });
-        // Both sides on threads of their own: the calling thread keeps its
-        // affinity (a launcher pinned here would pin its ranks' masks).
-        s.spawn(|| {
-            pin(cpus[0]);
-            let mut t = Instant::now();
-            for i in 1..=iters + 1000 {
-                if i == 1001 {
-                    t = Instant::now();
-                }
-                ping.store(i, Ordering::Release);
-                while pong.load(Ordering::Acquire) != i {
-                    std::hint::spin_loop();
-                }
-            }
-            t.elapsed().as_nanos() as f64 / iters as f64 / 2.0
-        })
-        .join()
-        .expect("floor thread")
-    });
+    let ns = pinned_pair(
+        &cpus,
+        iters,
+        |i| {
+            wait(&ping, i);
+            pong.store(i, Ordering::Release);
+        },
+        |i| {
+            ping.store(i, Ordering::Release);
+            wait(&pong, i);
+        },
+    );
     let ring_ns = ring_floor(&cpus, iters);
     let len = 64 << 20;
     let src = vec![1u8; len];

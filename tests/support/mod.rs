@@ -238,3 +238,17 @@ pub fn online_cpus() -> usize {
         .and_then(|s| shmpi::job::env::parse_cpus(s.trim()))
         .map_or(1, |v| v.len())
 }
+
+/// `len` pseudo-random bytes from `seed` (xorshift), to check that
+/// messages arrive unchanged.
+pub fn pattern(seed: u64, len: usize) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
