@@ -73,7 +73,10 @@ criterion_group! {
     name = benches;
     config = Criterion::default()
         .warm_up_time(std::time::Duration::from_millis(300))
-        .measurement_time(std::time::Duration::from_secs(1));
+        .measurement_time(std::time::Duration::from_secs(1))
+        // As in benches/ring.rs: fewer bootstrap resamples keep `--quick`
+        // short.
+        .nresamples(10_000);
     targets = posted, unexpected
 }
 criterion_main!(benches);

@@ -134,7 +134,11 @@ fn one_thread(c: &mut Criterion) {
 
 criterion_group! {
     name = benches;
-    config = Criterion::default().measurement_time(Duration::from_secs(3)).warm_up_time(Duration::from_secs(1));
+    // As in benches/ring.rs: fewer bootstrap resamples keep `--quick` short.
+    config = Criterion::default()
+        .measurement_time(Duration::from_secs(3))
+        .warm_up_time(Duration::from_secs(1))
+        .nresamples(10_000);
     targets = ping_pong, stream, one_thread
 }
 criterion_main!(benches);
