@@ -293,3 +293,78 @@ fn refused_single_copy_falls_back_to_the_rings_with_one_line_when_verbose() {
     assert_eq!(quiet.code, Some(0), "{}", quiet.stderr);
     assert!(!quiet.stderr.contains("single copy"), "{}", quiet.stderr);
 }
+
+#[test]
+fn dropping_a_rendezvous_send_waits_until_the_receiver_has_the_bytes() {
+    run_ranks_with(
+        2,
+        "dropping_a_rendezvous_send_waits_until_the_receiver_has_the_bytes",
+        &[],
+        &[("SHMPI_CMA_THRESHOLD", "65536")],
+        |u| {
+            let w = u.world();
+            let n = 1 << 20;
+            if w.rank() == 0 {
+                let mut buf = pattern(5, n);
+                w.barrier().unwrap();
+                let r = w.isend(&buf, 1, 3).unwrap();
+                // The borrow ends with the request: dropping it must not
+                // return before the receiver has read the buffer.
+                drop(r);
+                buf.iter_mut().for_each(|b| *b = 0);
+                w.barrier().unwrap();
+            } else {
+                let mut b = vec![0u8; n];
+                let r = w.irecv(&mut b, 0, 3).unwrap();
+                w.barrier().unwrap();
+                r.wait().unwrap();
+                w.barrier().unwrap();
+                assert!(b == pattern(5, n), "the sender reused its buffer too early");
+            }
+            if u.single_copy() == SingleCopy::Usable {
+                let (sent, received) = u.rendezvous_counts();
+                assert_eq!(sent + received, 1, "the message went by rendezvous");
+            }
+        },
+    );
+}
+
+#[test]
+fn a_rendezvous_from_a_freed_buffer_fails_the_receive_and_never_hangs_the_sender() {
+    run_ranks_with(
+        2,
+        "a_rendezvous_from_a_freed_buffer_fails_the_receive_and_never_hangs_the_sender",
+        &[],
+        &[],
+        |u| {
+            if u.single_copy() != SingleCopy::Usable {
+                println!("single copy unavailable here: nothing to read from");
+                return;
+            }
+            let w = u.world();
+            w.set_errhandler(shmpi::ErrHandler::Return);
+            let n = 4 << 20;
+            if w.rank() == 0 {
+                // Memory of its own mapping, unmapped on drop: a leaked
+                // request then points the receiver at nothing.
+                let mut m = memmap2::MmapMut::map_anon(n).unwrap();
+                m.copy_from_slice(&pattern(9, n));
+                let r = w.isend(&m[..], 1, 4).unwrap();
+                std::mem::forget(r);
+                drop(m);
+                w.barrier().unwrap();
+                // The receiver acked: a later message still gets through.
+                w.send(&[7u8], 1, 5).unwrap();
+            } else {
+                w.barrier().unwrap();
+                let mut b = vec![0u8; n];
+                let e = w.recv(&mut b, 0, 4).unwrap_err();
+                assert_eq!(e.class(), ErrorClass::Other, "{e}");
+                assert!(e.to_string().contains("single-copy read"), "{e}");
+                let mut one = [0u8];
+                w.recv(&mut one, 0, 5).unwrap();
+                assert_eq!(one, [7]);
+            }
+        },
+    );
+}
