@@ -332,24 +332,31 @@ impl Communicator {
 
     /// Passes `r` through the error handler: a fatal handler ends the job
     /// when `r` is an error, a user handler is called with it.
+    #[inline]
     fn ret<T>(&self, call: &str, r: Result<T>) -> Result<T> {
         if let Err(e) = &r {
-            let h = lock(&self.inner.errh).clone();
-            match h {
-                ErrHandler::Return => {}
-                ErrHandler::User(f) => f(call, e),
-                ErrHandler::Fatal | ErrHandler::Abort => {
-                    let name = self.name();
-                    let name = if name.is_empty() {
-                        format!("communicator {:#x}", self.ctx.id)
-                    } else {
-                        name
-                    };
-                    self.proc_.fatal(call, &name, e)
-                }
-            }
+            self.on_error(call, e);
         }
         r
+    }
+
+    /// The error handler's part of [`ret`](Self::ret), out of line.
+    #[cold]
+    fn on_error(&self, call: &str, e: &Error) {
+        let h = lock(&self.inner.errh).clone();
+        match h {
+            ErrHandler::Return => {}
+            ErrHandler::User(f) => f(call, e),
+            ErrHandler::Fatal | ErrHandler::Abort => {
+                let name = self.name();
+                let name = if name.is_empty() {
+                    format!("communicator {:#x}", self.ctx.id)
+                } else {
+                    name
+                };
+                self.proc_.fatal(call, &name, e)
+            }
+        }
     }
 
     fn coll(&self) -> Coll<'_> {
@@ -383,6 +390,7 @@ impl Communicator {
 
     /// Checks a send's arguments: `None` for `PROC_NULL`, else the
     /// destination's world rank and the context id to use.
+    #[inline]
     fn send_route(&self, dest: i32, tag: i32, coll: bool) -> Result<Option<(usize, u32)>> {
         self.proc_.check()?;
         p2p::check_send_tag(tag)?;
@@ -391,12 +399,14 @@ impl Communicator {
 
     /// Checks a receive's (or probe's) arguments: `None` for `PROC_NULL`,
     /// else the context id to match on.
+    #[inline]
     fn recv_route(&self, src: i32, tag: i32, coll: bool) -> Result<Option<u32>> {
         self.proc_.check()?;
         p2p::check_recv_tag(tag)?;
         Ok(self.ctx.source(src)?.then(|| self.context_for(coll)))
     }
 
+    #[inline]
     fn send_bytes(&self, data: &[u8], dest: i32, tag: i32, sync: bool, coll: bool) -> Result<()> {
         let Some((world, cid)) = self.send_route(dest, tag, coll)? else {
             return Ok(());
@@ -405,6 +415,7 @@ impl Communicator {
             .send_bytes(cid, self.ctx.rank as u32, world, tag, data, sync)
     }
 
+    #[inline]
     fn recv_bytes(&self, buf: &mut [u8], src: i32, tag: i32, coll: bool) -> Result<Status> {
         let Some(cid) = self.recv_route(src, tag, coll)? else {
             return Ok(Status::null());

@@ -192,9 +192,17 @@ impl Producer {
         self.dirty[i / 64] & (1 << (i % 64)) != 0
     }
 
-    /// Marks the frame positions of `off..off + len` dirty (`set`) or clean.
+    /// Marks the one frame position `off` clean (a header the consumer
+    /// will clear, or a guard just written).
     #[inline]
-    fn mark(&mut self, off: usize, len: usize, set: bool) {
+    fn mark_clean(&mut self, off: usize) {
+        let i = off / FRAME_ALIGN;
+        self.dirty[i / 64] &= !(1 << (i % 64));
+    }
+
+    /// Marks the frame positions of `off..off + len` dirty.
+    #[inline]
+    fn mark_dirty(&mut self, off: usize, len: usize) {
         let (mut i, end) = (off / FRAME_ALIGN, (off + len) / FRAME_ALIGN);
         while i < end {
             let (w, b) = (i / 64, i % 64);
@@ -204,11 +212,7 @@ impl Producer {
             } else {
                 ((1u64 << n) - 1) << b
             };
-            if set {
-                self.dirty[w] |= bits;
-            } else {
-                self.dirty[w] &= !bits;
-            }
+            self.dirty[w] |= bits;
             i += n;
         }
     }
@@ -237,7 +241,7 @@ impl Producer {
                 return Err(RingReserveError::TooFewBytes(self.cached_room()));
             }
             // The marker's word is a header the consumer clears.
-            self.mark(off, FRAME_ALIGN, false);
+            self.mark_clean(off);
             // SYNC(ring.frame): Release; pairs with the Acquire in
             // `Consumer::peek`.
             self.region()
@@ -324,9 +328,9 @@ impl Reservation<'_> {
         let fp = frame::footprint(self.len);
         // The frame's header word will be cleared by the consumer; its
         // other frame positions now hold payload.
-        p.mark(self.off, FRAME_ALIGN, false);
+        p.mark_clean(self.off);
         if fp > FRAME_ALIGN {
-            p.mark(self.off + FRAME_ALIGN, fp - FRAME_ALIGN, true);
+            p.mark_dirty(self.off + FRAME_ALIGN, fp - FRAME_ALIGN);
         }
         // The word where the next frame will start must read "empty" once
         // the consumer looks there: a header of the previous lap was
@@ -336,7 +340,7 @@ impl Reservation<'_> {
         let next = (self.off + fp) & p.mask;
         if p.is_dirty(next) {
             p.region().word(next).store(0, Ordering::Relaxed);
-            p.mark(next, FRAME_ALIGN, false);
+            p.mark_clean(next);
         }
         // SYNC(ring.frame): Release; pairs with the Acquire in
         // `Consumer::peek`: the payload (and guard) written above is
