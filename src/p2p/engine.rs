@@ -21,13 +21,6 @@ pub const POLL_BUDGET: usize = 64;
 /// receive through the general path (a full poll of every ring).
 pub const DIRECT_STREAK: u32 = 64;
 
-/// Bytes received into lent buffers in one wait (or one message) from
-/// which fragments are copied with non-temporal stores
-/// (`transport::bytes::copy_streaming`): half this machine's 32 MiB L3,
-/// so a window that fits the cache stays there. `SHMPI_STREAM_THRESHOLD`
-/// overrides it.
-pub const DEFAULT_STREAM_THRESHOLD: usize = 16 << 20;
-
 /// Fragments smaller than this are always copied the ordinary way.
 const STREAM_FRAGMENT_MIN: usize = 4096;
 
@@ -174,7 +167,8 @@ struct Matcher {
     /// [`Engine::rendezvous_counts`]).
     rdv_sent: u64,
     rdv_received: u64,
-    /// `SHMPI_STREAM_THRESHOLD` (see `store`).
+    /// From how many bytes in flight receives stream (see `store` and
+    /// `Transport::stream_threshold`).
     stream: usize,
 }
 
@@ -540,6 +534,7 @@ impl Engine {
     /// An engine over a transport.
     pub fn new(t: Transport) -> Engine {
         let n = t.size();
+        let stream = t.stream_threshold();
         let me = t.rank();
         Engine {
             t,
@@ -560,10 +555,7 @@ impl Engine {
                 pulls: Vec::new(),
                 rdv_sent: 0,
                 rdv_received: 0,
-                stream: std::env::var("SHMPI_STREAM_THRESHOLD")
-                    .ok()
-                    .and_then(|v| v.trim().parse().ok())
-                    .unwrap_or(DEFAULT_STREAM_THRESHOLD),
+                stream,
             },
         }
     }

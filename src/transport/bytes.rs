@@ -36,6 +36,12 @@ pub fn scratch<T: Scalar>(buf: &mut Vec<u64>, n: usize) -> &mut [T] {
     unsafe { std::slice::from_raw_parts_mut(buf.as_mut_ptr().cast::<T>(), n) }
 }
 
+/// Bytes received into lent buffers in one wait (or one message) from
+/// which fragments are copied with [`copy_streaming`]: half this
+/// machine's 32 MiB L3, so a window that fits the cache stays there.
+/// `SHMPI_STREAM_THRESHOLD` overrides it.
+pub const DEFAULT_STREAM_THRESHOLD: usize = 16 << 20;
+
 /// Copies `src` into `dst` (equal lengths) with non-temporal stores where
 /// the CPU has them (x86_64: SSE2's `movntdq`, every x86_64 CPU), so the
 /// destination lines are written to memory without first being read into

@@ -247,6 +247,8 @@ pub struct Transport {
     /// Messages of at least this many bytes go by rendezvous to receivers
     /// that can read this process's memory (`SHMPI_CMA_THRESHOLD`).
     cma_threshold: usize,
+    /// `SHMPI_STREAM_THRESHOLD` (see [`stream_threshold`](Self::stream_threshold)).
+    stream_threshold: usize,
     /// Informational lines on stderr (`SHMPI_VERBOSE`).
     verbose: bool,
 }
@@ -329,6 +331,8 @@ impl Transport {
             .clamp(64, frag_max)
             & !7;
         let cma_threshold = env_size("SHMPI_CMA_THRESHOLD")?.unwrap_or(DEFAULT_CMA_THRESHOLD);
+        let stream_threshold =
+            env_size("SHMPI_STREAM_THRESHOLD")?.unwrap_or(bytes::DEFAULT_STREAM_THRESHOLD);
         let cma_mode = CmaMode::from_env()?;
         // Peers test single copy by reading this word (`probe_single_copy`)
         // once the start barrier has published its address.
@@ -354,6 +358,7 @@ impl Transport {
             cpus: Vec::new(),
             cma_mode,
             cma_threshold,
+            stream_threshold,
             verbose: std::env::var("SHMPI_VERBOSE").is_ok_and(|v| !v.is_empty() && v != "0"),
         })
     }
@@ -421,6 +426,13 @@ impl Transport {
     /// can read its sender's memory.
     pub fn cma_threshold(&self) -> usize {
         self.cma_threshold
+    }
+
+    /// Bytes in flight to a receiver (a message, or the buffers one wait
+    /// lends) from which its copies use non-temporal stores
+    /// (`bytes::copy_streaming`; `SHMPI_STREAM_THRESHOLD`).
+    pub fn stream_threshold(&self) -> usize {
+        self.stream_threshold
     }
 
     /// How single copy is configured (`SHMPI_CMA`).
