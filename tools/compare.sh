@@ -68,10 +68,7 @@ commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 when=$(date -u '+%Y-%m-%d %H:%M UTC')
 MACHINE="${cpu:-unknown CPU}, ${ncpu} CPUs, Linux $(uname -r)"
 PEERS="MPICH ${mpich:-absent}, Open MPI ${ompi:-absent} (ob1+vader)"
-echo "# tools/compare.sh ${ARGS[*]:-}"
-echo "# machine: $MACHINE"
-echo "# peers:   $PEERS"
-echo "# shmpi:   commit $commit, $when"
+
 
 mkdir -p target/peers
 LOG=target/peers/compare-peers.log
@@ -80,6 +77,7 @@ if [ "$AGAIN" = 1 ]; then
         { echo "--again: no samples of an earlier run in target/peers" >&2; exit 1; }
     ROUNDS=$(awk '$1 == "shmpi" && $2 == 8 { n++ } END { print n + 0 }' target/peers/last-latency.dat)
     when=$(sed -n 's/^# date: *//p' "$LOG" 2>/dev/null | head -1)
+    commit=$(cat target/peers/compare.commit 2>/dev/null || echo unknown)
     echo "# --again: the samples of the last run ($ROUNDS rounds, ${when:-date unknown})"
 else
     echo "# running tools/compare-peers.sh all --rounds $ROUNDS --max-size $MAX_SIZE (log: $LOG)"
@@ -88,7 +86,13 @@ else
         tail -20 "$LOG" >&2
         exit 1
     }
+    echo "$commit" >target/peers/compare.commit
 fi
+
+echo "# tools/compare.sh ${ARGS[*]:-}"
+echo "# machine: $MACHINE"
+echo "# peers:   $PEERS"
+echo "# shmpi:   commit $commit, $when"
 
 # stats FILE KIND: "size shmpi mpich ompi" per size, KIND = median | best
 # (best = lowest for latency files, highest for bandwidth); "?" where a

@@ -59,8 +59,7 @@ impl<'env> Scope<'_, 'env> {
         dest: i32,
         tag: i32,
     ) -> Result<Request<'c>> {
-        let r = comm.isend_bytes(as_bytes(buf), dest, tag, false, false, Some(self.lender));
-        comm.ret("MPI_Isend", r)
+        self.start(comm, as_bytes(buf), dest, tag, false)
     }
 
     /// Starts a synchronous send (`MPI_Issend`) whose rest is pushed from
@@ -75,7 +74,18 @@ impl<'env> Scope<'_, 'env> {
         dest: i32,
         tag: i32,
     ) -> Result<Request<'c>> {
-        let r = comm.isend_bytes(as_bytes(buf), dest, tag, true, false, Some(self.lender));
-        comm.ret("MPI_Issend", r)
+        self.start(comm, as_bytes(buf), dest, tag, true)
+    }
+
+    fn start<'c>(
+        &self,
+        comm: &'c Communicator,
+        data: &'env [u8],
+        dest: i32,
+        tag: i32,
+        sync: bool,
+    ) -> Result<Request<'c>> {
+        let r = comm.isend_bytes(data, dest, tag, sync, false, Some(self.lender));
+        comm.ret(if sync { "MPI_Issend" } else { "MPI_Isend" }, r)
     }
 }
