@@ -49,6 +49,24 @@ pub enum ErrorClass {
     ProcAborted,
     /// `MPI_ERR_OTHER`: known error not in this list.
     Other,
+    /// `MPI_ERR_UNKNOWN`: unknown error.
+    Unknown,
+    /// `MPI_ERR_KEYVAL`: invalid attribute key.
+    Keyval,
+    /// `MPI_ERR_INFO`: invalid info object.
+    Info,
+    /// `MPI_ERR_INFO_KEY`: an info key longer than `MPI_MAX_INFO_KEY`.
+    InfoKey,
+    /// `MPI_ERR_INFO_VALUE`: an info value longer than `MPI_MAX_INFO_VAL`.
+    InfoValue,
+    /// `MPI_ERR_INFO_NOKEY`: the key is not in the info object.
+    InfoNoKey,
+    /// `MPI_ERR_ERRHANDLER`: invalid error handler.
+    Errhandler,
+    /// `MPI_ERR_NOT_SAME`: the processes of a collective call disagree.
+    NotSame,
+    /// `MPI_ERR_UNSUPPORTED_OPERATION`: not supported by this library.
+    Unsupported,
 }
 
 impl ErrorClass {
@@ -74,12 +92,20 @@ impl ErrorClass {
             ErrorClass::Port => "MPI_ERR_PORT",
             ErrorClass::ProcAborted => "MPI_ERR_PROC_ABORTED",
             ErrorClass::Other => "MPI_ERR_OTHER",
+            ErrorClass::Unknown => "MPI_ERR_UNKNOWN",
+            ErrorClass::Keyval => "MPI_ERR_KEYVAL",
+            ErrorClass::Info => "MPI_ERR_INFO",
+            ErrorClass::InfoKey => "MPI_ERR_INFO_KEY",
+            ErrorClass::InfoValue => "MPI_ERR_INFO_VALUE",
+            ErrorClass::InfoNoKey => "MPI_ERR_INFO_NOKEY",
+            ErrorClass::Errhandler => "MPI_ERR_ERRHANDLER",
+            ErrorClass::NotSame => "MPI_ERR_NOT_SAME",
+            ErrorClass::Unsupported => "MPI_ERR_UNSUPPORTED_OPERATION",
         }
     }
 
-    /// The C value of this class. Provisional: these are MPICH's native
-    /// values (Debian MPICH 4.0.2 `mpi.h`); the C ABI issue fixes the final
-    /// table in `docs/c-abi.md`.
+    /// The C value of this class: the numbering of the MPI 5.0 standard
+    /// ABI, which `include/mpi.h` uses (table in `docs/c-abi.md`).
     pub fn code(self) -> i32 {
         match self {
             ErrorClass::Buffer => 1,
@@ -88,22 +114,68 @@ impl ErrorClass {
             ErrorClass::Tag => 4,
             ErrorClass::Comm => 5,
             ErrorClass::Rank => 6,
-            ErrorClass::Request => 19,
-            ErrorClass::Root => 7,
-            ErrorClass::Group => 8,
-            ErrorClass::Op => 9,
-            ErrorClass::Arg => 12,
-            ErrorClass::Truncate => 14,
-            ErrorClass::Other => 15,
-            ErrorClass::Intern => 16,
-            ErrorClass::InStatus => 17,
+            ErrorClass::Request => 7,
+            ErrorClass::Root => 8,
+            ErrorClass::Group => 9,
+            ErrorClass::Op => 10,
+            ErrorClass::Arg => 13,
+            ErrorClass::Unknown => 14,
+            ErrorClass::Truncate => 15,
+            ErrorClass::Other => 16,
+            ErrorClass::Intern => 17,
             ErrorClass::Pending => 18,
-            ErrorClass::NoMem => 34,
-            ErrorClass::Port => 38,
-            ErrorClass::ProcAborted => 76,
+            ErrorClass::InStatus => 19,
+            ErrorClass::InfoKey => 31,
+            ErrorClass::InfoNoKey => 32,
+            ErrorClass::InfoValue => 33,
+            ErrorClass::Info => 34,
+            ErrorClass::Keyval => 36,
+            ErrorClass::NoMem => 39,
+            ErrorClass::NotSame => 40,
+            ErrorClass::Port => 43,
+            ErrorClass::ProcAborted => 44,
+            ErrorClass::Unsupported => 58,
+            ErrorClass::Errhandler => 61,
         }
     }
+
+    /// The class whose C value is `code`, if it is one of these.
+    pub fn from_code(code: i32) -> Option<ErrorClass> {
+        ALL.iter().copied().find(|c| c.code() == code)
+    }
 }
+
+/// Every class, for lookups by C value.
+const ALL: [ErrorClass; 28] = [
+    ErrorClass::Buffer,
+    ErrorClass::Count,
+    ErrorClass::Type,
+    ErrorClass::Tag,
+    ErrorClass::Comm,
+    ErrorClass::Rank,
+    ErrorClass::Request,
+    ErrorClass::Root,
+    ErrorClass::Group,
+    ErrorClass::Op,
+    ErrorClass::Arg,
+    ErrorClass::Unknown,
+    ErrorClass::Truncate,
+    ErrorClass::Other,
+    ErrorClass::Intern,
+    ErrorClass::Pending,
+    ErrorClass::InStatus,
+    ErrorClass::InfoKey,
+    ErrorClass::InfoNoKey,
+    ErrorClass::InfoValue,
+    ErrorClass::Info,
+    ErrorClass::Keyval,
+    ErrorClass::NoMem,
+    ErrorClass::NotSame,
+    ErrorClass::Port,
+    ErrorClass::ProcAborted,
+    ErrorClass::Unsupported,
+    ErrorClass::Errhandler,
+];
 
 impl fmt::Display for ErrorClass {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -37,6 +37,8 @@ pub mod topology;
 
 pub use error::{Error, ErrorClass, Result};
 #[cfg(not(loom))]
+pub mod capi;
+#[cfg(not(loom))]
 pub mod coll;
 #[cfg(not(loom))]
 pub mod comm;

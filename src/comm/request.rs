@@ -140,6 +140,22 @@ impl<'a> Request<'a> {
         Ok(None)
     }
 
+    /// Cancels a receive that has not matched a message yet
+    /// (`MPI_Cancel`, MPI 4.1 §3.8.4): true when it was cancelled (the
+    /// request is then empty); false when a message has matched it, or it
+    /// is not a receive: it then completes as usual.
+    pub fn cancel(&mut self) -> bool {
+        let Some(Op::Recv(id, _)) = &self.op else {
+            return false;
+        };
+        let id = *id;
+        let cancelled = self.proc_.p2p.lock().cancel_recv(id);
+        if cancelled {
+            self.op = None;
+        }
+        cancelled
+    }
+
     /// Whether the request is spent (completed by `test`).
     pub fn is_null(&self) -> bool {
         self.op.is_none()

@@ -1048,6 +1048,21 @@ impl Engine {
         }
     }
 
+    /// Cancels receive `id` if it has not matched a message yet
+    /// (`MPI_Cancel`): true when it was still posted (its slot is then
+    /// released); false when a message has matched it (it completes as
+    /// usual).
+    pub fn cancel_recv(&mut self, id: SlotId) -> bool {
+        if !matches!(self.m.slots[id].state, SlotState::Posted { .. }) {
+            return false;
+        }
+        if let Some(pos) = self.m.posted.iter().position(|&p| p == id) {
+            self.m.posted.remove(pos);
+        }
+        self.m.release(id);
+        true
+    }
+
     /// Whether `src` is a valid receive source for a context of `size`.
     pub fn valid_source(src: i32, size: usize) -> bool {
         src == ANY_SOURCE || (src >= 0 && (src as usize) < size)

@@ -1,0 +1,1388 @@
+//! Collective operations (MPI 4.1 §6): the C entry points over the
+//! communicator's collectives.
+//!
+//! Data moves as bytes: a contiguous datatype goes straight from and to
+//! the user's buffers; a noncontiguous one is packed into a staging
+//! buffer first and unpacked after. Reductions with a predefined
+//! operation on a builtin element type that Rust knows run the Rust
+//! typed collectives (which use the shared-memory algorithms); the others
+//! (user operations, `long double`, pair types with C padding,
+//! noncontiguous layouts) gather the packed contributions and fold them
+//! in rank order here, which is right for non-commutative operations too.
+//!
+//! Nonblocking collectives that the Rust layer has (barrier, bcast,
+//! reduce, allreduce, gather, allgather, alltoall on contiguous data) are
+//! truly nonblocking; the others run to completion when they start and
+//! return a complete request (`docs/c-abi.md` says what that means for
+//! programs).
+
+use super::p2p::{done_request, give_request, Fin, Ptr, Req};
+use super::types::{committed, OpObj, Prim, Reduction, TypeObj};
+use super::{
+    array, bytes, bytes_mut, comm_obj, count, guard, h, CommObj, IN_PLACE, PROC_NULL, ROOT,
+};
+use crate::coll::op::Reducible;
+use crate::coll::Op;
+use crate::comm::Request;
+use crate::datatype::ValueIndex;
+use crate::error::{Error, ErrorClass, Result};
+use std::ffi::{c_int, c_void};
+use std::sync::Arc;
+
+fn in_place(p: *const c_void) -> bool {
+    p == IN_PLACE
+}
+
+/// A count argument that matters only when `used` (MPI ignores the send
+/// arguments of an in-place call and the receive arguments away from the
+/// root).
+fn count_if(used: bool, n: c_int, what: &str) -> Result<usize> {
+    if used {
+        count(n, what)
+    } else {
+        Ok(0)
+    }
+}
+
+/// The packed bytes of `n` instances of `ty` at `buf` (borrowed when
+/// contiguous).
+fn src<'a>(buf: *const c_void, n: usize, ty: &TypeObj) -> Result<std::borrow::Cow<'a, [u8]>> {
+    match ty.contiguous(n) {
+        Some(off) => Ok(std::borrow::Cow::Borrowed(bytes(
+            (buf as *const u8).wrapping_offset(off).cast(),
+            n * ty.size,
+        )?)),
+        None => Ok(std::borrow::Cow::Owned(ty.pack(buf, n)?)),
+    }
+}
+
+/// Where received bytes go: straight into the user's buffer, or into a
+/// staging buffer unpacked by [`Dst::finish`].
+enum Dst<'a> {
+    Direct(&'a mut [u8]),
+    Staged {
+        staging: Vec<u8>,
+        buf: *mut c_void,
+        n: usize,
+        ty: Arc<TypeObj>,
+    },
+}
+
+impl<'a> Dst<'a> {
+    fn new(buf: *mut c_void, n: usize, ty: &Arc<TypeObj>) -> Result<Dst<'a>> {
+        match ty.contiguous(n) {
+            Some(off) => Ok(Dst::Direct(bytes_mut(
+                (buf as *mut u8).wrapping_offset(off).cast(),
+                n * ty.size,
+            )?)),
+            None => Ok(Dst::Staged {
+                staging: vec![0; n * ty.size],
+                buf,
+                n,
+                ty: ty.clone(),
+            }),
+        }
+    }
+
+    fn slice(&mut self) -> &mut [u8] {
+        match self {
+            Dst::Direct(b) => b,
+            Dst::Staged { staging, .. } => staging,
+        }
+    }
+
+    fn finish(self) -> Result<()> {
+        if let Dst::Staged {
+            staging,
+            buf,
+            n,
+            ty,
+            ..
+        } = self
+        {
+            ty.unpack(&staging, buf, n)?;
+        }
+        Ok(())
+    }
+}
+
+/// Unpacks block `i` (of `each` packed bytes) of `packed` into `n`
+/// instances at `buf + disp * extent`.
+fn unpack_at(packed: &[u8], buf: *mut c_void, disp: isize, n: usize, ty: &TypeObj) -> Result<()> {
+    let at = (buf as *mut u8).wrapping_offset(disp * ty.extent());
+    ty.unpack(packed, at.cast(), n).map(|_| ())
+}
+
+fn pack_at(buf: *const c_void, disp: isize, n: usize, ty: &TypeObj) -> Result<Vec<u8>> {
+    let at = (buf as *const u8).wrapping_offset(disp * ty.extent());
+    ty.pack(at.cast(), n)
+}
+
+// ---- barrier and data movement ------------------------------------------------------
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Barrier(comm: *mut c_void) -> c_int {
+    guard("MPI_Barrier", h(comm), || comm_obj(h(comm))?.comm.barrier())
+}
+
+fn bcast(obj: &CommObj, buf: *mut c_void, n: usize, ty: &Arc<TypeObj>, root: c_int) -> Result<()> {
+    let c = &obj.comm;
+    let sender = if c.is_inter() {
+        root == ROOT
+    } else {
+        root == c.rank()
+    };
+    if c.is_inter() && root == PROC_NULL {
+        return c.bcast(&mut [0u8; 0][..], root);
+    }
+    match ty.contiguous(n) {
+        Some(_) => {
+            let mut d = Dst::new(buf, n, ty)?;
+            c.bcast(d.slice(), root)
+        }
+        None => {
+            let mut staging = if sender {
+                ty.pack(buf, n)?
+            } else {
+                vec![0; n * ty.size]
+            };
+            c.bcast(&mut staging[..], root)?;
+            if !sender {
+                ty.unpack(&staging, buf, n)?;
+            }
+            Ok(())
+        }
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Bcast(
+    buf: *mut c_void,
+    n: c_int,
+    t: *mut c_void,
+    root: c_int,
+    comm: *mut c_void,
+) -> c_int {
+    guard("MPI_Bcast", h(comm), || {
+        let obj = comm_obj(h(comm))?;
+        bcast(&obj, buf, count(n, "count")?, &committed(h(t))?, root)
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+fn gatherv(
+    obj: &CommObj,
+    sbuf: *const c_void,
+    sn: usize,
+    sty: Option<Arc<TypeObj>>,
+    rbuf: *mut c_void,
+    counts: &[usize],
+    displs: &[isize],
+    rty: Option<Arc<TypeObj>>,
+    root: c_int,
+) -> Result<()> {
+    let c = &obj.comm;
+    let me = c.rank();
+    let p = c.size() as usize;
+    let is_root = me == root;
+    let data: Vec<u8> = if is_root && in_place(sbuf) {
+        let rty = rty.as_ref().expect("root has a receive type");
+        pack_at(rbuf, displs[me as usize], counts[me as usize], rty)?
+    } else {
+        let sty = sty.as_ref().expect("a send type");
+        src(sbuf, sn, sty)?.into_owned()
+    };
+    if !is_root {
+        let mut none: [u8; 0] = [];
+        return c.gatherv(&data[..], &mut none[..], &vec![0; p], &vec![0; p], root);
+    }
+    let rty = rty.expect("root has a receive type");
+    let bc: Vec<usize> = counts.iter().map(|&n| n * rty.size).collect();
+    let mut bd = Vec::with_capacity(p);
+    let mut at = 0;
+    for &b in &bc {
+        bd.push(at);
+        at += b;
+    }
+    let mut staging = vec![0u8; at];
+    c.gatherv(&data[..], &mut staging[..], &bc, &bd, root)?;
+    for i in 0..p {
+        if i == me as usize && in_place(sbuf) {
+            continue;
+        }
+        unpack_at(
+            &staging[bd[i]..bd[i] + bc[i]],
+            rbuf,
+            displs[i],
+            counts[i],
+            &rty,
+        )?;
+    }
+    Ok(())
+}
+
+fn root_type(obj: &CommObj, root: c_int, t: *mut c_void) -> Result<Option<Arc<TypeObj>>> {
+    if obj.comm.rank() == root {
+        Ok(Some(committed(h(t))?))
+    } else {
+        Ok(None)
+    }
+}
+
+fn send_type(sbuf: *const c_void, t: *mut c_void) -> Result<Option<Arc<TypeObj>>> {
+    if in_place(sbuf) {
+        Ok(None)
+    } else {
+        Ok(Some(committed(h(t))?))
+    }
+}
+
+fn check_root(obj: &CommObj, root: c_int) -> Result<()> {
+    if obj.comm.is_inter() {
+        return Err(Error::new(
+            ErrorClass::Comm,
+            "this collective is supported on intracommunicators only",
+        ));
+    }
+    if root < 0 || root >= obj.comm.size() {
+        return Err(Error::new(
+            ErrorClass::Root,
+            format!(
+                "root {root} is out of range for a communicator of size {}",
+                obj.comm.size()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Gather(
+    sbuf: *const c_void,
+    sn: c_int,
+    st: *mut c_void,
+    rbuf: *mut c_void,
+    rn: c_int,
+    rt: *mut c_void,
+    root: c_int,
+    comm: *mut c_void,
+) -> c_int {
+    guard("MPI_Gather", h(comm), || {
+        let obj = comm_obj(h(comm))?;
+        check_root(&obj, root)?;
+        let p = obj.comm.size() as usize;
+        let rn = count_if(obj.comm.rank() == root, rn, "recvcount")?;
+        let displs: Vec<isize> = (0..p).map(|i| (i * rn) as isize).collect();
+        gatherv(
+            &obj,
+            sbuf,
+            count_if(!in_place(sbuf), sn, "sendcount")?,
+            send_type(sbuf, st)?,
+            rbuf,
+            &vec![rn; p],
+            &displs,
+            root_type(&obj, root, rt)?,
+            root,
+        )
+    })
+}
+
+fn v_args(
+    counts: *const c_int,
+    displs: *const c_int,
+    p: usize,
+) -> Result<(Vec<usize>, Vec<isize>)> {
+    let c = array(counts, p, "counts")?
+        .iter()
+        .map(|&n| count(n, "a count"))
+        .collect::<Result<Vec<_>>>()?;
+    let d = array(displs, p, "displs")?
+        .iter()
+        .map(|&d| d as isize)
+        .collect();
+    Ok((c, d))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Gatherv(
+    sbuf: *const c_void,
+    sn: c_int,
+    st: *mut c_void,
+    rbuf: *mut c_void,
+    rcounts: *const c_int,
+    displs: *const c_int,
+    rt: *mut c_void,
+    root: c_int,
+    comm: *mut c_void,
+) -> c_int {
+    guard("MPI_Gatherv", h(comm), || {
+        let obj = comm_obj(h(comm))?;
+        check_root(&obj, root)?;
+        let p = obj.comm.size() as usize;
+        let (c, d) = if obj.comm.rank() == root {
+            v_args(rcounts, displs, p)?
+        } else {
+            (vec![0; p], vec![0; p])
+        };
+        gatherv(
+            &obj,
+            sbuf,
+            count_if(!in_place(sbuf), sn, "sendcount")?,
+            send_type(sbuf, st)?,
+            rbuf,
+            &c,
+            &d,
+            root_type(&obj, root, rt)?,
+            root,
+        )
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+fn scatterv(
+    obj: &CommObj,
+    sbuf: *const c_void,
+    counts: &[usize],
+    displs: &[isize],
+    sty: Option<Arc<TypeObj>>,
+    rbuf: *mut c_void,
+    rn: usize,
+    rty: Option<Arc<TypeObj>>,
+    root: c_int,
+) -> Result<()> {
+    let c = &obj.comm;
+    let me = c.rank();
+    let p = c.size() as usize;
+    let is_root = me == root;
+    let mut packed = Vec::new();
+    let mut bc = vec![0; p];
+    let mut bd = vec![0; p];
+    if is_root {
+        let sty = sty.as_ref().expect("root has a send type");
+        for i in 0..p {
+            bd[i] = packed.len();
+            if i == me as usize && in_place(rbuf) {
+                continue;
+            }
+            let block = pack_at(sbuf, displs[i], counts[i], sty)?;
+            bc[i] = block.len();
+            packed.extend_from_slice(&block);
+        }
+    }
+    if is_root && in_place(rbuf) {
+        let mut none: [u8; 0] = [];
+        return c.scatterv(&packed[..], &bc, &bd, &mut none[..], root);
+    }
+    let rty = rty.expect("a receive type");
+    let mut d = Dst::new(rbuf, rn, &rty)?;
+    c.scatterv(&packed[..], &bc, &bd, d.slice(), root)?;
+    d.finish()
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Scatter(
+    sbuf: *const c_void,
+    sn: c_int,
+    st: *mut c_void,
+    rbuf: *mut c_void,
+    rn: c_int,
+    rt: *mut c_void,
+    root: c_int,
+    comm: *mut c_void,
+) -> c_int {
+    guard("MPI_Scatter", h(comm), || {
+        let obj = comm_obj(h(comm))?;
+        check_root(&obj, root)?;
+        let p = obj.comm.size() as usize;
+        let sn = count_if(obj.comm.rank() == root, sn, "sendcount")?;
+        let displs: Vec<isize> = (0..p).map(|i| (i * sn) as isize).collect();
+        let rty = if in_place(rbuf) {
+            None
+        } else {
+            Some(committed(h(rt))?)
+        };
+        scatterv(
+            &obj,
+            sbuf,
+            &vec![sn; p],
+            &displs,
+            root_type(&obj, root, st)?,
+            rbuf,
+            count_if(!in_place(rbuf), rn, "recvcount")?,
+            rty,
+            root,
+        )
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Scatterv(
+    sbuf: *const c_void,
+    scounts: *const c_int,
+    displs: *const c_int,
+    st: *mut c_void,
+    rbuf: *mut c_void,
+    rn: c_int,
+    rt: *mut c_void,
+    root: c_int,
+    comm: *mut c_void,
+) -> c_int {
+    guard("MPI_Scatterv", h(comm), || {
+        let obj = comm_obj(h(comm))?;
+        check_root(&obj, root)?;
+        let p = obj.comm.size() as usize;
+        let (c, d) = if obj.comm.rank() == root {
+            v_args(scounts, displs, p)?
+        } else {
+            (vec![0; p], vec![0; p])
+        };
+        let rty = if in_place(rbuf) {
+            None
+        } else {
+            Some(committed(h(rt))?)
+        };
+        scatterv(
+            &obj,
+            sbuf,
+            &c,
+            &d,
+            root_type(&obj, root, st)?,
+            rbuf,
+            count_if(!in_place(rbuf), rn, "recvcount")?,
+            rty,
+            root,
+        )
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+fn allgatherv(
+    obj: &CommObj,
+    sbuf: *const c_void,
+    sn: usize,
+    st: *mut c_void,
+    rbuf: *mut c_void,
+    counts: &[usize],
+    displs: &[isize],
+    rty: &Arc<TypeObj>,
+) -> Result<()> {
+    let c = &obj.comm;
+    let me = c.rank().max(0) as usize;
+    let data: Vec<u8> = if in_place(sbuf) {
+        pack_at(rbuf, displs[me], counts[me], rty)?
+    } else {
+        src(sbuf, sn, &*committed(h(st))?)?.into_owned()
+    };
+    if c.is_inter() {
+        // Equal counts only (MPI_Allgather on an intercommunicator).
+        let mut staging = vec![0u8; counts.iter().sum::<usize>() * rty.size];
+        c.allgather(&data[..], &mut staging[..])?;
+        let each = counts.first().copied().unwrap_or(0) * rty.size;
+        for (i, &d) in displs.iter().enumerate() {
+            unpack_at(&staging[i * each..(i + 1) * each], rbuf, d, counts[i], rty)?;
+        }
+        return Ok(());
+    }
+    let bc: Vec<usize> = counts.iter().map(|&n| n * rty.size).collect();
+    let mut bd = Vec::with_capacity(bc.len());
+    let mut at = 0;
+    for &b in &bc {
+        bd.push(at);
+        at += b;
+    }
+    let mut staging = vec![0u8; at];
+    c.allgatherv(&data[..], &mut staging[..], &bc, &bd)?;
+    for i in 0..bc.len() {
+        unpack_at(
+            &staging[bd[i]..bd[i] + bc[i]],
+            rbuf,
+            displs[i],
+            counts[i],
+            rty,
+        )?;
+    }
+    Ok(())
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Allgather(
+    sbuf: *const c_void,
+    sn: c_int,
+    st: *mut c_void,
+    rbuf: *mut c_void,
+    rn: c_int,
+    rt: *mut c_void,
+    comm: *mut c_void,
+) -> c_int {
+    guard("MPI_Allgather", h(comm), || {
+        let obj = comm_obj(h(comm))?;
+        let p = if obj.comm.is_inter() {
+            obj.comm.remote_size()? as usize
+        } else {
+            obj.comm.size() as usize
+        };
+        let rn = count(rn, "recvcount")?;
+        let displs: Vec<isize> = (0..p).map(|i| (i * rn) as isize).collect();
+        allgatherv(
+            &obj,
+            sbuf,
+            count_if(!in_place(sbuf), sn, "sendcount")?,
+            st,
+            rbuf,
+            &vec![rn; p],
+            &displs,
+            &committed(h(rt))?,
+        )
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Allgatherv(
+    sbuf: *const c_void,
+    sn: c_int,
+    st: *mut c_void,
+    rbuf: *mut c_void,
+    rcounts: *const c_int,
+    displs: *const c_int,
+    rt: *mut c_void,
+    comm: *mut c_void,
+) -> c_int {
+    guard("MPI_Allgatherv", h(comm), || {
+        let obj = comm_obj(h(comm))?;
+        let p = obj.comm.size() as usize;
+        let (c, d) = v_args(rcounts, displs, p)?;
+        allgatherv(
+            &obj,
+            sbuf,
+            count_if(!in_place(sbuf), sn, "sendcount")?,
+            st,
+            rbuf,
+            &c,
+            &d,
+            &committed(h(rt))?,
+        )
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+fn alltoallv(
+    obj: &CommObj,
+    sbuf: *const c_void,
+    scounts: &[usize],
+    sdispls: &[isize],
+    sty: Option<Arc<TypeObj>>,
+    rbuf: *mut c_void,
+    rcounts: &[usize],
+    rdispls: &[isize],
+    rty: &Arc<TypeObj>,
+) -> Result<()> {
+    let c = &obj.comm;
+    if c.is_inter() {
+        return Err(Error::new(
+            ErrorClass::Comm,
+            "MPI_Alltoall(v) is supported on intracommunicators only",
+        ));
+    }
+    let p = rcounts.len();
+    let mut packed = Vec::new();
+    let mut sbc = vec![0; p];
+    let mut sbd = vec![0; p];
+    for i in 0..p {
+        sbd[i] = packed.len();
+        let block = match &sty {
+            Some(sty) => pack_at(sbuf, sdispls[i], scounts[i], sty)?,
+            None => pack_at(rbuf, rdispls[i], rcounts[i], rty)?,
+        };
+        sbc[i] = block.len();
+        packed.extend_from_slice(&block);
+    }
+    let rbc: Vec<usize> = rcounts.iter().map(|&n| n * rty.size).collect();
+    let mut rbd = Vec::with_capacity(p);
+    let mut at = 0;
+    for &b in &rbc {
+        rbd.push(at);
+        at += b;
+    }
+    let mut staging = vec![0u8; at];
+    c.alltoallv(&packed[..], &sbc, &sbd, &mut staging[..], &rbc, &rbd)?;
+    for i in 0..p {
+        unpack_at(
+            &staging[rbd[i]..rbd[i] + rbc[i]],
+            rbuf,
+            rdispls[i],
+            rcounts[i],
+            rty,
+        )?;
+    }
+    Ok(())
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Alltoall(
+    sbuf: *const c_void,
+    sn: c_int,
+    st: *mut c_void,
+    rbuf: *mut c_void,
+    rn: c_int,
+    rt: *mut c_void,
+    comm: *mut c_void,
+) -> c_int {
+    guard("MPI_Alltoall", h(comm), || {
+        let obj = comm_obj(h(comm))?;
+        let p = obj.comm.size() as usize;
+        let sn = count_if(!in_place(sbuf), sn, "sendcount")?;
+        let rn = count(rn, "recvcount")?;
+        let sd: Vec<isize> = (0..p).map(|i| (i * sn) as isize).collect();
+        let rd: Vec<isize> = (0..p).map(|i| (i * rn) as isize).collect();
+        alltoallv(
+            &obj,
+            sbuf,
+            &vec![sn; p],
+            &sd,
+            send_type(sbuf, st)?,
+            rbuf,
+            &vec![rn; p],
+            &rd,
+            &committed(h(rt))?,
+        )
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Alltoallv(
+    sbuf: *const c_void,
+    scounts: *const c_int,
+    sdispls: *const c_int,
+    st: *mut c_void,
+    rbuf: *mut c_void,
+    rcounts: *const c_int,
+    rdispls: *const c_int,
+    rt: *mut c_void,
+    comm: *mut c_void,
+) -> c_int {
+    guard("MPI_Alltoallv", h(comm), || {
+        let obj = comm_obj(h(comm))?;
+        let p = obj.comm.size() as usize;
+        let (rc, rd) = v_args(rcounts, rdispls, p)?;
+        let (sc, sd) = if in_place(sbuf) {
+            (rc.clone(), rd.clone())
+        } else {
+            v_args(scounts, sdispls, p)?
+        };
+        alltoallv(
+            &obj,
+            sbuf,
+            &sc,
+            &sd,
+            send_type(sbuf, st)?,
+            rbuf,
+            &rc,
+            &rd,
+            &committed(h(rt))?,
+        )
+    })
+}
+
+// ---- reductions ----------------------------------------------------------------------
+
+/// Which reduction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Red {
+    Reduce(c_int),
+    Allreduce,
+    Scan,
+    Exscan,
+    /// Reduce_scatter with these counts (instances per rank).
+    Scatter,
+}
+
+fn rust_op(o: usize) -> Option<Op> {
+    use super::types::*;
+    Some(match o {
+        SUM => Op::Sum,
+        PROD => Op::Prod,
+        MIN => Op::Min,
+        MAX => Op::Max,
+        LAND => Op::Land,
+        LOR => Op::Lor,
+        LXOR => Op::Lxor,
+        BAND => Op::Band,
+        BOR => Op::Bor,
+        BXOR => Op::Bxor,
+        MINLOC => Op::MinLoc,
+        MAXLOC => Op::MaxLoc,
+        _ => return None,
+    })
+}
+
+fn cast<T>(b: &[u8]) -> Option<&[T]> {
+    let sz = std::mem::size_of::<T>();
+    if b.len() % sz != 0 || (b.as_ptr() as usize) % std::mem::align_of::<T>() != 0 {
+        return None;
+    }
+    // SAFETY: length and alignment checked; `T` is one of the plain
+    // numeric (or `#[repr(C)]` pair of numeric) types, for which every
+    // bit pattern is valid.
+    Some(unsafe { std::slice::from_raw_parts(b.as_ptr().cast::<T>(), b.len() / sz) })
+}
+
+fn cast_mut<T>(b: &mut [u8]) -> Option<&mut [T]> {
+    let sz = std::mem::size_of::<T>();
+    if b.len() % sz != 0 || (b.as_ptr() as usize) % std::mem::align_of::<T>() != 0 {
+        return None;
+    }
+    // SAFETY: as in `cast`, and the borrow is exclusive.
+    Some(unsafe { std::slice::from_raw_parts_mut(b.as_mut_ptr().cast::<T>(), b.len() / sz) })
+}
+
+/// Runs reduction `red` with the Rust typed collectives, if `T` views of
+/// the buffers are possible; `None` when they are not (misaligned).
+fn typed<T: Reducible>(
+    obj: &CommObj,
+    red: Red,
+    data: &[u8],
+    out: &mut [u8],
+    op: &Op,
+    counts: &[usize],
+) -> Option<Result<()>> {
+    let d: &[T] = cast(data)?;
+    let o: &mut [T] = cast_mut(out)?;
+    let c = &obj.comm;
+    Some(match red {
+        Red::Reduce(root) => {
+            if c.rank() == root {
+                o.copy_from_slice(d);
+                c.reduce_in_place(o, op, root)
+            } else {
+                let mut none: [T; 0] = [];
+                c.reduce(d, &mut none[..], op, root)
+            }
+        }
+        Red::Allreduce => {
+            if o.len() == d.len() {
+                o.copy_from_slice(d);
+            }
+            c.allreduce_in_place(o, op)
+        }
+        Red::Scan => c.scan(d, o, op),
+        Red::Exscan => c.exscan(d, o, op),
+        Red::Scatter => c.reduce_scatter(d, o, counts, op),
+    })
+}
+
+/// The Rust type for element kind `p`, if the typed path can take it.
+macro_rules! dispatch {
+    ($p:expr, $f:ident, $($a:expr),*) => {
+        match $p {
+            Prim::I8 => $f::<i8>($($a),*),
+            Prim::U8 | Prim::Byte | Prim::Bool => $f::<u8>($($a),*),
+            Prim::I16 => $f::<i16>($($a),*),
+            Prim::U16 => $f::<u16>($($a),*),
+            Prim::I32 => $f::<i32>($($a),*),
+            Prim::U32 => $f::<u32>($($a),*),
+            Prim::I64 => $f::<i64>($($a),*),
+            Prim::U64 => $f::<u64>($($a),*),
+            Prim::F32 => $f::<f32>($($a),*),
+            Prim::F64 => $f::<f64>($($a),*),
+            Prim::TwoInt => $f::<ValueIndex<i32, i32>>($($a),*),
+            Prim::FloatInt => $f::<ValueIndex<f32, i32>>($($a),*),
+            _ => None,
+        }
+    };
+}
+
+/// Runs a reduction: `data` is this rank's packed contribution; the
+/// result (packed) goes to `out` (all of it, or this rank's part for
+/// `Scatter`, whose `counts` are packed bytes per rank).
+fn reduce_bytes(
+    obj: &CommObj,
+    red: Red,
+    r: &Reduction,
+    data: &[u8],
+    out: &mut [u8],
+    counts: &[usize],
+) -> Result<()> {
+    if let OpObj::Builtin(o) = r.op {
+        if let (Some(op), Some((p, _))) = (rust_op(o), r.ty.sig) {
+            // Bool logical ops on u8 give 0/1, as C's _Bool needs; Byte
+            // takes only the bitwise ops (checked in `Reduction::new`).
+            let esize = p.size();
+            let ecounts: Vec<usize> = counts.iter().map(|&b| b / esize).collect();
+            if let Some(res) = dispatch!(p, typed, obj, red, data, out, &op, &ecounts) {
+                return res;
+            }
+            if let Some(res) = typed_copy(obj, red, r, p, data, out, &op, &ecounts) {
+                return res;
+            }
+        }
+    }
+    fold_here(obj, red, r, data, out, counts)
+}
+
+/// The typed path through aligned copies (the user's buffers were not
+/// aligned for the element type).
+#[allow(clippy::too_many_arguments)]
+fn typed_copy(
+    obj: &CommObj,
+    red: Red,
+    _r: &Reduction,
+    p: Prim,
+    data: &[u8],
+    out: &mut [u8],
+    op: &Op,
+    ecounts: &[usize],
+) -> Option<Result<()>> {
+    let mut d = vec![0u64; data.len().div_ceil(8) + 1];
+    let mut o = vec![0u64; out.len().div_ceil(8) + 1];
+    let db = &mut cast_mut::<u8>(bytemuck_u64(&mut d))?[..data.len()];
+    db.copy_from_slice(data);
+    let ob = &mut cast_mut::<u8>(bytemuck_u64(&mut o))?[..out.len()];
+    ob.copy_from_slice(out);
+    let res = dispatch!(p, typed, obj, red, db, ob, op, ecounts)?;
+    out.copy_from_slice(ob);
+    Some(res)
+}
+
+fn bytemuck_u64(v: &mut [u64]) -> &mut [u8] {
+    // SAFETY: any u64 storage is valid as bytes; the length is exact and
+    // the borrow exclusive.
+    unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr().cast::<u8>(), v.len() * 8) }
+}
+
+/// The general path: gather the packed contributions, fold them in rank
+/// order (`in` from the lower rank, as MPI's user functions expect).
+fn fold_here(
+    obj: &CommObj,
+    red: Red,
+    r: &Reduction,
+    data: &[u8],
+    out: &mut [u8],
+    counts: &[usize],
+) -> Result<()> {
+    let c = &obj.comm;
+    if c.is_inter() {
+        return Err(Error::new(
+            ErrorClass::Unsupported,
+            "this reduction (user operation or this element type) is not supported on \
+             intercommunicators",
+        ));
+    }
+    let p = c.size() as usize;
+    let me = c.rank() as usize;
+    let n = data.len();
+    let mut all = vec![0u8; n * p];
+    // Fold over ranks lo..=hi: acc = c_lo op (c_lo+1 op (... op c_hi)).
+    let fold = |all: &[u8], lo: usize, hi: usize| -> Result<Vec<u8>> {
+        let mut acc = all[hi * n..(hi + 1) * n].to_vec();
+        for k in (lo..hi).rev() {
+            r.apply(&all[k * n..(k + 1) * n], &mut acc)?;
+        }
+        Ok(acc)
+    };
+    match red {
+        Red::Reduce(root) => {
+            let root_u = root as usize;
+            if me == root_u {
+                c.gather(data, &mut all[..], root)?;
+                let acc = fold(&all, 0, p - 1)?;
+                out.copy_from_slice(&acc);
+            } else {
+                let mut none: [u8; 0] = [];
+                c.gather(data, &mut none[..], root)?;
+            }
+            Ok(())
+        }
+        Red::Allreduce | Red::Scatter => {
+            c.allgather(data, &mut all[..])?;
+            let acc = fold(&all, 0, p - 1)?;
+            if red == Red::Allreduce {
+                out.copy_from_slice(&acc);
+            } else {
+                let start: usize = counts[..me].iter().sum();
+                out.copy_from_slice(&acc[start..start + counts[me]]);
+            }
+            Ok(())
+        }
+        Red::Scan => {
+            c.allgather(data, &mut all[..])?;
+            out.copy_from_slice(&fold(&all, 0, me)?);
+            Ok(())
+        }
+        Red::Exscan => {
+            c.allgather(data, &mut all[..])?;
+            if me > 0 {
+                out.copy_from_slice(&fold(&all, 0, me - 1)?);
+            }
+            Ok(())
+        }
+    }
+}
+
+/// A reduction from C arguments: `n` instances per rank (for `Scatter`,
+/// `counts` per rank).
+#[allow(clippy::too_many_arguments)]
+fn reduction(
+    obj: &CommObj,
+    red: Red,
+    sbuf: *const c_void,
+    rbuf: *mut c_void,
+    n: usize,
+    t: *mut c_void,
+    o: *mut c_void,
+    counts: &[usize],
+    pre: Option<Vec<u8>>,
+) -> Result<()> {
+    let r = Reduction::new(h(o), h(t), n)?;
+    let ty = r.ty.clone();
+    let c = &obj.comm;
+    let receives = match red {
+        Red::Reduce(root) => {
+            if c.is_inter() {
+                return Err(Error::new(
+                    ErrorClass::Comm,
+                    "MPI_Reduce is supported on intracommunicators only",
+                ));
+            }
+            check_root(obj, root)?;
+            c.rank() == root
+        }
+        _ => true,
+    };
+    let data: Vec<u8> = match pre {
+        Some(d) => d,
+        None if in_place(sbuf) => ty.pack(rbuf, n)?,
+        None => src(sbuf, n, &ty)?.into_owned(),
+    };
+    let bcounts: Vec<usize> = counts.iter().map(|&k| k * ty.size).collect();
+    let out_n = match red {
+        Red::Scatter => counts[c.rank() as usize],
+        _ => n,
+    };
+    if !receives {
+        let mut none: [u8; 0] = [];
+        return reduce_bytes(obj, red, &r, &data, &mut none[..], &bcounts);
+    }
+    let mut d = Dst::new(rbuf, out_n, &ty)?;
+    if red == Red::Exscan {
+        // Rank 0's result is undefined in MPI; keep its buffer as it was.
+        if let Dst::Staged { staging, .. } = &mut d {
+            *staging = ty.pack(rbuf, out_n)?;
+        }
+    }
+    reduce_bytes(obj, red, &r, &data, d.slice(), &bcounts)?;
+    d.finish()
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Reduce(
+    sbuf: *const c_void,
+    rbuf: *mut c_void,
+    n: c_int,
+    t: *mut c_void,
+    o: *mut c_void,
+    root: c_int,
+    comm: *mut c_void,
+) -> c_int {
+    guard("MPI_Reduce", h(comm), || {
+        let obj = comm_obj(h(comm))?;
+        reduction(
+            &obj,
+            Red::Reduce(root),
+            sbuf,
+            rbuf,
+            count(n, "count")?,
+            t,
+            o,
+            &[],
+            None,
+        )
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Allreduce(
+    sbuf: *const c_void,
+    rbuf: *mut c_void,
+    n: c_int,
+    t: *mut c_void,
+    o: *mut c_void,
+    comm: *mut c_void,
+) -> c_int {
+    guard("MPI_Allreduce", h(comm), || {
+        let obj = comm_obj(h(comm))?;
+        reduction(
+            &obj,
+            Red::Allreduce,
+            sbuf,
+            rbuf,
+            count(n, "count")?,
+            t,
+            o,
+            &[],
+            None,
+        )
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Scan(
+    sbuf: *const c_void,
+    rbuf: *mut c_void,
+    n: c_int,
+    t: *mut c_void,
+    o: *mut c_void,
+    comm: *mut c_void,
+) -> c_int {
+    guard("MPI_Scan", h(comm), || {
+        let obj = comm_obj(h(comm))?;
+        reduction(
+            &obj,
+            Red::Scan,
+            sbuf,
+            rbuf,
+            count(n, "count")?,
+            t,
+            o,
+            &[],
+            None,
+        )
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Exscan(
+    sbuf: *const c_void,
+    rbuf: *mut c_void,
+    n: c_int,
+    t: *mut c_void,
+    o: *mut c_void,
+    comm: *mut c_void,
+) -> c_int {
+    guard("MPI_Exscan", h(comm), || {
+        let obj = comm_obj(h(comm))?;
+        reduction(
+            &obj,
+            Red::Exscan,
+            sbuf,
+            rbuf,
+            count(n, "count")?,
+            t,
+            o,
+            &[],
+            None,
+        )
+    })
+}
+
+fn reduce_scatter(
+    obj: &CommObj,
+    sbuf: *const c_void,
+    rbuf: *mut c_void,
+    counts: Vec<usize>,
+    t: *mut c_void,
+    o: *mut c_void,
+) -> Result<()> {
+    let total: usize = counts.iter().sum();
+    // In place, the whole input is in rbuf and the result goes to its start.
+    let pre = if in_place(sbuf) {
+        Some(committed(h(t))?.pack(rbuf, total)?)
+    } else {
+        None
+    };
+    reduction(obj, Red::Scatter, sbuf, rbuf, total, t, o, &counts, pre)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Reduce_scatter(
+    sbuf: *const c_void,
+    rbuf: *mut c_void,
+    rcounts: *const c_int,
+    t: *mut c_void,
+    o: *mut c_void,
+    comm: *mut c_void,
+) -> c_int {
+    guard("MPI_Reduce_scatter", h(comm), || {
+        let obj = comm_obj(h(comm))?;
+        let p = obj.comm.size() as usize;
+        let counts = array(rcounts, p, "recvcounts")?
+            .iter()
+            .map(|&n| count(n, "a count"))
+            .collect::<Result<Vec<_>>>()?;
+        reduce_scatter(&obj, sbuf, rbuf, counts, t, o)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Reduce_scatter_block(
+    sbuf: *const c_void,
+    rbuf: *mut c_void,
+    rn: c_int,
+    t: *mut c_void,
+    o: *mut c_void,
+    comm: *mut c_void,
+) -> c_int {
+    guard("MPI_Reduce_scatter_block", h(comm), || {
+        let obj = comm_obj(h(comm))?;
+        let p = obj.comm.size() as usize;
+        reduce_scatter(&obj, sbuf, rbuf, vec![count(rn, "recvcount")?; p], t, o)
+    })
+}
+
+// ---- nonblocking collectives ---------------------------------------------------------
+
+/// Runs `f` (a blocking collective) and gives a complete request for it.
+fn eager(comm: *mut c_void, request: *mut *mut c_void, f: impl FnOnce() -> c_int) -> c_int {
+    let rc = f();
+    if rc != super::SUCCESS {
+        return rc;
+    }
+    guard("MPI_I(collective)", h(comm), || {
+        let obj = comm_obj(h(comm))?;
+        done_request(&obj, request)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Ibarrier(comm: *mut c_void, request: *mut *mut c_void) -> c_int {
+    guard("MPI_Ibarrier", h(comm), || {
+        let obj = comm_obj(h(comm))?;
+        if request.is_null() {
+            return Err(super::arg("request"));
+        }
+        if obj.comm.is_inter() {
+            obj.comm.barrier()?;
+            return done_request(&obj, request);
+        }
+        let r = obj.comm.ibarrier()?;
+        give_request(Req::live(&obj, r, Fin::None, Vec::new()), request)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Ibcast(
+    buf: *mut c_void,
+    n: c_int,
+    t: *mut c_void,
+    root: c_int,
+    comm: *mut c_void,
+    request: *mut *mut c_void,
+) -> c_int {
+    guard("MPI_Ibcast", h(comm), || {
+        let obj = comm_obj(h(comm))?;
+        if request.is_null() {
+            return Err(super::arg("request"));
+        }
+        let n = count(n, "count")?;
+        let ty = committed(h(t))?;
+        if obj.comm.is_inter() {
+            bcast(&obj, buf, n, &ty, root)?;
+            return done_request(&obj, request);
+        }
+        let r = match ty.contiguous(n) {
+            Some(off) => {
+                let b = bytes_mut((buf as *mut u8).wrapping_offset(off).cast(), n * ty.size)?;
+                Req::live(&obj, obj.comm.ibcast(b, root)?, Fin::None, Vec::new())
+            }
+            None => {
+                let mut staging = if obj.comm.rank() == root {
+                    ty.pack(buf, n)?
+                } else {
+                    vec![0; n * ty.size]
+                };
+                // SAFETY: lifetime erasure of a borrow of `staging`'s heap
+                // buffer, which moves into the request's `fin` and is
+                // dropped after the request.
+                let view =
+                    unsafe { std::slice::from_raw_parts_mut(staging.as_mut_ptr(), staging.len()) };
+                let req = obj.comm.ibcast(view, root)?;
+                Req::live(
+                    &obj,
+                    req,
+                    Fin::Unpack {
+                        staging,
+                        dst: Ptr(buf),
+                        count: n,
+                        ty,
+                    },
+                    Vec::new(),
+                )
+            }
+        };
+        give_request(r, request)
+    })
+}
+
+/// Iallreduce / Ireduce through the Rust nonblocking collectives: `data`
+/// is this rank's packed contribution (copied at the start), the result
+/// lands in `out` (8-byte aligned, as long as the request).
+fn ireduce_typed<T: Reducible>(
+    obj: &Arc<CommObj>,
+    root: Option<c_int>,
+    data: &mut [u8],
+    out: &mut [u8],
+    op: &Op,
+) -> Option<Result<Request<'static>>> {
+    let d: &[T] = cast(data)?;
+    let o: &mut [T] = cast_mut(out)?;
+    // SAFETY: lifetime erasure of the borrow of `out`, a staging buffer
+    // that moves into the same `Req` as the request (its `fin`) and is
+    // dropped after it; `obj` (the process state) is kept alive by that
+    // `Req` too.
+    let o: &'static mut [T] = unsafe { std::slice::from_raw_parts_mut(o.as_mut_ptr(), o.len()) };
+    // SAFETY: as above: the communicator lives in the `Arc` the `Req`
+    // holds.
+    let c: &'static crate::comm::Communicator = unsafe { &*(&obj.comm as *const _) };
+    let r = match root {
+        Some(root) => c.ireduce(d, o, op, root),
+        None => c.iallreduce(d, o, op),
+    };
+    Some(r)
+}
+
+/// Ireduce / Iallreduce. They take the nonblocking Rust path whenever
+/// the operation is predefined and the element type is one Rust reduces:
+/// a choice that depends only on the type signature and op, so every rank
+/// makes the same one. Otherwise (user ops, `long double`, ...) the
+/// collective runs to completion at the start.
+#[allow(clippy::too_many_arguments)]
+fn ireduce(
+    call: &str,
+    sbuf: *const c_void,
+    rbuf: *mut c_void,
+    n: c_int,
+    t: *mut c_void,
+    o: *mut c_void,
+    root: Option<c_int>,
+    comm: *mut c_void,
+    request: *mut *mut c_void,
+) -> c_int {
+    let mut go_eager = false;
+    let rc = guard(call, h(comm), || {
+        let obj = comm_obj(h(comm))?;
+        if request.is_null() {
+            return Err(super::arg("request"));
+        }
+        let n = count(n, "count")?;
+        let r = Reduction::new(h(o), h(t), n)?;
+        let fast = match (r.op, r.ty.sig) {
+            (OpObj::Builtin(ob), Some((p, _))) => rust_op(ob).map(|op| (op, p)),
+            _ => None,
+        };
+        let Some((op, p)) = fast.filter(|(_, p)| {
+            !obj.comm.is_inter()
+                && !matches!(
+                    p,
+                    Prim::F80
+                        | Prim::Packed
+                        | Prim::DoubleInt
+                        | Prim::LongInt
+                        | Prim::ShortInt
+                        | Prim::LongDoubleInt
+                )
+        }) else {
+            go_eager = true;
+            return Ok(());
+        };
+        if let Some(rt) = root {
+            check_root(&obj, rt)?;
+        }
+        let receives = root.is_none_or(|rt| obj.comm.rank() == rt);
+        let packed = if in_place(sbuf) {
+            r.ty.pack(rbuf, n)?
+        } else {
+            src(sbuf, n, &r.ty)?.into_owned()
+        };
+        let mut data = vec![0u64; packed.len().div_ceil(8)];
+        super::p2p::words_bytes(&mut data)[..packed.len()].copy_from_slice(&packed);
+        let len = if receives { n * r.ty.size } else { 0 };
+        let mut staging = vec![0u64; len.div_ceil(8)];
+        let req = {
+            let db = &mut super::p2p::words_bytes(&mut data)[..packed.len()];
+            let ob = &mut super::p2p::words_bytes(&mut staging)[..len];
+            dispatch!(p, ireduce_typed, &obj, root, db, ob, &op)
+        };
+        let req =
+            req.ok_or_else(|| Error::new(ErrorClass::Intern, "typed reduction refused"))??;
+        let fin = if receives {
+            Fin::Words {
+                staging,
+                len,
+                dst: Ptr(rbuf),
+                count: n,
+                ty: r.ty.clone(),
+            }
+        } else {
+            Fin::None
+        };
+        give_request(Req::live(&obj, req, fin, Vec::new()), request)
+    });
+    if rc != super::SUCCESS || !go_eager {
+        return rc;
+    }
+    eager(comm, request, || match root {
+        // SAFETY: the caller's arguments, passed on unchanged.
+        Some(rt) => unsafe { MPI_Reduce(sbuf, rbuf, n, t, o, rt, comm) },
+        // SAFETY: as above.
+        None => unsafe { MPI_Allreduce(sbuf, rbuf, n, t, o, comm) },
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Ireduce(
+    sbuf: *const c_void,
+    rbuf: *mut c_void,
+    n: c_int,
+    t: *mut c_void,
+    o: *mut c_void,
+    root: c_int,
+    comm: *mut c_void,
+    request: *mut *mut c_void,
+) -> c_int {
+    ireduce(
+        "MPI_Ireduce",
+        sbuf,
+        rbuf,
+        n,
+        t,
+        o,
+        Some(root),
+        comm,
+        request,
+    )
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Iallreduce(
+    sbuf: *const c_void,
+    rbuf: *mut c_void,
+    n: c_int,
+    t: *mut c_void,
+    o: *mut c_void,
+    comm: *mut c_void,
+    request: *mut *mut c_void,
+) -> c_int {
+    ireduce("MPI_Iallreduce", sbuf, rbuf, n, t, o, None, comm, request)
+}
+
+macro_rules! eager_coll {
+    ($name:ident, $blocking:ident, ($($a:ident : $t:ty),*)) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $name($($a: $t,)* comm: *mut c_void, request: *mut *mut c_void) -> c_int {
+            // SAFETY: the caller's arguments, passed on unchanged.
+            eager(comm, request, || unsafe { $blocking($($a,)* comm) })
+        }
+    };
+}
+
+eager_coll!(MPI_Igather, MPI_Gather, (sbuf: *const c_void, sn: c_int, st: *mut c_void, rbuf: *mut c_void, rn: c_int, rt: *mut c_void, root: c_int));
+eager_coll!(MPI_Igatherv, MPI_Gatherv, (sbuf: *const c_void, sn: c_int, st: *mut c_void, rbuf: *mut c_void, rc: *const c_int, d: *const c_int, rt: *mut c_void, root: c_int));
+eager_coll!(MPI_Iscatter, MPI_Scatter, (sbuf: *const c_void, sn: c_int, st: *mut c_void, rbuf: *mut c_void, rn: c_int, rt: *mut c_void, root: c_int));
+eager_coll!(MPI_Iscatterv, MPI_Scatterv, (sbuf: *const c_void, sc: *const c_int, d: *const c_int, st: *mut c_void, rbuf: *mut c_void, rn: c_int, rt: *mut c_void, root: c_int));
+eager_coll!(MPI_Iallgather, MPI_Allgather, (sbuf: *const c_void, sn: c_int, st: *mut c_void, rbuf: *mut c_void, rn: c_int, rt: *mut c_void));
+eager_coll!(MPI_Iallgatherv, MPI_Allgatherv, (sbuf: *const c_void, sn: c_int, st: *mut c_void, rbuf: *mut c_void, rc: *const c_int, d: *const c_int, rt: *mut c_void));
+eager_coll!(MPI_Ialltoall, MPI_Alltoall, (sbuf: *const c_void, sn: c_int, st: *mut c_void, rbuf: *mut c_void, rn: c_int, rt: *mut c_void));
+eager_coll!(MPI_Ialltoallv, MPI_Alltoallv, (sbuf: *const c_void, sc: *const c_int, sd: *const c_int, st: *mut c_void, rbuf: *mut c_void, rc: *const c_int, rd: *const c_int, rt: *mut c_void));
+eager_coll!(MPI_Ireduce_scatter, MPI_Reduce_scatter, (sbuf: *const c_void, rbuf: *mut c_void, rc: *const c_int, t: *mut c_void, o: *mut c_void));
+eager_coll!(MPI_Ireduce_scatter_block, MPI_Reduce_scatter_block, (sbuf: *const c_void, rbuf: *mut c_void, rn: c_int, t: *mut c_void, o: *mut c_void));
+eager_coll!(MPI_Iscan, MPI_Scan, (sbuf: *const c_void, rbuf: *mut c_void, n: c_int, t: *mut c_void, o: *mut c_void));
+eager_coll!(MPI_Iexscan, MPI_Exscan, (sbuf: *const c_void, rbuf: *mut c_void, n: c_int, t: *mut c_void, o: *mut c_void));

@@ -1,0 +1,517 @@
+//! Groups and communicators (MPI 4.1 §7): the C entry points over
+//! `crate::group` and `crate::comm`.
+
+use super::{
+    array, array_mut, comm_obj, guard, h, lock, out, read, register_comm, state, to_handle,
+    CommObj, COMM_NULL, COMM_SELF, COMM_WORLD, GROUP_EMPTY, GROUP_NULL, UNDEFINED,
+};
+use crate::comm::{Communicator, SplitType};
+use crate::error::{Error, ErrorClass, Result};
+use crate::group::{Comparison, Group};
+use std::ffi::{c_int, c_void};
+use std::sync::Arc;
+
+const IDENT: c_int = 101;
+const CONGRUENT: c_int = 102;
+const SIMILAR: c_int = 103;
+const UNEQUAL: c_int = 104;
+const COMM_TYPE_SHARED: c_int = 1001;
+
+fn cmp_code(c: Comparison) -> c_int {
+    match c {
+        Comparison::Ident => IDENT,
+        Comparison::Congruent => CONGRUENT,
+        Comparison::Similar => SIMILAR,
+        _ => UNEQUAL,
+    }
+}
+
+// ---- groups --------------------------------------------------------------------
+
+/// The group behind handle `g`.
+pub(crate) fn group_obj(g: usize) -> Result<Arc<Group>> {
+    if g == GROUP_EMPTY {
+        return Ok(Arc::new(Group::empty()));
+    }
+    state().groups.get(g).cloned().ok_or_else(|| {
+        Error::new(
+            ErrorClass::Group,
+            if g == GROUP_NULL {
+                "MPI_GROUP_NULL is not a group".to_string()
+            } else {
+                format!("{g:#x} is not a valid group handle")
+            },
+        )
+    })
+}
+
+fn new_group(g: Group, p: *mut *mut c_void) -> Result<()> {
+    if p.is_null() {
+        return Err(super::arg("newgroup"));
+    }
+    let handle = state().groups.insert(Arc::new(g));
+    out(p, to_handle(handle), "newgroup")
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Group_size(g: *mut c_void, size: *mut c_int) -> c_int {
+    guard("MPI_Group_size", COMM_NULL, || {
+        out(size, group_obj(h(g))?.size() as c_int, "size")
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Group_rank(g: *mut c_void, rank: *mut c_int) -> c_int {
+    guard("MPI_Group_rank", COMM_NULL, || {
+        let r = group_obj(h(g))?.rank().map_or(UNDEFINED, |r| r as c_int);
+        out(rank, r, "rank")
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Group_translate_ranks(
+    g1: *mut c_void,
+    n: c_int,
+    ranks1: *const c_int,
+    g2: *mut c_void,
+    ranks2: *mut c_int,
+) -> c_int {
+    guard("MPI_Group_translate_ranks", COMM_NULL, || {
+        let n = super::count(n, "n")?;
+        let a = group_obj(h(g1))?;
+        let b = group_obj(h(g2))?;
+        let r = a.translate_ranks(array(ranks1, n, "ranks1")?, &b)?;
+        array_mut(ranks2, n, "ranks2")?.copy_from_slice(&r);
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Group_compare(
+    g1: *mut c_void,
+    g2: *mut c_void,
+    result: *mut c_int,
+) -> c_int {
+    guard("MPI_Group_compare", COMM_NULL, || {
+        let c = group_obj(h(g1))?.compare(&*group_obj(h(g2))?);
+        out(result, cmp_code(c), "result")
+    })
+}
+
+macro_rules! group_binop {
+    ($name:ident, $call:literal, $m:ident) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(
+            g1: *mut c_void,
+            g2: *mut c_void,
+            newg: *mut *mut c_void,
+        ) -> c_int {
+            guard($call, COMM_NULL, || {
+                let g = group_obj(h(g1))?.$m(&*group_obj(h(g2))?);
+                new_group(g, newg)
+            })
+        }
+    };
+}
+
+group_binop!(MPI_Group_union, "MPI_Group_union", union);
+group_binop!(
+    MPI_Group_intersection,
+    "MPI_Group_intersection",
+    intersection
+);
+group_binop!(MPI_Group_difference, "MPI_Group_difference", difference);
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Group_incl(
+    g: *mut c_void,
+    n: c_int,
+    ranks: *const c_int,
+    newg: *mut *mut c_void,
+) -> c_int {
+    guard("MPI_Group_incl", COMM_NULL, || {
+        let n = super::count(n, "n")?;
+        let g2 = group_obj(h(g))?.incl(array(ranks, n, "ranks")?)?;
+        new_group(g2, newg)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Group_excl(
+    g: *mut c_void,
+    n: c_int,
+    ranks: *const c_int,
+    newg: *mut *mut c_void,
+) -> c_int {
+    guard("MPI_Group_excl", COMM_NULL, || {
+        let n = super::count(n, "n")?;
+        let g2 = group_obj(h(g))?.excl(array(ranks, n, "ranks")?)?;
+        new_group(g2, newg)
+    })
+}
+
+fn ranges(p: *const [c_int; 3], n: c_int) -> Result<Vec<(i32, i32, i32)>> {
+    let n = super::count(n, "n")?;
+    Ok(array(p, n, "ranges")?
+        .iter()
+        .map(|r| (r[0], r[1], r[2]))
+        .collect())
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Group_range_incl(
+    g: *mut c_void,
+    n: c_int,
+    r: *const [c_int; 3],
+    newg: *mut *mut c_void,
+) -> c_int {
+    guard("MPI_Group_range_incl", COMM_NULL, || {
+        let g2 = group_obj(h(g))?.range_incl(&ranges(r, n)?)?;
+        new_group(g2, newg)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Group_range_excl(
+    g: *mut c_void,
+    n: c_int,
+    r: *const [c_int; 3],
+    newg: *mut *mut c_void,
+) -> c_int {
+    guard("MPI_Group_range_excl", COMM_NULL, || {
+        let g2 = group_obj(h(g))?.range_excl(&ranges(r, n)?)?;
+        new_group(g2, newg)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Group_free(g: *mut *mut c_void) -> c_int {
+    guard("MPI_Group_free", COMM_NULL, || {
+        let gh = h(read(g, "group")?);
+        if gh != GROUP_EMPTY {
+            state().groups.release(gh).ok_or_else(|| {
+                Error::new(ErrorClass::Group, format!("{gh:#x} is not a valid group"))
+            })?;
+        }
+        out(g, to_handle(GROUP_NULL), "group")
+    })
+}
+
+// ---- communicator access ---------------------------------------------------------
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_size(comm: *mut c_void, size: *mut c_int) -> c_int {
+    guard("MPI_Comm_size", h(comm), || {
+        out(size, comm_obj(h(comm))?.comm.size(), "size")
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_rank(comm: *mut c_void, rank: *mut c_int) -> c_int {
+    guard("MPI_Comm_rank", h(comm), || {
+        out(rank, comm_obj(h(comm))?.comm.rank(), "rank")
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_group(comm: *mut c_void, g: *mut *mut c_void) -> c_int {
+    guard("MPI_Comm_group", h(comm), || {
+        new_group(comm_obj(h(comm))?.comm.group(), g)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_compare(
+    c1: *mut c_void,
+    c2: *mut c_void,
+    result: *mut c_int,
+) -> c_int {
+    guard("MPI_Comm_compare", COMM_NULL, || {
+        let a = comm_obj(h(c1))?;
+        let b = comm_obj(h(c2))?;
+        let c = if Arc::ptr_eq(&a, &b) {
+            IDENT
+        } else {
+            match a.comm.compare(&b.comm) {
+                // Two C handles are two communicators even if one Rust
+                // object were behind both.
+                Comparison::Ident => CONGRUENT,
+                other => cmp_code(other),
+            }
+        };
+        out(result, c, "result")
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_test_inter(comm: *mut c_void, flag: *mut c_int) -> c_int {
+    guard("MPI_Comm_test_inter", h(comm), || {
+        out(flag, comm_obj(h(comm))?.comm.is_inter() as c_int, "flag")
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_remote_size(comm: *mut c_void, size: *mut c_int) -> c_int {
+    guard("MPI_Comm_remote_size", h(comm), || {
+        out(size, comm_obj(h(comm))?.comm.remote_size()?, "size")
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_remote_group(comm: *mut c_void, g: *mut *mut c_void) -> c_int {
+    guard("MPI_Comm_remote_group", h(comm), || {
+        new_group(comm_obj(h(comm))?.comm.remote_group()?, g)
+    })
+}
+
+// ---- constructors ----------------------------------------------------------------
+
+/// Registers `c` (or writes `MPI_COMM_NULL`) as the result of a
+/// constructor on `parent`: the error handler is inherited, attributes
+/// only when `attrs` says so (dup).
+fn give(
+    parent: &CommObj,
+    c: Option<Communicator>,
+    attrs: Vec<(c_int, usize)>,
+    p: *mut *mut c_void,
+) -> Result<()> {
+    let handle = match c {
+        Some(c) => register_comm(c, parent.errh(), attrs),
+        None => COMM_NULL,
+    };
+    out(p, to_handle(handle), "newcomm")
+}
+
+pub(crate) fn dup(comm: usize, newcomm: *mut *mut c_void, info: Option<usize>) -> Result<()> {
+    if newcomm.is_null() {
+        return Err(super::arg("newcomm"));
+    }
+    let obj = comm_obj(comm)?;
+    let c = obj.comm.dup()?;
+    let attrs = super::env::copy_attrs(&obj)?;
+    let hints = match info {
+        Some(i) => super::env::info_pairs(i)?,
+        None => lock(&obj.info).clone(),
+    };
+    give(&obj, Some(c), attrs, newcomm)?;
+    let nh = h(read(newcomm, "newcomm")?);
+    if let Ok(n) = comm_obj(nh) {
+        *lock(&n.info) = hints;
+    }
+    Ok(())
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_dup(comm: *mut c_void, newcomm: *mut *mut c_void) -> c_int {
+    guard("MPI_Comm_dup", h(comm), || dup(h(comm), newcomm, None))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_dup_with_info(
+    comm: *mut c_void,
+    info: *mut c_void,
+    newcomm: *mut *mut c_void,
+) -> c_int {
+    guard("MPI_Comm_dup_with_info", h(comm), || {
+        dup(h(comm), newcomm, Some(h(info)))
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_idup(
+    comm: *mut c_void,
+    newcomm: *mut *mut c_void,
+    request: *mut *mut c_void,
+) -> c_int {
+    guard("MPI_Comm_idup", h(comm), || {
+        // Done at once: the agreement on a context id is short and every
+        // member takes part in the same order, so completing it here
+        // cannot deadlock a correct program.
+        dup(h(comm), newcomm, None)?;
+        let obj = comm_obj(h(comm))?;
+        super::p2p::done_request(&obj, request)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_create(
+    comm: *mut c_void,
+    g: *mut c_void,
+    newcomm: *mut *mut c_void,
+) -> c_int {
+    guard("MPI_Comm_create", h(comm), || {
+        let obj = comm_obj(h(comm))?;
+        let grp = group_obj(h(g))?;
+        if newcomm.is_null() {
+            return Err(super::arg("newcomm"));
+        }
+        let c = obj.comm.create(&grp)?;
+        give(&obj, c, Vec::new(), newcomm)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_create_group(
+    comm: *mut c_void,
+    g: *mut c_void,
+    tag: c_int,
+    newcomm: *mut *mut c_void,
+) -> c_int {
+    guard("MPI_Comm_create_group", h(comm), || {
+        let obj = comm_obj(h(comm))?;
+        let grp = group_obj(h(g))?;
+        if newcomm.is_null() {
+            return Err(super::arg("newcomm"));
+        }
+        let c = obj.comm.create_group(&grp, tag)?;
+        give(&obj, c, Vec::new(), newcomm)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_split(
+    comm: *mut c_void,
+    color: c_int,
+    key: c_int,
+    newcomm: *mut *mut c_void,
+) -> c_int {
+    guard("MPI_Comm_split", h(comm), || {
+        let obj = comm_obj(h(comm))?;
+        if newcomm.is_null() {
+            return Err(super::arg("newcomm"));
+        }
+        let c = obj.comm.split(color, key)?;
+        give(&obj, c, Vec::new(), newcomm)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_split_type(
+    comm: *mut c_void,
+    split_type: c_int,
+    key: c_int,
+    _info: *mut c_void,
+    newcomm: *mut *mut c_void,
+) -> c_int {
+    guard("MPI_Comm_split_type", h(comm), || {
+        let obj = comm_obj(h(comm))?;
+        if newcomm.is_null() {
+            return Err(super::arg("newcomm"));
+        }
+        // Every process of a shmpi job shares memory: SHARED is one
+        // communicator of all; UNDEFINED takes part and gets COMM_NULL.
+        let color = match split_type {
+            COMM_TYPE_SHARED => 0,
+            UNDEFINED => UNDEFINED,
+            other => {
+                return Err(Error::new(
+                    ErrorClass::Arg,
+                    format!("split type {other} is not supported (MPI_COMM_TYPE_SHARED is)"),
+                ))
+            }
+        };
+        let c = if color == 0 {
+            obj.comm.split_type(SplitType::Shared, key)?
+        } else {
+            obj.comm.split(UNDEFINED, key)?
+        };
+        give(&obj, c, Vec::new(), newcomm)
+    })
+}
+
+fn free_handle(p: *mut *mut c_void, call: &str) -> Result<Arc<CommObj>> {
+    let ch = h(read(p, "comm")?);
+    if ch == COMM_WORLD || ch == COMM_SELF {
+        return Err(Error::new(
+            ErrorClass::Comm,
+            format!(
+                "{call} is not allowed on {}",
+                if ch == COMM_WORLD {
+                    "MPI_COMM_WORLD"
+                } else {
+                    "MPI_COMM_SELF"
+                }
+            ),
+        ));
+    }
+    let obj = comm_obj(ch)?;
+    super::env::delete_all_attrs(&obj)?;
+    state().comms.release(ch);
+    Ok(obj)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_free(comm: *mut *mut c_void) -> c_int {
+    let ch = if comm.is_null() {
+        COMM_NULL
+    } else {
+        h(unsafe_read(comm))
+    };
+    guard("MPI_Comm_free", ch, || {
+        // Requests in flight hold their own reference; the communicator
+        // goes when the last one completes (MPI 4.1 §7.4.3).
+        free_handle(comm, "MPI_Comm_free")?;
+        out(comm, to_handle(COMM_NULL), "comm")
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_disconnect(comm: *mut *mut c_void) -> c_int {
+    let ch = if comm.is_null() {
+        COMM_NULL
+    } else {
+        h(unsafe_read(comm))
+    };
+    guard("MPI_Comm_disconnect", ch, || {
+        let obj = free_handle(comm, "MPI_Comm_disconnect")?;
+        obj.comm.clone().disconnect()?;
+        out(comm, to_handle(COMM_NULL), "comm")
+    })
+}
+
+fn unsafe_read(p: *mut *mut c_void) -> *mut c_void {
+    read(p, "comm").unwrap_or(std::ptr::null_mut())
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Intercomm_create(
+    local: *mut c_void,
+    local_leader: c_int,
+    peer: *mut c_void,
+    remote_leader: c_int,
+    tag: c_int,
+    newcomm: *mut *mut c_void,
+) -> c_int {
+    guard("MPI_Intercomm_create", h(local), || {
+        let obj = comm_obj(h(local))?;
+        if newcomm.is_null() {
+            return Err(super::arg("newintercomm"));
+        }
+        // The peer communicator matters only at the local leader.
+        let peer_obj = if obj.comm.rank() == local_leader {
+            comm_obj(h(peer))?
+        } else {
+            comm_obj(h(peer)).unwrap_or_else(|_| obj.clone())
+        };
+        let c = obj
+            .comm
+            .intercomm_create(local_leader, &peer_obj.comm, remote_leader, tag)?;
+        give(&obj, Some(c), Vec::new(), newcomm)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Intercomm_merge(
+    inter: *mut c_void,
+    high: c_int,
+    newcomm: *mut *mut c_void,
+) -> c_int {
+    guard("MPI_Intercomm_merge", h(inter), || {
+        let obj = comm_obj(h(inter))?;
+        if newcomm.is_null() {
+            return Err(super::arg("newintracomm"));
+        }
+        let c = obj.comm.intercomm_merge(high != 0)?;
+        give(&obj, Some(c), Vec::new(), newcomm)
+    })
+}

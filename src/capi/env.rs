@@ -1,0 +1,949 @@
+//! The environment (MPI 4.1 §11): init and finalize, versions, time,
+//! error classes and strings, error handlers, info objects, attributes
+//! and names, `MPI_Alloc_mem`.
+
+use super::{
+    c_str, comm_obj, guard, h, lock, out, put_str, read, state, to_handle, CommErrFn, CommObj,
+    Errh, COMM_NULL, COMM_SELF, COMM_WORLD, ERRHANDLER_NULL, ERRORS_ABORT, ERRORS_ARE_FATAL,
+    ERRORS_RETURN, INFO_NULL, KEYVAL_INVALID, SELF, SUCCESS, WORLD,
+};
+use crate::error::{Error, ErrorClass, Result};
+use crate::sync::{AtomicI32, AtomicU32, Ordering};
+use crate::universe::Universe;
+use std::ffi::{c_char, c_int, c_void};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Instant;
+
+/// 0 before init, 1 initialized, 2 finalized.
+static PHASE: AtomicU32 = AtomicU32::new(0);
+static PROVIDED: AtomicI32 = AtomicI32::new(0);
+static MAIN: OnceLock<std::thread::ThreadId> = OnceLock::new();
+static UNIVERSE: Mutex<Option<Universe>> = Mutex::new(None);
+static RANK: AtomicI32 = AtomicI32::new(-1);
+/// The clock of `MPI_Wtime`, started at the first look (init looks).
+static EPOCH: OnceLock<Instant> = OnceLock::new();
+
+pub(crate) fn is_initialized() -> bool {
+    // Relaxed: a flag this process sets once in init, on its main thread;
+    // other threads start after init (MPI's rule).
+    PHASE.load(Ordering::Relaxed) == 1
+}
+
+pub(crate) fn world_rank() -> i32 {
+    // Relaxed: set once in init (see `is_initialized`).
+    RANK.load(Ordering::Relaxed)
+}
+
+/// Ends the job with `code` (as `MPI_Abort` does).
+pub(crate) fn abort_job(code: c_int) -> ! {
+    let u = lock(&UNIVERSE);
+    match u.as_ref() {
+        Some(u) => u.abort(code),
+        None => std::process::exit(if code == 0 { 1 } else { code & 0xff }),
+    }
+}
+
+const THREAD_SINGLE: c_int = 0;
+const THREAD_FUNNELED: c_int = 1;
+const THREAD_SERIALIZED: c_int = 2;
+const THREAD_MULTIPLE: c_int = 7;
+
+fn init(required: c_int) -> Result<c_int> {
+    // Relaxed: see `is_initialized`.
+    if PHASE.load(Ordering::Relaxed) != 0 {
+        return Err(Error::new(
+            ErrorClass::Other,
+            "MPI_Init called twice (or after MPI_Finalize)",
+        ));
+    }
+    EPOCH.get_or_init(Instant::now);
+    let u = crate::universe::init()?;
+    let world = u.world();
+    let selfc = u.self_comm();
+    world.set_errhandler(crate::comm::ErrHandler::Return);
+    selfc.set_errhandler(crate::comm::ErrHandler::Return);
+    let mk = |handle, comm| {
+        Arc::new(CommObj {
+            handle,
+            comm,
+            errh: Mutex::new(Errh::Fatal),
+            attrs: Mutex::new(Vec::new()),
+            info: Mutex::new(Vec::new()),
+        })
+    };
+    let _ = WORLD.set(mk(COMM_WORLD, world));
+    let _ = SELF.set(mk(COMM_SELF, selfc));
+    // Relaxed: see `is_initialized`.
+    RANK.store(u.rank() as i32, Ordering::Relaxed);
+    *lock(&UNIVERSE) = Some(u);
+    let _ = MAIN.set(std::thread::current().id());
+    // Every handle is Send + Sync and the engine is behind one lock
+    // (`Universe::threading` says Multiple), so any level asked is given.
+    let provided = match required {
+        THREAD_SINGLE | THREAD_FUNNELED | THREAD_SERIALIZED | THREAD_MULTIPLE => required,
+        _ => THREAD_MULTIPLE,
+    };
+    // Relaxed (both): see `is_initialized`.
+    PROVIDED.store(provided, Ordering::Relaxed);
+    PHASE.store(1, Ordering::Relaxed);
+    Ok(provided)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Init(_argc: *mut c_int, _argv: *mut *mut *mut c_char) -> c_int {
+    guard("MPI_Init", COMM_NULL, || init(THREAD_SINGLE).map(|_| ()))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Init_thread(
+    _argc: *mut c_int,
+    _argv: *mut *mut *mut c_char,
+    required: c_int,
+    provided: *mut c_int,
+) -> c_int {
+    guard("MPI_Init_thread", COMM_NULL, || {
+        if provided.is_null() {
+            return Err(super::arg("provided"));
+        }
+        let p = init(required)?;
+        out(provided, p, "provided")
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Initialized(flag: *mut c_int) -> c_int {
+    guard("MPI_Initialized", COMM_NULL, || {
+        // Relaxed: see `is_initialized`.
+        out(flag, (PHASE.load(Ordering::Relaxed) >= 1) as c_int, "flag")
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Finalized(flag: *mut c_int) -> c_int {
+    guard("MPI_Finalized", COMM_NULL, || {
+        // Relaxed: see `is_initialized`.
+        out(flag, (PHASE.load(Ordering::Relaxed) == 2) as c_int, "flag")
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Finalize() -> c_int {
+    guard("MPI_Finalize", COMM_NULL, || {
+        if !is_initialized() {
+            return Err(Error::new(
+                ErrorClass::Other,
+                "MPI_Finalize without MPI_Init (or called twice)",
+            ));
+        }
+        // MPI 4.1 §11.2.4: attributes on MPI_COMM_SELF are deleted first,
+        // in the reverse order of setting.
+        if let Some(s) = SELF.get() {
+            delete_all_attrs(s)?;
+        }
+        super::p2p::flush_bsends()?;
+        let u = lock(&UNIVERSE).take();
+        if let Some(u) = u {
+            u.finalize()?;
+        }
+        // Relaxed: see `is_initialized`.
+        PHASE.store(2, Ordering::Relaxed);
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Abort(comm: *mut c_void, code: c_int) -> c_int {
+    let _ = comm;
+    eprintln!(
+        "shmpi: rank {}: MPI_Abort with error code {code}",
+        world_rank()
+    );
+    abort_job(code)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Query_thread(provided: *mut c_int) -> c_int {
+    guard("MPI_Query_thread", COMM_NULL, || {
+        // Relaxed: set once in init (see `is_initialized`).
+        out(provided, PROVIDED.load(Ordering::Relaxed), "provided")
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Is_thread_main(flag: *mut c_int) -> c_int {
+    guard("MPI_Is_thread_main", COMM_NULL, || {
+        let main = MAIN.get() == Some(&std::thread::current().id());
+        out(flag, main as c_int, "flag")
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Get_version(version: *mut c_int, subversion: *mut c_int) -> c_int {
+    guard("MPI_Get_version", COMM_NULL, || {
+        out(version, 4, "version")?;
+        out(subversion, 1, "subversion")
+    })
+}
+
+const LIBRARY_VERSION: &str = concat!(
+    "shmpi ",
+    env!("CARGO_PKG_VERSION"),
+    " (MPI 4.1 over shared memory, one node; C ABI numbering of the MPI 5.0 ABI)"
+);
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Get_library_version(version: *mut c_char, len: *mut c_int) -> c_int {
+    guard("MPI_Get_library_version", COMM_NULL, || {
+        let n = put_str(version, 8192, LIBRARY_VERSION, "version")?;
+        out(len, n, "resultlen")
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Get_processor_name(name: *mut c_char, len: *mut c_int) -> c_int {
+    guard("MPI_Get_processor_name", COMM_NULL, || {
+        let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+            .map(|s| s.trim().to_string())
+            .unwrap_or_else(|_| "localhost".to_string());
+        let n = put_str(name, 256, &host, "name")?;
+        out(len, n, "resultlen")
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn MPI_Wtime() -> f64 {
+    EPOCH.get_or_init(Instant::now).elapsed().as_secs_f64()
+}
+
+#[no_mangle]
+pub extern "C" fn MPI_Wtick() -> f64 {
+    1e-9
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Error_string(code: c_int, s: *mut c_char, len: *mut c_int) -> c_int {
+    guard("MPI_Error_string", COMM_NULL, || {
+        let text = super::error_text(code).ok_or_else(|| {
+            Error::new(ErrorClass::Arg, format!("{code} is not an MPI error code"))
+        })?;
+        let n = put_str(s, 512, &text, "string")?;
+        out(len, n, "resultlen")
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Error_class(code: c_int, class: *mut c_int) -> c_int {
+    guard("MPI_Error_class", COMM_NULL, || {
+        let c = super::class_of(code).ok_or_else(|| {
+            Error::new(ErrorClass::Arg, format!("{code} is not an MPI error code"))
+        })?;
+        out(class, c, "errorclass")
+    })
+}
+
+// ---- error handlers ------------------------------------------------------------
+
+fn errh_of(handle: usize) -> Result<Errh> {
+    match handle {
+        ERRORS_ARE_FATAL => Ok(Errh::Fatal),
+        ERRORS_RETURN => Ok(Errh::Return),
+        ERRORS_ABORT => Ok(Errh::Abort),
+        _ => state().errhs.get(handle).copied().ok_or_else(|| {
+            Error::new(
+                ErrorClass::Arg,
+                format!("{handle:#x} is not a valid error handler"),
+            )
+        }),
+    }
+}
+
+fn errh_handle(e: Errh) -> usize {
+    match e {
+        Errh::Fatal => ERRORS_ARE_FATAL,
+        Errh::Return => ERRORS_RETURN,
+        Errh::Abort => ERRORS_ABORT,
+        Errh::User(_, h) => h,
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_create_errhandler(
+    f: Option<CommErrFn>,
+    errh: *mut *mut c_void,
+) -> c_int {
+    guard("MPI_Comm_create_errhandler", COMM_NULL, || {
+        let f = f.ok_or_else(|| super::arg("comm_errhandler_fn"))?;
+        if errh.is_null() {
+            return Err(super::arg("errhandler"));
+        }
+        // Error handlers stay in the table for the life of the process
+        // (communicators may use one after it is freed, as MPI allows).
+        let handle = state().errhs.insert_with(|h| Errh::User(f, h));
+        out(errh, to_handle(handle), "errhandler")
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_set_errhandler(comm: *mut c_void, errh: *mut c_void) -> c_int {
+    guard("MPI_Comm_set_errhandler", h(comm), || {
+        let obj = comm_obj(h(comm))?;
+        let e = errh_of(h(errh))?;
+        *lock(&obj.errh) = e;
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_get_errhandler(
+    comm: *mut c_void,
+    errh: *mut *mut c_void,
+) -> c_int {
+    guard("MPI_Comm_get_errhandler", h(comm), || {
+        let obj = comm_obj(h(comm))?;
+        out(errh, to_handle(errh_handle(obj.errh())), "errhandler")
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Errhandler_free(errh: *mut *mut c_void) -> c_int {
+    guard("MPI_Errhandler_free", COMM_NULL, || {
+        let handle = h(read(errh, "errhandler")?);
+        errh_of(handle)?;
+        out(errh, to_handle(ERRHANDLER_NULL), "errhandler")
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_call_errhandler(comm: *mut c_void, code: c_int) -> c_int {
+    let obj = match comm_obj(h(comm)) {
+        Ok(o) => o,
+        Err(e) => return super::raise(None, "MPI_Comm_call_errhandler", &e),
+    };
+    match obj.errh() {
+        Errh::Return => SUCCESS,
+        Errh::User(f, _) => {
+            let mut hd = obj.handle;
+            let mut c = code;
+            // SAFETY: the program's registered error handler, called as
+            // MPI specifies (pointers to the handle and the code).
+            unsafe { f(&mut hd, &mut c) };
+            SUCCESS
+        }
+        Errh::Fatal | Errh::Abort => {
+            eprintln!(
+                "shmpi: rank {}: MPI_Comm_call_errhandler with code {code} under \
+                 MPI_ERRORS_ARE_FATAL: the job is aborted",
+                world_rank()
+            );
+            abort_job(super::class_of(code).unwrap_or(1).max(1))
+        }
+    }
+}
+
+// ---- memory ----------------------------------------------------------------------
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Alloc_mem(
+    size: isize,
+    _info: *mut c_void,
+    base: *mut c_void,
+) -> c_int {
+    guard("MPI_Alloc_mem", COMM_NULL, || {
+        if size < 0 {
+            return Err(Error::new(
+                ErrorClass::Arg,
+                format!("MPI_Alloc_mem size {size} is negative"),
+            ));
+        }
+        let mut p: *mut c_void = std::ptr::null_mut();
+        // SAFETY: posix_memalign writes `p` on success; 64 is a power of
+        // two and a multiple of the pointer size.
+        let rc = unsafe { libc::posix_memalign(&mut p, 64, (size as usize).max(1)) };
+        if rc != 0 || p.is_null() {
+            return Err(Error::new(
+                ErrorClass::NoMem,
+                format!("MPI_Alloc_mem could not allocate {size} bytes"),
+            ));
+        }
+        out(base.cast::<*mut c_void>(), p, "baseptr")
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Free_mem(base: *mut c_void) -> c_int {
+    guard("MPI_Free_mem", COMM_NULL, || {
+        // SAFETY: MPI_Free_mem takes memory from MPI_Alloc_mem, which came
+        // from posix_memalign (free of null is a no-op).
+        unsafe { libc::free(base) };
+        Ok(())
+    })
+}
+
+// ---- info ---------------------------------------------------------------------------
+
+/// An info object: (key, value) in insertion order.
+pub(crate) type Info = Vec<(String, String)>;
+
+const MAX_INFO_KEY: usize = 256;
+const MAX_INFO_VAL: usize = 1024;
+
+fn info_key(p: *const c_char) -> Result<String> {
+    let k = c_str(p, "key")?;
+    if k.len() >= MAX_INFO_KEY || k.is_empty() {
+        return Err(Error::new(
+            ErrorClass::InfoKey,
+            format!(
+                "an info key must have 1 to {} characters, not {}",
+                MAX_INFO_KEY - 1,
+                k.len()
+            ),
+        ));
+    }
+    Ok(k)
+}
+
+fn bad_info(i: usize) -> Error {
+    Error::new(
+        ErrorClass::Info,
+        if i == INFO_NULL {
+            "MPI_INFO_NULL is not an info object".to_string()
+        } else {
+            format!("{i:#x} is not a valid info handle")
+        },
+    )
+}
+
+/// A copy of info `i` (`MPI_INFO_NULL` is empty).
+pub(crate) fn info_pairs(i: usize) -> Result<Info> {
+    if i == INFO_NULL {
+        return Ok(Vec::new());
+    }
+    state().infos.get(i).cloned().ok_or_else(|| bad_info(i))
+}
+
+pub(crate) fn new_info(pairs: Info, out_h: *mut *mut c_void) -> Result<()> {
+    if out_h.is_null() {
+        return Err(super::arg("info"));
+    }
+    let handle = state().infos.insert(pairs);
+    out(out_h, to_handle(handle), "info")
+}
+
+fn with_info<R>(i: usize, f: impl FnOnce(&mut Info) -> Result<R>) -> Result<R> {
+    let mut st = state();
+    let info = st.infos.get_mut(i).ok_or_else(|| bad_info(i))?;
+    f(info)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Info_create(info: *mut *mut c_void) -> c_int {
+    guard("MPI_Info_create", COMM_NULL, || new_info(Vec::new(), info))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Info_set(
+    info: *mut c_void,
+    key: *const c_char,
+    value: *const c_char,
+) -> c_int {
+    guard("MPI_Info_set", COMM_NULL, || {
+        let k = info_key(key)?;
+        let v = c_str(value, "value")?;
+        if v.len() >= MAX_INFO_VAL {
+            return Err(Error::new(
+                ErrorClass::InfoValue,
+                format!(
+                    "an info value must be shorter than {MAX_INFO_VAL} characters, not {}",
+                    v.len()
+                ),
+            ));
+        }
+        with_info(h(info), |pairs| {
+            match pairs.iter_mut().find(|(pk, _)| *pk == k) {
+                Some(p) => p.1 = v,
+                None => pairs.push((k, v)),
+            }
+            Ok(())
+        })
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Info_get(
+    info: *mut c_void,
+    key: *const c_char,
+    valuelen: c_int,
+    value: *mut c_char,
+    flag: *mut c_int,
+) -> c_int {
+    guard("MPI_Info_get", COMM_NULL, || {
+        let k = info_key(key)?;
+        let cap = super::count(valuelen, "valuelen")?;
+        let v = with_info(h(info), |p| {
+            Ok(p.iter().find(|(pk, _)| *pk == k).map(|x| x.1.clone()))
+        })?;
+        match v {
+            Some(v) => {
+                // `value` holds valuelen + 1 characters (MPI 4.1 §10).
+                put_str(value, cap + 1, &v, "value")?;
+                out(flag, 1, "flag")
+            }
+            None => out(flag, 0, "flag"),
+        }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Info_get_valuelen(
+    info: *mut c_void,
+    key: *const c_char,
+    valuelen: *mut c_int,
+    flag: *mut c_int,
+) -> c_int {
+    guard("MPI_Info_get_valuelen", COMM_NULL, || {
+        let k = info_key(key)?;
+        let v = with_info(h(info), |p| {
+            Ok(p.iter().find(|(pk, _)| *pk == k).map(|x| x.1.len()))
+        })?;
+        match v {
+            Some(n) => {
+                out(valuelen, n as c_int, "valuelen")?;
+                out(flag, 1, "flag")
+            }
+            None => out(flag, 0, "flag"),
+        }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Info_get_string(
+    info: *mut c_void,
+    key: *const c_char,
+    buflen: *mut c_int,
+    value: *mut c_char,
+    flag: *mut c_int,
+) -> c_int {
+    guard("MPI_Info_get_string", COMM_NULL, || {
+        let k = info_key(key)?;
+        let cap = super::count(read(buflen, "buflen")?, "buflen")?;
+        let v = with_info(h(info), |p| {
+            Ok(p.iter().find(|(pk, _)| *pk == k).map(|x| x.1.clone()))
+        })?;
+        match v {
+            Some(v) => {
+                if cap > 0 {
+                    put_str(value, cap, &v, "value")?;
+                }
+                out(buflen, v.len() as c_int + 1, "buflen")?;
+                out(flag, 1, "flag")
+            }
+            None => out(flag, 0, "flag"),
+        }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Info_get_nkeys(info: *mut c_void, n: *mut c_int) -> c_int {
+    guard("MPI_Info_get_nkeys", COMM_NULL, || {
+        let len = with_info(h(info), |p| Ok(p.len()))?;
+        out(n, len as c_int, "nkeys")
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Info_get_nthkey(
+    info: *mut c_void,
+    n: c_int,
+    key: *mut c_char,
+) -> c_int {
+    guard("MPI_Info_get_nthkey", COMM_NULL, || {
+        let k = with_info(h(info), |p| {
+            usize::try_from(n)
+                .ok()
+                .and_then(|i| p.get(i))
+                .map(|x| x.0.clone())
+                .ok_or_else(|| {
+                    Error::new(
+                        ErrorClass::Arg,
+                        format!("key number {n} of an info object with {} keys", p.len()),
+                    )
+                })
+        })?;
+        put_str(key, MAX_INFO_KEY, &k, "key").map(|_| ())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Info_delete(info: *mut c_void, key: *const c_char) -> c_int {
+    guard("MPI_Info_delete", COMM_NULL, || {
+        let k = info_key(key)?;
+        with_info(h(info), |p| match p.iter().position(|(pk, _)| *pk == k) {
+            Some(i) => {
+                p.remove(i);
+                Ok(())
+            }
+            None => Err(Error::new(
+                ErrorClass::InfoNoKey,
+                format!("the info object has no key {k:?}"),
+            )),
+        })
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Info_dup(info: *mut c_void, newinfo: *mut *mut c_void) -> c_int {
+    guard("MPI_Info_dup", COMM_NULL, || {
+        let pairs = with_info(h(info), |p| Ok(p.clone()))?;
+        new_info(pairs, newinfo)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Info_free(info: *mut *mut c_void) -> c_int {
+    guard("MPI_Info_free", COMM_NULL, || {
+        let i = h(read(info, "info")?);
+        state().infos.release(i).ok_or_else(|| bad_info(i))?;
+        out(info, to_handle(INFO_NULL), "info")
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_set_info(comm: *mut c_void, info: *mut c_void) -> c_int {
+    guard("MPI_Comm_set_info", h(comm), || {
+        let obj = comm_obj(h(comm))?;
+        let pairs = info_pairs(h(info))?;
+        let mut mine = lock(&obj.info);
+        for (k, v) in pairs {
+            match mine.iter_mut().find(|(pk, _)| *pk == k) {
+                Some(p) => p.1 = v,
+                None => mine.push((k, v)),
+            }
+        }
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_get_info(comm: *mut c_void, info: *mut *mut c_void) -> c_int {
+    guard("MPI_Comm_get_info", h(comm), || {
+        let obj = comm_obj(h(comm))?;
+        let pairs = lock(&obj.info).clone();
+        new_info(pairs, info)
+    })
+}
+
+// ---- names ------------------------------------------------------------------------
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_set_name(comm: *mut c_void, name: *const c_char) -> c_int {
+    guard("MPI_Comm_set_name", h(comm), || {
+        let obj = comm_obj(h(comm))?;
+        let mut n = c_str(name, "comm_name")?;
+        while n.len() > 127 {
+            n.pop();
+        }
+        obj.comm.set_name(&n);
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_get_name(
+    comm: *mut c_void,
+    name: *mut c_char,
+    len: *mut c_int,
+) -> c_int {
+    guard("MPI_Comm_get_name", h(comm), || {
+        let obj = comm_obj(h(comm))?;
+        let n = put_str(name, 128, &obj.comm.name(), "comm_name")?;
+        out(len, n, "resultlen")
+    })
+}
+
+// ---- attributes -------------------------------------------------------------------
+
+/// `MPI_Comm_copy_attr_function`.
+type CopyFn =
+    unsafe extern "C" fn(usize, c_int, *mut c_void, *mut c_void, *mut c_void, *mut c_int) -> c_int;
+/// `MPI_Comm_delete_attr_function`.
+type DeleteFn = unsafe extern "C" fn(usize, c_int, *mut c_void, *mut c_void) -> c_int;
+
+/// A keyval: its callbacks (0 = the null function, 1 = `MPI_COMM_DUP_FN`
+/// for copy) and extra state.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct KeyvalObj {
+    copy: usize,
+    delete: usize,
+    extra: usize,
+    freed: bool,
+}
+
+/// The keyvals made by `MPI_Comm_create_keyval` (kept after they are
+/// freed, for the attributes that still use them).
+#[derive(Debug)]
+pub(crate) struct Keyvals {
+    next: c_int,
+    map: Vec<(c_int, KeyvalObj)>,
+}
+
+impl Keyvals {
+    pub(crate) const fn new() -> Keyvals {
+        Keyvals {
+            next: 100,
+            map: Vec::new(),
+        }
+    }
+
+    fn get(&self, k: c_int) -> Option<KeyvalObj> {
+        self.map.iter().find(|(kk, _)| *kk == k).map(|x| x.1)
+    }
+}
+
+/// Predefined attribute keys (MPI 5.0 ABI values) and their values.
+const TAG_UB: c_int = 10001;
+const IO: c_int = 10002;
+const HOST: c_int = 10003;
+const WTIME_IS_GLOBAL: c_int = 10004;
+const APPNUM: c_int = 10005;
+const UNIVERSE_SIZE: c_int = 10007;
+
+fn predefined_attr(k: c_int) -> Option<*const c_int> {
+    static VALUES: OnceLock<[c_int; 8]> = OnceLock::new();
+    let size = WORLD.get().map_or(1, |w| w.comm.size());
+    let v = VALUES.get_or_init(|| {
+        [
+            crate::p2p::TAG_UB,
+            super::ANY_SOURCE, // MPI_IO: every process can do I/O
+            super::PROC_NULL,  // MPI_HOST: no host process
+            0,                 // MPI_WTIME_IS_GLOBAL: clocks are per process
+            0,                 // MPI_APPNUM: one application
+            size,              // MPI_UNIVERSE_SIZE
+            0,
+            0,
+        ]
+    });
+    let i = match k {
+        TAG_UB => 0,
+        IO => 1,
+        HOST => 2,
+        WTIME_IS_GLOBAL => 3,
+        APPNUM => 4,
+        UNIVERSE_SIZE => 5,
+        _ => return None,
+    };
+    Some(&v[i] as *const c_int)
+}
+
+fn keyval(k: c_int) -> Result<KeyvalObj> {
+    state().keyvals.get(k).ok_or_else(|| {
+        Error::new(
+            ErrorClass::Keyval,
+            format!("{k} is not a valid attribute key"),
+        )
+    })
+}
+
+fn call_delete(obj: &CommObj, k: c_int, v: usize, kv: KeyvalObj) -> Result<()> {
+    if kv.delete == 0 {
+        return Ok(());
+    }
+    // SAFETY: a nonzero `delete` is the program's
+    // MPI_Comm_delete_attr_function (from MPI_Comm_create_keyval), called
+    // with the arguments MPI specifies.
+    let f: DeleteFn = unsafe { std::mem::transmute::<usize, DeleteFn>(kv.delete) };
+    // SAFETY: as above: the program's callback.
+    let rc = unsafe { f(obj.handle, k, v as *mut c_void, kv.extra as *mut c_void) };
+    if rc != SUCCESS {
+        return Err(Error::new(
+            ErrorClass::Other,
+            format!("the delete callback of attribute key {k} returned {rc}"),
+        ));
+    }
+    Ok(())
+}
+
+/// Deletes every attribute of `obj` (communicator free, finalize for
+/// `SELF`), newest first.
+pub(crate) fn delete_all_attrs(obj: &CommObj) -> Result<()> {
+    let attrs = std::mem::take(&mut *lock(&obj.attrs));
+    for &(k, v) in attrs.iter().rev() {
+        if let Ok(kv) = keyval(k) {
+            call_delete(obj, k, v, kv)?;
+        }
+    }
+    Ok(())
+}
+
+/// The attributes a duplicate of `obj` gets, through the copy callbacks.
+pub(crate) fn copy_attrs(obj: &CommObj) -> Result<Vec<(c_int, usize)>> {
+    let attrs = lock(&obj.attrs).clone();
+    let mut outv = Vec::new();
+    for (k, v) in attrs {
+        let Ok(kv) = keyval(k) else { continue };
+        match kv.copy {
+            0 => {}
+            1 => outv.push((k, v)),
+            f => {
+                // SAFETY: a copy value above 1 is the program's
+                // MPI_Comm_copy_attr_function.
+                let f: CopyFn = unsafe { std::mem::transmute::<usize, CopyFn>(f) };
+                let mut newv: usize = 0;
+                let mut flag: c_int = 0;
+                // SAFETY: the program's callback, with the arguments MPI
+                // specifies (the out value and flag point at locals).
+                let rc = unsafe {
+                    f(
+                        obj.handle,
+                        k,
+                        kv.extra as *mut c_void,
+                        v as *mut c_void,
+                        (&mut newv as *mut usize).cast(),
+                        &mut flag,
+                    )
+                };
+                if rc != SUCCESS {
+                    return Err(Error::new(
+                        ErrorClass::Other,
+                        format!("the copy callback of attribute key {k} returned {rc}"),
+                    ));
+                }
+                if flag != 0 {
+                    outv.push((k, newv));
+                }
+            }
+        }
+    }
+    Ok(outv)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_create_keyval(
+    copy: usize,
+    delete: usize,
+    keyval_out: *mut c_int,
+    extra: *mut c_void,
+) -> c_int {
+    guard("MPI_Comm_create_keyval", COMM_NULL, || {
+        if keyval_out.is_null() {
+            return Err(super::arg("comm_keyval"));
+        }
+        let mut st = state();
+        let k = st.keyvals.next;
+        st.keyvals.next += 1;
+        st.keyvals.map.push((
+            k,
+            KeyvalObj {
+                copy,
+                delete,
+                extra: extra as usize,
+                freed: false,
+            },
+        ));
+        drop(st);
+        out(keyval_out, k, "comm_keyval")
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_free_keyval(k: *mut c_int) -> c_int {
+    guard("MPI_Comm_free_keyval", COMM_NULL, || {
+        let key = read(k, "comm_keyval")?;
+        let mut st = state();
+        let kv = st
+            .keyvals
+            .map
+            .iter_mut()
+            .find(|(kk, _)| *kk == key)
+            .filter(|(_, v)| !v.freed)
+            .ok_or_else(|| {
+                Error::new(
+                    ErrorClass::Keyval,
+                    format!("{key} is not an attribute key made by MPI_Comm_create_keyval"),
+                )
+            })?;
+        kv.1.freed = true;
+        drop(st);
+        out(k, KEYVAL_INVALID, "comm_keyval")
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_set_attr(
+    comm: *mut c_void,
+    k: c_int,
+    value: *mut c_void,
+) -> c_int {
+    guard("MPI_Comm_set_attr", h(comm), || {
+        let obj = comm_obj(h(comm))?;
+        let kv = keyval(k)?;
+        if kv.freed {
+            return Err(Error::new(
+                ErrorClass::Keyval,
+                format!("attribute key {k} was freed"),
+            ));
+        }
+        let old = {
+            let attrs = lock(&obj.attrs);
+            attrs.iter().find(|(kk, _)| *kk == k).map(|x| x.1)
+        };
+        if let Some(v) = old {
+            call_delete(&obj, k, v, kv)?;
+        }
+        let mut attrs = lock(&obj.attrs);
+        match attrs.iter_mut().find(|(kk, _)| *kk == k) {
+            Some(a) => a.1 = value as usize,
+            None => attrs.push((k, value as usize)),
+        }
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_get_attr(
+    comm: *mut c_void,
+    k: c_int,
+    value: *mut c_void,
+    flag: *mut c_int,
+) -> c_int {
+    guard("MPI_Comm_get_attr", h(comm), || {
+        let obj = comm_obj(h(comm))?;
+        if let Some(p) = predefined_attr(k) {
+            out(value.cast::<*const c_int>(), p, "attribute_val")?;
+            return out(flag, 1, "flag");
+        }
+        keyval(k)?;
+        let v = lock(&obj.attrs)
+            .iter()
+            .find(|(kk, _)| *kk == k)
+            .map(|x| x.1);
+        match v {
+            Some(v) => {
+                out(value.cast::<usize>(), v, "attribute_val")?;
+                out(flag, 1, "flag")
+            }
+            None => out(flag, 0, "flag"),
+        }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_delete_attr(comm: *mut c_void, k: c_int) -> c_int {
+    guard("MPI_Comm_delete_attr", h(comm), || {
+        let obj = comm_obj(h(comm))?;
+        let kv = keyval(k)?;
+        let v = {
+            let mut attrs = lock(&obj.attrs);
+            attrs
+                .iter()
+                .position(|(kk, _)| *kk == k)
+                .map(|i| attrs.remove(i).1)
+        };
+        match v {
+            Some(v) => call_delete(&obj, k, v, kv),
+            None => Err(Error::new(
+                ErrorClass::Keyval,
+                format!("the communicator has no attribute with key {k}"),
+            )),
+        }
+    })
+}

@@ -1,0 +1,607 @@
+//! The C ABI (`include/mpi.h`): the exported `MPI_*` functions, a thin
+//! layer over the Rust API.
+//!
+//! Layer `capi` (top; imports every layer). Every function checks its
+//! arguments, maps handles to the Rust objects behind them, calls the
+//! Rust API, and turns an error into an MPI error code through the
+//! communicator's error handler. No panic crosses the boundary: each
+//! entry point runs inside [`guard`], which turns a caught panic into
+//! `MPI_ERR_INTERN` through the error handler.
+//!
+//! Handles (`docs/c-abi.md`) are integers in pointer-typed C handles:
+//! predefined ones have the MPI 5.0 ABI values (`MPI_COMM_WORLD` is
+//! 0x101), created ones are `kind base + table index` (communicators from
+//! 0x1000_0000, groups 0x2000_0000, ...), so a handle of the wrong kind
+//! or a freed one is found invalid in its table and reported with the
+//! matching class, never dereferenced.
+//!
+//! The C layer keeps its own per-communicator state ([`CommObj`]: error
+//! handler, attributes, info); the Rust communicators under it all have
+//! `ErrHandler::Return`, so every error comes back here and the C error
+//! handler decides.
+//!
+//! # Safety contract
+//! The exported functions are `unsafe extern "C"`: their pointer
+//! arguments must satisfy the MPI standard's rules for that argument
+//! (valid for the count and datatype given, output arguments writable),
+//! which a C caller promises by calling them. Null output pointers are
+//! checked and reported as `MPI_ERR_ARG`.
+#![allow(clippy::missing_safety_doc)]
+
+mod coll;
+mod comm;
+mod env;
+mod p2p;
+mod types;
+
+use crate::comm::Communicator;
+use crate::error::{Error, ErrorClass, Result};
+use std::ffi::{c_char, c_int, c_void};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+
+pub(crate) use types::TypeObj;
+
+// ---- handle values -------------------------------------------------------
+
+/// `MPI_COMM_NULL`, `MPI_COMM_WORLD`, `MPI_COMM_SELF`.
+pub(crate) const COMM_NULL: usize = 0x100;
+pub(crate) const COMM_WORLD: usize = 0x101;
+pub(crate) const COMM_SELF: usize = 0x102;
+pub(crate) const GROUP_NULL: usize = 0x108;
+pub(crate) const GROUP_EMPTY: usize = 0x109;
+pub(crate) const MESSAGE_NULL: usize = 0x128;
+pub(crate) const MESSAGE_NO_PROC: usize = 0x129;
+pub(crate) const INFO_NULL: usize = 0x130;
+pub(crate) const ERRHANDLER_NULL: usize = 0x140;
+pub(crate) const ERRORS_ARE_FATAL: usize = 0x141;
+pub(crate) const ERRORS_RETURN: usize = 0x142;
+pub(crate) const ERRORS_ABORT: usize = 0x143;
+pub(crate) const REQUEST_NULL: usize = 0x180;
+pub(crate) const DATATYPE_NULL: usize = 0x200;
+pub(crate) const OP_NULL: usize = 0x20;
+
+/// The first handle of each kind of created object.
+pub(crate) const COMM_BASE: usize = 0x1000_0000;
+pub(crate) const GROUP_BASE: usize = 0x2000_0000;
+pub(crate) const TYPE_BASE: usize = 0x3000_0000;
+pub(crate) const OP_BASE: usize = 0x4000_0000;
+pub(crate) const REQ_BASE: usize = 0x5000_0000;
+pub(crate) const INFO_BASE: usize = 0x6000_0000;
+pub(crate) const ERRH_BASE: usize = 0x7000_0000;
+pub(crate) const MSG_BASE: usize = 0x8000_0000;
+const KIND_SPAN: usize = 0x1000_0000;
+
+pub(crate) const SUCCESS: c_int = 0;
+pub(crate) const ANY_SOURCE: c_int = -1;
+pub(crate) const PROC_NULL: c_int = -2;
+pub(crate) const ROOT: c_int = -3;
+pub(crate) const ANY_TAG: c_int = -31;
+pub(crate) const UNDEFINED: c_int = -32766;
+pub(crate) const KEYVAL_INVALID: c_int = -127;
+
+/// `MPI_IN_PLACE`: the ABI's sentinel address 1 (compared, never
+/// dereferenced).
+#[allow(clippy::manual_dangling_ptr)]
+pub(crate) const IN_PLACE: *const c_void = 1 as *const c_void;
+
+// ---- tables ----------------------------------------------------------------
+
+/// Objects of one kind, by handle. A slot that is `None` but not on the
+/// free list is taken out by a call in progress (a request being waited
+/// on).
+#[derive(Debug)]
+pub(crate) struct Table<T> {
+    base: usize,
+    slots: Vec<Option<T>>,
+    free: Vec<usize>,
+}
+
+impl<T> Table<T> {
+    const fn new(base: usize) -> Table<T> {
+        Table {
+            base,
+            slots: Vec::new(),
+            free: Vec::new(),
+        }
+    }
+
+    fn index(&self, h: usize) -> Option<usize> {
+        (h >= self.base && h < self.base + KIND_SPAN).then(|| h - self.base)
+    }
+
+    pub(crate) fn insert(&mut self, v: T) -> usize {
+        let i = match self.free.pop() {
+            Some(i) => {
+                self.slots[i] = Some(v);
+                i
+            }
+            None => {
+                self.slots.push(Some(v));
+                self.slots.len() - 1
+            }
+        };
+        self.base + i
+    }
+
+    /// Inserts the object that `make` builds from its future handle.
+    pub(crate) fn insert_with(&mut self, make: impl FnOnce(usize) -> T) -> usize {
+        let i = self.free.last().copied().unwrap_or(self.slots.len());
+        let h = self.insert(make(self.base + i));
+        debug_assert_eq!(h, self.base + i);
+        h
+    }
+
+    pub(crate) fn get(&self, h: usize) -> Option<&T> {
+        self.slots.get(self.index(h)?)?.as_ref()
+    }
+
+    pub(crate) fn get_mut(&mut self, h: usize) -> Option<&mut T> {
+        let i = self.index(h)?;
+        self.slots.get_mut(i)?.as_mut()
+    }
+
+    /// Takes the object out, keeping its handle reserved.
+    pub(crate) fn take(&mut self, h: usize) -> Option<T> {
+        let i = self.index(h)?;
+        self.slots.get_mut(i)?.take()
+    }
+
+    /// Puts an object taken with [`take`](Self::take) back.
+    pub(crate) fn put_back(&mut self, h: usize, v: T) {
+        if let Some(i) = self.index(h) {
+            self.slots[i] = Some(v);
+        }
+    }
+
+    /// Frees a handle (its object removed or taken out).
+    pub(crate) fn release(&mut self, h: usize) -> Option<T> {
+        let i = self.index(h)?;
+        let v = self.slots.get_mut(i)?.take();
+        self.free.push(i);
+        v
+    }
+}
+
+/// Everything the C layer keeps, behind one lock (held only for lookups
+/// and updates, never across a blocking call).
+#[derive(Debug)]
+pub(crate) struct State {
+    pub(crate) comms: Table<Arc<CommObj>>,
+    pub(crate) groups: Table<Arc<crate::group::Group>>,
+    pub(crate) types: Table<Arc<TypeObj>>,
+    pub(crate) ops: Table<Arc<types::OpObj>>,
+    pub(crate) reqs: Table<Box<p2p::Req>>,
+    pub(crate) infos: Table<env::Info>,
+    pub(crate) errhs: Table<Errh>,
+    pub(crate) msgs: Table<p2p::Msg>,
+    pub(crate) keyvals: env::Keyvals,
+}
+
+static STATE: Mutex<State> = Mutex::new(State {
+    comms: Table::new(COMM_BASE),
+    groups: Table::new(GROUP_BASE),
+    types: Table::new(TYPE_BASE),
+    ops: Table::new(OP_BASE),
+    reqs: Table::new(REQ_BASE),
+    infos: Table::new(INFO_BASE),
+    errhs: Table::new(ERRH_BASE),
+    msgs: Table::new(MSG_BASE),
+    keyvals: env::Keyvals::new(),
+});
+
+/// Locks the C layer's state (a panic while it was held leaves it
+/// consistent: every update is a single table operation).
+pub(crate) fn state() -> MutexGuard<'static, State> {
+    STATE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+// ---- communicators ---------------------------------------------------------
+
+/// An error handler as the C layer keeps it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Errh {
+    Fatal,
+    Return,
+    Abort,
+    /// A user function (`MPI_Comm_create_errhandler`) and its handle.
+    User(CommErrFn, usize),
+}
+
+/// `MPI_Comm_errhandler_function` (variadic in C; called with two
+/// arguments, which the C calling convention allows).
+pub(crate) type CommErrFn = unsafe extern "C" fn(*mut usize, *mut c_int);
+
+/// A C communicator: the Rust one plus what only C has.
+#[derive(Debug)]
+pub(crate) struct CommObj {
+    pub(crate) handle: usize,
+    pub(crate) comm: Communicator,
+    pub(crate) errh: Mutex<Errh>,
+    /// Cached attributes in the order they were set: (keyval, value).
+    pub(crate) attrs: Mutex<Vec<(c_int, usize)>>,
+    /// Hints given with `MPI_Comm_set_info` / `dup_with_info`.
+    pub(crate) info: Mutex<Vec<(String, String)>>,
+}
+
+impl CommObj {
+    pub(crate) fn errh(&self) -> Errh {
+        *lock(&self.errh)
+    }
+}
+
+/// Locks a mutex whose data stays consistent if a holder panicked.
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// `MPI_COMM_WORLD` and `MPI_COMM_SELF`, set by init (looked up without
+/// the state lock: the fast path of `MPI_Send` on `WORLD`).
+pub(crate) static WORLD: OnceLock<Arc<CommObj>> = OnceLock::new();
+pub(crate) static SELF: OnceLock<Arc<CommObj>> = OnceLock::new();
+
+/// The communicator behind handle `h`.
+///
+/// # Errors
+/// `Comm` for `MPI_COMM_NULL`, a freed handle or a handle of another kind.
+pub(crate) fn comm_obj(h: usize) -> Result<Arc<CommObj>> {
+    let found = match h {
+        COMM_WORLD => WORLD.get().cloned(),
+        COMM_SELF => SELF.get().cloned(),
+        _ => state().comms.get(h).cloned(),
+    };
+    found.ok_or_else(|| {
+        if h == COMM_NULL {
+            Error::new(ErrorClass::Comm, "MPI_COMM_NULL is not a communicator")
+        } else if (h == COMM_WORLD || h == COMM_SELF) && !env::is_initialized() {
+            Error::new(ErrorClass::Other, "MPI is not initialized")
+        } else {
+            Error::new(
+                ErrorClass::Comm,
+                format!("{h:#x} is not a valid communicator handle (freed, or not a communicator)"),
+            )
+        }
+    })
+}
+
+/// Registers a communicator made by a constructor (its Rust error handler
+/// set to return; the C handler and attributes as given).
+pub(crate) fn register_comm(comm: Communicator, errh: Errh, attrs: Vec<(c_int, usize)>) -> usize {
+    comm.set_errhandler(crate::comm::ErrHandler::Return);
+    state().comms.insert_with(|handle| {
+        Arc::new(CommObj {
+            handle,
+            comm,
+            errh: Mutex::new(errh),
+            attrs: Mutex::new(attrs),
+            info: Mutex::new(Vec::new()),
+        })
+    })
+}
+
+// ---- errors ----------------------------------------------------------------
+
+/// Error codes carry a detail message: code = class + 64 * k, where k
+/// (1..=255) names one of the last 255 messages (`MPI_Error_string`
+/// prints it). Plain class values are codes too. All codes stay at or
+/// below `MPI_ERR_LASTCODE` (0x3fff).
+const DETAIL_SLOTS: usize = 255;
+
+struct Details {
+    next: usize,
+    text: Vec<String>,
+}
+
+static DETAILS: Mutex<Details> = Mutex::new(Details {
+    next: 0,
+    text: Vec::new(),
+});
+
+/// The error code for `e` (its class, with its message kept).
+pub(crate) fn code_of(e: &Error) -> c_int {
+    let class = e.class().code();
+    let mut d = lock(&DETAILS);
+    let k = d.next;
+    d.next = (d.next + 1) % DETAIL_SLOTS;
+    let text = format!("{}: {}", e.class().name(), e.detail());
+    if d.text.len() <= k {
+        d.text.push(text);
+    } else {
+        d.text[k] = text;
+    }
+    class + 64 * (k as c_int + 1)
+}
+
+/// The class of error code `code`, if it is one.
+pub(crate) fn class_of(code: c_int) -> Option<c_int> {
+    match code {
+        0..=63 => Some(code),
+        64..=0x3fff => Some(code % 64),
+        _ => None,
+    }
+}
+
+/// The message of error code `code`.
+pub(crate) fn error_text(code: c_int) -> Option<String> {
+    let class = class_of(code)?;
+    if code >= 64 {
+        let k = (code / 64 - 1) as usize;
+        if let Some(t) = lock(&DETAILS).text.get(k) {
+            return Some(t.clone());
+        }
+    }
+    Some(match ErrorClass::from_code(class) {
+        Some(c) => format!("{}: {}", c.name(), class_blurb(class)),
+        None if class == 0 => "MPI_SUCCESS: no error".to_string(),
+        None => format!("MPI error class {class}"),
+    })
+}
+
+fn class_blurb(class: c_int) -> &'static str {
+    match class {
+        1 => "invalid buffer pointer",
+        2 => "invalid count argument",
+        3 => "invalid datatype",
+        4 => "invalid tag",
+        5 => "invalid communicator",
+        6 => "invalid rank",
+        7 => "invalid request",
+        8 => "invalid root",
+        9 => "invalid group",
+        10 => "invalid operation",
+        13 => "invalid argument",
+        14 => "unknown error",
+        15 => "message truncated on receive",
+        16 => "known error not in this list",
+        17 => "internal error",
+        18 => "pending request",
+        19 => "error code is in status",
+        31..=34 => "invalid info object, key or value",
+        36 => "invalid attribute key",
+        39 => "out of memory",
+        40 => "collective arguments not identical on all processes",
+        44 => "a process aborted",
+        58 => "operation not supported",
+        61 => "invalid error handler",
+        _ => "MPI error",
+    }
+}
+
+/// Runs the error handler of `comm` (or, for errors that belong to no
+/// communicator, of `MPI_COMM_SELF` if the program set one there, else of
+/// `MPI_COMM_WORLD`) for error `e` of `call`; returns the code to give
+/// back. Does not return under a fatal handler.
+pub(crate) fn raise(comm: Option<&Arc<CommObj>>, call: &str, e: &Error) -> c_int {
+    let code = code_of(e);
+    let obj = comm.cloned().or_else(|| {
+        let own = SELF
+            .get()
+            .filter(|s| !matches!(s.errh(), Errh::Fatal))
+            .cloned();
+        own.or_else(|| WORLD.get().cloned())
+    });
+    let Some(obj) = obj else {
+        // Before init or after finalize: nothing to call; report and return.
+        eprintln!("shmpi: {call} failed: {e}");
+        return code;
+    };
+    match obj.errh() {
+        Errh::Return => code,
+        Errh::User(f, _) => {
+            let mut h = obj.handle;
+            let mut c = code;
+            // SAFETY: `f` is the function the program registered with
+            // MPI_Comm_create_errhandler; it is called as MPI specifies,
+            // with pointers to the communicator handle and the code.
+            unsafe { f(&mut h, &mut c) };
+            code
+        }
+        Errh::Fatal | Errh::Abort => {
+            let name = obj.comm.name();
+            eprintln!(
+                "shmpi: rank {}: {call} on {} failed with {}: {}; the error handler is \
+                 MPI_ERRORS_ARE_FATAL, so the job is aborted",
+                env::world_rank(),
+                if name.is_empty() {
+                    "a communicator"
+                } else {
+                    &name
+                },
+                e.class().name(),
+                e.detail()
+            );
+            env::abort_job(e.class().code().max(1))
+        }
+    }
+}
+
+/// Runs the body of entry point `call` on communicator handle `comm`
+/// (`COMM_NULL` when the call has none): a caught panic becomes
+/// `MPI_ERR_INTERN`, an error goes through the handler.
+pub(crate) fn guard(call: &str, comm: usize, f: impl FnOnce() -> Result<()>) -> c_int {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(Ok(())) => SUCCESS,
+        Ok(Err(e)) => {
+            let obj = if comm == COMM_NULL {
+                None
+            } else {
+                comm_obj(comm).ok()
+            };
+            raise(obj.as_ref(), call, &e)
+        }
+        Err(p) => {
+            let what = p
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| p.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "a panic".to_string());
+            let e = Error::new(
+                ErrorClass::Intern,
+                format!("internal error in {call} (caught at the C boundary): {what}"),
+            );
+            let obj = comm_obj(comm).ok();
+            raise(obj.as_ref(), call, &e)
+        }
+    }
+}
+
+/// As [`guard`], for a body that reports its error on an object it finds
+/// itself (requests): the error comes with the communicator it belongs to.
+pub(crate) fn guard_on(
+    call: &str,
+    f: impl FnOnce() -> std::result::Result<(), (Option<Arc<CommObj>>, Error)>,
+) -> c_int {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(Ok(())) => SUCCESS,
+        Ok(Err((obj, e))) => raise(obj.as_ref(), call, &e),
+        Err(_) => {
+            let e = Error::new(
+                ErrorClass::Intern,
+                format!("internal error in {call} (caught at the C boundary)"),
+            );
+            raise(None, call, &e)
+        }
+    }
+}
+
+// ---- pointer helpers -------------------------------------------------------
+
+pub(crate) fn arg(what: &str) -> Error {
+    Error::new(ErrorClass::Arg, format!("{what} is a null pointer"))
+}
+
+/// Writes `v` through the output argument `p` (named `what`).
+pub(crate) fn out<T>(p: *mut T, v: T, what: &str) -> Result<()> {
+    if p.is_null() {
+        return Err(arg(what));
+    }
+    // SAFETY: `p` is not null, and the caller's contract (module docs)
+    // makes an output argument valid for one write of its type.
+    unsafe { p.write_unaligned(v) };
+    Ok(())
+}
+
+/// Reads the in/out argument `p`.
+pub(crate) fn read<T: Copy>(p: *const T, what: &str) -> Result<T> {
+    if p.is_null() {
+        return Err(arg(what));
+    }
+    // SAFETY: not null, and valid for a read of `T` by the caller's
+    // contract.
+    Ok(unsafe { p.read_unaligned() })
+}
+
+/// The C array `p` of `n` elements (empty when `n` is 0).
+pub(crate) fn array<'a, T>(p: *const T, n: usize, what: &str) -> Result<&'a [T]> {
+    if n == 0 {
+        return Ok(&[]);
+    }
+    if p.is_null() {
+        return Err(arg(what));
+    }
+    if (p as usize) % std::mem::align_of::<T>() != 0 {
+        return Err(Error::new(
+            ErrorClass::Arg,
+            format!("{what} is not aligned for its element type"),
+        ));
+    }
+    // SAFETY: not null, aligned (checked), and the caller's contract makes
+    // an array argument valid for `n` elements.
+    Ok(unsafe { std::slice::from_raw_parts(p, n) })
+}
+
+/// The writable C array `p` of `n` elements.
+pub(crate) fn array_mut<'a, T>(p: *mut T, n: usize, what: &str) -> Result<&'a mut [T]> {
+    if n == 0 {
+        return Ok(&mut []);
+    }
+    if p.is_null() {
+        return Err(arg(what));
+    }
+    if (p as usize) % std::mem::align_of::<T>() != 0 {
+        return Err(Error::new(
+            ErrorClass::Arg,
+            format!("{what} is not aligned for its element type"),
+        ));
+    }
+    // SAFETY: not null, aligned, valid for `n` elements by contract, and
+    // not aliased by another argument the call writes (MPI forbids it).
+    Ok(unsafe { std::slice::from_raw_parts_mut(p, n) })
+}
+
+/// The bytes `[p, p + n)` of a message buffer (may be unaligned; null is
+/// allowed only for zero bytes).
+pub(crate) fn bytes<'a>(p: *const c_void, n: usize) -> Result<&'a [u8]> {
+    if n == 0 {
+        return Ok(&[]);
+    }
+    if p.is_null() {
+        return Err(Error::new(
+            ErrorClass::Buffer,
+            format!("the buffer is a null pointer but holds {n} bytes"),
+        ));
+    }
+    // SAFETY: not null; MPI requires the buffer to hold `n` bytes of data
+    // for the count and datatype given.
+    Ok(unsafe { std::slice::from_raw_parts(p.cast::<u8>(), n) })
+}
+
+/// The writable bytes `[p, p + n)` of a message buffer.
+pub(crate) fn bytes_mut<'a>(p: *mut c_void, n: usize) -> Result<&'a mut [u8]> {
+    if n == 0 {
+        return Ok(&mut []);
+    }
+    if p.is_null() {
+        return Err(Error::new(
+            ErrorClass::Buffer,
+            format!("the buffer is a null pointer but holds {n} bytes"),
+        ));
+    }
+    // SAFETY: not null; MPI requires a receive buffer to be writable for
+    // the count and datatype given, and not aliased by the send buffer.
+    Ok(unsafe { std::slice::from_raw_parts_mut(p.cast::<u8>(), n) })
+}
+
+/// A NUL-terminated C string argument.
+pub(crate) fn c_str(p: *const c_char, what: &str) -> Result<String> {
+    if p.is_null() {
+        return Err(arg(what));
+    }
+    // SAFETY: not null, and a C string argument is NUL-terminated by the
+    // caller's contract.
+    let s = unsafe { std::ffi::CStr::from_ptr(p) };
+    Ok(s.to_string_lossy().into_owned())
+}
+
+/// Copies `s` into the C buffer `p` of `cap` bytes (truncated to
+/// `cap - 1`, NUL-terminated) and returns the length written.
+pub(crate) fn put_str(p: *mut c_char, cap: usize, s: &str, what: &str) -> Result<c_int> {
+    if p.is_null() {
+        return Err(arg(what));
+    }
+    let n = s.len().min(cap.saturating_sub(1));
+    let dst = array_mut(p.cast::<u8>(), n + 1, what)?;
+    dst[..n].copy_from_slice(&s.as_bytes()[..n]);
+    dst[n] = 0;
+    Ok(n as c_int)
+}
+
+/// A count argument: non-negative.
+pub(crate) fn count(n: c_int, what: &str) -> Result<usize> {
+    usize::try_from(n).map_err(|_| {
+        Error::new(
+            ErrorClass::Count,
+            format!("{what} is {n}: counts must not be negative"),
+        )
+    })
+}
+
+/// A handle argument's integer value.
+pub(crate) fn h<T>(p: *mut T) -> usize {
+    p as usize
+}
+
+/// A handle as the C type.
+pub(crate) fn to_handle<T>(v: usize) -> *mut T {
+    v as *mut T
+}

@@ -1,0 +1,1654 @@
+//! Point-to-point communication and requests (MPI 4.1 §3, §3.7-3.9): the
+//! C entry points over `Communicator` and `Request`.
+//!
+//! A C request ([`Req`]) owns what its Rust `Request` borrows: a handle on
+//! the communicator (which keeps the process state alive) and any staging
+//! buffer of a noncontiguous datatype. The Rust request's lifetime is
+//! erased to `'static` when it is stored; the buffer it borrows is the
+//! user's (valid until completion, as MPI requires of the caller) or a
+//! staging buffer owned by the same `Req` and dropped after it.
+
+use super::types::{committed, TypeObj};
+use super::{
+    array_mut, bytes, bytes_mut, comm_obj, count, guard, guard_on, h, lock, out, read, state,
+    to_handle, CommObj, ANY_TAG, COMM_NULL, MESSAGE_NO_PROC, MESSAGE_NULL, PROC_NULL, REQUEST_NULL,
+    SUCCESS, UNDEFINED,
+};
+use crate::comm::{Message, Request};
+use crate::error::{Error, ErrorClass, Result};
+use crate::p2p::Status;
+use std::ffi::{c_int, c_void};
+use std::sync::{Arc, Mutex};
+
+/// `MPI_Status` as C lays it out.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct CStatus {
+    pub(crate) source: c_int,
+    pub(crate) tag: c_int,
+    pub(crate) error: c_int,
+    /// [0..2] length in bytes (low, high 32 bits), [2] cancelled.
+    pub(crate) internal: [c_int; 5],
+}
+
+impl CStatus {
+    pub(crate) fn from_rust(st: &Status) -> CStatus {
+        let mut s = CStatus {
+            source: st.source,
+            tag: if st.tag < 0 { ANY_TAG } else { st.tag },
+            error: SUCCESS,
+            internal: [0; 5],
+        };
+        s.set_bytes(st.bytes);
+        s
+    }
+
+    /// The empty status (MPI 4.1 §3.7.3): what a null or inactive request
+    /// gives, and a send.
+    pub(crate) fn empty() -> CStatus {
+        CStatus {
+            source: super::ANY_SOURCE,
+            tag: ANY_TAG,
+            error: SUCCESS,
+            internal: [0; 5],
+        }
+    }
+
+    /// The status of a receive from `MPI_PROC_NULL`.
+    pub(crate) fn proc_null() -> CStatus {
+        CStatus {
+            source: PROC_NULL,
+            tag: ANY_TAG,
+            error: SUCCESS,
+            internal: [0; 5],
+        }
+    }
+
+    fn set_bytes(&mut self, n: usize) {
+        self.internal[0] = n as u32 as c_int;
+        self.internal[1] = (n as u64 >> 32) as u32 as c_int;
+    }
+
+    pub(crate) fn bytes(&self) -> usize {
+        (self.internal[0] as u32 as u64 | ((self.internal[1] as u32 as u64) << 32)) as usize
+    }
+}
+
+/// Writes `st` to the C status `p` unless it is `MPI_STATUS_IGNORE`.
+pub(crate) fn put_status(p: *mut CStatus, st: &CStatus) {
+    if !p.is_null() {
+        // Cannot fail: `p` is not null.
+        let _ = out(p, *st, "status");
+    }
+}
+
+/// A status out of an error, if the error carries one (truncation).
+fn err_status(e: &Error) -> CStatus {
+    let mut s = CStatus::empty();
+    if let Some(es) = e.status() {
+        s.source = es.source;
+        s.tag = es.tag;
+        s.set_bytes(es.bytes);
+    }
+    s.error = super::code_of(e);
+    s
+}
+
+/// A receive tag: `MPI_ANY_TAG` (-31 in C, -1 in Rust) or non-negative.
+pub(crate) fn rtag(tag: c_int) -> Result<i32> {
+    match tag {
+        ANY_TAG => Ok(crate::p2p::ANY_TAG),
+        t if t < 0 => Err(Error::new(
+            ErrorClass::Tag,
+            format!("tag {t} is invalid: receive tags are MPI_ANY_TAG or 0..=MPI_TAG_UB"),
+        )),
+        t => Ok(t),
+    }
+}
+
+/// A send tag: non-negative.
+pub(crate) fn stag(tag: c_int) -> Result<i32> {
+    if tag < 0 {
+        return Err(Error::new(
+            ErrorClass::Tag,
+            format!("tag {tag} is invalid: send tags are 0..=MPI_TAG_UB"),
+        ));
+    }
+    Ok(tag)
+}
+
+/// A raw pointer moved into a request (owned by the C program).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Ptr(pub(crate) *mut c_void);
+// SAFETY: the pointer is the C program's buffer, which MPI lets any
+// thread complete the operation on; it is only dereferenced by the
+// completing call.
+unsafe impl Send for Ptr {}
+
+/// What to do when a request completes.
+pub(crate) enum Fin {
+    None,
+    /// A receive into `staging` to unpack into `count` instances at `dst`.
+    Unpack {
+        staging: Vec<u8>,
+        dst: Ptr,
+        count: usize,
+        ty: Arc<TypeObj>,
+    },
+    /// As `Unpack`, from an 8-byte aligned staging buffer of `len` bytes
+    /// (typed reductions).
+    Words {
+        staging: Vec<u64>,
+        len: usize,
+        dst: Ptr,
+        count: usize,
+        ty: Arc<TypeObj>,
+    },
+}
+
+/// The bytes of an 8-byte aligned buffer.
+pub(crate) fn words_bytes(w: &mut [u64]) -> &mut [u8] {
+    // SAFETY: any u64 storage is valid as bytes; the length is exact and
+    // the borrow exclusive.
+    unsafe { std::slice::from_raw_parts_mut(w.as_mut_ptr().cast::<u8>(), w.len() * 8) }
+}
+
+impl std::fmt::Debug for Fin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Fin::None => "None",
+            Fin::Unpack { .. } => "Unpack",
+            Fin::Words { .. } => "Words",
+        })
+    }
+}
+
+/// A persistent request's arguments.
+#[derive(Clone, Debug)]
+pub(crate) struct PSpec {
+    mode: Mode,
+    buf: Ptr,
+    count: usize,
+    ty: usize,
+    peer: c_int,
+    tag: c_int,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Mode {
+    Send,
+    Ssend,
+    Bsend,
+    Rsend,
+    Recv,
+}
+
+/// A request's state.
+#[derive(Debug)]
+pub(crate) enum ReqState {
+    /// In the engine. Field order matters: `req` borrows from `fin` and
+    /// `keep`, and fields drop in order.
+    Live {
+        req: Request<'static>,
+        fin: Fin,
+        keep: Vec<u8>,
+    },
+    /// Complete, with this status (or error).
+    Done(std::result::Result<CStatus, Error>),
+    /// Persistent: its arguments, and the operation of the current start.
+    Persistent {
+        spec: PSpec,
+        active: Option<Box<Req>>,
+    },
+}
+
+/// A C request.
+#[derive(Debug)]
+pub(crate) struct Req {
+    pub(crate) comm: Arc<CommObj>,
+    pub(crate) state: ReqState,
+}
+
+// SAFETY: a `Req` holds a Rust `Request` (whose borrowed buffers are the
+// C program's, or owned by the `Req`), owned staging buffers and `Ptr`s;
+// MPI lets a request be completed by any thread of the process, and the
+// engine behind `Request` is itself thread-safe (`Send + Sync` handles).
+unsafe impl Send for Req {}
+
+impl Req {
+    pub(crate) fn live(comm: &Arc<CommObj>, req: Request<'_>, fin: Fin, keep: Vec<u8>) -> Req {
+        // SAFETY: lifetime erasure only. `req` borrows (a) the process
+        // state behind `comm`, kept alive by the `Arc` stored beside it,
+        // (b) the C program's buffer, which MPI requires to stay valid
+        // until the request completes, or (c) `fin`'s / `keep`'s heap
+        // buffers, owned by this `Req` and dropped after `req`.
+        let req = unsafe { std::mem::transmute::<Request<'_>, Request<'static>>(req) };
+        Req {
+            comm: comm.clone(),
+            state: ReqState::Live { req, fin, keep },
+        }
+    }
+
+    pub(crate) fn done(comm: &Arc<CommObj>, st: CStatus) -> Req {
+        Req {
+            comm: comm.clone(),
+            state: ReqState::Done(Ok(st)),
+        }
+    }
+
+    /// Waits for completion; the request is then `Done`, or an inactive
+    /// persistent one (whose result is returned).
+    fn wait(&mut self) -> std::result::Result<CStatus, Error> {
+        match std::mem::replace(&mut self.state, ReqState::Done(Ok(CStatus::empty()))) {
+            ReqState::Live { req, fin, keep } => {
+                let r = req.wait();
+                let r = finish(r, fin);
+                drop(keep);
+                self.state = ReqState::Done(r.clone());
+                r
+            }
+            ReqState::Done(r) => {
+                self.state = ReqState::Done(r.clone());
+                r
+            }
+            ReqState::Persistent { spec, active } => {
+                let r = match active {
+                    Some(mut a) => a.wait(),
+                    None => Ok(CStatus::empty()),
+                };
+                self.state = ReqState::Persistent { spec, active: None };
+                r
+            }
+        }
+    }
+
+    /// Tests for completion: `Some` when complete (as [`wait`](Self::wait)).
+    fn test(&mut self) -> Option<std::result::Result<CStatus, Error>> {
+        match &mut self.state {
+            ReqState::Live { req, .. } => match req.test() {
+                Ok(None) => None,
+                r => {
+                    let ReqState::Live { fin, keep, .. } =
+                        std::mem::replace(&mut self.state, ReqState::Done(Ok(CStatus::empty())))
+                    else {
+                        unreachable!()
+                    };
+                    let r = finish(r.map(|s| s.expect("Some")), fin);
+                    drop(keep);
+                    self.state = ReqState::Done(r.clone());
+                    Some(r)
+                }
+            },
+            ReqState::Done(r) => Some(r.clone()),
+            ReqState::Persistent { active, .. } => {
+                let r = match active {
+                    Some(a) => a.test()?,
+                    None => Ok(CStatus::empty()),
+                };
+                *active = None;
+                Some(r)
+            }
+        }
+    }
+
+    fn is_persistent(&self) -> bool {
+        matches!(self.state, ReqState::Persistent { .. })
+    }
+}
+
+/// The last step of a completed operation.
+fn finish(r: Result<Status>, fin: Fin) -> std::result::Result<CStatus, Error> {
+    match fin {
+        Fin::None => r.map(|s| CStatus::from_rust(&s)),
+        Fin::Unpack {
+            staging,
+            dst,
+            count,
+            ty,
+        } => {
+            let st = r?;
+            let n = st.bytes.min(staging.len());
+            ty.unpack(&staging[..n], dst.0, count)?;
+            Ok(CStatus::from_rust(&st))
+        }
+        Fin::Words {
+            mut staging,
+            len,
+            dst,
+            count,
+            ty,
+        } => {
+            let st = r?;
+            ty.unpack(&words_bytes(&mut staging)[..len], dst.0, count)?;
+            Ok(CStatus::from_rust(&st))
+        }
+    }
+}
+
+/// Stores `req` and writes its handle.
+pub(crate) fn give_request(req: Req, p: *mut *mut c_void) -> Result<()> {
+    if p.is_null() {
+        return Err(super::arg("request"));
+    }
+    let handle = state().reqs.insert(Box::new(req));
+    out(p, to_handle(handle), "request")
+}
+
+/// A request complete from the start (on `comm`).
+pub(crate) fn done_request(comm: &Arc<CommObj>, p: *mut *mut c_void) -> Result<()> {
+    give_request(Req::done(comm, CStatus::empty()), p)
+}
+
+// ---- orphans and buffered sends ------------------------------------------------------
+
+/// Requests the program let go of (`MPI_Request_free` on an active one,
+/// buffered sends): completed in the background, at the next completion
+/// call and at finalize.
+static ORPHANS: Mutex<Vec<(Box<Req>, usize)>> = Mutex::new(Vec::new());
+
+/// The buffer of `MPI_Buffer_attach`: (address, size).
+static BSEND_BUF: Mutex<Option<(usize, usize)>> = Mutex::new(None);
+const BSEND_OVERHEAD: usize = 512;
+
+/// Tests every orphan once, dropping the complete ones.
+pub(crate) fn poll_orphans() {
+    let mut o = lock(&ORPHANS);
+    o.retain_mut(|(r, _)| r.test().is_none());
+}
+
+fn bsend_in_use() -> usize {
+    poll_orphans();
+    lock(&ORPHANS).iter().map(|(_, n)| *n).sum()
+}
+
+/// Waits for every orphan (finalize, buffer detach).
+pub(crate) fn flush_bsends() -> Result<()> {
+    let all = std::mem::take(&mut *lock(&ORPHANS));
+    for (mut r, _) in all {
+        let _ = r.wait();
+    }
+    Ok(())
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Buffer_attach(buf: *mut c_void, size: c_int) -> c_int {
+    guard("MPI_Buffer_attach", COMM_NULL, || {
+        let n = count(size, "size")?;
+        let mut b = lock(&BSEND_BUF);
+        if b.is_some() {
+            return Err(Error::new(
+                ErrorClass::Buffer,
+                "a buffer is already attached (MPI_Buffer_detach it first)",
+            ));
+        }
+        *b = Some((buf as usize, n));
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Buffer_detach(buf: *mut c_void, size: *mut c_int) -> c_int {
+    guard("MPI_Buffer_detach", COMM_NULL, || {
+        // MPI 4.1 §3.6.1: detach waits until the buffered messages left.
+        flush_bsends()?;
+        let b = lock(&BSEND_BUF).take();
+        let (addr, n) = b.unwrap_or((0, 0));
+        out(buf.cast::<usize>(), addr, "buffer_addr")?;
+        out(size, n as c_int, "size")
+    })
+}
+
+// ---- starting operations -------------------------------------------------------------
+
+/// The bytes of `count` instances of `ty` at `buf` as one slice if they
+/// are contiguous, else packed into a new buffer.
+fn send_data<'a>(
+    buf: *const c_void,
+    n: usize,
+    ty: &TypeObj,
+) -> Result<(Option<&'a [u8]>, Vec<u8>)> {
+    match ty.contiguous(n) {
+        Some(off) => Ok((
+            Some(bytes(
+                (buf as *const u8).wrapping_offset(off).cast(),
+                n * ty.size,
+            )?),
+            Vec::new(),
+        )),
+        None => Ok((None, ty.pack(buf, n)?)),
+    }
+}
+
+/// Starts a nonblocking send of any mode; the request is stored in the
+/// returned `Req`.
+fn start_send(
+    obj: &Arc<CommObj>,
+    mode: Mode,
+    buf: *const c_void,
+    n: usize,
+    tyh: usize,
+    dest: c_int,
+    tag: c_int,
+) -> Result<Req> {
+    let ty = committed(tyh)?;
+    let tag = stag(tag)?;
+    let (direct, packed) = send_data(buf, n, &ty)?;
+    if mode == Mode::Bsend {
+        return bsend(obj, direct.unwrap_or(&packed), dest, tag)
+            .map(|_| Req::done(obj, CStatus::empty()));
+    }
+    let data: &[u8] = match direct {
+        Some(d) => d,
+        // SAFETY: lifetime erasure of a borrow of `packed`'s heap buffer,
+        // which moves into the same `Req` as the request (`keep`) and is
+        // dropped after it.
+        None => unsafe { std::slice::from_raw_parts(packed.as_ptr(), packed.len()) },
+    };
+    let r = match mode {
+        Mode::Ssend => obj.comm.issend(data, dest, tag)?,
+        _ => obj.comm.isend(data, dest, tag)?,
+    };
+    Ok(Req::live(obj, r, Fin::None, packed))
+}
+
+/// A buffered send: the data is copied, sent in the background, and
+/// counted against the attached buffer.
+fn bsend(obj: &Arc<CommObj>, data: &[u8], dest: c_int, tag: c_int) -> Result<()> {
+    let need = data.len() + BSEND_OVERHEAD;
+    let cap = lock(&BSEND_BUF).map(|b| b.1);
+    let Some(cap) = cap else {
+        return Err(Error::new(
+            ErrorClass::Buffer,
+            "MPI_Bsend without an attached buffer (MPI_Buffer_attach one)",
+        ));
+    };
+    let used = bsend_in_use();
+    if used + need > cap {
+        return Err(Error::new(
+            ErrorClass::Buffer,
+            format!(
+                "the attached buffer has {} of {cap} bytes free; this message needs {need} \
+                 (its size plus MPI_BSEND_OVERHEAD)",
+                cap.saturating_sub(used)
+            ),
+        ));
+    }
+    let copy = data.to_vec();
+    // SAFETY: lifetime erasure of a borrow of `copy`'s heap buffer, which
+    // moves into the `Req` (`keep`) and is dropped after the request.
+    let view = unsafe { std::slice::from_raw_parts(copy.as_ptr(), copy.len()) };
+    let r = obj.comm.isend(view, dest, tag)?;
+    let req = Req::live(obj, r, Fin::None, copy);
+    lock(&ORPHANS).push((Box::new(req), need));
+    Ok(())
+}
+
+/// Starts a nonblocking receive.
+fn start_recv(
+    obj: &Arc<CommObj>,
+    buf: *mut c_void,
+    n: usize,
+    tyh: usize,
+    src: c_int,
+    tag: c_int,
+) -> Result<Req> {
+    let ty = committed(tyh)?;
+    let tag = rtag(tag)?;
+    match ty.contiguous(n) {
+        Some(off) => {
+            let b = bytes_mut((buf as *mut u8).wrapping_offset(off).cast(), n * ty.size)?;
+            let r = obj.comm.irecv(b, src, tag)?;
+            Ok(Req::live(obj, r, Fin::None, Vec::new()))
+        }
+        None => {
+            let mut staging = vec![0u8; n * ty.size];
+            // SAFETY: lifetime erasure of a borrow of `staging`'s heap
+            // buffer, which moves into the `Req` (`fin`) and is dropped
+            // after the request; nothing else touches it meanwhile.
+            let view =
+                unsafe { std::slice::from_raw_parts_mut(staging.as_mut_ptr(), staging.len()) };
+            let r = obj.comm.irecv(view, src, tag)?;
+            Ok(Req::live(
+                obj,
+                r,
+                Fin::Unpack {
+                    staging,
+                    dst: Ptr(buf),
+                    count: n,
+                    ty,
+                },
+                Vec::new(),
+            ))
+        }
+    }
+}
+
+// ---- blocking point to point -----------------------------------------------------------
+
+#[allow(clippy::too_many_arguments)]
+fn send_blocking(
+    call: &str,
+    mode: Mode,
+    buf: *const c_void,
+    n: c_int,
+    t: *mut c_void,
+    dest: c_int,
+    tag: c_int,
+    comm: *mut c_void,
+) -> c_int {
+    guard(call, h(comm), || {
+        let obj = comm_obj(h(comm))?;
+        let n = count(n, "count")?;
+        let ty = committed(h(t))?;
+        let tag = stag(tag)?;
+        let (direct, packed) = send_data(buf, n, &ty)?;
+        let data = direct.unwrap_or(&packed);
+        match mode {
+            Mode::Ssend => obj.comm.ssend(data, dest, tag),
+            Mode::Bsend => bsend(&obj, data, dest, tag),
+            _ => obj.comm.send(data, dest, tag),
+        }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Send(
+    buf: *const c_void,
+    n: c_int,
+    t: *mut c_void,
+    dest: c_int,
+    tag: c_int,
+    comm: *mut c_void,
+) -> c_int {
+    send_blocking("MPI_Send", Mode::Send, buf, n, t, dest, tag, comm)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Ssend(
+    buf: *const c_void,
+    n: c_int,
+    t: *mut c_void,
+    dest: c_int,
+    tag: c_int,
+    comm: *mut c_void,
+) -> c_int {
+    send_blocking("MPI_Ssend", Mode::Ssend, buf, n, t, dest, tag, comm)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Bsend(
+    buf: *const c_void,
+    n: c_int,
+    t: *mut c_void,
+    dest: c_int,
+    tag: c_int,
+    comm: *mut c_void,
+) -> c_int {
+    send_blocking("MPI_Bsend", Mode::Bsend, buf, n, t, dest, tag, comm)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Rsend(
+    buf: *const c_void,
+    n: c_int,
+    t: *mut c_void,
+    dest: c_int,
+    tag: c_int,
+    comm: *mut c_void,
+) -> c_int {
+    send_blocking("MPI_Rsend", Mode::Rsend, buf, n, t, dest, tag, comm)
+}
+
+/// A blocking receive of `n` instances of `ty` at `buf`.
+pub(crate) fn recv_into(
+    obj: &CommObj,
+    buf: *mut c_void,
+    n: usize,
+    ty: &TypeObj,
+    src: c_int,
+    tag: i32,
+) -> Result<CStatus> {
+    match ty.contiguous(n) {
+        Some(off) => {
+            let b = bytes_mut((buf as *mut u8).wrapping_offset(off).cast(), n * ty.size)?;
+            Ok(CStatus::from_rust(&obj.comm.recv(b, src, tag)?))
+        }
+        None => {
+            let mut staging = vec![0u8; n * ty.size];
+            let st = obj.comm.recv(&mut staging[..], src, tag)?;
+            let got = st.bytes.min(staging.len());
+            ty.unpack(&staging[..got], buf, n)?;
+            Ok(CStatus::from_rust(&st))
+        }
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Recv(
+    buf: *mut c_void,
+    n: c_int,
+    t: *mut c_void,
+    src: c_int,
+    tag: c_int,
+    comm: *mut c_void,
+    status: *mut CStatus,
+) -> c_int {
+    guard("MPI_Recv", h(comm), || {
+        let obj = comm_obj(h(comm))?;
+        let n = count(n, "count")?;
+        let ty = committed(h(t))?;
+        let tag = rtag(tag)?;
+        match recv_into(&obj, buf, n, &ty, src, tag) {
+            Ok(st) => {
+                put_status(status, &st);
+                Ok(())
+            }
+            Err(e) => {
+                put_status(status, &err_status(&e));
+                Err(e)
+            }
+        }
+    })
+}
+
+macro_rules! isend_fn {
+    ($name:ident, $call:literal, $mode:expr) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(
+            buf: *const c_void,
+            n: c_int,
+            t: *mut c_void,
+            dest: c_int,
+            tag: c_int,
+            comm: *mut c_void,
+            request: *mut *mut c_void,
+        ) -> c_int {
+            guard($call, h(comm), || {
+                let obj = comm_obj(h(comm))?;
+                let n = count(n, "count")?;
+                if request.is_null() {
+                    return Err(super::arg("request"));
+                }
+                let r = start_send(&obj, $mode, buf, n, h(t), dest, tag)?;
+                give_request(r, request)
+            })
+        }
+    };
+}
+
+isend_fn!(MPI_Isend, "MPI_Isend", Mode::Send);
+isend_fn!(MPI_Issend, "MPI_Issend", Mode::Ssend);
+isend_fn!(MPI_Ibsend, "MPI_Ibsend", Mode::Bsend);
+isend_fn!(MPI_Irsend, "MPI_Irsend", Mode::Rsend);
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Irecv(
+    buf: *mut c_void,
+    n: c_int,
+    t: *mut c_void,
+    src: c_int,
+    tag: c_int,
+    comm: *mut c_void,
+    request: *mut *mut c_void,
+) -> c_int {
+    guard("MPI_Irecv", h(comm), || {
+        let obj = comm_obj(h(comm))?;
+        let n = count(n, "count")?;
+        if request.is_null() {
+            return Err(super::arg("request"));
+        }
+        let r = start_recv(&obj, buf, n, h(t), src, tag)?;
+        give_request(r, request)
+    })
+}
+
+// ---- persistent requests ----------------------------------------------------------------
+
+macro_rules! pinit_fn {
+    ($name:ident, $call:literal, $mode:expr) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(
+            buf: *const c_void,
+            n: c_int,
+            t: *mut c_void,
+            peer: c_int,
+            tag: c_int,
+            comm: *mut c_void,
+            request: *mut *mut c_void,
+        ) -> c_int {
+            guard($call, h(comm), || {
+                let obj = comm_obj(h(comm))?;
+                let n = count(n, "count")?;
+                committed(h(t))?;
+                if $mode == Mode::Recv {
+                    rtag(tag)?;
+                } else {
+                    stag(tag)?;
+                }
+                let spec = PSpec {
+                    mode: $mode,
+                    buf: Ptr(buf as *mut c_void),
+                    count: n,
+                    ty: h(t),
+                    peer,
+                    tag,
+                };
+                give_request(
+                    Req {
+                        comm: obj,
+                        state: ReqState::Persistent { spec, active: None },
+                    },
+                    request,
+                )
+            })
+        }
+    };
+}
+
+pinit_fn!(MPI_Send_init, "MPI_Send_init", Mode::Send);
+pinit_fn!(MPI_Ssend_init, "MPI_Ssend_init", Mode::Ssend);
+pinit_fn!(MPI_Bsend_init, "MPI_Bsend_init", Mode::Bsend);
+pinit_fn!(MPI_Rsend_init, "MPI_Rsend_init", Mode::Rsend);
+pinit_fn!(MPI_Recv_init, "MPI_Recv_init", Mode::Recv);
+
+fn start_one(handle: usize) -> std::result::Result<(), (Option<Arc<CommObj>>, Error)> {
+    let mut st = state();
+    let Some(req) = st.reqs.get_mut(handle) else {
+        return Err((None, bad_request(handle)));
+    };
+    let comm = req.comm.clone();
+    let ReqState::Persistent { spec, active } = &mut req.state else {
+        return Err((
+            Some(comm),
+            Error::new(
+                ErrorClass::Request,
+                "MPI_Start on a request that is not persistent",
+            ),
+        ));
+    };
+    if active.is_some() {
+        return Err((
+            Some(comm),
+            Error::new(
+                ErrorClass::Request,
+                "MPI_Start on an active persistent request",
+            ),
+        ));
+    }
+    let spec = spec.clone();
+    drop(st);
+    let r = match spec.mode {
+        Mode::Recv => start_recv(&comm, spec.buf.0, spec.count, spec.ty, spec.peer, spec.tag),
+        m => start_send(
+            &comm, m, spec.buf.0, spec.count, spec.ty, spec.peer, spec.tag,
+        ),
+    }
+    .map_err(|e| (Some(comm.clone()), e))?;
+    let mut st = state();
+    if let Some(Req {
+        state: ReqState::Persistent { active, .. },
+        ..
+    }) = st.reqs.get_mut(handle).map(|b| &mut **b)
+    {
+        *active = Some(Box::new(r));
+    }
+    Ok(())
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Start(request: *mut *mut c_void) -> c_int {
+    guard_on("MPI_Start", || {
+        let hd = h(read(request, "request").map_err(|e| (None, e))?);
+        start_one(hd)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Startall(n: c_int, requests: *mut *mut c_void) -> c_int {
+    guard_on("MPI_Startall", || {
+        let n = count(n, "count").map_err(|e| (None, e))?;
+        let rs = super::array(requests, n, "array_of_requests").map_err(|e| (None, e))?;
+        for &r in rs {
+            start_one(h(r))?;
+        }
+        Ok(())
+    })
+}
+
+// ---- completion ---------------------------------------------------------------------------
+
+fn bad_request(r: usize) -> Error {
+    Error::new(
+        ErrorClass::Request,
+        format!("{r:#x} is not a valid request handle (freed, completed, or not a request)"),
+    )
+}
+
+/// What one completion gives back.
+struct Outcome {
+    status: CStatus,
+    err: Option<(Arc<CommObj>, Error)>,
+}
+
+/// Completes (or tests) the request at `*slot`: a `Some` outcome when
+/// complete (then `*slot` is `MPI_REQUEST_NULL`, unless persistent).
+fn complete(slot: &mut *mut c_void, block: bool) -> std::result::Result<Option<Outcome>, Error> {
+    let hd = h(*slot);
+    if hd == REQUEST_NULL {
+        return Ok(Some(Outcome {
+            status: CStatus::empty(),
+            err: None,
+        }));
+    }
+    let mut req = state().reqs.take(hd).ok_or_else(|| bad_request(hd))?;
+    let r = if block {
+        Some(req.wait())
+    } else {
+        poll_orphans();
+        req.test()
+    };
+    let Some(r) = r else {
+        state().reqs.put_back(hd, req);
+        return Ok(None);
+    };
+    let comm = req.comm.clone();
+    if req.is_persistent() {
+        state().reqs.put_back(hd, req);
+    } else {
+        state().reqs.release(hd);
+        *slot = to_handle(REQUEST_NULL);
+    }
+    Ok(Some(match r {
+        Ok(status) => Outcome { status, err: None },
+        Err(e) => Outcome {
+            status: err_status(&e),
+            err: Some((comm, e)),
+        },
+    }))
+}
+
+/// Whether the request at `slot` is null or an inactive persistent one.
+fn inactive(slot: *mut c_void) -> bool {
+    let hd = h(slot);
+    if hd == REQUEST_NULL {
+        return true;
+    }
+    matches!(
+        state().reqs.get(hd).map(|r| &r.state),
+        Some(ReqState::Persistent { active: None, .. })
+    )
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Wait(request: *mut *mut c_void, status: *mut CStatus) -> c_int {
+    guard_on("MPI_Wait", || {
+        let mut slot = read(request, "request").map_err(|e| (None, e))?;
+        let o = complete(&mut slot, true)
+            .map_err(|e| (None, e))?
+            .expect("a blocking completion completes");
+        out(request, slot, "request").map_err(|e| (None, e))?;
+        put_status(status, &o.status);
+        match o.err {
+            Some((c, e)) => Err((Some(c), e)),
+            None => Ok(()),
+        }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Test(
+    request: *mut *mut c_void,
+    flag: *mut c_int,
+    status: *mut CStatus,
+) -> c_int {
+    guard_on("MPI_Test", || {
+        let mut slot = read(request, "request").map_err(|e| (None, e))?;
+        if flag.is_null() {
+            return Err((None, super::arg("flag")));
+        }
+        match complete(&mut slot, false).map_err(|e| (None, e))? {
+            None => {
+                let _ = out(flag, 0, "flag");
+                Ok(())
+            }
+            Some(o) => {
+                let _ = out(flag, 1, "flag");
+                let _ = out(request, slot, "request");
+                put_status(status, &o.status);
+                match o.err {
+                    Some((c, e)) => Err((Some(c), e)),
+                    None => Ok(()),
+                }
+            }
+        }
+    })
+}
+
+/// Backs off between rounds of a polling wait: spin, then yield, then
+/// sleep (growing to 1 ms) so a long wait does not burn a core.
+pub(crate) fn backoff(round: &mut u32) {
+    *round += 1;
+    if *round < 64 {
+        std::hint::spin_loop();
+    } else if *round < 256 {
+        std::thread::yield_now();
+    } else {
+        let us = (*round as u64 - 255).min(1000);
+        std::thread::sleep(std::time::Duration::from_micros(us));
+    }
+}
+
+const ERR_IN_STATUS: c_int = 19;
+
+/// The common part of Waitall / Testall: completes every request of
+/// `reqs` (blocking or only if all are complete).
+fn all(
+    call: &str,
+    n: c_int,
+    requests: *mut *mut c_void,
+    statuses: *mut CStatus,
+    block: bool,
+    flag: *mut c_int,
+) -> c_int {
+    let r = (|| -> Result<Option<Vec<Outcome>>> {
+        let n = count(n, "count")?;
+        let reqs = array_mut(requests, n, "array_of_requests")?;
+        if !block {
+            poll_orphans();
+            // Complete only if all are: test each without consuming it.
+            for &r in reqs.iter() {
+                let hd = h(r);
+                if hd == REQUEST_NULL {
+                    continue;
+                }
+                let mut req = state().reqs.take(hd).ok_or_else(|| bad_request(hd))?;
+                let done = req.test();
+                if let (Some(res), true) = (&done, req.is_persistent()) {
+                    // Keep the outcome until all are complete.
+                    let ReqState::Persistent { spec, .. } = &req.state else {
+                        unreachable!()
+                    };
+                    let spec = spec.clone();
+                    req.state = ReqState::Persistent {
+                        spec,
+                        active: Some(Box::new(Req {
+                            comm: req.comm.clone(),
+                            state: ReqState::Done(res.clone()),
+                        })),
+                    };
+                }
+                let complete = done.is_some();
+                state().reqs.put_back(hd, req);
+                if !complete {
+                    return Ok(None);
+                }
+            }
+        }
+        let mut outs = Vec::with_capacity(n);
+        for slot in reqs.iter_mut() {
+            outs.push(complete(slot, true)?.expect("blocking"));
+        }
+        Ok(Some(outs))
+    })();
+    match r {
+        Err(e) => super::raise(None, call, &e),
+        Ok(None) => {
+            let _ = out(flag, 0, "flag");
+            SUCCESS
+        }
+        Ok(Some(outs)) => {
+            if !flag.is_null() {
+                let _ = out(flag, 1, "flag");
+            }
+            let first_err = outs.iter().find_map(|o| o.err.as_ref()).cloned();
+            if !statuses.is_null() {
+                if let Ok(sts) = array_mut(statuses, outs.len(), "array_of_statuses") {
+                    for (s, o) in sts.iter_mut().zip(&outs) {
+                        *s = o.status;
+                        if first_err.is_none() {
+                            s.error = SUCCESS;
+                        }
+                    }
+                }
+            }
+            match first_err {
+                None => SUCCESS,
+                Some((c, e)) => {
+                    let code = super::raise(Some(&c), call, &e);
+                    if statuses.is_null() {
+                        code
+                    } else {
+                        ERR_IN_STATUS
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Waitall(
+    n: c_int,
+    requests: *mut *mut c_void,
+    statuses: *mut CStatus,
+) -> c_int {
+    all(
+        "MPI_Waitall",
+        n,
+        requests,
+        statuses,
+        true,
+        std::ptr::null_mut(),
+    )
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Testall(
+    n: c_int,
+    requests: *mut *mut c_void,
+    flag: *mut c_int,
+    statuses: *mut CStatus,
+) -> c_int {
+    if flag.is_null() {
+        return super::raise(None, "MPI_Testall", &super::arg("flag"));
+    }
+    all("MPI_Testall", n, requests, statuses, false, flag)
+}
+
+/// Waitany / Testany: the first complete request of `reqs`.
+fn any(
+    call: &str,
+    n: c_int,
+    requests: *mut *mut c_void,
+    index: *mut c_int,
+    flag: *mut c_int,
+    status: *mut CStatus,
+    block: bool,
+) -> c_int {
+    let r = (|| -> Result<Option<(usize, Outcome)>> {
+        let n = count(n, "count")?;
+        let reqs = array_mut(requests, n, "array_of_requests")?;
+        let mut round = 0;
+        loop {
+            let mut any_active = false;
+            for (i, slot) in reqs.iter_mut().enumerate() {
+                if inactive(*slot) {
+                    continue;
+                }
+                any_active = true;
+                if let Some(o) = complete(slot, false)? {
+                    return Ok(Some((i, o)));
+                }
+            }
+            if !any_active {
+                return Ok(Some((
+                    usize::MAX,
+                    Outcome {
+                        status: CStatus::empty(),
+                        err: None,
+                    },
+                )));
+            }
+            if !block {
+                return Ok(None);
+            }
+            backoff(&mut round);
+        }
+    })();
+    match r {
+        Err(e) => super::raise(None, call, &e),
+        Ok(None) => {
+            let _ = out(flag, 0, "flag");
+            let _ = out(index, UNDEFINED, "index");
+            SUCCESS
+        }
+        Ok(Some((i, o))) => {
+            if !flag.is_null() {
+                let _ = out(flag, 1, "flag");
+            }
+            let _ = out(
+                index,
+                if i == usize::MAX {
+                    UNDEFINED
+                } else {
+                    i as c_int
+                },
+                "index",
+            );
+            put_status(status, &o.status);
+            match o.err {
+                Some((c, e)) => super::raise(Some(&c), call, &e),
+                None => SUCCESS,
+            }
+        }
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Waitany(
+    n: c_int,
+    requests: *mut *mut c_void,
+    index: *mut c_int,
+    status: *mut CStatus,
+) -> c_int {
+    any(
+        "MPI_Waitany",
+        n,
+        requests,
+        index,
+        std::ptr::null_mut(),
+        status,
+        true,
+    )
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Testany(
+    n: c_int,
+    requests: *mut *mut c_void,
+    index: *mut c_int,
+    flag: *mut c_int,
+    status: *mut CStatus,
+) -> c_int {
+    if flag.is_null() {
+        return super::raise(None, "MPI_Testany", &super::arg("flag"));
+    }
+    any("MPI_Testany", n, requests, index, flag, status, false)
+}
+
+/// Waitsome / Testsome.
+fn some(
+    call: &str,
+    n: c_int,
+    requests: *mut *mut c_void,
+    outcount: *mut c_int,
+    indices: *mut c_int,
+    statuses: *mut CStatus,
+    block: bool,
+) -> c_int {
+    let r = (|| -> Result<Option<Vec<(usize, Outcome)>>> {
+        let n = count(n, "incount")?;
+        let reqs = array_mut(requests, n, "array_of_requests")?;
+        let mut round = 0;
+        loop {
+            let mut any_active = false;
+            let mut done = Vec::new();
+            for (i, slot) in reqs.iter_mut().enumerate() {
+                if inactive(*slot) {
+                    continue;
+                }
+                any_active = true;
+                if let Some(o) = complete(slot, false)? {
+                    done.push((i, o));
+                }
+            }
+            if !any_active {
+                return Ok(None);
+            }
+            if !done.is_empty() || !block {
+                return Ok(Some(done));
+            }
+            backoff(&mut round);
+        }
+    })();
+    match r {
+        Err(e) => super::raise(None, call, &e),
+        Ok(None) => {
+            let _ = out(outcount, UNDEFINED, "outcount");
+            SUCCESS
+        }
+        Ok(Some(done)) => {
+            let _ = out(outcount, done.len() as c_int, "outcount");
+            if let Ok(ix) = array_mut(indices, done.len(), "array_of_indices") {
+                for (d, (i, _)) in ix.iter_mut().zip(&done) {
+                    *d = *i as c_int;
+                }
+            }
+            let first_err = done.iter().find_map(|(_, o)| o.err.as_ref()).cloned();
+            if !statuses.is_null() {
+                if let Ok(sts) = array_mut(statuses, done.len(), "array_of_statuses") {
+                    for (s, (_, o)) in sts.iter_mut().zip(&done) {
+                        *s = o.status;
+                    }
+                }
+            }
+            match first_err {
+                None => SUCCESS,
+                Some((c, e)) => {
+                    let code = super::raise(Some(&c), call, &e);
+                    if statuses.is_null() {
+                        code
+                    } else {
+                        ERR_IN_STATUS
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Waitsome(
+    n: c_int,
+    requests: *mut *mut c_void,
+    outcount: *mut c_int,
+    indices: *mut c_int,
+    statuses: *mut CStatus,
+) -> c_int {
+    some(
+        "MPI_Waitsome",
+        n,
+        requests,
+        outcount,
+        indices,
+        statuses,
+        true,
+    )
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Testsome(
+    n: c_int,
+    requests: *mut *mut c_void,
+    outcount: *mut c_int,
+    indices: *mut c_int,
+    statuses: *mut CStatus,
+) -> c_int {
+    some(
+        "MPI_Testsome",
+        n,
+        requests,
+        outcount,
+        indices,
+        statuses,
+        false,
+    )
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Request_free(request: *mut *mut c_void) -> c_int {
+    guard("MPI_Request_free", COMM_NULL, || {
+        let hd = h(read(request, "request")?);
+        let req = state().reqs.release(hd).ok_or_else(|| bad_request(hd))?;
+        let active = match req.state {
+            ReqState::Persistent { active, .. } => active,
+            ReqState::Done(_) => None,
+            _ => Some(req),
+        };
+        if let Some(a) = active {
+            // It completes in the background (MPI 4.1 §3.7.3).
+            lock(&ORPHANS).push((a, 0));
+        }
+        out(request, to_handle(REQUEST_NULL), "request")
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Cancel(request: *mut *mut c_void) -> c_int {
+    guard("MPI_Cancel", COMM_NULL, || {
+        let hd = h(read(request, "request")?);
+        let mut st = state();
+        let req = st.reqs.get_mut(hd).ok_or_else(|| bad_request(hd))?;
+        let target: &mut Req = match &mut req.state {
+            ReqState::Persistent {
+                active: Some(a), ..
+            } => a,
+            _ => req,
+        };
+        if let ReqState::Live { req: r, .. } = &mut target.state {
+            if r.cancel() {
+                let mut s = CStatus::empty();
+                s.internal[2] = 1;
+                target.state = ReqState::Done(Ok(s));
+            }
+        }
+        // A send, or a receive already matched, is not cancelled: it
+        // completes as usual and its status says so (MPI allows this).
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Test_cancelled(status: *const CStatus, flag: *mut c_int) -> c_int {
+    guard("MPI_Test_cancelled", COMM_NULL, || {
+        let s = read(status, "status")?;
+        out(flag, (s.internal[2] != 0) as c_int, "flag")
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Get_count(
+    status: *const CStatus,
+    t: *mut c_void,
+    cnt: *mut c_int,
+) -> c_int {
+    guard("MPI_Get_count", COMM_NULL, || {
+        let s = read(status, "status")?;
+        let ty = super::types::type_obj(h(t))?;
+        let b = s.bytes();
+        let c = if ty.size == 0 {
+            if b == 0 {
+                0
+            } else {
+                UNDEFINED
+            }
+        } else if b % ty.size == 0 {
+            (b / ty.size) as c_int
+        } else {
+            UNDEFINED
+        };
+        out(cnt, c, "count")
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Get_elements(
+    status: *const CStatus,
+    t: *mut c_void,
+    cnt: *mut c_int,
+) -> c_int {
+    guard("MPI_Get_elements", COMM_NULL, || {
+        let s = read(status, "status")?;
+        let ty = super::types::type_obj(h(t))?;
+        let c = ty.elements_in(s.bytes()).map_or(UNDEFINED, |n| n as c_int);
+        out(cnt, c, "count")
+    })
+}
+
+// ---- sendrecv ------------------------------------------------------------------------------
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Sendrecv(
+    sbuf: *const c_void,
+    scount: c_int,
+    stype: *mut c_void,
+    dest: c_int,
+    stag_: c_int,
+    rbuf: *mut c_void,
+    rcount: c_int,
+    rtype: *mut c_void,
+    src: c_int,
+    rtag_: c_int,
+    comm: *mut c_void,
+    status: *mut CStatus,
+) -> c_int {
+    guard("MPI_Sendrecv", h(comm), || {
+        let obj = comm_obj(h(comm))?;
+        let sn = count(scount, "sendcount")?;
+        let rn = count(rcount, "recvcount")?;
+        let sty = committed(h(stype))?;
+        let rty = committed(h(rtype))?;
+        let stag_v = stag(stag_)?;
+        let rtag_v = rtag(rtag_)?;
+        let (direct, packed) = send_data(sbuf, sn, &sty)?;
+        let data = direct.unwrap_or(&packed);
+        let r = match rty.contiguous(rn) {
+            Some(off) => {
+                let b = bytes_mut((rbuf as *mut u8).wrapping_offset(off).cast(), rn * rty.size)?;
+                obj.comm
+                    .sendrecv(data, dest, stag_v, b, src, rtag_v)
+                    .map(|s| CStatus::from_rust(&s))
+            }
+            None => {
+                let mut staging = vec![0u8; rn * rty.size];
+                obj.comm
+                    .sendrecv(data, dest, stag_v, &mut staging[..], src, rtag_v)
+                    .and_then(|s| {
+                        let got = s.bytes.min(staging.len());
+                        rty.unpack(&staging[..got], rbuf, rn)?;
+                        Ok(CStatus::from_rust(&s))
+                    })
+            }
+        };
+        match r {
+            Ok(st) => {
+                put_status(status, &st);
+                Ok(())
+            }
+            Err(e) => {
+                put_status(status, &err_status(&e));
+                Err(e)
+            }
+        }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Sendrecv_replace(
+    buf: *mut c_void,
+    n: c_int,
+    t: *mut c_void,
+    dest: c_int,
+    stag_: c_int,
+    src: c_int,
+    rtag_: c_int,
+    comm: *mut c_void,
+    status: *mut CStatus,
+) -> c_int {
+    guard("MPI_Sendrecv_replace", h(comm), || {
+        let obj = comm_obj(h(comm))?;
+        let n = count(n, "count")?;
+        let ty = committed(h(t))?;
+        let out_data = ty.pack(buf, n)?;
+        let mut staging = vec![0u8; n * ty.size];
+        let s = obj.comm.sendrecv(
+            &out_data[..],
+            dest,
+            stag(stag_)?,
+            &mut staging[..],
+            src,
+            rtag(rtag_)?,
+        );
+        match s {
+            Ok(s) => {
+                let got = s.bytes.min(staging.len());
+                ty.unpack(&staging[..got], buf, n)?;
+                put_status(status, &CStatus::from_rust(&s));
+                Ok(())
+            }
+            Err(e) => {
+                put_status(status, &err_status(&e));
+                Err(e)
+            }
+        }
+    })
+}
+
+// ---- probe and matched receives ------------------------------------------------------------
+
+/// A matched message (`MPI_Message`), kept with its communicator.
+#[derive(Debug)]
+pub(crate) struct Msg {
+    // Field order: `msg` borrows the process state `comm` keeps alive.
+    msg: Message<'static>,
+    comm: Arc<CommObj>,
+}
+
+// SAFETY: a matched message is a slot id in the engine (thread-safe) and a
+// reference to the process state; MPI lets any thread receive it.
+unsafe impl Send for Msg {}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Probe(
+    src: c_int,
+    tag: c_int,
+    comm: *mut c_void,
+    status: *mut CStatus,
+) -> c_int {
+    guard("MPI_Probe", h(comm), || {
+        let obj = comm_obj(h(comm))?;
+        let st = obj.comm.probe(src, rtag(tag)?)?;
+        put_status(status, &CStatus::from_rust(&st));
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Iprobe(
+    src: c_int,
+    tag: c_int,
+    comm: *mut c_void,
+    flag: *mut c_int,
+    status: *mut CStatus,
+) -> c_int {
+    guard("MPI_Iprobe", h(comm), || {
+        let obj = comm_obj(h(comm))?;
+        if flag.is_null() {
+            return Err(super::arg("flag"));
+        }
+        match obj.comm.iprobe(src, rtag(tag)?)? {
+            Some(st) => {
+                put_status(status, &CStatus::from_rust(&st));
+                out(flag, 1, "flag")
+            }
+            None => out(flag, 0, "flag"),
+        }
+    })
+}
+
+fn give_message(obj: &Arc<CommObj>, m: Message<'_>, p: *mut *mut c_void) -> Result<()> {
+    // SAFETY: lifetime erasure; the message borrows the process state that
+    // the `Arc<CommObj>` stored beside it keeps alive.
+    let msg = unsafe { std::mem::transmute::<Message<'_>, Message<'static>>(m) };
+    let handle = state().msgs.insert(Msg {
+        msg,
+        comm: obj.clone(),
+    });
+    out(p, to_handle(handle), "message")
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Mprobe(
+    src: c_int,
+    tag: c_int,
+    comm: *mut c_void,
+    message: *mut *mut c_void,
+    status: *mut CStatus,
+) -> c_int {
+    guard("MPI_Mprobe", h(comm), || {
+        let obj = comm_obj(h(comm))?;
+        if message.is_null() {
+            return Err(super::arg("message"));
+        }
+        let tag = rtag(tag)?;
+        if src == PROC_NULL {
+            put_status(status, &CStatus::proc_null());
+            return out(message, to_handle(MESSAGE_NO_PROC), "message");
+        }
+        let (m, st) = obj.comm.mprobe(src, tag)?;
+        put_status(status, &CStatus::from_rust(&st));
+        give_message(&obj, m, message)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Improbe(
+    src: c_int,
+    tag: c_int,
+    comm: *mut c_void,
+    flag: *mut c_int,
+    message: *mut *mut c_void,
+    status: *mut CStatus,
+) -> c_int {
+    guard("MPI_Improbe", h(comm), || {
+        let obj = comm_obj(h(comm))?;
+        if message.is_null() || flag.is_null() {
+            return Err(super::arg("message or flag"));
+        }
+        let tag = rtag(tag)?;
+        if src == PROC_NULL {
+            put_status(status, &CStatus::proc_null());
+            out(message, to_handle(MESSAGE_NO_PROC), "message")?;
+            return out(flag, 1, "flag");
+        }
+        let found = obj.comm.improbe(src, tag)?;
+        match found {
+            Some((m, st)) => {
+                put_status(status, &CStatus::from_rust(&st));
+                give_message(&obj, m, message)?;
+                out(flag, 1, "flag")
+            }
+            None => out(flag, 0, "flag"),
+        }
+    })
+}
+
+/// Receives matched message `*message` into `n` instances at `buf`.
+fn mrecv(
+    buf: *mut c_void,
+    n: c_int,
+    t: *mut c_void,
+    message: *mut *mut c_void,
+) -> Result<(Arc<CommObj>, CStatus)> {
+    let mh = h(read(message, "message")?);
+    let n = count(n, "count")?;
+    let ty = committed(h(t))?;
+    if mh == MESSAGE_NO_PROC {
+        out(message, to_handle(MESSAGE_NULL), "message")?;
+        let w = super::WORLD
+            .get()
+            .cloned()
+            .ok_or_else(|| super::arg("MPI"))?;
+        return Ok((w, CStatus::proc_null()));
+    }
+    let m = state().msgs.release(mh).ok_or_else(|| {
+        Error::new(
+            ErrorClass::Request,
+            format!("{mh:#x} is not a matched message (MPI_Mprobe gives one)"),
+        )
+    })?;
+    out(message, to_handle(MESSAGE_NULL), "message")?;
+    let Msg { msg, comm } = m;
+    let st = match ty.contiguous(n) {
+        Some(off) => {
+            let b = bytes_mut((buf as *mut u8).wrapping_offset(off).cast(), n * ty.size)?;
+            msg.recv(b)
+        }
+        None => {
+            let mut staging = vec![0u8; n * ty.size];
+            msg.recv(&mut staging[..]).and_then(|s| {
+                let got = s.bytes.min(staging.len());
+                ty.unpack(&staging[..got], buf, n)?;
+                Ok(s)
+            })
+        }
+    };
+    match st {
+        Ok(s) => Ok((comm, CStatus::from_rust(&s))),
+        Err(e) => Err(e),
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Mrecv(
+    buf: *mut c_void,
+    n: c_int,
+    t: *mut c_void,
+    message: *mut *mut c_void,
+    status: *mut CStatus,
+) -> c_int {
+    guard("MPI_Mrecv", COMM_NULL, || {
+        let (_, st) = mrecv(buf, n, t, message)?;
+        put_status(status, &st);
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Imrecv(
+    buf: *mut c_void,
+    n: c_int,
+    t: *mut c_void,
+    message: *mut *mut c_void,
+    request: *mut *mut c_void,
+) -> c_int {
+    guard("MPI_Imrecv", COMM_NULL, || {
+        if request.is_null() {
+            return Err(super::arg("request"));
+        }
+        // The message is matched and on its way: receiving it now only
+        // waits for its own bytes, which the sender is already pushing.
+        let (comm, st) = mrecv(buf, n, t, message)?;
+        give_request(Req::done(&comm, st), request)
+    })
+}

@@ -1,0 +1,1226 @@
+//! Datatypes (MPI 4.1 §5), reduction operations (§6.9) and their C
+//! entry points.
+//!
+//! A datatype is kept as its byte runs (offset, length) in typemap order,
+//! plus lower and upper bound, size, and the basic element it is made of
+//! when it is made of one kind only (what reductions and
+//! `MPI_Get_elements` need). Messages travel packed: a send of a
+//! noncontiguous type packs into a staging buffer, a receive unpacks; a
+//! contiguous one is sent straight from the user's buffer.
+
+use super::{
+    array, bytes, count, guard, h, out, read, state, to_handle, Table, DATATYPE_NULL, OP_NULL,
+};
+use crate::error::{Error, ErrorClass, Result};
+use std::ffi::{c_int, c_void};
+use std::sync::{Arc, OnceLock};
+
+/// The basic element kinds, as a reduction sees them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Prim {
+    I8,
+    U8,
+    I16,
+    U16,
+    I32,
+    U32,
+    I64,
+    U64,
+    F32,
+    F64,
+    /// x86-64 `long double` (80-bit extended in 16 bytes).
+    F80,
+    Bool,
+    Byte,
+    Packed,
+    /// Pair types for MINLOC / MAXLOC, packed: value then int index.
+    FloatInt,
+    DoubleInt,
+    LongInt,
+    TwoInt,
+    ShortInt,
+    LongDoubleInt,
+}
+
+impl Prim {
+    /// Bytes of one element in packed form.
+    pub(crate) fn size(self) -> usize {
+        match self {
+            Prim::I8 | Prim::U8 | Prim::Bool | Prim::Byte | Prim::Packed => 1,
+            Prim::I16 | Prim::U16 => 2,
+            Prim::I32 | Prim::U32 | Prim::F32 => 4,
+            Prim::I64 | Prim::U64 | Prim::F64 => 8,
+            Prim::F80 => 16,
+            Prim::FloatInt | Prim::TwoInt => 8,
+            Prim::DoubleInt | Prim::LongInt => 12,
+            Prim::ShortInt => 6,
+            Prim::LongDoubleInt => 20,
+        }
+    }
+
+    /// Basic elements in one (a pair counts two).
+    fn elements(self) -> usize {
+        match self {
+            Prim::FloatInt
+            | Prim::DoubleInt
+            | Prim::LongInt
+            | Prim::TwoInt
+            | Prim::ShortInt
+            | Prim::LongDoubleInt => 2,
+            _ => 1,
+        }
+    }
+}
+
+/// A datatype.
+#[derive(Clone, Debug)]
+pub(crate) struct TypeObj {
+    /// Bytes of data in one instance.
+    pub(crate) size: usize,
+    pub(crate) lb: isize,
+    pub(crate) ub: isize,
+    pub(crate) true_lb: isize,
+    pub(crate) true_ub: isize,
+    /// Byte runs (offset from the buffer address, length), typemap order,
+    /// adjacent runs merged.
+    pub(crate) blocks: Vec<(isize, usize)>,
+    /// The one basic element kind and how many per instance, if the type
+    /// is made of one kind only.
+    pub(crate) sig: Option<(Prim, usize)>,
+    /// Basic elements per instance.
+    pub(crate) nelems: usize,
+    /// Sizes of the basic elements of one instance in packed order, kept
+    /// for types of mixed kinds only (`MPI_Get_elements` on a partial
+    /// instance).
+    elems: Option<Arc<[u32]>>,
+    /// Strictest alignment of its basic elements (for a struct's extent).
+    align: usize,
+    pub(crate) committed: bool,
+    pub(crate) predefined: bool,
+}
+
+impl TypeObj {
+    fn prim(p: Prim, extent: usize, blocks: Vec<(isize, usize)>, align: usize) -> TypeObj {
+        TypeObj {
+            size: p.size(),
+            lb: 0,
+            ub: extent as isize,
+            true_lb: 0,
+            true_ub: blocks.last().map_or(0, |&(o, l)| o + l as isize),
+            blocks,
+            sig: Some((p, 1)),
+            nelems: p.elements(),
+            elems: None,
+            align,
+            committed: true,
+            predefined: true,
+        }
+    }
+
+    /// The sizes of the basic elements of one instance, in order.
+    fn seq(&self) -> Vec<u32> {
+        if let Some(e) = &self.elems {
+            return e.to_vec();
+        }
+        let Some((p, n)) = self.sig else {
+            return Vec::new();
+        };
+        let one: Vec<u32> = match p {
+            Prim::FloatInt | Prim::TwoInt => vec![4, 4],
+            Prim::DoubleInt | Prim::LongInt => vec![8, 4],
+            Prim::ShortInt => vec![2, 4],
+            Prim::LongDoubleInt => vec![16, 4],
+            _ => vec![p.size() as u32],
+        };
+        one.iter().copied().cycle().take(one.len() * n).collect()
+    }
+
+    pub(crate) fn extent(&self) -> isize {
+        self.ub - self.lb
+    }
+
+    /// Whether `n` instances are one run of `n * size` bytes; its offset.
+    pub(crate) fn contiguous(&self, n: usize) -> Option<isize> {
+        match self.blocks.as_slice() {
+            [] => Some(0),
+            [(off, len)]
+                if *len == self.size && (n <= 1 || self.extent() == self.size as isize) =>
+            {
+                Some(*off)
+            }
+            _ => None,
+        }
+    }
+
+    /// Packs `n` instances at `base` into `dst` (appended).
+    pub(crate) fn pack_into(&self, base: *const c_void, n: usize, dst: &mut Vec<u8>) -> Result<()> {
+        let total = n * self.size;
+        if total == 0 {
+            return Ok(());
+        }
+        if base.is_null() && self.true_lb >= 0 {
+            return Err(Error::new(
+                ErrorClass::Buffer,
+                "the buffer is a null pointer but the datatype holds data",
+            ));
+        }
+        dst.reserve(total);
+        let ext = self.extent();
+        for i in 0..n {
+            let inst = (base as isize).wrapping_add(i as isize * ext);
+            for &(off, len) in &self.blocks {
+                let src = inst.wrapping_add(off) as *const u8;
+                // SAFETY: MPI requires the buffer to hold `n` instances of
+                // the datatype at `base`, so each run of each instance is
+                // readable; `dst` has `total` bytes reserved.
+                dst.extend_from_slice(unsafe { std::slice::from_raw_parts(src, len) });
+            }
+        }
+        Ok(())
+    }
+
+    /// Packs `n` instances at `base`.
+    pub(crate) fn pack(&self, base: *const c_void, n: usize) -> Result<Vec<u8>> {
+        let mut v = Vec::new();
+        self.pack_into(base, n, &mut v)?;
+        Ok(v)
+    }
+
+    /// Unpacks `src` (packed instances, possibly fewer bytes than `n`
+    /// whole ones) into `n` instances at `base`; returns the bytes used.
+    pub(crate) fn unpack(&self, src: &[u8], base: *mut c_void, n: usize) -> Result<usize> {
+        let total = (n * self.size).min(src.len());
+        if total == 0 {
+            return Ok(0);
+        }
+        if base.is_null() && self.true_lb >= 0 {
+            return Err(Error::new(
+                ErrorClass::Buffer,
+                "the receive buffer is a null pointer but the datatype holds data",
+            ));
+        }
+        let ext = self.extent();
+        let mut at = 0;
+        'outer: for i in 0..n {
+            let inst = (base as isize).wrapping_add(i as isize * ext);
+            for &(off, len) in &self.blocks {
+                if at >= total {
+                    break 'outer;
+                }
+                let take = len.min(total - at);
+                let dst = inst.wrapping_add(off) as *mut u8;
+                // SAFETY: MPI requires the receive buffer to hold `n`
+                // instances at `base`, each run writable; `src[at..]` has
+                // `take` bytes (bounded by `total`); the two do not
+                // overlap (a receive buffer is not the staging buffer).
+                unsafe { std::ptr::copy_nonoverlapping(src[at..].as_ptr(), dst, take) };
+                at += take;
+            }
+        }
+        Ok(at)
+    }
+
+    /// Basic elements in `bytes` bytes of packed data of this type
+    /// (`MPI_Get_elements`); `None` when a basic element is cut.
+    pub(crate) fn elements_in(&self, bytes: usize) -> Option<usize> {
+        if self.size == 0 {
+            return Some(0);
+        }
+        let whole = bytes / self.size;
+        let rest = bytes % self.size;
+        let part = match self.sig {
+            Some((p, _)) => {
+                if rest % p.size() != 0 {
+                    return None;
+                }
+                rest / p.size() * p.elements()
+            }
+            None if rest == 0 => 0,
+            None => {
+                let mut left = rest;
+                let mut k = 0;
+                for &e in self.elems.as_deref().unwrap_or(&[]) {
+                    if left < e as usize {
+                        break;
+                    }
+                    left -= e as usize;
+                    k += 1;
+                }
+                if left != 0 {
+                    return None;
+                }
+                k
+            }
+        };
+        Some(whole * self.nelems + part)
+    }
+}
+
+/// Builtin datatype handles (MPI 5.0 ABI values) and their types.
+fn builtins() -> &'static [(usize, &'static str, TypeObj)] {
+    static B: OnceLock<Vec<(usize, &'static str, TypeObj)>> = OnceLock::new();
+    B.get_or_init(|| {
+        let simple = |h: usize, name: &'static str, p: Prim| {
+            let s = p.size();
+            (h, name, TypeObj::prim(p, s, vec![(0, s)], s))
+        };
+        let pair =
+            |h: usize, name: &'static str, p: Prim, vsize: usize, ioff: usize, ext: usize| {
+                let blocks = if ioff == vsize {
+                    vec![(0, vsize + 4)]
+                } else {
+                    vec![(0, vsize), (ioff as isize, 4)]
+                };
+                (h, name, TypeObj::prim(p, ext, blocks, vsize.max(4)))
+            };
+        vec![
+            simple(0x201, "MPI_AINT", Prim::I64),
+            simple(0x202, "MPI_COUNT", Prim::I64),
+            simple(0x203, "MPI_OFFSET", Prim::I64),
+            simple(0x207, "MPI_PACKED", Prim::Packed),
+            simple(0x208, "MPI_SHORT", Prim::I16),
+            simple(0x209, "MPI_INT", Prim::I32),
+            simple(0x20a, "MPI_LONG", Prim::I64),
+            simple(0x20b, "MPI_LONG_LONG", Prim::I64),
+            simple(0x20c, "MPI_UNSIGNED_SHORT", Prim::U16),
+            simple(0x20d, "MPI_UNSIGNED", Prim::U32),
+            simple(0x20e, "MPI_UNSIGNED_LONG", Prim::U64),
+            simple(0x20f, "MPI_UNSIGNED_LONG_LONG", Prim::U64),
+            simple(0x210, "MPI_FLOAT", Prim::F32),
+            simple(0x214, "MPI_DOUBLE", Prim::F64),
+            simple(0x220, "MPI_LONG_DOUBLE", Prim::F80),
+            pair(0x228, "MPI_FLOAT_INT", Prim::FloatInt, 4, 4, 8),
+            pair(0x229, "MPI_DOUBLE_INT", Prim::DoubleInt, 8, 8, 16),
+            pair(0x22a, "MPI_LONG_INT", Prim::LongInt, 8, 8, 16),
+            pair(0x22b, "MPI_2INT", Prim::TwoInt, 4, 4, 8),
+            pair(0x22c, "MPI_SHORT_INT", Prim::ShortInt, 2, 4, 8),
+            pair(
+                0x22d,
+                "MPI_LONG_DOUBLE_INT",
+                Prim::LongDoubleInt,
+                16,
+                16,
+                32,
+            ),
+            simple(0x238, "MPI_C_BOOL", Prim::Bool),
+            simple(0x23c, "MPI_WCHAR", Prim::I32),
+            simple(0x240, "MPI_INT8_T", Prim::I8),
+            simple(0x241, "MPI_UINT8_T", Prim::U8),
+            simple(0x243, "MPI_CHAR", Prim::I8),
+            simple(0x244, "MPI_SIGNED_CHAR", Prim::I8),
+            simple(0x245, "MPI_UNSIGNED_CHAR", Prim::U8),
+            simple(0x247, "MPI_BYTE", Prim::Byte),
+            simple(0x248, "MPI_INT16_T", Prim::I16),
+            simple(0x249, "MPI_UINT16_T", Prim::U16),
+            simple(0x250, "MPI_INT32_T", Prim::I32),
+            simple(0x251, "MPI_UINT32_T", Prim::U32),
+            simple(0x258, "MPI_INT64_T", Prim::I64),
+            simple(0x259, "MPI_UINT64_T", Prim::U64),
+        ]
+    })
+}
+
+/// The datatype behind handle `t`.
+///
+/// # Errors
+/// `Type` for `MPI_DATATYPE_NULL`, a freed or unknown handle.
+pub(crate) fn type_obj(t: usize) -> Result<Arc<TypeObj>> {
+    static BUILTIN: OnceLock<Vec<Option<Arc<TypeObj>>>> = OnceLock::new();
+    if (0x200..0x300).contains(&t) {
+        let table = BUILTIN.get_or_init(|| {
+            let mut v = vec![None; 0x100];
+            for (h, _, ty) in builtins() {
+                v[h - 0x200] = Some(Arc::new(ty.clone()));
+            }
+            v
+        });
+        return table[t - 0x200].clone().ok_or_else(|| bad_type(t));
+    }
+    state().types.get(t).cloned().ok_or_else(|| bad_type(t))
+}
+
+/// As [`type_obj`], and it must be committed (for communication).
+pub(crate) fn committed(t: usize) -> Result<Arc<TypeObj>> {
+    let ty = type_obj(t)?;
+    if !ty.committed {
+        return Err(Error::new(
+            ErrorClass::Type,
+            "the datatype is not committed (MPI_Type_commit it before communicating with it)",
+        ));
+    }
+    Ok(ty)
+}
+
+fn bad_type(t: usize) -> Error {
+    if t == DATATYPE_NULL {
+        Error::new(ErrorClass::Type, "MPI_DATATYPE_NULL is not a datatype")
+    } else {
+        Error::new(
+            ErrorClass::Type,
+            format!("{t:#x} is not a valid datatype handle (freed, or not a datatype)"),
+        )
+    }
+}
+
+/// A new type made of `parts`: (displacement in bytes, block length,
+/// type) entries, each `blocklen` consecutive instances of its type.
+fn compose(parts: &[(isize, usize, &TypeObj)], is_struct: bool) -> TypeObj {
+    let mut lb = isize::MAX;
+    let mut ub = isize::MIN;
+    let mut blocks: Vec<(isize, usize)> = Vec::new();
+    let mut size = 0;
+    let mut nelems = 0;
+    let mut align = 1;
+    let mut sig: Option<Option<Prim>> = None;
+    let mut sig_n = 0;
+    for &(disp, bl, ty) in parts {
+        if bl == 0 {
+            continue;
+        }
+        let ext = ty.extent();
+        lb = lb.min(disp + ty.lb + if ext < 0 { (bl as isize - 1) * ext } else { 0 });
+        ub = ub.max(disp + ty.ub + if ext > 0 { (bl as isize - 1) * ext } else { 0 });
+        size += bl * ty.size;
+        nelems += bl * ty.nelems;
+        align = align.max(ty.align);
+        sig = Some(match (sig, ty.sig) {
+            (None, Some((p, _))) => Some(p),
+            (Some(Some(a)), Some((p, _))) if a == p => Some(a),
+            _ => None,
+        });
+        if let Some((_, n)) = ty.sig {
+            sig_n += bl * n;
+        }
+
+        for k in 0..bl {
+            let at = disp + k as isize * ext;
+            for &(off, len) in &ty.blocks {
+                let o = at + off;
+                match blocks.last_mut() {
+                    Some((po, pl)) if *po + *pl as isize == o => *pl += len,
+                    _ => blocks.push((o, len)),
+                }
+            }
+        }
+    }
+    if lb == isize::MAX {
+        lb = 0;
+        ub = 0;
+    }
+    if is_struct {
+        let ext = ub - lb;
+        let a = align as isize;
+        if ext % a != 0 {
+            ub += a - ext.rem_euclid(a);
+        }
+    }
+    let true_lb = blocks.iter().map(|b| b.0).min().unwrap_or(0);
+    let true_ub = blocks.iter().map(|b| b.0 + b.1 as isize).max().unwrap_or(0);
+    TypeObj {
+        size,
+        lb,
+        ub,
+        true_lb,
+        true_ub,
+        blocks,
+        sig: sig.flatten().map(|p| (p, sig_n)),
+        elems: match sig.flatten() {
+            Some(_) => None,
+            None => {
+                let mut seq: Vec<u32> = Vec::new();
+                for &(_, bl, ty) in parts {
+                    let one = ty.seq();
+                    for _ in 0..bl {
+                        seq.extend_from_slice(&one);
+                    }
+                }
+                Some(seq.into())
+            }
+        },
+        nelems,
+        align,
+        committed: false,
+        predefined: false,
+    }
+}
+
+fn new_type(ty: TypeObj, newtype: *mut *mut c_void) -> Result<()> {
+    if newtype.is_null() {
+        return Err(super::arg("newtype"));
+    }
+    let handle = state().types.insert(Arc::new(ty));
+    out(newtype, to_handle(handle), "newtype")
+}
+
+fn bl(n: c_int, what: &str) -> Result<usize> {
+    count(n, what)
+}
+
+// ---- datatype entry points ---------------------------------------------------
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_contiguous(
+    n: c_int,
+    old: *mut c_void,
+    newtype: *mut *mut c_void,
+) -> c_int {
+    guard("MPI_Type_contiguous", super::COMM_NULL, || {
+        let n = bl(n, "count")?;
+        let old = type_obj(h(old))?;
+        new_type(compose(&[(0, n, &old)], false), newtype)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_vector(
+    n: c_int,
+    blocklen: c_int,
+    stride: c_int,
+    old: *mut c_void,
+    newtype: *mut *mut c_void,
+) -> c_int {
+    guard("MPI_Type_vector", super::COMM_NULL, || {
+        let n = bl(n, "count")?;
+        let b = bl(blocklen, "blocklength")?;
+        let old = type_obj(h(old))?;
+        let ext = old.extent();
+        let parts: Vec<_> = (0..n)
+            .map(|i| (i as isize * stride as isize * ext, b, &*old))
+            .collect();
+        new_type(compose(&parts, false), newtype)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_create_hvector(
+    n: c_int,
+    blocklen: c_int,
+    stride: isize,
+    old: *mut c_void,
+    newtype: *mut *mut c_void,
+) -> c_int {
+    guard("MPI_Type_create_hvector", super::COMM_NULL, || {
+        let n = bl(n, "count")?;
+        let b = bl(blocklen, "blocklength")?;
+        let old = type_obj(h(old))?;
+        let parts: Vec<_> = (0..n).map(|i| (i as isize * stride, b, &*old)).collect();
+        new_type(compose(&parts, false), newtype)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_indexed(
+    n: c_int,
+    blocklens: *const c_int,
+    displs: *const c_int,
+    old: *mut c_void,
+    newtype: *mut *mut c_void,
+) -> c_int {
+    guard("MPI_Type_indexed", super::COMM_NULL, || {
+        let n = bl(n, "count")?;
+        let bls = array(blocklens, n, "array_of_blocklengths")?;
+        let ds = array(displs, n, "array_of_displacements")?;
+        let old = type_obj(h(old))?;
+        let ext = old.extent();
+        let mut parts = Vec::with_capacity(n);
+        for i in 0..n {
+            parts.push((ds[i] as isize * ext, bl(bls[i], "a block length")?, &*old));
+        }
+        new_type(compose(&parts, false), newtype)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_create_indexed_block(
+    n: c_int,
+    blocklen: c_int,
+    displs: *const c_int,
+    old: *mut c_void,
+    newtype: *mut *mut c_void,
+) -> c_int {
+    guard("MPI_Type_create_indexed_block", super::COMM_NULL, || {
+        let n = bl(n, "count")?;
+        let b = bl(blocklen, "blocklength")?;
+        let ds = array(displs, n, "array_of_displacements")?;
+        let old = type_obj(h(old))?;
+        let ext = old.extent();
+        let parts: Vec<_> = ds.iter().map(|&d| (d as isize * ext, b, &*old)).collect();
+        new_type(compose(&parts, false), newtype)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_create_struct(
+    n: c_int,
+    blocklens: *const c_int,
+    displs: *const isize,
+    types: *const *mut c_void,
+    newtype: *mut *mut c_void,
+) -> c_int {
+    guard("MPI_Type_create_struct", super::COMM_NULL, || {
+        let n = bl(n, "count")?;
+        let bls = array(blocklens, n, "array_of_blocklengths")?;
+        let ds = array(displs, n, "array_of_displacements")?;
+        let ts = array(types, n, "array_of_types")?;
+        let objs = ts
+            .iter()
+            .map(|&t| type_obj(h(t)))
+            .collect::<Result<Vec<_>>>()?;
+        let mut parts = Vec::with_capacity(n);
+        for i in 0..n {
+            parts.push((ds[i], bl(bls[i], "a block length")?, &*objs[i]));
+        }
+        new_type(compose(&parts, true), newtype)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_create_resized(
+    old: *mut c_void,
+    lb: isize,
+    extent: isize,
+    newtype: *mut *mut c_void,
+) -> c_int {
+    guard("MPI_Type_create_resized", super::COMM_NULL, || {
+        let mut ty = (*type_obj(h(old))?).clone();
+        ty.lb = lb;
+        ty.ub = lb + extent;
+        ty.committed = false;
+        ty.predefined = false;
+        new_type(ty, newtype)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_dup(old: *mut c_void, newtype: *mut *mut c_void) -> c_int {
+    guard("MPI_Type_dup", super::COMM_NULL, || {
+        let mut ty = (*type_obj(h(old))?).clone();
+        ty.predefined = false;
+        new_type(ty, newtype)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_commit(t: *mut *mut c_void) -> c_int {
+    guard("MPI_Type_commit", super::COMM_NULL, || {
+        let handle = h(read(t, "datatype")?);
+        if (0x200..0x300).contains(&handle) {
+            type_obj(handle)?;
+            return Ok(());
+        }
+        let mut st = state();
+        let ty = st.types.get_mut(handle).ok_or_else(|| bad_type(handle))?;
+        Arc::make_mut(ty).committed = true;
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_free(t: *mut *mut c_void) -> c_int {
+    guard("MPI_Type_free", super::COMM_NULL, || {
+        let handle = h(read(t, "datatype")?);
+        if (0x200..0x300).contains(&handle) {
+            return Err(Error::new(
+                ErrorClass::Type,
+                "a predefined datatype cannot be freed",
+            ));
+        }
+        // Operations in flight hold their own reference (an `Arc`).
+        state()
+            .types
+            .release(handle)
+            .ok_or_else(|| bad_type(handle))?;
+        out(t, to_handle(DATATYPE_NULL), "datatype")
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_size(t: *mut c_void, size: *mut c_int) -> c_int {
+    guard("MPI_Type_size", super::COMM_NULL, || {
+        let ty = type_obj(h(t))?;
+        out(size, ty.size as c_int, "size")
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_get_extent(
+    t: *mut c_void,
+    lb: *mut isize,
+    extent: *mut isize,
+) -> c_int {
+    guard("MPI_Type_get_extent", super::COMM_NULL, || {
+        let ty = type_obj(h(t))?;
+        out(lb, ty.lb, "lb")?;
+        out(extent, ty.extent(), "extent")
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_get_true_extent(
+    t: *mut c_void,
+    lb: *mut isize,
+    extent: *mut isize,
+) -> c_int {
+    guard("MPI_Type_get_true_extent", super::COMM_NULL, || {
+        let ty = type_obj(h(t))?;
+        out(lb, ty.true_lb, "true_lb")?;
+        out(extent, ty.true_ub - ty.true_lb, "true_extent")
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Get_address(location: *const c_void, address: *mut isize) -> c_int {
+    guard("MPI_Get_address", super::COMM_NULL, || {
+        out(address, location as isize, "address")
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Pack(
+    inbuf: *const c_void,
+    incount: c_int,
+    t: *mut c_void,
+    outbuf: *mut c_void,
+    outsize: c_int,
+    position: *mut c_int,
+    comm: *mut c_void,
+) -> c_int {
+    guard("MPI_Pack", h(comm), || {
+        super::comm_obj(h(comm))?;
+        let n = count(incount, "incount")?;
+        let ty = committed(h(t))?;
+        let pos = count(read(position, "position")?, "position")?;
+        let cap = count(outsize, "outsize")?;
+        let data = ty.pack(inbuf, n)?;
+        if pos + data.len() > cap {
+            return Err(Error::new(
+                ErrorClass::Truncate,
+                format!(
+                    "MPI_Pack needs {} bytes from position {pos}, but outsize is {cap}",
+                    data.len()
+                ),
+            ));
+        }
+        let dst = super::bytes_mut(outbuf, cap)?;
+        dst[pos..pos + data.len()].copy_from_slice(&data);
+        out(position, (pos + data.len()) as c_int, "position")
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Unpack(
+    inbuf: *const c_void,
+    insize: c_int,
+    position: *mut c_int,
+    outbuf: *mut c_void,
+    outcount: c_int,
+    t: *mut c_void,
+    comm: *mut c_void,
+) -> c_int {
+    guard("MPI_Unpack", h(comm), || {
+        super::comm_obj(h(comm))?;
+        let n = count(outcount, "outcount")?;
+        let ty = committed(h(t))?;
+        let pos = count(read(position, "position")?, "position")?;
+        let size = count(insize, "insize")?;
+        let need = n * ty.size;
+        if pos + need > size {
+            return Err(Error::new(
+                ErrorClass::Truncate,
+                format!("MPI_Unpack needs {need} bytes from position {pos}, but insize is {size}"),
+            ));
+        }
+        let src = bytes(inbuf, size)?;
+        ty.unpack(&src[pos..pos + need], outbuf, n)?;
+        out(position, (pos + need) as c_int, "position")
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Pack_size(
+    incount: c_int,
+    t: *mut c_void,
+    comm: *mut c_void,
+    size: *mut c_int,
+) -> c_int {
+    guard("MPI_Pack_size", h(comm), || {
+        super::comm_obj(h(comm))?;
+        let n = count(incount, "incount")?;
+        let ty = type_obj(h(t))?;
+        out(size, (n * ty.size) as c_int, "size")
+    })
+}
+
+// ---- reduction operations ----------------------------------------------------
+
+/// `MPI_User_function`.
+pub(crate) type UserFn =
+    unsafe extern "C" fn(*mut c_void, *mut c_void, *mut c_int, *mut *mut c_void);
+
+/// An operation.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum OpObj {
+    /// A predefined one, by its handle value.
+    Builtin(usize),
+    /// `MPI_Op_create` (the commute flag is not kept: contributions are
+    /// always folded in rank order, which is right either way).
+    User { f: UserFn },
+}
+
+pub(crate) const SUM: usize = 0x21;
+pub(crate) const MIN: usize = 0x22;
+pub(crate) const MAX: usize = 0x23;
+pub(crate) const PROD: usize = 0x24;
+pub(crate) const BAND: usize = 0x28;
+pub(crate) const BOR: usize = 0x29;
+pub(crate) const BXOR: usize = 0x2a;
+pub(crate) const LAND: usize = 0x30;
+pub(crate) const LOR: usize = 0x31;
+pub(crate) const LXOR: usize = 0x32;
+pub(crate) const MINLOC: usize = 0x38;
+pub(crate) const MAXLOC: usize = 0x39;
+pub(crate) const REPLACE: usize = 0x3c;
+pub(crate) const NO_OP: usize = 0x3d;
+
+/// The operation behind handle `o`.
+pub(crate) fn op_obj(o: usize) -> Result<OpObj> {
+    match o {
+        SUM | MIN | MAX | PROD | BAND | BOR | BXOR | LAND | LOR | LXOR | MINLOC | MAXLOC
+        | REPLACE | NO_OP => Ok(OpObj::Builtin(o)),
+        _ => state().ops.get(o).map(|a| **a).ok_or_else(|| {
+            Error::new(
+                ErrorClass::Op,
+                if o == OP_NULL {
+                    "MPI_OP_NULL is not an operation".to_string()
+                } else {
+                    format!("{o:#x} is not a valid operation handle")
+                },
+            )
+        }),
+    }
+}
+
+fn op_name(o: usize) -> &'static str {
+    match o {
+        SUM => "MPI_SUM",
+        MIN => "MPI_MIN",
+        MAX => "MPI_MAX",
+        PROD => "MPI_PROD",
+        BAND => "MPI_BAND",
+        BOR => "MPI_BOR",
+        BXOR => "MPI_BXOR",
+        LAND => "MPI_LAND",
+        LOR => "MPI_LOR",
+        LXOR => "MPI_LXOR",
+        MINLOC => "MPI_MINLOC",
+        MAXLOC => "MPI_MAXLOC",
+        REPLACE => "MPI_REPLACE",
+        _ => "MPI_NO_OP",
+    }
+}
+
+/// Checks that predefined op `o` applies to elements of kind `p`.
+pub(crate) fn check_op(o: usize, p: Prim) -> Result<()> {
+    use Prim::*;
+    let int = matches!(p, I8 | U8 | I16 | U16 | I32 | U32 | I64 | U64);
+    let float = matches!(p, F32 | F64 | F80);
+    let pair = matches!(
+        p,
+        FloatInt | DoubleInt | LongInt | TwoInt | ShortInt | LongDoubleInt
+    );
+    let ok = match o {
+        SUM | PROD | MIN | MAX => int || float,
+        LAND | LOR | LXOR => int || p == Bool,
+        BAND | BOR | BXOR => int || p == Byte,
+        MINLOC | MAXLOC => pair,
+        REPLACE | NO_OP => true,
+        _ => false,
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::new(
+            ErrorClass::Op,
+            format!("{} is not defined for elements of kind {p:?}", op_name(o)),
+        ))
+    }
+}
+
+macro_rules! fold_num {
+    ($t:ty, $o:expr, $a:expr, $b:expr) => {{
+        let n = std::mem::size_of::<$t>();
+        for (x, y) in $a.chunks_exact(n).zip($b.chunks_exact_mut(n)) {
+            let i = <$t>::from_ne_bytes(x.try_into().expect("chunk size"));
+            let io = <$t>::from_ne_bytes((&*y).try_into().expect("chunk size"));
+            let r: $t = fold_one!($t, $o, i, io);
+            y.copy_from_slice(&r.to_ne_bytes());
+        }
+    }};
+}
+
+macro_rules! fold_one {
+    ($t:ty, $o:expr, $i:expr, $io:expr) => {
+        match $o {
+            SUM => Arith::add($i, $io),
+            PROD => Arith::mul($i, $io),
+            MIN => {
+                if $i < $io {
+                    $i
+                } else {
+                    $io
+                }
+            }
+            MAX => {
+                if $i > $io {
+                    $i
+                } else {
+                    $io
+                }
+            }
+            REPLACE => $i,
+            _ => $io,
+        }
+    };
+}
+
+/// Wrapping arithmetic for integers, plain for floats (C's behaviour
+/// for unsigned types; signed overflow is undefined in C, so any result
+/// is allowed there).
+trait Arith: Copy {
+    fn add(self, o: Self) -> Self;
+    fn mul(self, o: Self) -> Self;
+}
+
+macro_rules! arith_int {
+    ($($t:ty),*) => {$(
+        impl Arith for $t {
+            fn add(self, o: Self) -> Self { self.wrapping_add(o) }
+            fn mul(self, o: Self) -> Self { self.wrapping_mul(o) }
+        }
+    )*};
+}
+arith_int!(i8, u8, i16, u16, i32, u32, i64, u64);
+
+impl Arith for f32 {
+    fn add(self, o: Self) -> Self {
+        self + o
+    }
+    fn mul(self, o: Self) -> Self {
+        self * o
+    }
+}
+
+impl Arith for f64 {
+    fn add(self, o: Self) -> Self {
+        self + o
+    }
+    fn mul(self, o: Self) -> Self {
+        self * o
+    }
+}
+
+macro_rules! fold_int {
+    ($t:ty, $o:expr, $a:expr, $b:expr) => {{
+        match $o {
+            LAND | LOR | LXOR | BAND | BOR | BXOR => {
+                let n = std::mem::size_of::<$t>();
+                for (x, y) in $a.chunks_exact(n).zip($b.chunks_exact_mut(n)) {
+                    let i = <$t>::from_ne_bytes(x.try_into().expect("chunk size"));
+                    let io = <$t>::from_ne_bytes((&*y).try_into().expect("chunk size"));
+                    let r: $t = match $o {
+                        LAND => ((i != 0) && (io != 0)) as $t,
+                        LOR => ((i != 0) || (io != 0)) as $t,
+                        LXOR => ((i != 0) != (io != 0)) as $t,
+                        BAND => i & io,
+                        BOR => i | io,
+                        _ => i ^ io,
+                    };
+                    y.copy_from_slice(&r.to_ne_bytes());
+                }
+            }
+            _ => fold_num!($t, $o, $a, $b),
+        }
+    }};
+}
+
+/// x87 80-bit extended (in 16 bytes) to f64.
+fn f80_to_f64(b: &[u8]) -> f64 {
+    let mant = u64::from_le_bytes(b[0..8].try_into().expect("8 bytes"));
+    let se = u16::from_le_bytes(b[8..10].try_into().expect("2 bytes"));
+    let sign = if se & 0x8000 != 0 { -1.0 } else { 1.0 };
+    let exp = (se & 0x7fff) as i32;
+    if exp == 0 && mant == 0 {
+        return sign * 0.0;
+    }
+    if exp == 0x7fff {
+        return if mant << 1 == 0 {
+            sign * f64::INFINITY
+        } else {
+            f64::NAN
+        };
+    }
+    sign * (mant as f64 / 9_223_372_036_854_775_808.0) * pow2(exp - 16383)
+}
+
+/// 2^e as an f64 (exact for every representable power, subnormals too).
+fn pow2(e: i32) -> f64 {
+    if e > 1023 {
+        f64::INFINITY
+    } else if e >= -1022 {
+        f64::from_bits(((e + 1023) as u64) << 52)
+    } else if e >= -1074 {
+        f64::from_bits(1u64 << (e + 1074))
+    } else {
+        0.0
+    }
+}
+
+/// f64 to x87 80-bit extended (16 bytes, the padding zeroed).
+fn f64_to_f80(v: f64, b: &mut [u8]) {
+    let bits = v.to_bits();
+    let sign = ((bits >> 63) as u16) << 15;
+    let e = ((bits >> 52) & 0x7ff) as i32;
+    let frac = bits & ((1 << 52) - 1);
+    let (exp, mant) = if e == 0 && frac == 0 {
+        (0u16, 0u64)
+    } else if e == 0x7ff {
+        (0x7fff, (1 << 63) | (frac << 11))
+    } else if e == 0 {
+        // Subnormal f64: normalise.
+        let shift = frac.leading_zeros() - 11;
+        let m = frac << (shift + 11);
+        ((1 - 1023 - shift as i32 + 16383) as u16, m)
+    } else {
+        ((e - 1023 + 16383) as u16, (1 << 63) | (frac << 11))
+    };
+    b[0..8].copy_from_slice(&mant.to_le_bytes());
+    b[8..10].copy_from_slice(&(sign | exp).to_le_bytes());
+    for x in &mut b[10..16] {
+        *x = 0;
+    }
+}
+
+/// MINLOC / MAXLOC over packed pairs whose value is read by `val`.
+fn fold_pairs(o: usize, p: Prim, vsize: usize, a: &[u8], b: &mut [u8], val: fn(&[u8]) -> f64) {
+    let n = p.size();
+    for (x, y) in a.chunks_exact(n).zip(b.chunks_exact_mut(n)) {
+        let (xv, yv) = (val(&x[..vsize]), val(&y[..vsize]));
+        let xi = i32::from_ne_bytes(x[vsize..vsize + 4].try_into().expect("4 bytes"));
+        let yi = i32::from_ne_bytes(y[vsize..vsize + 4].try_into().expect("4 bytes"));
+        let take_x = if xv == yv {
+            xi < yi
+        } else if o == MINLOC {
+            xv < yv
+        } else {
+            xv > yv
+        };
+        if take_x {
+            y.copy_from_slice(x);
+        }
+    }
+}
+
+/// `inout[i] = in[i] op inout[i]` over packed elements of kind `p`
+/// (predefined op `o`, already checked).
+pub(crate) fn fold(o: usize, p: Prim, a: &[u8], b: &mut [u8]) {
+    if o == NO_OP {
+        return;
+    }
+    if o == REPLACE {
+        b.copy_from_slice(a);
+        return;
+    }
+    match p {
+        Prim::I8 => fold_int!(i8, o, a, b),
+        Prim::U8 | Prim::Byte | Prim::Packed => fold_int!(u8, o, a, b),
+        Prim::Bool => fold_int!(u8, o, a, b),
+        Prim::I16 => fold_int!(i16, o, a, b),
+        Prim::U16 => fold_int!(u16, o, a, b),
+        Prim::I32 => fold_int!(i32, o, a, b),
+        Prim::U32 => fold_int!(u32, o, a, b),
+        Prim::I64 => fold_int!(i64, o, a, b),
+        Prim::U64 => fold_int!(u64, o, a, b),
+        Prim::F32 => fold_num!(f32, o, a, b),
+        Prim::F64 => fold_num!(f64, o, a, b),
+        Prim::F80 => {
+            for (x, y) in a.chunks_exact(16).zip(b.chunks_exact_mut(16)) {
+                let (i, io) = (f80_to_f64(x), f80_to_f64(y));
+                let r = fold_one!(f64, o, i, io);
+                f64_to_f80(r, y);
+            }
+        }
+        Prim::FloatInt => fold_pairs(o, p, 4, a, b, |v| {
+            f32::from_ne_bytes(v.try_into().expect("4 bytes")) as f64
+        }),
+        Prim::DoubleInt => fold_pairs(o, p, 8, a, b, |v| {
+            f64::from_ne_bytes(v.try_into().expect("8 bytes"))
+        }),
+        Prim::LongInt => fold_pairs(o, p, 8, a, b, |v| {
+            i64::from_ne_bytes(v.try_into().expect("8 bytes")) as f64
+        }),
+        Prim::TwoInt => fold_pairs(o, p, 4, a, b, |v| {
+            i32::from_ne_bytes(v.try_into().expect("4 bytes")) as f64
+        }),
+        Prim::ShortInt => fold_pairs(o, p, 2, a, b, |v| {
+            i16::from_ne_bytes(v.try_into().expect("2 bytes")) as f64
+        }),
+        Prim::LongDoubleInt => fold_pairs(o, p, 16, a, b, f80_to_f64),
+    }
+}
+
+/// What a reduction needs to know: the op, the datatype (handle and
+/// object) and the element count per call of the user function.
+#[derive(Clone)]
+pub(crate) struct Reduction {
+    pub(crate) op: OpObj,
+    pub(crate) ty: Arc<TypeObj>,
+    pub(crate) ty_handle: usize,
+    pub(crate) count: usize,
+}
+
+impl Reduction {
+    /// Checks the op against the datatype.
+    pub(crate) fn new(op_h: usize, ty_h: usize, count: usize) -> Result<Reduction> {
+        let op = op_obj(op_h)?;
+        let ty = committed(ty_h)?;
+        if let OpObj::Builtin(o) = op {
+            match ty.sig {
+                Some((p, _)) => check_op(o, p)?,
+                None => {
+                    return Err(Error::new(
+                        ErrorClass::Op,
+                        format!(
+                            "{} needs a datatype made of one kind of basic element",
+                            op_name(o)
+                        ),
+                    ))
+                }
+            }
+        }
+        Ok(Reduction {
+            op,
+            ty,
+            ty_handle: ty_h,
+            count,
+        })
+    }
+
+    /// `inout = in op inout` over `count` packed instances.
+    pub(crate) fn apply(&self, input: &[u8], inout: &mut [u8]) -> Result<()> {
+        match self.op {
+            OpObj::Builtin(o) => {
+                let (p, _) = self.ty.sig.expect("checked in new");
+                fold(o, p, input, inout);
+                Ok(())
+            }
+            OpObj::User { f } => {
+                let n = self.count;
+                let ext = self.ty.extent();
+                // The user function sees the datatype's own layout: unpack
+                // both sides into typed buffers (lb-adjusted), call, pack.
+                let span = if n == 0 {
+                    0
+                } else {
+                    (self.ty.true_ub - self.ty.lb).max(0) as usize + (n - 1) * ext.max(0) as usize
+                };
+                let mut a = vec![0u8; span.max(1) + 16];
+                let mut b = vec![0u8; span.max(1) + 16];
+                let off = -self.ty.lb;
+                let abase = a.as_mut_ptr().wrapping_offset(off).cast::<c_void>();
+                let bbase = b.as_mut_ptr().wrapping_offset(off).cast::<c_void>();
+                self.ty.unpack(input, abase, n)?;
+                self.ty.unpack(inout, bbase, n)?;
+                let mut len = n as c_int;
+                let mut t = to_handle::<c_void>(self.ty_handle);
+                // SAFETY: `f` is the program's MPI_User_function; both
+                // buffers hold `n` instances of the datatype in its own
+                // layout (unpacked above, `off` bytes in), as MPI
+                // promises a user function.
+                unsafe { f(abase, bbase, &mut len, &mut t) };
+                let packed = self.ty.pack(bbase, n)?;
+                inout.copy_from_slice(&packed);
+                Ok(())
+            }
+        }
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Op_create(
+    f: Option<UserFn>,
+    commute: c_int,
+    op: *mut *mut c_void,
+) -> c_int {
+    guard("MPI_Op_create", super::COMM_NULL, || {
+        let f = f.ok_or_else(|| super::arg("user_fn"))?;
+        if op.is_null() {
+            return Err(super::arg("op"));
+        }
+        let _ = commute;
+        let handle = state().ops.insert(Arc::new(OpObj::User { f }));
+        out(op, to_handle(handle), "op")
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Op_free(op: *mut *mut c_void) -> c_int {
+    guard("MPI_Op_free", super::COMM_NULL, || {
+        let o = h(read(op, "op")?);
+        let mut st = state();
+        let ops: &mut Table<Arc<OpObj>> = &mut st.ops;
+        ops.release(o).ok_or_else(|| {
+            Error::new(
+                ErrorClass::Op,
+                format!("{o:#x} is not an operation made by MPI_Op_create"),
+            )
+        })?;
+        drop(st);
+        out(op, to_handle(OP_NULL), "op")
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_double_round_trips_through_f64() {
+        for v in [0.0, 1.0, -2.5, 1e300, 3.25e-310, 123456789.0] {
+            let mut b = [0u8; 16];
+            f64_to_f80(v, &mut b);
+            assert_eq!(f80_to_f64(&b), v, "{v}");
+        }
+    }
+
+    #[test]
+    fn vector_type_has_the_standard_extent_and_runs() {
+        let int = type_obj(0x209).unwrap();
+        let parts: Vec<_> = (0..3).map(|i| (i * 3 * 4, 2, &*int)).collect();
+        let t = compose(&parts, false);
+        assert_eq!(t.size, 24);
+        assert_eq!((t.lb, t.ub), (0, 32));
+        assert_eq!(t.blocks, vec![(0, 8), (12, 8), (24, 8)]);
+        assert_eq!(t.sig, Some((Prim::I32, 6)));
+    }
+
+    #[test]
+    fn struct_extent_is_rounded_to_the_alignment() {
+        let d = type_obj(0x214).unwrap();
+        let c = type_obj(0x243).unwrap();
+        let t = compose(&[(0, 1, &*d), (8, 1, &*c)], true);
+        assert_eq!((t.size, t.extent()), (9, 16));
+        assert_eq!(t.sig, None);
+    }
+
+    #[test]
+    fn minloc_keeps_the_lower_index_on_ties() {
+        let mut a = Vec::new();
+        a.extend_from_slice(&5i32.to_ne_bytes());
+        a.extend_from_slice(&1i32.to_ne_bytes());
+        let mut b = Vec::new();
+        b.extend_from_slice(&5i32.to_ne_bytes());
+        b.extend_from_slice(&3i32.to_ne_bytes());
+        fold(MINLOC, Prim::TwoInt, &a, &mut b);
+        assert_eq!(b, a);
+    }
+}

@@ -1,0 +1,73 @@
+/* ranks: 1 2 shmpi-only */
+/* Invalid handles (freed ones, handles of another kind, made-up values)
+ * give the matching error class through MPI_ERRORS_RETURN and never
+ * crash; the job goes on. MPI calls this erroneous, so what happens is
+ * the implementation's choice: this checks shmpi's (docs/c-abi.md). */
+#include "common.h"
+
+static int cls(int rc)
+{
+    int c = -1;
+    MPI_Error_class(rc, &c);
+    return c;
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
+    int rank, size, x = 1, y = 0, n = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+
+    /* A freed communicator, a group passed as a communicator, a made-up
+     * value. */
+    MPI_Comm dup, saved;
+    CHECK_OK(MPI_Comm_dup(MPI_COMM_WORLD, &dup));
+    saved = dup;
+    CHECK_OK(MPI_Comm_free(&dup));
+    CHECK(dup == MPI_COMM_NULL, "free sets MPI_COMM_NULL");
+    CHECK(cls(MPI_Comm_size(saved, &n)) == MPI_ERR_COMM, "freed comm");
+    MPI_Group g;
+    CHECK_OK(MPI_Comm_group(MPI_COMM_WORLD, &g));
+    CHECK(cls(MPI_Comm_rank((MPI_Comm)g, &n)) == MPI_ERR_COMM, "group as comm");
+    CHECK(cls(MPI_Barrier((MPI_Comm)(intptr_t)0x7777)) == MPI_ERR_COMM, "made-up comm");
+
+    /* Datatypes, groups, ops, requests, infos, errhandlers of the wrong
+     * kind. */
+    CHECK(cls(MPI_Send(&x, 1, (MPI_Datatype)MPI_COMM_WORLD, 0, 0, MPI_COMM_WORLD)) == MPI_ERR_TYPE,
+          "comm as datatype");
+    CHECK(cls(MPI_Group_size((MPI_Group)MPI_COMM_WORLD, &n)) == MPI_ERR_GROUP, "comm as group");
+    CHECK(cls(MPI_Allreduce(&x, &y, 1, MPI_INT, (MPI_Op)MPI_INT, MPI_COMM_WORLD)) == MPI_ERR_OP,
+          "datatype as op");
+    CHECK(cls(MPI_Allreduce(&x, &y, 1, MPI_DOUBLE_INT, MPI_SUM, MPI_COMM_WORLD)) == MPI_ERR_OP,
+          "SUM on a pair type");
+    MPI_Request r = (MPI_Request)(intptr_t)0x5000abcd;
+    CHECK(cls(MPI_Wait(&r, MPI_STATUS_IGNORE)) == MPI_ERR_REQUEST, "made-up request");
+    CHECK(cls(MPI_Info_set((MPI_Info)g, "k", "v")) == MPI_ERR_INFO, "group as info");
+    CHECK(cls(MPI_Comm_set_errhandler(MPI_COMM_WORLD, (MPI_Errhandler)g)) != MPI_SUCCESS,
+          "group as errhandler");
+    MPI_Datatype t = MPI_INT;
+    CHECK(cls(MPI_Type_free(&t)) == MPI_ERR_TYPE, "predefined type freed");
+    MPI_Datatype v;
+    CHECK_OK(MPI_Type_vector(2, 1, 2, MPI_INT, &v));
+    CHECK(cls(MPI_Send(&x, 1, v, 0, 0, MPI_COMM_WORLD)) == MPI_ERR_TYPE, "uncommitted type");
+    CHECK_OK(MPI_Type_free(&v));
+    CHECK(cls(MPI_Group_free(&g)) == MPI_SUCCESS, "group free");
+    CHECK(cls(MPI_Group_free(&g)) == MPI_ERR_GROUP, "double free of a group");
+
+    /* Error strings name the problem. */
+    char msg[MPI_MAX_ERROR_STRING];
+    int len = 0;
+    int rc = MPI_Send(&x, 1, MPI_INT, size + 3, 0, MPI_COMM_WORLD);
+    CHECK(cls(rc) == MPI_ERR_RANK, "bad rank");
+    CHECK_OK(MPI_Error_string(rc, msg, &len));
+    CHECK(strstr(msg, "MPI_ERR_RANK") != NULL, "message %s", msg);
+
+    /* The job goes on. */
+    x = rank + 1;
+    CHECK_OK(MPI_Allreduce(&x, &y, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
+    CHECK(y == size * (size + 1) / 2, "allreduce after the errors gave %d", y);
+    return ct_finish();
+}
