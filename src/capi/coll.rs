@@ -165,7 +165,7 @@ pub unsafe extern "C" fn MPI_Bcast(
 ) -> c_int {
     guard("MPI_Bcast", h(comm), || {
         let obj = comm_obj(h(comm))?;
-        bcast(&obj, buf, count(n, "count")?, &committed(h(t))?, root)
+        bcast(&obj, buf, count(n, "count")?, &*committed(h(t))?, root)
     })
 }
 
@@ -223,7 +223,7 @@ fn gatherv(
 
 fn root_type(obj: &CommObj, root: c_int, t: *mut c_void) -> Result<Option<Arc<TypeObj>>> {
     if obj.comm.rank() == root {
-        Ok(Some(committed(h(t))?))
+        Ok(Some(committed(h(t))?.arc()))
     } else {
         Ok(None)
     }
@@ -233,7 +233,7 @@ fn send_type(sbuf: *const c_void, t: *mut c_void) -> Result<Option<Arc<TypeObj>>
     if in_place(sbuf) {
         Ok(None)
     } else {
-        Ok(Some(committed(h(t))?))
+        Ok(Some(committed(h(t))?.arc()))
     }
 }
 
@@ -399,7 +399,7 @@ pub unsafe extern "C" fn MPI_Scatter(
         let rty = if in_place(rbuf) {
             None
         } else {
-            Some(committed(h(rt))?)
+            Some(committed(h(rt))?.arc())
         };
         scatterv(
             &obj,
@@ -439,7 +439,7 @@ pub unsafe extern "C" fn MPI_Scatterv(
         let rty = if in_place(rbuf) {
             None
         } else {
-            Some(committed(h(rt))?)
+            Some(committed(h(rt))?.arc())
         };
         scatterv(
             &obj,
@@ -531,7 +531,7 @@ pub unsafe extern "C" fn MPI_Allgather(
             rbuf,
             &vec![rn; p],
             &displs,
-            &committed(h(rt))?,
+            &*committed(h(rt))?,
         )
     })
 }
@@ -559,7 +559,7 @@ pub unsafe extern "C" fn MPI_Allgatherv(
             rbuf,
             &c,
             &d,
-            &committed(h(rt))?,
+            &*committed(h(rt))?,
         )
     })
 }
@@ -643,7 +643,7 @@ pub unsafe extern "C" fn MPI_Alltoall(
             rbuf,
             &vec![rn; p],
             &rd,
-            &committed(h(rt))?,
+            &*committed(h(rt))?,
         )
     })
 }
@@ -678,7 +678,7 @@ pub unsafe extern "C" fn MPI_Alltoallv(
             rbuf,
             &rc,
             &rd,
-            &committed(h(rt))?,
+            &*committed(h(rt))?,
         )
     })
 }
@@ -1202,7 +1202,7 @@ pub unsafe extern "C" fn MPI_Ibcast(
                         staging,
                         dst: Ptr(buf),
                         count: n,
-                        ty,
+                        ty: ty.arc(),
                     },
                     Vec::new(),
                 )

@@ -437,7 +437,7 @@ fn free_handle(p: *mut *mut c_void, call: &str) -> Result<Arc<CommObj>> {
     let obj = comm_obj(ch)?;
     super::env::delete_all_attrs(&obj)?;
     state().comms.release(ch);
-    Ok(obj)
+    Ok(obj.arc())
 }
 
 #[no_mangle]

@@ -240,15 +240,53 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 pub(crate) static WORLD: OnceLock<Arc<CommObj>> = OnceLock::new();
 pub(crate) static SELF: OnceLock<Arc<CommObj>> = OnceLock::new();
 
+/// A shared object, borrowed for the predefined ones (no reference count
+/// touched on the fast path of `MPI_Send` on `MPI_COMM_WORLD` with
+/// `MPI_INT`), counted for created ones.
+#[derive(Debug)]
+pub(crate) enum Obj<T: 'static> {
+    Static(&'static Arc<T>),
+    Owned(Arc<T>),
+}
+
+impl<T> Clone for Obj<T> {
+    fn clone(&self) -> Obj<T> {
+        match self {
+            Obj::Static(r) => Obj::Static(r),
+            Obj::Owned(a) => Obj::Owned(a.clone()),
+        }
+    }
+}
+
+impl<T> Obj<T> {
+    /// A counted handle on the object (to keep beyond the call).
+    pub(crate) fn arc(&self) -> Arc<T> {
+        match self {
+            Obj::Static(r) => Arc::clone(r),
+            Obj::Owned(a) => a.clone(),
+        }
+    }
+}
+
+impl<T> std::ops::Deref for Obj<T> {
+    type Target = Arc<T>;
+    fn deref(&self) -> &Arc<T> {
+        match self {
+            Obj::Static(r) => r,
+            Obj::Owned(a) => a,
+        }
+    }
+}
+
 /// The communicator behind handle `h`.
 ///
 /// # Errors
 /// `Comm` for `MPI_COMM_NULL`, a freed handle or a handle of another kind.
-pub(crate) fn comm_obj(h: usize) -> Result<Arc<CommObj>> {
+pub(crate) fn comm_obj(h: usize) -> Result<Obj<CommObj>> {
     let found = match h {
-        COMM_WORLD => WORLD.get().cloned(),
-        COMM_SELF => SELF.get().cloned(),
-        _ => state().comms.get(h).cloned(),
+        COMM_WORLD => WORLD.get().map(Obj::Static),
+        COMM_SELF => SELF.get().map(Obj::Static),
+        _ => state().comms.get(h).cloned().map(Obj::Owned),
     };
     found.ok_or_else(|| {
         if h == COMM_NULL {
@@ -425,7 +463,7 @@ pub(crate) fn guard(call: &str, comm: usize, f: impl FnOnce() -> Result<()>) -> 
             let obj = if comm == COMM_NULL {
                 None
             } else {
-                comm_obj(comm).ok()
+                comm_obj(comm).ok().map(|o| (*o).clone())
             };
             raise(obj.as_ref(), call, &e)
         }
@@ -439,7 +477,7 @@ pub(crate) fn guard(call: &str, comm: usize, f: impl FnOnce() -> Result<()>) -> 
                 ErrorClass::Intern,
                 format!("internal error in {call} (caught at the C boundary): {what}"),
             );
-            let obj = comm_obj(comm).ok();
+            let obj = comm_obj(comm).ok().map(|o| (*o).clone());
             raise(obj.as_ref(), call, &e)
         }
     }

@@ -18,6 +18,7 @@ use crate::comm::{Message, Request};
 use crate::error::{Error, ErrorClass, Result};
 use crate::p2p::Status;
 use std::ffi::{c_int, c_void};
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, Mutex};
 
 /// `MPI_Status` as C lays it out.
@@ -515,7 +516,7 @@ fn start_recv(
                     staging,
                     dst: Ptr(buf),
                     count: n,
-                    ty,
+                    ty: ty.arc(),
                 },
                 Vec::new(),
             ))
@@ -560,7 +561,50 @@ pub unsafe extern "C" fn MPI_Send(
     tag: c_int,
     comm: *mut c_void,
 ) -> c_int {
+    // The fast path: a predefined communicator, a builtin contiguous
+    // type, valid count and tag (no table lock, no reference count).
+    if let (Some(w), Some(sz)) = (predefined(h(comm)), super::types::simple_size(h(t))) {
+        if n >= 0 && tag >= 0 {
+            let len = n as usize * sz;
+            if len == 0 || !buf.is_null() {
+                let r = catch_unwind(AssertUnwindSafe(|| {
+                    // SAFETY: not null (or empty); MPI requires `buf` to
+                    // hold `n` elements of the datatype.
+                    let data = unsafe { std::slice::from_raw_parts(buf.cast::<u8>(), len) };
+                    w.comm.send(data, dest, tag)
+                }));
+                return finish_fast(w, "MPI_Send", r);
+            }
+        }
+    }
     send_blocking("MPI_Send", Mode::Send, buf, n, t, dest, tag, comm)
+}
+
+/// `MPI_COMM_WORLD` or `MPI_COMM_SELF`, if `h` is one (after init).
+#[inline]
+fn predefined(h: usize) -> Option<&'static Arc<CommObj>> {
+    match h {
+        super::COMM_WORLD => super::WORLD.get(),
+        super::COMM_SELF => super::SELF.get(),
+        _ => None,
+    }
+}
+
+/// The return code of a fast-path call.
+#[inline]
+fn finish_fast(w: &Arc<CommObj>, call: &str, r: std::thread::Result<Result<()>>) -> c_int {
+    match r {
+        Ok(Ok(())) => SUCCESS,
+        Ok(Err(e)) => super::raise(Some(w), call, &e),
+        Err(_) => super::raise(
+            Some(w),
+            call,
+            &Error::new(
+                ErrorClass::Intern,
+                format!("internal error in {call} (caught)"),
+            ),
+        ),
+    }
 }
 
 #[no_mangle]
@@ -633,6 +677,34 @@ pub unsafe extern "C" fn MPI_Recv(
     comm: *mut c_void,
     status: *mut CStatus,
 ) -> c_int {
+    if let (Some(w), Some(sz)) = (predefined(h(comm)), super::types::simple_size(h(t))) {
+        if n >= 0 && (tag >= 0 || tag == ANY_TAG) {
+            let len = n as usize * sz;
+            if len == 0 || !buf.is_null() {
+                let r = catch_unwind(AssertUnwindSafe(|| {
+                    // SAFETY: not null (or empty); MPI requires `buf` to be
+                    // writable for `n` elements of the datatype.
+                    let b = unsafe { std::slice::from_raw_parts_mut(buf.cast::<u8>(), len) };
+                    let tag = if tag == ANY_TAG {
+                        crate::p2p::ANY_TAG
+                    } else {
+                        tag
+                    };
+                    match w.comm.recv(b, src, tag) {
+                        Ok(st) => {
+                            put_status(status, &CStatus::from_rust(&st));
+                            Ok(())
+                        }
+                        Err(e) => {
+                            put_status(status, &err_status(&e));
+                            Err(e)
+                        }
+                    }
+                }));
+                return finish_fast(w, "MPI_Recv", r);
+            }
+        }
+    }
     guard("MPI_Recv", h(comm), || {
         let obj = comm_obj(h(comm))?;
         let n = count(n, "count")?;
@@ -735,7 +807,7 @@ macro_rules! pinit_fn {
                 };
                 give_request(
                     Req {
-                        comm: obj,
+                        comm: obj.arc(),
                         state: ReqState::Persistent { spec, active: None },
                     },
                     request,

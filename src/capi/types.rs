@@ -9,7 +9,7 @@
 //! contiguous one is sent straight from the user's buffer.
 
 use super::{
-    array, bytes, count, guard, h, out, read, state, to_handle, Table, DATATYPE_NULL, OP_NULL,
+    array, bytes, count, guard, h, out, read, state, to_handle, Obj, Table, DATATYPE_NULL, OP_NULL,
 };
 use crate::error::{Error, ErrorClass, Result};
 use std::ffi::{c_int, c_void};
@@ -320,11 +320,25 @@ fn builtins() -> &'static [(usize, &'static str, TypeObj)] {
     })
 }
 
+/// The size of a builtin datatype that is one contiguous run (every
+/// builtin but the padded pair types), without a table lookup.
+#[inline]
+pub(crate) fn simple_size(t: usize) -> Option<usize> {
+    Some(match t {
+        0x207 | 0x238 | 0x240 | 0x241 | 0x243 | 0x244 | 0x245 | 0x247 => 1,
+        0x208 | 0x20c | 0x248 | 0x249 => 2,
+        0x209 | 0x20d | 0x210 | 0x23c | 0x250 | 0x251 => 4,
+        0x201..=0x203 | 0x20a | 0x20b | 0x20e | 0x20f | 0x214 | 0x258 | 0x259 | 0x228 | 0x22b => 8,
+        0x220 => 16,
+        _ => return None,
+    })
+}
+
 /// The datatype behind handle `t`.
 ///
 /// # Errors
 /// `Type` for `MPI_DATATYPE_NULL`, a freed or unknown handle.
-pub(crate) fn type_obj(t: usize) -> Result<Arc<TypeObj>> {
+pub(crate) fn type_obj(t: usize) -> Result<Obj<TypeObj>> {
     static BUILTIN: OnceLock<Vec<Option<Arc<TypeObj>>>> = OnceLock::new();
     if (0x200..0x300).contains(&t) {
         let table = BUILTIN.get_or_init(|| {
@@ -334,13 +348,21 @@ pub(crate) fn type_obj(t: usize) -> Result<Arc<TypeObj>> {
             }
             v
         });
-        return table[t - 0x200].clone().ok_or_else(|| bad_type(t));
+        return table[t - 0x200]
+            .as_ref()
+            .map(Obj::Static)
+            .ok_or_else(|| bad_type(t));
     }
-    state().types.get(t).cloned().ok_or_else(|| bad_type(t))
+    state()
+        .types
+        .get(t)
+        .cloned()
+        .map(Obj::Owned)
+        .ok_or_else(|| bad_type(t))
 }
 
 /// As [`type_obj`], and it must be committed (for communication).
-pub(crate) fn committed(t: usize) -> Result<Arc<TypeObj>> {
+pub(crate) fn committed(t: usize) -> Result<Obj<TypeObj>> {
     let ty = type_obj(t)?;
     if !ty.committed {
         return Err(Error::new(
@@ -485,7 +507,7 @@ pub unsafe extern "C" fn MPI_Type_vector(
         let old = type_obj(h(old))?;
         let ext = old.extent();
         let parts: Vec<_> = (0..n)
-            .map(|i| (i as isize * stride as isize * ext, b, &*old))
+            .map(|i| (i as isize * stride as isize * ext, b, &**old))
             .collect();
         new_type(compose(&parts, false), newtype)
     })
@@ -503,7 +525,7 @@ pub unsafe extern "C" fn MPI_Type_create_hvector(
         let n = bl(n, "count")?;
         let b = bl(blocklen, "blocklength")?;
         let old = type_obj(h(old))?;
-        let parts: Vec<_> = (0..n).map(|i| (i as isize * stride, b, &*old)).collect();
+        let parts: Vec<_> = (0..n).map(|i| (i as isize * stride, b, &**old)).collect();
         new_type(compose(&parts, false), newtype)
     })
 }
@@ -524,7 +546,7 @@ pub unsafe extern "C" fn MPI_Type_indexed(
         let ext = old.extent();
         let mut parts = Vec::with_capacity(n);
         for i in 0..n {
-            parts.push((ds[i] as isize * ext, bl(bls[i], "a block length")?, &*old));
+            parts.push((ds[i] as isize * ext, bl(bls[i], "a block length")?, &**old));
         }
         new_type(compose(&parts, false), newtype)
     })
@@ -544,7 +566,7 @@ pub unsafe extern "C" fn MPI_Type_create_indexed_block(
         let ds = array(displs, n, "array_of_displacements")?;
         let old = type_obj(h(old))?;
         let ext = old.extent();
-        let parts: Vec<_> = ds.iter().map(|&d| (d as isize * ext, b, &*old)).collect();
+        let parts: Vec<_> = ds.iter().map(|&d| (d as isize * ext, b, &**old)).collect();
         new_type(compose(&parts, false), newtype)
     })
 }
@@ -568,7 +590,7 @@ pub unsafe extern "C" fn MPI_Type_create_struct(
             .collect::<Result<Vec<_>>>()?;
         let mut parts = Vec::with_capacity(n);
         for i in 0..n {
-            parts.push((ds[i], bl(bls[i], "a block length")?, &*objs[i]));
+            parts.push((ds[i], bl(bls[i], "a block length")?, &**objs[i]));
         }
         new_type(compose(&parts, true), newtype)
     })
@@ -582,7 +604,7 @@ pub unsafe extern "C" fn MPI_Type_create_resized(
     newtype: *mut *mut c_void,
 ) -> c_int {
     guard("MPI_Type_create_resized", super::COMM_NULL, || {
-        let mut ty = (*type_obj(h(old))?).clone();
+        let mut ty = (**type_obj(h(old))?).clone();
         ty.lb = lb;
         ty.ub = lb + extent;
         ty.committed = false;
@@ -594,7 +616,7 @@ pub unsafe extern "C" fn MPI_Type_create_resized(
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Type_dup(old: *mut c_void, newtype: *mut *mut c_void) -> c_int {
     guard("MPI_Type_dup", super::COMM_NULL, || {
-        let mut ty = (*type_obj(h(old))?).clone();
+        let mut ty = (**type_obj(h(old))?).clone();
         ty.predefined = false;
         new_type(ty, newtype)
     })
@@ -1099,7 +1121,7 @@ impl Reduction {
         }
         Ok(Reduction {
             op,
-            ty,
+            ty: ty.arc(),
             ty_handle: ty_h,
             count,
         })
@@ -1184,6 +1206,14 @@ mod tests {
     use super::*;
 
     #[test]
+    fn simple_sizes_agree_with_the_type_table() {
+        for (h, name, ty) in builtins() {
+            let simple = ty.blocks.len() == 1 && ty.extent() == ty.size as isize;
+            assert_eq!(simple_size(*h), simple.then_some(ty.size), "{name}");
+        }
+    }
+
+    #[test]
     fn long_double_round_trips_through_f64() {
         for v in [0.0, 1.0, -2.5, 1e300, 3.25e-310, 123456789.0] {
             let mut b = [0u8; 16];
@@ -1195,7 +1225,7 @@ mod tests {
     #[test]
     fn vector_type_has_the_standard_extent_and_runs() {
         let int = type_obj(0x209).unwrap();
-        let parts: Vec<_> = (0..3).map(|i| (i * 3 * 4, 2, &*int)).collect();
+        let parts: Vec<_> = (0..3).map(|i| (i * 3 * 4, 2, &**int)).collect();
         let t = compose(&parts, false);
         assert_eq!(t.size, 24);
         assert_eq!((t.lb, t.ub), (0, 32));
@@ -1207,7 +1237,7 @@ mod tests {
     fn struct_extent_is_rounded_to_the_alignment() {
         let d = type_obj(0x214).unwrap();
         let c = type_obj(0x243).unwrap();
-        let t = compose(&[(0, 1, &*d), (8, 1, &*c)], true);
+        let t = compose(&[(0, 1, &**d), (8, 1, &**c)], true);
         assert_eq!((t.size, t.extent()), (9, 16));
         assert_eq!(t.sig, None);
     }

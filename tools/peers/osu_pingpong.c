@@ -25,7 +25,7 @@
  *   bw         100 timed /   10 warmup for size <= 8 KiB,   20 /   2 above
  *
  * Output: '#' comment lines, then one row per size:
- *   printf("%-10d%18.2f\n", size, value)
+ *   printf("%-10d%18.3f\n", size, value)
  */
 #define _POSIX_C_SOURCE 200112L
 #include <mpi.h>
@@ -271,7 +271,7 @@ int main(int argc, char **argv)
                        ? run_latency(sbuf, rbuf, (int)size, iters, warm)
                        : run_bw(sbuf, rbuf, (int)size, iters, warm);
         if (rank == 0) {
-            printf("%-10d%18.2f\n", (int)size, v);
+            printf("%-10d%18.3f\n", (int)size, v);
             fflush(stdout);
         }
     }
