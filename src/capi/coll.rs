@@ -16,7 +16,7 @@
 //! return a complete request (`docs/c-abi.md` says what that means for
 //! programs).
 
-use super::p2p::{done_request, give_request, Fin, Ptr, Req};
+use super::p2p::{done_request, give_request, nbytes, staging_buf, Fin, Ptr, Req};
 use super::types::{committed, OpObj, Prim, Reduction, TypeObj};
 use super::{
     array, bytes, bytes_mut, comm_obj, count, guard, h, CommObj, IN_PLACE, PROC_NULL, ROOT,
@@ -50,7 +50,7 @@ fn src<'a>(buf: *const c_void, n: usize, ty: &TypeObj) -> Result<std::borrow::Co
     match ty.contiguous(n) {
         Some(off) => Ok(std::borrow::Cow::Borrowed(bytes(
             (buf as *const u8).wrapping_offset(off).cast(),
-            n * ty.size,
+            nbytes(n, ty)?,
         )?)),
         None => Ok(std::borrow::Cow::Owned(ty.pack(buf, n)?)),
     }
@@ -73,10 +73,10 @@ impl<'a> Dst<'a> {
         match ty.contiguous(n) {
             Some(off) => Ok(Dst::Direct(bytes_mut(
                 (buf as *mut u8).wrapping_offset(off).cast(),
-                n * ty.size,
+                nbytes(n, ty)?,
             )?)),
             None => Ok(Dst::Staged {
-                staging: vec![0; n * ty.size],
+                staging: staging_buf(nbytes(n, ty)?)?,
                 buf,
                 n,
                 ty: ty.clone(),
@@ -549,6 +549,12 @@ pub unsafe extern "C" fn MPI_Allgatherv(
 ) -> c_int {
     guard("MPI_Allgatherv", h(comm), || {
         let obj = comm_obj(h(comm))?;
+        if obj.comm.is_inter() {
+            return Err(Error::new(
+                ErrorClass::Comm,
+                "MPI_Allgatherv is supported on intracommunicators only",
+            ));
+        }
         let p = obj.comm.size() as usize;
         let (c, d) = v_args(rcounts, displs, p)?;
         allgatherv(
@@ -1203,6 +1209,7 @@ pub unsafe extern "C" fn MPI_Ibcast(
                         dst: Ptr(buf),
                         count: n,
                         ty: ty.arc(),
+                        whole: true,
                     },
                     Vec::new(),
                 )

@@ -140,7 +140,7 @@ pub unsafe extern "C" fn MPI_Finalize() -> c_int {
         if let Some(s) = SELF.get() {
             delete_all_attrs(s)?;
         }
-        super::p2p::flush_bsends()?;
+        super::p2p::flush_all()?;
         let u = lock(&UNIVERSE).take();
         if let Some(u) = u {
             u.finalize()?;
@@ -689,7 +689,8 @@ pub(crate) struct Keyvals {
 impl Keyvals {
     pub(crate) const fn new() -> Keyvals {
         Keyvals {
-            next: 100,
+            // Clear of the predefined keys (10001.., 20001..).
+            next: 1 << 20,
             map: Vec::new(),
         }
     }

@@ -154,12 +154,24 @@ impl<T> Table<T> {
         }
     }
 
-    /// Frees a handle (its object removed or taken out).
+    /// Frees a live handle, giving its object (`None`, and nothing freed,
+    /// for a handle that is not live: a second free must not put the slot
+    /// on the free list twice).
     pub(crate) fn release(&mut self, h: usize) -> Option<T> {
         let i = self.index(h)?;
-        let v = self.slots.get_mut(i)?.take();
+        let v = self.slots.get_mut(i)?.take()?;
         self.free.push(i);
-        v
+        Some(v)
+    }
+
+    /// Frees a handle whose object the caller took out with
+    /// [`take`](Self::take).
+    pub(crate) fn release_taken(&mut self, h: usize) {
+        if let Some(i) = self.index(h) {
+            if i < self.slots.len() && self.slots[i].is_none() {
+                self.free.push(i);
+            }
+        }
     }
 }
 

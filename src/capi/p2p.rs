@@ -129,12 +129,15 @@ unsafe impl Send for Ptr {}
 /// What to do when a request completes.
 pub(crate) enum Fin {
     None,
-    /// A receive into `staging` to unpack into `count` instances at `dst`.
+    /// A receive into `staging` to unpack into `count` instances at `dst`:
+    /// as many bytes as the status says, or all of `staging` when `whole`
+    /// (a collective, whose status carries no length).
     Unpack {
         staging: Vec<u8>,
         dst: Ptr,
         count: usize,
         ty: Arc<TypeObj>,
+        whole: bool,
     },
     /// As `Unpack`, from an 8-byte aligned staging buffer of `len` bytes
     /// (typed reductions).
@@ -170,7 +173,8 @@ pub(crate) struct PSpec {
     mode: Mode,
     buf: Ptr,
     count: usize,
-    ty: usize,
+    /// Held, so freeing the handle does not change a started request.
+    ty: Arc<TypeObj>,
     peer: c_int,
     tag: c_int,
 }
@@ -203,11 +207,12 @@ pub(crate) enum ReqState {
     },
 }
 
-/// A C request.
+/// A C request. Field order matters: `state` (which may borrow the
+/// process state) drops before `comm` (which keeps it alive).
 #[derive(Debug)]
 pub(crate) struct Req {
-    pub(crate) comm: Arc<CommObj>,
     pub(crate) state: ReqState,
+    pub(crate) comm: Arc<CommObj>,
 }
 
 // SAFETY: a `Req` holds a Rust `Request` (whose borrowed buffers are the
@@ -306,9 +311,14 @@ fn finish(r: Result<Status>, fin: Fin) -> std::result::Result<CStatus, Error> {
             dst,
             count,
             ty,
+            whole,
         } => {
             let st = r?;
-            let n = st.bytes.min(staging.len());
+            let n = if whole {
+                staging.len()
+            } else {
+                st.bytes.min(staging.len())
+            };
             ty.unpack(&staging[..n], dst.0, count)?;
             Ok(CStatus::from_rust(&st))
         }
@@ -342,30 +352,42 @@ pub(crate) fn done_request(comm: &Arc<CommObj>, p: *mut *mut c_void) -> Result<(
 
 // ---- orphans and buffered sends ------------------------------------------------------
 
-/// Requests the program let go of (`MPI_Request_free` on an active one,
-/// buffered sends): completed in the background, at the next completion
-/// call and at finalize.
-static ORPHANS: Mutex<Vec<(Box<Req>, usize)>> = Mutex::new(Vec::new());
+/// Requests the program let go of (`MPI_Request_free` on an active one):
+/// completed in the background, at the next completion call and at
+/// finalize.
+static ORPHANS: Mutex<Vec<Req>> = Mutex::new(Vec::new());
+/// Buffered sends in flight, with the bytes each takes of the attached
+/// buffer.
+static BSENDS: Mutex<Vec<(Box<Req>, usize)>> = Mutex::new(Vec::new());
 
 /// The buffer of `MPI_Buffer_attach`: (address, size).
 static BSEND_BUF: Mutex<Option<(usize, usize)>> = Mutex::new(None);
 const BSEND_OVERHEAD: usize = 512;
 
-/// Tests every orphan once, dropping the complete ones.
+/// Tests every orphan and buffered send once, dropping the complete ones.
 pub(crate) fn poll_orphans() {
-    let mut o = lock(&ORPHANS);
-    o.retain_mut(|(r, _)| r.test().is_none());
+    lock(&ORPHANS).retain_mut(|r| r.test().is_none());
+    lock(&BSENDS).retain_mut(|(r, _)| r.test().is_none());
 }
 
 fn bsend_in_use() -> usize {
     poll_orphans();
-    lock(&ORPHANS).iter().map(|(_, n)| *n).sum()
+    lock(&BSENDS).iter().map(|(_, n)| *n).sum()
 }
 
-/// Waits for every orphan (finalize, buffer detach).
-pub(crate) fn flush_bsends() -> Result<()> {
-    let all = std::mem::take(&mut *lock(&ORPHANS));
+/// Waits for every buffered send (buffer detach).
+fn flush_bsends() {
+    let all = std::mem::take(&mut *lock(&BSENDS));
     for (mut r, _) in all {
+        let _ = r.wait();
+    }
+}
+
+/// Waits for every buffered send and freed request (finalize).
+pub(crate) fn flush_all() -> Result<()> {
+    flush_bsends();
+    let all = std::mem::take(&mut *lock(&ORPHANS));
+    for mut r in all {
         let _ = r.wait();
     }
     Ok(())
@@ -391,7 +413,7 @@ pub unsafe extern "C" fn MPI_Buffer_attach(buf: *mut c_void, size: c_int) -> c_i
 pub unsafe extern "C" fn MPI_Buffer_detach(buf: *mut c_void, size: *mut c_int) -> c_int {
     guard("MPI_Buffer_detach", COMM_NULL, || {
         // MPI 4.1 §3.6.1: detach waits until the buffered messages left.
-        flush_bsends()?;
+        flush_bsends();
         let b = lock(&BSEND_BUF).take();
         let (addr, n) = b.unwrap_or((0, 0));
         out(buf.cast::<usize>(), addr, "buffer_addr")?;
@@ -400,6 +422,32 @@ pub unsafe extern "C" fn MPI_Buffer_detach(buf: *mut c_void, size: *mut c_int) -
 }
 
 // ---- starting operations -------------------------------------------------------------
+
+/// Bytes of `n` instances of `ty`, or `Count` when that overflows.
+pub(crate) fn nbytes(n: usize, ty: &TypeObj) -> Result<usize> {
+    n.checked_mul(ty.size).ok_or_else(|| {
+        Error::new(
+            ErrorClass::Count,
+            format!(
+                "{n} elements of {} bytes overflow the address space",
+                ty.size
+            ),
+        )
+    })
+}
+
+/// A zeroed staging buffer of `n` bytes, or `NoMem`.
+pub(crate) fn staging_buf(n: usize) -> Result<Vec<u8>> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(n).map_err(|_| {
+        Error::new(
+            ErrorClass::NoMem,
+            format!("no memory for a {n}-byte staging buffer"),
+        )
+    })?;
+    v.resize(n, 0);
+    Ok(v)
+}
 
 /// The bytes of `count` instances of `ty` at `buf` as one slice if they
 /// are contiguous, else packed into a new buffer.
@@ -427,13 +475,12 @@ fn start_send(
     mode: Mode,
     buf: *const c_void,
     n: usize,
-    tyh: usize,
+    ty: &TypeObj,
     dest: c_int,
     tag: c_int,
 ) -> Result<Req> {
-    let ty = committed(tyh)?;
     let tag = stag(tag)?;
-    let (direct, packed) = send_data(buf, n, &ty)?;
+    let (direct, packed) = send_data(buf, n, ty)?;
     if mode == Mode::Bsend {
         return bsend(obj, direct.unwrap_or(&packed), dest, tag)
             .map(|_| Req::done(obj, CStatus::empty()));
@@ -480,7 +527,7 @@ fn bsend(obj: &Arc<CommObj>, data: &[u8], dest: c_int, tag: c_int) -> Result<()>
     let view = unsafe { std::slice::from_raw_parts(copy.as_ptr(), copy.len()) };
     let r = obj.comm.isend(view, dest, tag)?;
     let req = Req::live(obj, r, Fin::None, copy);
-    lock(&ORPHANS).push((Box::new(req), need));
+    lock(&BSENDS).push((Box::new(req), need));
     Ok(())
 }
 
@@ -489,20 +536,19 @@ fn start_recv(
     obj: &Arc<CommObj>,
     buf: *mut c_void,
     n: usize,
-    tyh: usize,
+    ty: &Arc<TypeObj>,
     src: c_int,
     tag: c_int,
 ) -> Result<Req> {
-    let ty = committed(tyh)?;
     let tag = rtag(tag)?;
     match ty.contiguous(n) {
         Some(off) => {
-            let b = bytes_mut((buf as *mut u8).wrapping_offset(off).cast(), n * ty.size)?;
+            let b = bytes_mut((buf as *mut u8).wrapping_offset(off).cast(), nbytes(n, ty)?)?;
             let r = obj.comm.irecv(b, src, tag)?;
             Ok(Req::live(obj, r, Fin::None, Vec::new()))
         }
         None => {
-            let mut staging = vec![0u8; n * ty.size];
+            let mut staging = staging_buf(nbytes(n, ty)?)?;
             // SAFETY: lifetime erasure of a borrow of `staging`'s heap
             // buffer, which moves into the `Req` (`fin`) and is dropped
             // after the request; nothing else touches it meanwhile.
@@ -516,7 +562,8 @@ fn start_recv(
                     staging,
                     dst: Ptr(buf),
                     count: n,
-                    ty: ty.arc(),
+                    ty: ty.clone(),
+                    whole: false,
                 },
                 Vec::new(),
             ))
@@ -741,7 +788,7 @@ macro_rules! isend_fn {
                 if request.is_null() {
                     return Err(super::arg("request"));
                 }
-                let r = start_send(&obj, $mode, buf, n, h(t), dest, tag)?;
+                let r = start_send(&obj, $mode, buf, n, &*committed(h(t))?, dest, tag)?;
                 give_request(r, request)
             })
         }
@@ -769,7 +816,7 @@ pub unsafe extern "C" fn MPI_Irecv(
         if request.is_null() {
             return Err(super::arg("request"));
         }
-        let r = start_recv(&obj, buf, n, h(t), src, tag)?;
+        let r = start_recv(&obj, buf, n, &committed(h(t))?.arc(), src, tag)?;
         give_request(r, request)
     })
 }
@@ -791,7 +838,7 @@ macro_rules! pinit_fn {
             guard($call, h(comm), || {
                 let obj = comm_obj(h(comm))?;
                 let n = count(n, "count")?;
-                committed(h(t))?;
+                let ty = committed(h(t))?.arc();
                 if $mode == Mode::Recv {
                     rtag(tag)?;
                 } else {
@@ -801,14 +848,14 @@ macro_rules! pinit_fn {
                     mode: $mode,
                     buf: Ptr(buf as *mut c_void),
                     count: n,
-                    ty: h(t),
+                    ty,
                     peer,
                     tag,
                 };
                 give_request(
                     Req {
-                        comm: obj.arc(),
                         state: ReqState::Persistent { spec, active: None },
+                        comm: obj.arc(),
                     },
                     request,
                 )
@@ -850,9 +897,9 @@ fn start_one(handle: usize) -> std::result::Result<(), (Option<Arc<CommObj>>, Er
     let spec = spec.clone();
     drop(st);
     let r = match spec.mode {
-        Mode::Recv => start_recv(&comm, spec.buf.0, spec.count, spec.ty, spec.peer, spec.tag),
+        Mode::Recv => start_recv(&comm, spec.buf.0, spec.count, &spec.ty, spec.peer, spec.tag),
         m => start_send(
-            &comm, m, spec.buf.0, spec.count, spec.ty, spec.peer, spec.tag,
+            &comm, m, spec.buf.0, spec.count, &spec.ty, spec.peer, spec.tag,
         ),
     }
     .map_err(|e| (Some(comm.clone()), e))?;
@@ -927,7 +974,7 @@ fn complete(slot: &mut *mut c_void, block: bool) -> std::result::Result<Option<O
     if req.is_persistent() {
         state().reqs.put_back(hd, req);
     } else {
-        state().reqs.release(hd);
+        state().reqs.release_taken(hd);
         *slot = to_handle(REQUEST_NULL);
     }
     Ok(Some(match r {
@@ -1010,7 +1057,32 @@ pub(crate) fn backoff(round: &mut u32) {
     }
 }
 
-const ERR_IN_STATUS: c_int = 19;
+/// The error of a multiple completion: with statuses, `MPI_ERR_IN_STATUS`
+/// (each status's `MPI_ERROR` tells its own), raised through the handler;
+/// without, the first failed request's own error.
+fn in_status(call: &str, c: &Arc<CommObj>, e: &Error, ignored: bool) -> c_int {
+    if ignored {
+        super::raise(Some(c), call, e)
+    } else {
+        let wrapped = Error::new(
+            ErrorClass::InStatus,
+            format!("a request failed (its status says which): {e}"),
+        );
+        super::raise(Some(c), call, &wrapped)
+    }
+}
+
+/// Runs a multiple-completion body, catching a panic (the body reports
+/// its own errors through the handler and returns the code).
+fn caught(call: &str, f: impl FnOnce() -> c_int) -> c_int {
+    catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|_| {
+        let e = Error::new(
+            ErrorClass::Intern,
+            format!("internal error in {call} (caught at the C boundary)"),
+        );
+        super::raise(None, call, &e)
+    })
+}
 
 /// The common part of Waitall / Testall: completes every request of
 /// `reqs` (blocking or only if all are complete).
@@ -1022,80 +1094,75 @@ fn all(
     block: bool,
     flag: *mut c_int,
 ) -> c_int {
-    let r = (|| -> Result<Option<Vec<Outcome>>> {
-        let n = count(n, "count")?;
-        let reqs = array_mut(requests, n, "array_of_requests")?;
-        if !block {
-            poll_orphans();
-            // Complete only if all are: test each without consuming it.
-            for &r in reqs.iter() {
-                let hd = h(r);
-                if hd == REQUEST_NULL {
-                    continue;
-                }
-                let mut req = state().reqs.take(hd).ok_or_else(|| bad_request(hd))?;
-                let done = req.test();
-                if let (Some(res), true) = (&done, req.is_persistent()) {
-                    // Keep the outcome until all are complete.
-                    let ReqState::Persistent { spec, .. } = &req.state else {
-                        unreachable!()
-                    };
-                    let spec = spec.clone();
-                    req.state = ReqState::Persistent {
-                        spec,
-                        active: Some(Box::new(Req {
-                            comm: req.comm.clone(),
-                            state: ReqState::Done(res.clone()),
-                        })),
-                    };
-                }
-                let complete = done.is_some();
-                state().reqs.put_back(hd, req);
-                if !complete {
-                    return Ok(None);
+    caught(call, move || {
+        let r = (|| -> Result<Option<Vec<Outcome>>> {
+            let n = count(n, "count")?;
+            let reqs = array_mut(requests, n, "array_of_requests")?;
+            if !block {
+                poll_orphans();
+                // Complete only if all are: test each without consuming it.
+                for &r in reqs.iter() {
+                    let hd = h(r);
+                    if inactive(r) {
+                        continue;
+                    }
+                    let mut req = state().reqs.take(hd).ok_or_else(|| bad_request(hd))?;
+                    let done = req.test();
+                    if let (Some(res), true) = (&done, req.is_persistent()) {
+                        // Keep the outcome until all are complete.
+                        let ReqState::Persistent { spec, .. } = &req.state else {
+                            unreachable!()
+                        };
+                        let spec = spec.clone();
+                        req.state = ReqState::Persistent {
+                            spec,
+                            active: Some(Box::new(Req {
+                                state: ReqState::Done(res.clone()),
+                                comm: req.comm.clone(),
+                            })),
+                        };
+                    }
+                    let complete = done.is_some();
+                    state().reqs.put_back(hd, req);
+                    if !complete {
+                        return Ok(None);
+                    }
                 }
             }
-        }
-        let mut outs = Vec::with_capacity(n);
-        for slot in reqs.iter_mut() {
-            outs.push(complete(slot, true)?.expect("blocking"));
-        }
-        Ok(Some(outs))
-    })();
-    match r {
-        Err(e) => super::raise(None, call, &e),
-        Ok(None) => {
-            let _ = out(flag, 0, "flag");
-            SUCCESS
-        }
-        Ok(Some(outs)) => {
-            if !flag.is_null() {
-                let _ = out(flag, 1, "flag");
+            let mut outs = Vec::with_capacity(n);
+            for slot in reqs.iter_mut() {
+                outs.push(complete(slot, true)?.expect("blocking"));
             }
-            let first_err = outs.iter().find_map(|o| o.err.as_ref()).cloned();
-            if !statuses.is_null() {
-                if let Ok(sts) = array_mut(statuses, outs.len(), "array_of_statuses") {
-                    for (s, o) in sts.iter_mut().zip(&outs) {
-                        *s = o.status;
-                        if first_err.is_none() {
-                            s.error = SUCCESS;
+            Ok(Some(outs))
+        })();
+        match r {
+            Err(e) => super::raise(None, call, &e),
+            Ok(None) => {
+                let _ = out(flag, 0, "flag");
+                SUCCESS
+            }
+            Ok(Some(outs)) => {
+                if !flag.is_null() {
+                    let _ = out(flag, 1, "flag");
+                }
+                let first_err = outs.iter().find_map(|o| o.err.as_ref()).cloned();
+                if !statuses.is_null() {
+                    if let Ok(sts) = array_mut(statuses, outs.len(), "array_of_statuses") {
+                        for (s, o) in sts.iter_mut().zip(&outs) {
+                            *s = o.status;
+                            if first_err.is_none() {
+                                s.error = SUCCESS;
+                            }
                         }
                     }
                 }
-            }
-            match first_err {
-                None => SUCCESS,
-                Some((c, e)) => {
-                    let code = super::raise(Some(&c), call, &e);
-                    if statuses.is_null() {
-                        code
-                    } else {
-                        ERR_IN_STATUS
-                    }
+                match first_err {
+                    None => SUCCESS,
+                    Some((c, e)) => in_status(call, &c, &e, statuses.is_null()),
                 }
             }
         }
-    }
+    })
 }
 
 #[no_mangle]
@@ -1137,63 +1204,65 @@ fn any(
     status: *mut CStatus,
     block: bool,
 ) -> c_int {
-    let r = (|| -> Result<Option<(usize, Outcome)>> {
-        let n = count(n, "count")?;
-        let reqs = array_mut(requests, n, "array_of_requests")?;
-        let mut round = 0;
-        loop {
-            let mut any_active = false;
-            for (i, slot) in reqs.iter_mut().enumerate() {
-                if inactive(*slot) {
-                    continue;
+    caught(call, move || {
+        let r = (|| -> Result<Option<(usize, Outcome)>> {
+            let n = count(n, "count")?;
+            let reqs = array_mut(requests, n, "array_of_requests")?;
+            let mut round = 0;
+            loop {
+                let mut any_active = false;
+                for (i, slot) in reqs.iter_mut().enumerate() {
+                    if inactive(*slot) {
+                        continue;
+                    }
+                    any_active = true;
+                    if let Some(o) = complete(slot, false)? {
+                        return Ok(Some((i, o)));
+                    }
                 }
-                any_active = true;
-                if let Some(o) = complete(slot, false)? {
-                    return Ok(Some((i, o)));
+                if !any_active {
+                    return Ok(Some((
+                        usize::MAX,
+                        Outcome {
+                            status: CStatus::empty(),
+                            err: None,
+                        },
+                    )));
                 }
+                if !block {
+                    return Ok(None);
+                }
+                backoff(&mut round);
             }
-            if !any_active {
-                return Ok(Some((
-                    usize::MAX,
-                    Outcome {
-                        status: CStatus::empty(),
-                        err: None,
+        })();
+        match r {
+            Err(e) => super::raise(None, call, &e),
+            Ok(None) => {
+                let _ = out(flag, 0, "flag");
+                let _ = out(index, UNDEFINED, "index");
+                SUCCESS
+            }
+            Ok(Some((i, o))) => {
+                if !flag.is_null() {
+                    let _ = out(flag, 1, "flag");
+                }
+                let _ = out(
+                    index,
+                    if i == usize::MAX {
+                        UNDEFINED
+                    } else {
+                        i as c_int
                     },
-                )));
-            }
-            if !block {
-                return Ok(None);
-            }
-            backoff(&mut round);
-        }
-    })();
-    match r {
-        Err(e) => super::raise(None, call, &e),
-        Ok(None) => {
-            let _ = out(flag, 0, "flag");
-            let _ = out(index, UNDEFINED, "index");
-            SUCCESS
-        }
-        Ok(Some((i, o))) => {
-            if !flag.is_null() {
-                let _ = out(flag, 1, "flag");
-            }
-            let _ = out(
-                index,
-                if i == usize::MAX {
-                    UNDEFINED
-                } else {
-                    i as c_int
-                },
-                "index",
-            );
-            put_status(status, &o.status);
-            match o.err {
-                Some((c, e)) => super::raise(Some(&c), call, &e),
-                None => SUCCESS,
+                    "index",
+                );
+                put_status(status, &o.status);
+                match o.err {
+                    Some((c, e)) => super::raise(Some(&c), call, &e),
+                    None => SUCCESS,
+                }
             }
         }
-    }
+    })
 }
 
 #[no_mangle]
@@ -1238,65 +1307,60 @@ fn some(
     statuses: *mut CStatus,
     block: bool,
 ) -> c_int {
-    let r = (|| -> Result<Option<Vec<(usize, Outcome)>>> {
-        let n = count(n, "incount")?;
-        let reqs = array_mut(requests, n, "array_of_requests")?;
-        let mut round = 0;
-        loop {
-            let mut any_active = false;
-            let mut done = Vec::new();
-            for (i, slot) in reqs.iter_mut().enumerate() {
-                if inactive(*slot) {
-                    continue;
-                }
-                any_active = true;
-                if let Some(o) = complete(slot, false)? {
-                    done.push((i, o));
-                }
-            }
-            if !any_active {
-                return Ok(None);
-            }
-            if !done.is_empty() || !block {
-                return Ok(Some(done));
-            }
-            backoff(&mut round);
-        }
-    })();
-    match r {
-        Err(e) => super::raise(None, call, &e),
-        Ok(None) => {
-            let _ = out(outcount, UNDEFINED, "outcount");
-            SUCCESS
-        }
-        Ok(Some(done)) => {
-            let _ = out(outcount, done.len() as c_int, "outcount");
-            if let Ok(ix) = array_mut(indices, done.len(), "array_of_indices") {
-                for (d, (i, _)) in ix.iter_mut().zip(&done) {
-                    *d = *i as c_int;
-                }
-            }
-            let first_err = done.iter().find_map(|(_, o)| o.err.as_ref()).cloned();
-            if !statuses.is_null() {
-                if let Ok(sts) = array_mut(statuses, done.len(), "array_of_statuses") {
-                    for (s, (_, o)) in sts.iter_mut().zip(&done) {
-                        *s = o.status;
+    caught(call, move || {
+        let r = (|| -> Result<Option<Vec<(usize, Outcome)>>> {
+            let n = count(n, "incount")?;
+            let reqs = array_mut(requests, n, "array_of_requests")?;
+            let mut round = 0;
+            loop {
+                let mut any_active = false;
+                let mut done = Vec::new();
+                for (i, slot) in reqs.iter_mut().enumerate() {
+                    if inactive(*slot) {
+                        continue;
+                    }
+                    any_active = true;
+                    if let Some(o) = complete(slot, false)? {
+                        done.push((i, o));
                     }
                 }
+                if !any_active {
+                    return Ok(None);
+                }
+                if !done.is_empty() || !block {
+                    return Ok(Some(done));
+                }
+                backoff(&mut round);
             }
-            match first_err {
-                None => SUCCESS,
-                Some((c, e)) => {
-                    let code = super::raise(Some(&c), call, &e);
-                    if statuses.is_null() {
-                        code
-                    } else {
-                        ERR_IN_STATUS
+        })();
+        match r {
+            Err(e) => super::raise(None, call, &e),
+            Ok(None) => {
+                let _ = out(outcount, UNDEFINED, "outcount");
+                SUCCESS
+            }
+            Ok(Some(done)) => {
+                let _ = out(outcount, done.len() as c_int, "outcount");
+                if let Ok(ix) = array_mut(indices, done.len(), "array_of_indices") {
+                    for (d, (i, _)) in ix.iter_mut().zip(&done) {
+                        *d = *i as c_int;
                     }
+                }
+                let first_err = done.iter().find_map(|(_, o)| o.err.as_ref()).cloned();
+                if !statuses.is_null() {
+                    if let Ok(sts) = array_mut(statuses, done.len(), "array_of_statuses") {
+                        for (s, (_, o)) in sts.iter_mut().zip(&done) {
+                            *s = o.status;
+                        }
+                    }
+                }
+                match first_err {
+                    None => SUCCESS,
+                    Some((c, e)) => in_status(call, &c, &e, statuses.is_null()),
                 }
             }
         }
-    }
+    })
 }
 
 #[no_mangle]
@@ -1349,7 +1413,7 @@ pub unsafe extern "C" fn MPI_Request_free(request: *mut *mut c_void) -> c_int {
         };
         if let Some(a) = active {
             // It completes in the background (MPI 4.1 §3.7.3).
-            lock(&ORPHANS).push((a, 0));
+            lock(&ORPHANS).push(*a);
         }
         out(request, to_handle(REQUEST_NULL), "request")
     })
@@ -1359,13 +1423,14 @@ pub unsafe extern "C" fn MPI_Request_free(request: *mut *mut c_void) -> c_int {
 pub unsafe extern "C" fn MPI_Cancel(request: *mut *mut c_void) -> c_int {
     guard("MPI_Cancel", COMM_NULL, || {
         let hd = h(read(request, "request")?);
-        let mut st = state();
-        let req = st.reqs.get_mut(hd).ok_or_else(|| bad_request(hd))?;
+        // Out of the table while the engine is asked, so lookups by other
+        // threads do not wait behind the engine lock.
+        let mut req = state().reqs.take(hd).ok_or_else(|| bad_request(hd))?;
         let target: &mut Req = match &mut req.state {
             ReqState::Persistent {
                 active: Some(a), ..
             } => a,
-            _ => req,
+            _ => &mut req,
         };
         if let ReqState::Live { req: r, .. } = &mut target.state {
             if r.cancel() {
@@ -1374,6 +1439,7 @@ pub unsafe extern "C" fn MPI_Cancel(request: *mut *mut c_void) -> c_int {
                 target.state = ReqState::Done(Ok(s));
             }
         }
+        state().reqs.put_back(hd, req);
         // A send, or a receive already matched, is not cancelled: it
         // completes as usual and its status says so (MPI allows this).
         Ok(())
@@ -1646,48 +1712,66 @@ pub unsafe extern "C" fn MPI_Improbe(
 }
 
 /// Receives matched message `*message` into `n` instances at `buf`.
+/// What went wrong in `mrecv`: the communicator to raise it on, and the
+/// status to report.
+type MrecvErr = (Option<Arc<CommObj>>, Error, Option<CStatus>);
+
+/// Receives matched message `*message` into `n` instances at `buf`.
 fn mrecv(
     buf: *mut c_void,
     n: c_int,
     t: *mut c_void,
     message: *mut *mut c_void,
-) -> Result<(Arc<CommObj>, CStatus)> {
-    let mh = h(read(message, "message")?);
-    let n = count(n, "count")?;
-    let ty = committed(h(t))?;
+) -> std::result::Result<(Arc<CommObj>, CStatus), MrecvErr> {
+    let mh = h(read(message, "message").map_err(|e| (None, e, None))?);
     if mh == MESSAGE_NO_PROC {
-        out(message, to_handle(MESSAGE_NULL), "message")?;
+        out(message, to_handle(MESSAGE_NULL), "message").map_err(|e| (None, e, None))?;
         let w = super::WORLD
             .get()
             .cloned()
-            .ok_or_else(|| super::arg("MPI"))?;
+            .ok_or_else(|| (None, super::arg("MPI"), None))?;
         return Ok((w, CStatus::proc_null()));
     }
-    let m = state().msgs.release(mh).ok_or_else(|| {
-        Error::new(
+    let comm = state()
+        .msgs
+        .get(mh)
+        .map(|m| m.comm.clone())
+        .ok_or_else(|| {
+            let e = Error::new(
+                ErrorClass::Request,
+                format!("{mh:#x} is not a matched message (MPI_Mprobe gives one)"),
+            );
+            (None, e, None)
+        })?;
+    let fail = |e: Error| (Some(comm.clone()), e, None);
+    let n = count(n, "count").map_err(fail)?;
+    let ty = committed(h(t)).map_err(fail)?;
+    let len = nbytes(n, &ty).map_err(fail)?;
+    let Some(Msg { msg, comm }) = state().msgs.release(mh) else {
+        return Err(fail(Error::new(
             ErrorClass::Request,
-            format!("{mh:#x} is not a matched message (MPI_Mprobe gives one)"),
-        )
-    })?;
-    out(message, to_handle(MESSAGE_NULL), "message")?;
-    let Msg { msg, comm } = m;
+            "the message was taken",
+        )));
+    };
+    out(message, to_handle(MESSAGE_NULL), "message").map_err(|e| (Some(comm.clone()), e, None))?;
     let st = match ty.contiguous(n) {
         Some(off) => {
-            let b = bytes_mut((buf as *mut u8).wrapping_offset(off).cast(), n * ty.size)?;
-            msg.recv(b)
+            bytes_mut((buf as *mut u8).wrapping_offset(off).cast(), len).and_then(|b| msg.recv(b))
         }
-        None => {
-            let mut staging = vec![0u8; n * ty.size];
+        None => staging_buf(len).and_then(|mut staging| {
             msg.recv(&mut staging[..]).and_then(|s| {
                 let got = s.bytes.min(staging.len());
                 ty.unpack(&staging[..got], buf, n)?;
                 Ok(s)
             })
-        }
+        }),
     };
     match st {
         Ok(s) => Ok((comm, CStatus::from_rust(&s))),
-        Err(e) => Err(e),
+        Err(e) => {
+            let es = err_status(&e);
+            Err((Some(comm), e, Some(es)))
+        }
     }
 }
 
@@ -1699,10 +1783,17 @@ pub unsafe extern "C" fn MPI_Mrecv(
     message: *mut *mut c_void,
     status: *mut CStatus,
 ) -> c_int {
-    guard("MPI_Mrecv", COMM_NULL, || {
-        let (_, st) = mrecv(buf, n, t, message)?;
-        put_status(status, &st);
-        Ok(())
+    guard_on("MPI_Mrecv", || match mrecv(buf, n, t, message) {
+        Ok((_, st)) => {
+            put_status(status, &st);
+            Ok(())
+        }
+        Err((c, e, st)) => {
+            if let Some(st) = st {
+                put_status(status, &st);
+            }
+            Err((c, e))
+        }
     })
 }
 
@@ -1714,13 +1805,24 @@ pub unsafe extern "C" fn MPI_Imrecv(
     message: *mut *mut c_void,
     request: *mut *mut c_void,
 ) -> c_int {
-    guard("MPI_Imrecv", COMM_NULL, || {
+    guard_on("MPI_Imrecv", || {
         if request.is_null() {
-            return Err(super::arg("request"));
+            return Err((None, super::arg("request")));
         }
         // The message is matched and on its way: receiving it now only
-        // waits for its own bytes, which the sender is already pushing.
-        let (comm, st) = mrecv(buf, n, t, message)?;
-        give_request(Req::done(&comm, st), request)
+        // waits for its own bytes, which the sender is already pushing. An
+        // error (truncation) completes the request with that error.
+        match mrecv(buf, n, t, message) {
+            Ok((comm, st)) => give_request(Req::done(&comm, st), request).map_err(|e| (None, e)),
+            Err((Some(comm), e, Some(_))) => give_request(
+                Req {
+                    state: ReqState::Done(Err(e)),
+                    comm,
+                },
+                request,
+            )
+            .map_err(|e| (None, e)),
+            Err((c, e, _)) => Err((c, e)),
+        }
     })
 }

@@ -95,6 +95,9 @@ pub(crate) struct TypeObj {
     elems: Option<Arc<[u32]>>,
     /// Strictest alignment of its basic elements (for a struct's extent).
     align: usize,
+    /// Bounds set by `MPI_Type_create_resized` somewhere in the type: a
+    /// struct then gets no alignment padding (MPI 4.1 §5.1.6).
+    explicit: bool,
     pub(crate) committed: bool,
     pub(crate) predefined: bool,
 }
@@ -112,6 +115,7 @@ impl TypeObj {
             nelems: p.elements(),
             elems: None,
             align,
+            explicit: false,
             committed: true,
             predefined: true,
         }
@@ -154,17 +158,17 @@ impl TypeObj {
 
     /// Packs `n` instances at `base` into `dst` (appended).
     pub(crate) fn pack_into(&self, base: *const c_void, n: usize, dst: &mut Vec<u8>) -> Result<()> {
-        let total = n * self.size;
+        let total = n.checked_mul(self.size).ok_or_else(too_big)?;
         if total == 0 {
             return Ok(());
         }
-        if base.is_null() && self.true_lb >= 0 {
-            return Err(Error::new(
-                ErrorClass::Buffer,
-                "the buffer is a null pointer but the datatype holds data",
-            ));
-        }
-        dst.reserve(total);
+        // A null `base` is MPI_BOTTOM: the displacements are addresses.
+        dst.try_reserve(total).map_err(|_| {
+            Error::new(
+                ErrorClass::NoMem,
+                format!("no memory to pack {total} bytes"),
+            )
+        })?;
         let ext = self.extent();
         for i in 0..n {
             let inst = (base as isize).wrapping_add(i as isize * ext);
@@ -189,15 +193,9 @@ impl TypeObj {
     /// Unpacks `src` (packed instances, possibly fewer bytes than `n`
     /// whole ones) into `n` instances at `base`; returns the bytes used.
     pub(crate) fn unpack(&self, src: &[u8], base: *mut c_void, n: usize) -> Result<usize> {
-        let total = (n * self.size).min(src.len());
+        let total = n.saturating_mul(self.size).min(src.len());
         if total == 0 {
             return Ok(0);
-        }
-        if base.is_null() && self.true_lb >= 0 {
-            return Err(Error::new(
-                ErrorClass::Buffer,
-                "the receive buffer is a null pointer but the datatype holds data",
-            ));
         }
         let ext = self.extent();
         let mut at = 0;
@@ -254,6 +252,16 @@ impl TypeObj {
         };
         Some(whole * self.nelems + part)
     }
+}
+
+/// The most byte runs one datatype may have (16 bytes each).
+const MAX_RUNS: usize = 1 << 26;
+
+fn too_big() -> Error {
+    Error::new(
+        ErrorClass::Count,
+        "the count times the datatype size overflows the address space",
+    )
 }
 
 /// Builtin datatype handles (MPI 5.0 ABI values) and their types.
@@ -386,13 +394,29 @@ fn bad_type(t: usize) -> Error {
 
 /// A new type made of `parts`: (displacement in bytes, block length,
 /// type) entries, each `blocklen` consecutive instances of its type.
-fn compose(parts: &[(isize, usize, &TypeObj)], is_struct: bool) -> TypeObj {
+fn compose(parts: &[(isize, usize, &TypeObj)], is_struct: bool) -> Result<TypeObj> {
+    // Bound the work and memory before building the runs.
+    let mut runs: usize = 0;
+    for &(_, bl, ty) in parts {
+        runs = bl
+            .checked_mul(ty.blocks.len().max(1))
+            .and_then(|r| r.checked_add(runs))
+            .ok_or_else(too_big)?;
+        bl.checked_mul(ty.size).ok_or_else(too_big)?;
+    }
+    if runs > MAX_RUNS {
+        return Err(Error::new(
+            ErrorClass::NoMem,
+            format!("a datatype of {runs} separate pieces is more than shmpi keeps ({MAX_RUNS})"),
+        ));
+    }
     let mut lb = isize::MAX;
     let mut ub = isize::MIN;
     let mut blocks: Vec<(isize, usize)> = Vec::new();
     let mut size = 0;
     let mut nelems = 0;
     let mut align = 1;
+    let mut explicit = false;
     let mut sig: Option<Option<Prim>> = None;
     let mut sig_n = 0;
     for &(disp, bl, ty) in parts {
@@ -405,6 +429,7 @@ fn compose(parts: &[(isize, usize, &TypeObj)], is_struct: bool) -> TypeObj {
         size += bl * ty.size;
         nelems += bl * ty.nelems;
         align = align.max(ty.align);
+        explicit |= ty.explicit;
         sig = Some(match (sig, ty.sig) {
             (None, Some((p, _))) => Some(p),
             (Some(Some(a)), Some((p, _))) if a == p => Some(a),
@@ -429,7 +454,7 @@ fn compose(parts: &[(isize, usize, &TypeObj)], is_struct: bool) -> TypeObj {
         lb = 0;
         ub = 0;
     }
-    if is_struct {
+    if is_struct && !explicit {
         let ext = ub - lb;
         let a = align as isize;
         if ext % a != 0 {
@@ -438,7 +463,7 @@ fn compose(parts: &[(isize, usize, &TypeObj)], is_struct: bool) -> TypeObj {
     }
     let true_lb = blocks.iter().map(|b| b.0).min().unwrap_or(0);
     let true_ub = blocks.iter().map(|b| b.0 + b.1 as isize).max().unwrap_or(0);
-    TypeObj {
+    Ok(TypeObj {
         size,
         lb,
         ub,
@@ -461,9 +486,10 @@ fn compose(parts: &[(isize, usize, &TypeObj)], is_struct: bool) -> TypeObj {
         },
         nelems,
         align,
+        explicit,
         committed: false,
         predefined: false,
-    }
+    })
 }
 
 fn new_type(ty: TypeObj, newtype: *mut *mut c_void) -> Result<()> {
@@ -489,7 +515,7 @@ pub unsafe extern "C" fn MPI_Type_contiguous(
     guard("MPI_Type_contiguous", super::COMM_NULL, || {
         let n = bl(n, "count")?;
         let old = type_obj(h(old))?;
-        new_type(compose(&[(0, n, &old)], false), newtype)
+        new_type(compose(&[(0, n, &old)], false)?, newtype)
     })
 }
 
@@ -504,12 +530,15 @@ pub unsafe extern "C" fn MPI_Type_vector(
     guard("MPI_Type_vector", super::COMM_NULL, || {
         let n = bl(n, "count")?;
         let b = bl(blocklen, "blocklength")?;
+        if n > MAX_RUNS {
+            return Err(too_big());
+        }
         let old = type_obj(h(old))?;
         let ext = old.extent();
         let parts: Vec<_> = (0..n)
             .map(|i| (i as isize * stride as isize * ext, b, &**old))
             .collect();
-        new_type(compose(&parts, false), newtype)
+        new_type(compose(&parts, false)?, newtype)
     })
 }
 
@@ -524,9 +553,12 @@ pub unsafe extern "C" fn MPI_Type_create_hvector(
     guard("MPI_Type_create_hvector", super::COMM_NULL, || {
         let n = bl(n, "count")?;
         let b = bl(blocklen, "blocklength")?;
+        if n > MAX_RUNS {
+            return Err(too_big());
+        }
         let old = type_obj(h(old))?;
         let parts: Vec<_> = (0..n).map(|i| (i as isize * stride, b, &**old)).collect();
-        new_type(compose(&parts, false), newtype)
+        new_type(compose(&parts, false)?, newtype)
     })
 }
 
@@ -548,7 +580,7 @@ pub unsafe extern "C" fn MPI_Type_indexed(
         for i in 0..n {
             parts.push((ds[i] as isize * ext, bl(bls[i], "a block length")?, &**old));
         }
-        new_type(compose(&parts, false), newtype)
+        new_type(compose(&parts, false)?, newtype)
     })
 }
 
@@ -567,7 +599,7 @@ pub unsafe extern "C" fn MPI_Type_create_indexed_block(
         let old = type_obj(h(old))?;
         let ext = old.extent();
         let parts: Vec<_> = ds.iter().map(|&d| (d as isize * ext, b, &**old)).collect();
-        new_type(compose(&parts, false), newtype)
+        new_type(compose(&parts, false)?, newtype)
     })
 }
 
@@ -592,7 +624,7 @@ pub unsafe extern "C" fn MPI_Type_create_struct(
         for i in 0..n {
             parts.push((ds[i], bl(bls[i], "a block length")?, &**objs[i]));
         }
-        new_type(compose(&parts, true), newtype)
+        new_type(compose(&parts, true)?, newtype)
     })
 }
 
@@ -607,6 +639,7 @@ pub unsafe extern "C" fn MPI_Type_create_resized(
         let mut ty = (**type_obj(h(old))?).clone();
         ty.lb = lb;
         ty.ub = lb + extent;
+        ty.explicit = true;
         ty.committed = false;
         ty.predefined = false;
         new_type(ty, newtype)
@@ -660,7 +693,8 @@ pub unsafe extern "C" fn MPI_Type_free(t: *mut *mut c_void) -> c_int {
 pub unsafe extern "C" fn MPI_Type_size(t: *mut c_void, size: *mut c_int) -> c_int {
     guard("MPI_Type_size", super::COMM_NULL, || {
         let ty = type_obj(h(t))?;
-        out(size, ty.size as c_int, "size")
+        let v = c_int::try_from(ty.size).unwrap_or(super::UNDEFINED);
+        out(size, v, "size")
     })
 }
 
@@ -769,7 +803,11 @@ pub unsafe extern "C" fn MPI_Pack_size(
         super::comm_obj(h(comm))?;
         let n = count(incount, "incount")?;
         let ty = type_obj(h(t))?;
-        out(size, (n * ty.size) as c_int, "size")
+        let v = n
+            .checked_mul(ty.size)
+            .and_then(|b| c_int::try_from(b).ok())
+            .ok_or_else(too_big)?;
+        out(size, v, "size")
     })
 }
 
@@ -1023,7 +1061,14 @@ fn f64_to_f80(v: f64, b: &mut [u8]) {
 }
 
 /// MINLOC / MAXLOC over packed pairs whose value is read by `val`.
-fn fold_pairs(o: usize, p: Prim, vsize: usize, a: &[u8], b: &mut [u8], val: fn(&[u8]) -> f64) {
+fn fold_pairs<V: PartialOrd>(
+    o: usize,
+    p: Prim,
+    vsize: usize,
+    a: &[u8],
+    b: &mut [u8],
+    val: fn(&[u8]) -> V,
+) {
     let n = p.size();
     for (x, y) in a.chunks_exact(n).zip(b.chunks_exact_mut(n)) {
         let (xv, yv) = (val(&x[..vsize]), val(&y[..vsize]));
@@ -1078,13 +1123,13 @@ pub(crate) fn fold(o: usize, p: Prim, a: &[u8], b: &mut [u8]) {
             f64::from_ne_bytes(v.try_into().expect("8 bytes"))
         }),
         Prim::LongInt => fold_pairs(o, p, 8, a, b, |v| {
-            i64::from_ne_bytes(v.try_into().expect("8 bytes")) as f64
+            i64::from_ne_bytes(v.try_into().expect("8 bytes"))
         }),
         Prim::TwoInt => fold_pairs(o, p, 4, a, b, |v| {
-            i32::from_ne_bytes(v.try_into().expect("4 bytes")) as f64
+            i32::from_ne_bytes(v.try_into().expect("4 bytes"))
         }),
         Prim::ShortInt => fold_pairs(o, p, 2, a, b, |v| {
-            i16::from_ne_bytes(v.try_into().expect("2 bytes")) as f64
+            i16::from_ne_bytes(v.try_into().expect("2 bytes"))
         }),
         Prim::LongDoubleInt => fold_pairs(o, p, 16, a, b, f80_to_f64),
     }
@@ -1139,17 +1184,26 @@ impl Reduction {
                 let n = self.count;
                 let ext = self.ty.extent();
                 // The user function sees the datatype's own layout: unpack
-                // both sides into typed buffers (lb-adjusted), call, pack.
-                let span = if n == 0 {
-                    0
-                } else {
-                    (self.ty.true_ub - self.ty.lb).max(0) as usize + (n - 1) * ext.max(0) as usize
-                };
-                let mut a = vec![0u8; span.max(1) + 16];
-                let mut b = vec![0u8; span.max(1) + 16];
-                let off = -self.ty.lb;
-                let abase = a.as_mut_ptr().wrapping_offset(off).cast::<c_void>();
-                let bbase = b.as_mut_ptr().wrapping_offset(off).cast::<c_void>();
+                // both sides into scratch buffers covering every byte the
+                // `n` instances touch ([lo, hi) from the buffer address,
+                // whatever the signs of lb and extent), 16-byte aligned as
+                // the C function may read doubles or long doubles there.
+                let last = (n.max(1) as isize - 1) * ext;
+                let lo = self.ty.true_lb.min(self.ty.true_lb + last);
+                let hi = self.ty.true_ub.max(self.ty.true_ub + last);
+                let words = ((hi - lo).max(1) as usize).div_ceil(16) * 2 + 2;
+                let mut a = vec![0u64; words];
+                let mut b = vec![0u64; words];
+                let abase = a
+                    .as_mut_ptr()
+                    .cast::<u8>()
+                    .wrapping_offset(-lo)
+                    .cast::<c_void>();
+                let bbase = b
+                    .as_mut_ptr()
+                    .cast::<u8>()
+                    .wrapping_offset(-lo)
+                    .cast::<c_void>();
                 self.ty.unpack(input, abase, n)?;
                 self.ty.unpack(inout, bbase, n)?;
                 let mut len = n as c_int;
@@ -1226,7 +1280,7 @@ mod tests {
     fn vector_type_has_the_standard_extent_and_runs() {
         let int = type_obj(0x209).unwrap();
         let parts: Vec<_> = (0..3).map(|i| (i * 3 * 4, 2, &**int)).collect();
-        let t = compose(&parts, false);
+        let t = compose(&parts, false).unwrap();
         assert_eq!(t.size, 24);
         assert_eq!((t.lb, t.ub), (0, 32));
         assert_eq!(t.blocks, vec![(0, 8), (12, 8), (24, 8)]);
@@ -1237,7 +1291,7 @@ mod tests {
     fn struct_extent_is_rounded_to_the_alignment() {
         let d = type_obj(0x214).unwrap();
         let c = type_obj(0x243).unwrap();
-        let t = compose(&[(0, 1, &**d), (8, 1, &**c)], true);
+        let t = compose(&[(0, 1, &**d), (8, 1, &**c)], true).unwrap();
         assert_eq!((t.size, t.extent()), (9, 16));
         assert_eq!(t.sig, None);
     }

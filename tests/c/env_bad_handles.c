@@ -56,6 +56,18 @@ int main(int argc, char **argv)
     CHECK_OK(MPI_Type_free(&v));
     CHECK(cls(MPI_Group_free(&g)) == MPI_SUCCESS, "group free");
     CHECK(cls(MPI_Group_free(&g)) == MPI_ERR_GROUP, "double free of a group");
+    /* The double free must not have put the slot on the free list twice. */
+    MPI_Group g1, g2;
+    int one = 0;
+    CHECK_OK(MPI_Comm_group(MPI_COMM_WORLD, &g1));
+    CHECK_OK(MPI_Group_incl(g1, 1, &one, &g2));
+    CHECK(g1 != g2, "two live groups share a handle");
+    int s1 = 0, s2 = 0;
+    MPI_Group_size(g1, &s1);
+    MPI_Group_size(g2, &s2);
+    CHECK(s1 == size && s2 == 1, "group sizes %d %d", s1, s2);
+    MPI_Group_free(&g1);
+    MPI_Group_free(&g2);
 
     /* Error strings name the problem. */
     char msg[MPI_MAX_ERROR_STRING];
