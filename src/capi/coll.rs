@@ -1326,6 +1326,29 @@ fn ireduce(
     if rc != super::SUCCESS || !go_eager {
         return rc;
     }
+    // The general path: a schedule of messages folded here (`nbc`), on
+    // intracommunicators; an intercommunicator's reduction runs now.
+    let mut inter = false;
+    let rc = guard(call, h(comm), || {
+        let obj = comm_obj(h(comm))?.arc();
+        if obj.comm.is_inter() {
+            inter = true;
+            return Ok(());
+        }
+        let n = count(n, "count")?;
+        let red = Reduction::new(h(o), h(t), n)?;
+        let kind = match root {
+            Some(rt) => {
+                check_root(&obj, rt)?;
+                super::nbc::Kind::Reduce(rt as usize)
+            }
+            None => super::nbc::Kind::Allreduce,
+        };
+        super::nbc::ireduction(&obj, kind, sbuf, rbuf, n, red, Vec::new(), request)
+    });
+    if rc != super::SUCCESS || !inter {
+        return rc;
+    }
     eager(comm, request, || match root {
         // SAFETY: the caller's arguments, passed on unchanged.
         Some(rt) => unsafe { MPI_Reduce(sbuf, rbuf, n, t, o, rt, comm) },
@@ -1370,26 +1393,3 @@ pub unsafe extern "C" fn MPI_Iallreduce(
 ) -> c_int {
     ireduce("MPI_Iallreduce", sbuf, rbuf, n, t, o, None, comm, request)
 }
-
-macro_rules! eager_coll {
-    ($name:ident, $blocking:ident, ($($a:ident : $t:ty),*)) => {
-        #[no_mangle]
-        pub unsafe extern "C" fn $name($($a: $t,)* comm: *mut c_void, request: *mut *mut c_void) -> c_int {
-            // SAFETY: the caller's arguments, passed on unchanged.
-            eager(comm, request, || unsafe { $blocking($($a,)* comm) })
-        }
-    };
-}
-
-eager_coll!(MPI_Igather, MPI_Gather, (sbuf: *const c_void, sn: c_int, st: *mut c_void, rbuf: *mut c_void, rn: c_int, rt: *mut c_void, root: c_int));
-eager_coll!(MPI_Igatherv, MPI_Gatherv, (sbuf: *const c_void, sn: c_int, st: *mut c_void, rbuf: *mut c_void, rc: *const c_int, d: *const c_int, rt: *mut c_void, root: c_int));
-eager_coll!(MPI_Iscatter, MPI_Scatter, (sbuf: *const c_void, sn: c_int, st: *mut c_void, rbuf: *mut c_void, rn: c_int, rt: *mut c_void, root: c_int));
-eager_coll!(MPI_Iscatterv, MPI_Scatterv, (sbuf: *const c_void, sc: *const c_int, d: *const c_int, st: *mut c_void, rbuf: *mut c_void, rn: c_int, rt: *mut c_void, root: c_int));
-eager_coll!(MPI_Iallgather, MPI_Allgather, (sbuf: *const c_void, sn: c_int, st: *mut c_void, rbuf: *mut c_void, rn: c_int, rt: *mut c_void));
-eager_coll!(MPI_Iallgatherv, MPI_Allgatherv, (sbuf: *const c_void, sn: c_int, st: *mut c_void, rbuf: *mut c_void, rc: *const c_int, d: *const c_int, rt: *mut c_void));
-eager_coll!(MPI_Ialltoall, MPI_Alltoall, (sbuf: *const c_void, sn: c_int, st: *mut c_void, rbuf: *mut c_void, rn: c_int, rt: *mut c_void));
-eager_coll!(MPI_Ialltoallv, MPI_Alltoallv, (sbuf: *const c_void, sc: *const c_int, sd: *const c_int, st: *mut c_void, rbuf: *mut c_void, rc: *const c_int, rd: *const c_int, rt: *mut c_void));
-eager_coll!(MPI_Ireduce_scatter, MPI_Reduce_scatter, (sbuf: *const c_void, rbuf: *mut c_void, rc: *const c_int, t: *mut c_void, o: *mut c_void));
-eager_coll!(MPI_Ireduce_scatter_block, MPI_Reduce_scatter_block, (sbuf: *const c_void, rbuf: *mut c_void, rn: c_int, t: *mut c_void, o: *mut c_void));
-eager_coll!(MPI_Iscan, MPI_Scan, (sbuf: *const c_void, rbuf: *mut c_void, n: c_int, t: *mut c_void, o: *mut c_void));
-eager_coll!(MPI_Iexscan, MPI_Exscan, (sbuf: *const c_void, rbuf: *mut c_void, n: c_int, t: *mut c_void, o: *mut c_void));

@@ -31,6 +31,7 @@
 mod coll;
 mod comm;
 mod env;
+mod nbc;
 mod p2p;
 mod types;
 

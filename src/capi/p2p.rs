@@ -205,6 +205,9 @@ pub(crate) enum ReqState {
         spec: PSpec,
         active: Option<Box<Req>>,
     },
+    /// A nonblocking collective built here (`nbc`): several messages and
+    /// a last local step.
+    Multi(Box<super::nbc::Multi>),
 }
 
 /// A C request. Field order matters: `state` (which may borrow the
@@ -265,6 +268,11 @@ impl Req {
                 self.state = ReqState::Persistent { spec, active: None };
                 r
             }
+            ReqState::Multi(m) => {
+                let r = (*m).wait();
+                self.state = ReqState::Done(r.clone());
+                r
+            }
         }
     }
 
@@ -292,6 +300,19 @@ impl Req {
                     None => Ok(CStatus::empty()),
                 };
                 *active = None;
+                Some(r)
+            }
+            ReqState::Multi(m) => {
+                if !m.test() {
+                    return None;
+                }
+                let ReqState::Multi(m) =
+                    std::mem::replace(&mut self.state, ReqState::Done(Ok(CStatus::empty())))
+                else {
+                    unreachable!()
+                };
+                let r = (*m).wait();
+                self.state = ReqState::Done(r.clone());
                 Some(r)
             }
         }

@@ -769,6 +769,14 @@ fn read_into<'a, T: Scalar>(out: &'a mut [T], at: usize) -> Finish<'a> {
 impl Communicator {
     /// The tag of the next nonblocking collective on this communicator:
     /// negative, so it matches no user or blocking-collective message.
+    /// The tag of the next nonblocking collective on this communicator,
+    /// for schedules built from point-to-point messages on the collective
+    /// context outside `coll` (the C ABI's): members agree on it by
+    /// starting nonblocking collectives in the same order, as MPI requires.
+    pub(crate) fn next_nbc_tag(&self) -> i32 {
+        self.nbc_tag()
+    }
+
     fn nbc_tag(&self) -> i32 {
         // Relaxed: a counter; members agree on it by calling nonblocking
         // collectives in the same order, not through memory.

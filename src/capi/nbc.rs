@@ -1,0 +1,793 @@
+//! Nonblocking collectives built in the C layer (MPI 4.1 §6.12) for what
+//! the Rust layer has no schedule for: one round of point-to-point
+//! messages on the communicator's collective context, with the tag of
+//! the communicator's next nonblocking collective (members agree on it by
+//! starting collectives in the same order), then a local last step that
+//! unpacks (and, for reductions, folds in rank order).
+//!
+//! Every message is posted when the collective starts, so the operation
+//! progresses with the engine like any other request: a program may start
+//! it, do point-to-point work the other members need, and complete it
+//! later. The algorithms are linear (each rank sends its part straight to
+//! each rank that needs it), which suits one node; the Rust layer's own
+//! schedules stay in use where it has them (`Ibarrier`, `Ibcast`,
+//! `Ireduce` / `Iallreduce` with predefined operations).
+
+use super::p2p::{give_request, nbytes, staging_buf, Ptr, Req, ReqState};
+use super::types::{committed, Reduction, TypeObj};
+use super::{array, comm_obj, count, guard, h, CommObj, IN_PLACE};
+use crate::comm::Request;
+use crate::error::{Error, ErrorClass, Result};
+use std::ffi::{c_int, c_void};
+use std::sync::Arc;
+
+/// The last step of a schedule, given its buffers.
+type Last = Box<dyn FnOnce(&mut [Vec<u8>]) -> Result<()> + Send>;
+
+/// A collective in flight: its messages and buffers, and its last step.
+pub(crate) struct Multi {
+    /// Field order matters: the requests borrow `bufs`' heap buffers and
+    /// drop first.
+    reqs: Vec<Option<Request<'static>>>,
+    bufs: Vec<Vec<u8>>,
+    last: Option<Last>,
+    err: Option<Error>,
+}
+
+impl std::fmt::Debug for Multi {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Multi({} messages)", self.reqs.len())
+    }
+}
+
+impl Multi {
+    /// Tests every pending message once; true when all are complete.
+    pub(crate) fn test(&mut self) -> bool {
+        let mut all = true;
+        for slot in &mut self.reqs {
+            let Some(r) = slot else { continue };
+            match r.test() {
+                Ok(None) => all = false,
+                Ok(Some(_)) => *slot = None,
+                Err(e) => {
+                    self.err.get_or_insert(e);
+                    *slot = None;
+                }
+            }
+        }
+        all
+    }
+
+    /// Waits for every message, then runs the last step.
+    pub(crate) fn wait(mut self) -> std::result::Result<super::p2p::CStatus, Error> {
+        for slot in &mut self.reqs {
+            if let Some(r) = slot.take() {
+                if let Err(e) = r.wait() {
+                    self.err.get_or_insert(e);
+                }
+            }
+        }
+        if let Some(e) = self.err.take() {
+            return Err(e);
+        }
+        if let Some(last) = self.last.take() {
+            last(&mut self.bufs)?;
+        }
+        Ok(super::p2p::CStatus::empty())
+    }
+}
+
+/// Builds a schedule.
+struct Sched {
+    comm: Arc<CommObj>,
+    tag: i32,
+    m: Multi,
+}
+
+impl Sched {
+    fn new(comm: &Arc<CommObj>) -> Sched {
+        Sched {
+            comm: comm.clone(),
+            tag: comm.comm.next_nbc_tag(),
+            m: Multi {
+                reqs: Vec::new(),
+                bufs: Vec::new(),
+                last: None,
+                err: None,
+            },
+        }
+    }
+
+    /// Keeps `data` (no message); its index in the buffers.
+    fn keep(&mut self, data: Vec<u8>) -> usize {
+        self.m.bufs.push(data);
+        self.m.bufs.len() - 1
+    }
+
+    /// Sends `data` to `dest` (a rank of the communicator, not this one).
+    fn send(&mut self, data: Vec<u8>, dest: usize) -> Result<()> {
+        let i = self.keep(data);
+        let b = &self.m.bufs[i];
+        // SAFETY: lifetime erasure of a borrow of the heap buffer of
+        // `bufs[i]`, which is never resized and drops after the request
+        // (`Multi`'s field order); moving the outer `Vec` does not move it.
+        let view: &'static [u8] = unsafe { std::slice::from_raw_parts(b.as_ptr(), b.len()) };
+        let r = self
+            .comm
+            .comm
+            .isend_bytes(view, dest as i32, self.tag, false, true, None)?;
+        // SAFETY: `view` is `bufs[i]`'s heap buffer and the process state
+        // is kept by `self.comm`, both outliving the request (`erase`).
+        let r = unsafe { erase(r) };
+        self.m.reqs.push(Some(r));
+        Ok(())
+    }
+
+    /// Receives `len` bytes from `src`; the index of the buffer they land in.
+    fn recv(&mut self, len: usize, src: usize) -> Result<usize> {
+        let i = self.keep(staging_buf(len)?);
+        let b = &mut self.m.bufs[i];
+        // SAFETY: as in `send`; nothing else touches `bufs[i]` until the
+        // request is complete (the last step runs after every wait).
+        let view: &'static mut [u8] =
+            unsafe { std::slice::from_raw_parts_mut(b.as_mut_ptr(), b.len()) };
+        let r = self
+            .comm
+            .comm
+            .irecv_bytes(view, src as i32, self.tag, true)?;
+        // SAFETY: as in `send`.
+        let r = unsafe { erase(r) };
+        self.m.reqs.push(Some(r));
+        Ok(i)
+    }
+
+    fn finish(
+        mut self,
+        request: *mut *mut c_void,
+        last: impl FnOnce(&mut [Vec<u8>]) -> Result<()> + Send + 'static,
+    ) -> Result<()> {
+        self.m.last = Some(Box::new(last));
+        give_request(
+            Req {
+                state: ReqState::Multi(Box::new(self.m)),
+                comm: self.comm,
+            },
+            request,
+        )
+    }
+}
+
+/// Erases a schedule's request lifetime.
+///
+/// # Safety
+/// What `r` borrows must outlive it: the process state (kept alive by the
+/// `Arc<CommObj>` of the `Req` the schedule becomes, which drops after
+/// the requests) and a buffer of `bufs` (see `Sched::send`).
+unsafe fn erase(r: Request<'_>) -> Request<'static> {
+    // SAFETY: the caller's promise; only the lifetime changes.
+    unsafe { std::mem::transmute::<Request<'_>, Request<'static>>(r) }
+}
+
+fn in_place(p: *const c_void) -> bool {
+    p == IN_PLACE
+}
+
+/// Packs `n` instances of `ty` at `buf + disp * extent`.
+fn pack_at(buf: *const c_void, disp: isize, n: usize, ty: &TypeObj) -> Result<Vec<u8>> {
+    let at = (buf as *const u8).wrapping_offset(disp.wrapping_mul(ty.extent()));
+    ty.pack(at.cast(), n)
+}
+
+/// Unpacks `data` into `n` instances of `ty` at `buf + disp * extent`.
+fn unpack_at(data: &[u8], buf: Ptr, disp: isize, n: usize, ty: &TypeObj) -> Result<()> {
+    let at = (buf.0 as *mut u8).wrapping_offset(disp.wrapping_mul(ty.extent()));
+    ty.unpack(data, at.cast(), n).map(|_| ())
+}
+
+fn intra(obj: &CommObj, call: &str) -> Result<()> {
+    if obj.comm.is_inter() {
+        return Err(Error::new(
+            ErrorClass::Comm,
+            format!("{call} is supported on intracommunicators only"),
+        ));
+    }
+    Ok(())
+}
+
+fn check_root(obj: &CommObj, root: c_int) -> Result<usize> {
+    if root < 0 || root >= obj.comm.size() {
+        return Err(Error::new(
+            ErrorClass::Root,
+            format!(
+                "root {root} is out of range for a communicator of size {}",
+                obj.comm.size()
+            ),
+        ));
+    }
+    Ok(root as usize)
+}
+
+fn v_args(
+    counts: *const c_int,
+    displs: *const c_int,
+    p: usize,
+) -> Result<(Vec<usize>, Vec<isize>)> {
+    let c = array(counts, p, "counts")?
+        .iter()
+        .map(|&n| count(n, "a count"))
+        .collect::<Result<Vec<_>>>()?;
+    let d = array(displs, p, "displs")?
+        .iter()
+        .map(|&d| d as isize)
+        .collect();
+    Ok((c, d))
+}
+
+fn uniform(n: usize, p: usize) -> (Vec<usize>, Vec<isize>) {
+    (vec![n; p], (0..p).map(|i| (i * n) as isize).collect())
+}
+
+// ---- gather / scatter / allgather / alltoall ---------------------------------------
+
+/// Igather(v): `counts` / `displs` matter at the root only.
+#[allow(clippy::too_many_arguments)]
+fn igatherv(
+    obj: &Arc<CommObj>,
+    sbuf: *const c_void,
+    sn: c_int,
+    st: *mut c_void,
+    rbuf: *mut c_void,
+    cd: Option<(Vec<usize>, Vec<isize>)>,
+    rt: *mut c_void,
+    root: c_int,
+    request: *mut *mut c_void,
+) -> Result<()> {
+    intra(obj, "MPI_Igather(v)")?;
+    let root = check_root(obj, root)?;
+    let me = obj.comm.rank() as usize;
+    let p = obj.comm.size() as usize;
+    let mut s = Sched::new(obj);
+    if me != root {
+        let sty = committed(h(st))?;
+        let data = sty.pack(sbuf, count(sn, "sendcount")?)?;
+        s.send(data, root)?;
+        return s.finish(request, |_| Ok(()));
+    }
+    let (counts, displs) = cd.expect("the root has counts");
+    let rty = committed(h(rt))?.arc();
+    let own = if in_place(sbuf) {
+        None
+    } else {
+        let sty = committed(h(st))?;
+        Some(s.keep(sty.pack(sbuf, count(sn, "sendcount")?)?))
+    };
+    let mut at = vec![None; p];
+    for i in (0..p).filter(|&i| i != me) {
+        at[i] = Some(s.recv(nbytes(counts[i], &rty)?, i)?);
+    }
+    at[me] = own;
+    let dst = Ptr(rbuf);
+    s.finish(request, move |bufs| {
+        for i in 0..p {
+            if let Some(k) = at[i] {
+                unpack_at(&bufs[k], dst, displs[i], counts[i], &rty)?;
+            }
+        }
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Igather(
+    sbuf: *const c_void,
+    sn: c_int,
+    st: *mut c_void,
+    rbuf: *mut c_void,
+    rn: c_int,
+    rt: *mut c_void,
+    root: c_int,
+    comm: *mut c_void,
+    request: *mut *mut c_void,
+) -> c_int {
+    guard("MPI_Igather", h(comm), || {
+        let obj = comm_obj(h(comm))?.arc();
+        let p = obj.comm.size() as usize;
+        let cd = if obj.comm.rank() == root {
+            Some(uniform(count(rn, "recvcount")?, p))
+        } else {
+            None
+        };
+        igatherv(&obj, sbuf, sn, st, rbuf, cd, rt, root, request)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Igatherv(
+    sbuf: *const c_void,
+    sn: c_int,
+    st: *mut c_void,
+    rbuf: *mut c_void,
+    rcounts: *const c_int,
+    displs: *const c_int,
+    rt: *mut c_void,
+    root: c_int,
+    comm: *mut c_void,
+    request: *mut *mut c_void,
+) -> c_int {
+    guard("MPI_Igatherv", h(comm), || {
+        let obj = comm_obj(h(comm))?.arc();
+        let p = obj.comm.size() as usize;
+        let cd = if obj.comm.rank() == root {
+            Some(v_args(rcounts, displs, p)?)
+        } else {
+            None
+        };
+        igatherv(&obj, sbuf, sn, st, rbuf, cd, rt, root, request)
+    })
+}
+
+/// Iscatter(v): `counts` / `displs` matter at the root only.
+#[allow(clippy::too_many_arguments)]
+fn iscatterv(
+    obj: &Arc<CommObj>,
+    sbuf: *const c_void,
+    cd: Option<(Vec<usize>, Vec<isize>)>,
+    st: *mut c_void,
+    rbuf: *mut c_void,
+    rn: c_int,
+    rt: *mut c_void,
+    root: c_int,
+    request: *mut *mut c_void,
+) -> Result<()> {
+    intra(obj, "MPI_Iscatter(v)")?;
+    let root = check_root(obj, root)?;
+    let me = obj.comm.rank() as usize;
+    let p = obj.comm.size() as usize;
+    let mut s = Sched::new(obj);
+    let dst = Ptr(rbuf);
+    if me != root {
+        let rty = committed(h(rt))?.arc();
+        let rn = count(rn, "recvcount")?;
+        let k = s.recv(nbytes(rn, &rty)?, root)?;
+        return s.finish(request, move |bufs| unpack_at(&bufs[k], dst, 0, rn, &rty));
+    }
+    let (counts, displs) = cd.expect("the root has counts");
+    let sty = committed(h(st))?;
+    for i in (0..p).filter(|&i| i != me) {
+        let block = pack_at(sbuf, displs[i], counts[i], &sty)?;
+        s.send(block, i)?;
+    }
+    if in_place(rbuf) {
+        return s.finish(request, |_| Ok(()));
+    }
+    let rty = committed(h(rt))?.arc();
+    let rn = count(rn, "recvcount")?;
+    let k = s.keep(pack_at(sbuf, displs[me], counts[me], &sty)?);
+    s.finish(request, move |bufs| unpack_at(&bufs[k], dst, 0, rn, &rty))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Iscatter(
+    sbuf: *const c_void,
+    sn: c_int,
+    st: *mut c_void,
+    rbuf: *mut c_void,
+    rn: c_int,
+    rt: *mut c_void,
+    root: c_int,
+    comm: *mut c_void,
+    request: *mut *mut c_void,
+) -> c_int {
+    guard("MPI_Iscatter", h(comm), || {
+        let obj = comm_obj(h(comm))?.arc();
+        let p = obj.comm.size() as usize;
+        let cd = if obj.comm.rank() == root {
+            Some(uniform(count(sn, "sendcount")?, p))
+        } else {
+            None
+        };
+        iscatterv(&obj, sbuf, cd, st, rbuf, rn, rt, root, request)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Iscatterv(
+    sbuf: *const c_void,
+    scounts: *const c_int,
+    displs: *const c_int,
+    st: *mut c_void,
+    rbuf: *mut c_void,
+    rn: c_int,
+    rt: *mut c_void,
+    root: c_int,
+    comm: *mut c_void,
+    request: *mut *mut c_void,
+) -> c_int {
+    guard("MPI_Iscatterv", h(comm), || {
+        let obj = comm_obj(h(comm))?.arc();
+        let p = obj.comm.size() as usize;
+        let cd = if obj.comm.rank() == root {
+            Some(v_args(scounts, displs, p)?)
+        } else {
+            None
+        };
+        iscatterv(&obj, sbuf, cd, st, rbuf, rn, rt, root, request)
+    })
+}
+
+/// Iallgather(v).
+#[allow(clippy::too_many_arguments)]
+fn iallgatherv(
+    obj: &Arc<CommObj>,
+    sbuf: *const c_void,
+    sn: c_int,
+    st: *mut c_void,
+    rbuf: *mut c_void,
+    counts: Vec<usize>,
+    displs: Vec<isize>,
+    rt: *mut c_void,
+    request: *mut *mut c_void,
+) -> Result<()> {
+    intra(obj, "MPI_Iallgather(v)")?;
+    let me = obj.comm.rank() as usize;
+    let p = obj.comm.size() as usize;
+    let rty = committed(h(rt))?.arc();
+    let mine = if in_place(sbuf) {
+        pack_at(rbuf, displs[me], counts[me], &rty)?
+    } else {
+        committed(h(st))?.pack(sbuf, count(sn, "sendcount")?)?
+    };
+    let mut s = Sched::new(obj);
+    let mut at = vec![None; p];
+    for i in (0..p).filter(|&i| i != me) {
+        s.send(mine.clone(), i)?;
+        at[i] = Some(s.recv(nbytes(counts[i], &rty)?, i)?);
+    }
+    if !in_place(sbuf) {
+        at[me] = Some(s.keep(mine));
+    }
+    let dst = Ptr(rbuf);
+    s.finish(request, move |bufs| {
+        for i in 0..p {
+            if let Some(k) = at[i] {
+                unpack_at(&bufs[k], dst, displs[i], counts[i], &rty)?;
+            }
+        }
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Iallgather(
+    sbuf: *const c_void,
+    sn: c_int,
+    st: *mut c_void,
+    rbuf: *mut c_void,
+    rn: c_int,
+    rt: *mut c_void,
+    comm: *mut c_void,
+    request: *mut *mut c_void,
+) -> c_int {
+    guard("MPI_Iallgather", h(comm), || {
+        let obj = comm_obj(h(comm))?.arc();
+        let (c, d) = uniform(count(rn, "recvcount")?, obj.comm.size().max(0) as usize);
+        iallgatherv(&obj, sbuf, sn, st, rbuf, c, d, rt, request)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Iallgatherv(
+    sbuf: *const c_void,
+    sn: c_int,
+    st: *mut c_void,
+    rbuf: *mut c_void,
+    rcounts: *const c_int,
+    displs: *const c_int,
+    rt: *mut c_void,
+    comm: *mut c_void,
+    request: *mut *mut c_void,
+) -> c_int {
+    guard("MPI_Iallgatherv", h(comm), || {
+        let obj = comm_obj(h(comm))?.arc();
+        let (c, d) = v_args(rcounts, displs, obj.comm.size().max(0) as usize)?;
+        iallgatherv(&obj, sbuf, sn, st, rbuf, c, d, rt, request)
+    })
+}
+
+/// Ialltoall(v); `scd` is `None` in place.
+#[allow(clippy::too_many_arguments)]
+fn ialltoallv(
+    obj: &Arc<CommObj>,
+    sbuf: *const c_void,
+    scd: Option<(Vec<usize>, Vec<isize>)>,
+    st: *mut c_void,
+    rbuf: *mut c_void,
+    rcounts: Vec<usize>,
+    rdispls: Vec<isize>,
+    rt: *mut c_void,
+    request: *mut *mut c_void,
+) -> Result<()> {
+    intra(obj, "MPI_Ialltoall(v)")?;
+    let me = obj.comm.rank() as usize;
+    let p = obj.comm.size() as usize;
+    let rty = committed(h(rt))?.arc();
+    // Every block is packed now, before any receive lands (in place, the
+    // receives overwrite what is sent).
+    let blocks: Vec<Vec<u8>> = match &scd {
+        Some((sc, sd)) => {
+            let sty = committed(h(st))?;
+            (0..p)
+                .map(|i| pack_at(sbuf, sd[i], sc[i], &sty))
+                .collect::<Result<_>>()?
+        }
+        None => (0..p)
+            .map(|i| pack_at(rbuf, rdispls[i], rcounts[i], &rty))
+            .collect::<Result<_>>()?,
+    };
+    let mut s = Sched::new(obj);
+    let mut at = vec![0; p];
+    for (i, block) in blocks.into_iter().enumerate() {
+        if i == me {
+            at[i] = s.keep(block);
+        } else {
+            s.send(block, i)?;
+            at[i] = s.recv(nbytes(rcounts[i], &rty)?, i)?;
+        }
+    }
+    let dst = Ptr(rbuf);
+    s.finish(request, move |bufs| {
+        for i in 0..p {
+            unpack_at(&bufs[at[i]], dst, rdispls[i], rcounts[i], &rty)?;
+        }
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Ialltoall(
+    sbuf: *const c_void,
+    sn: c_int,
+    st: *mut c_void,
+    rbuf: *mut c_void,
+    rn: c_int,
+    rt: *mut c_void,
+    comm: *mut c_void,
+    request: *mut *mut c_void,
+) -> c_int {
+    guard("MPI_Ialltoall", h(comm), || {
+        let obj = comm_obj(h(comm))?.arc();
+        let p = obj.comm.size().max(0) as usize;
+        let (rc, rd) = uniform(count(rn, "recvcount")?, p);
+        let scd = if in_place(sbuf) {
+            None
+        } else {
+            Some(uniform(count(sn, "sendcount")?, p))
+        };
+        ialltoallv(&obj, sbuf, scd, st, rbuf, rc, rd, rt, request)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Ialltoallv(
+    sbuf: *const c_void,
+    scounts: *const c_int,
+    sdispls: *const c_int,
+    st: *mut c_void,
+    rbuf: *mut c_void,
+    rcounts: *const c_int,
+    rdispls: *const c_int,
+    rt: *mut c_void,
+    comm: *mut c_void,
+    request: *mut *mut c_void,
+) -> c_int {
+    guard("MPI_Ialltoallv", h(comm), || {
+        let obj = comm_obj(h(comm))?.arc();
+        let p = obj.comm.size().max(0) as usize;
+        let (rc, rd) = v_args(rcounts, rdispls, p)?;
+        let scd = if in_place(sbuf) {
+            None
+        } else {
+            Some(v_args(scounts, sdispls, p)?)
+        };
+        ialltoallv(&obj, sbuf, scd, st, rbuf, rc, rd, rt, request)
+    })
+}
+
+// ---- reductions ---------------------------------------------------------------------
+
+/// Which reduction a schedule does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Reduce(usize),
+    Allreduce,
+    /// Reduce_scatter with these counts (instances per rank).
+    Scatter,
+    Scan,
+    Exscan,
+}
+
+/// A reduction schedule: contributions go to the ranks that fold them
+/// (the root, every rank, or the higher ranks for scans), folded in rank
+/// order with `in` from the lower rank.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn ireduction(
+    obj: &Arc<CommObj>,
+    kind: Kind,
+    sbuf: *const c_void,
+    rbuf: *mut c_void,
+    n: usize,
+    red: Reduction,
+    counts: Vec<usize>,
+    request: *mut *mut c_void,
+) -> Result<()> {
+    intra(obj, "this nonblocking reduction")?;
+    let me = obj.comm.rank() as usize;
+    let p = obj.comm.size() as usize;
+    let ty = red.ty.clone();
+    let data = if in_place(sbuf) {
+        ty.pack(rbuf, n)?
+    } else {
+        ty.pack(sbuf, n)?
+    };
+    let len = data.len();
+    // Who sends to whom: `to(i)` says whether rank `i` needs my part.
+    let needs = |i: usize| match kind {
+        Kind::Reduce(root) => i == root,
+        Kind::Allreduce | Kind::Scatter => true,
+        Kind::Scan | Kind::Exscan => i > me,
+    };
+    let gives = |i: usize| match kind {
+        Kind::Reduce(root) => me == root,
+        Kind::Allreduce | Kind::Scatter => true,
+        Kind::Scan | Kind::Exscan => i < me,
+    };
+    let mut s = Sched::new(obj);
+    let mut at = vec![None; p];
+    for i in (0..p).filter(|&i| i != me) {
+        if needs(i) {
+            s.send(data.clone(), i)?;
+        }
+        if gives(i) {
+            at[i] = Some(s.recv(len, i)?);
+        }
+    }
+    at[me] = Some(s.keep(data));
+    let receives = match kind {
+        Kind::Reduce(root) => me == root,
+        Kind::Exscan => me > 0,
+        _ => true,
+    };
+    if !receives {
+        return s.finish(request, |_| Ok(()));
+    }
+    let hi = match kind {
+        Kind::Scan => me,
+        Kind::Exscan => me - 1,
+        _ => p - 1,
+    };
+    let dst = Ptr(rbuf);
+    s.finish(request, move |bufs| {
+        let mut acc = bufs[at[hi].expect("received")].clone();
+        for k in (0..hi).rev() {
+            red.apply(&bufs[at[k].expect("received")], &mut acc)?;
+        }
+        match kind {
+            Kind::Scatter => {
+                let start: usize = counts[..me].iter().sum::<usize>() * ty.size;
+                let mine = counts[me] * ty.size;
+                unpack_at(&acc[start..start + mine], dst, 0, counts[me], &ty)
+            }
+            _ => unpack_at(&acc, dst, 0, n, &ty),
+        }
+    })
+}
+
+/// Ireduce_scatter(_block), Iscan, Iexscan from C arguments.
+#[allow(clippy::too_many_arguments)]
+fn ired_entry(
+    comm: *mut c_void,
+    kind: Kind,
+    sbuf: *const c_void,
+    rbuf: *mut c_void,
+    n: usize,
+    t: *mut c_void,
+    o: *mut c_void,
+    counts: Vec<usize>,
+    request: *mut *mut c_void,
+) -> Result<()> {
+    let obj = comm_obj(h(comm))?.arc();
+    let red = Reduction::new(h(o), h(t), n)?;
+    ireduction(&obj, kind, sbuf, rbuf, n, red, counts, request)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Ireduce_scatter(
+    sbuf: *const c_void,
+    rbuf: *mut c_void,
+    rcounts: *const c_int,
+    t: *mut c_void,
+    o: *mut c_void,
+    comm: *mut c_void,
+    request: *mut *mut c_void,
+) -> c_int {
+    guard("MPI_Ireduce_scatter", h(comm), || {
+        let obj = comm_obj(h(comm))?;
+        let p = obj.comm.size().max(0) as usize;
+        let counts = array(rcounts, p, "recvcounts")?
+            .iter()
+            .map(|&n| count(n, "a count"))
+            .collect::<Result<Vec<_>>>()?;
+        let total = counts.iter().sum();
+        ired_entry(
+            comm,
+            Kind::Scatter,
+            sbuf,
+            rbuf,
+            total,
+            t,
+            o,
+            counts,
+            request,
+        )
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Ireduce_scatter_block(
+    sbuf: *const c_void,
+    rbuf: *mut c_void,
+    rn: c_int,
+    t: *mut c_void,
+    o: *mut c_void,
+    comm: *mut c_void,
+    request: *mut *mut c_void,
+) -> c_int {
+    guard("MPI_Ireduce_scatter_block", h(comm), || {
+        let obj = comm_obj(h(comm))?;
+        let p = obj.comm.size().max(0) as usize;
+        let rn = count(rn, "recvcount")?;
+        ired_entry(
+            comm,
+            Kind::Scatter,
+            sbuf,
+            rbuf,
+            rn * p,
+            t,
+            o,
+            vec![rn; p],
+            request,
+        )
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Iscan(
+    sbuf: *const c_void,
+    rbuf: *mut c_void,
+    n: c_int,
+    t: *mut c_void,
+    o: *mut c_void,
+    comm: *mut c_void,
+    request: *mut *mut c_void,
+) -> c_int {
+    guard("MPI_Iscan", h(comm), || {
+        let n = count(n, "count")?;
+        ired_entry(comm, Kind::Scan, sbuf, rbuf, n, t, o, Vec::new(), request)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Iexscan(
+    sbuf: *const c_void,
+    rbuf: *mut c_void,
+    n: c_int,
+    t: *mut c_void,
+    o: *mut c_void,
+    comm: *mut c_void,
+    request: *mut *mut c_void,
+) -> c_int {
+    guard("MPI_Iexscan", h(comm), || {
+        let n = count(n, "count")?;
+        ired_entry(comm, Kind::Exscan, sbuf, rbuf, n, t, o, Vec::new(), request)
+    })
+}
