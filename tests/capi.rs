@@ -132,11 +132,13 @@ fn shmpicc() -> Command {
 fn build(mut cc: Command, p: &Program, dir: &Path) -> Result<PathBuf, String> {
     let exe = dir.join(&p.name);
     let o = support::output_bounded(
-        cc.args(["-std=c11", "-O1", "-Wall", "-Wextra", "-Werror", "-I"])
-            .arg(root().join("tests/c"))
-            .arg("-o")
-            .arg(&exe)
-            .arg(&p.path),
+        cc.args([
+            "-std=c11", "-O1", "-pthread", "-Wall", "-Wextra", "-Werror", "-I",
+        ])
+        .arg(root().join("tests/c"))
+        .arg("-o")
+        .arg(&exe)
+        .arg(&p.path),
         Duration::from_secs(120),
     );
     if o.status.success() {

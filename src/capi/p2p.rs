@@ -659,7 +659,7 @@ fn predefined(h: usize) -> Option<&'static Arc<CommObj>> {
 }
 
 /// The return code of a fast-path call.
-#[inline]
+#[inline(always)]
 fn finish_fast(w: &Arc<CommObj>, call: &str, r: std::thread::Result<Result<()>>) -> c_int {
     match r {
         Ok(Ok(())) => SUCCESS,
