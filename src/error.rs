@@ -67,6 +67,8 @@ pub enum ErrorClass {
     NotSame,
     /// `MPI_ERR_UNSUPPORTED_OPERATION`: not supported by this library.
     Unsupported,
+    /// `MPI_ERR_NAME`: a service name not published (or already).
+    Name,
 }
 
 impl ErrorClass {
@@ -101,6 +103,7 @@ impl ErrorClass {
             ErrorClass::Errhandler => "MPI_ERR_ERRHANDLER",
             ErrorClass::NotSame => "MPI_ERR_NOT_SAME",
             ErrorClass::Unsupported => "MPI_ERR_UNSUPPORTED_OPERATION",
+            ErrorClass::Name => "MPI_ERR_NAME",
         }
     }
 
@@ -134,6 +137,7 @@ impl ErrorClass {
             ErrorClass::NotSame => 40,
             ErrorClass::Port => 43,
             ErrorClass::ProcAborted => 44,
+            ErrorClass::Name => 38,
             ErrorClass::Unsupported => 58,
             ErrorClass::Errhandler => 61,
         }
@@ -146,7 +150,7 @@ impl ErrorClass {
 }
 
 /// Every class, for lookups by C value.
-const ALL: [ErrorClass; 28] = [
+const ALL: [ErrorClass; 29] = [
     ErrorClass::Buffer,
     ErrorClass::Count,
     ErrorClass::Type,
@@ -175,6 +179,7 @@ const ALL: [ErrorClass; 28] = [
     ErrorClass::ProcAborted,
     ErrorClass::Unsupported,
     ErrorClass::Errhandler,
+    ErrorClass::Name,
 ];
 
 impl fmt::Display for ErrorClass {

@@ -30,6 +30,7 @@
 
 mod coll;
 mod comm;
+mod connect;
 mod env;
 mod nbc;
 mod p2p;

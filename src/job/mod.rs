@@ -8,6 +8,7 @@
 
 pub mod bootstrap;
 pub mod env;
+pub mod names;
 pub mod spawn;
 
 pub use env::JobContract;

@@ -54,6 +54,23 @@ pub fn send_signal(pid: u32, sig: i32) {
     unsafe { libc::kill(pid as libc::pid_t, sig) };
 }
 
+/// Whether process `pid` exists (`kill(pid, 0)`; a process of another
+/// user counts as existing).
+pub fn process_alive(pid: u32) -> bool {
+    if pid == 0 || pid > i32::MAX as u32 {
+        return false;
+    }
+    // SAFETY: kill(2) with signal 0 only checks; plain integers.
+    let rc = unsafe { libc::kill(pid as libc::pid_t, 0) };
+    rc == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}
+
+/// This process's real user id.
+pub fn uid() -> u32 {
+    // SAFETY: getuid has no preconditions and cannot fail.
+    unsafe { libc::getuid() }
+}
+
 /// Ignores SIGXFSZ so that exceeding RLIMIT_FSIZE is an EFBIG error, not a
 /// core dump.
 pub fn ignore_sigxfsz() {
