@@ -1064,6 +1064,52 @@ pub unsafe extern "C" fn MPI_Test(
     })
 }
 
+/// Waits for every plain operation among `reqs` at once, through the
+/// Rust `wait_all_each`, which lends all their receive buffers to
+/// progress for the whole wait (so a rendezvous or pipelined message lands
+/// straight in its buffer, not in a slot buffer first); each becomes
+/// `Done` with its outcome, for `complete` to hand out.
+fn wait_live_together(reqs: &[*mut c_void]) {
+    let mut batch = Vec::new();
+    let mut rust = Vec::new();
+    {
+        let mut st = state();
+        for &r in reqs {
+            let hd = h(r);
+            if hd == REQUEST_NULL {
+                continue;
+            }
+            let Some(req) = st.reqs.get_mut(hd) else {
+                continue;
+            };
+            if !matches!(req.state, ReqState::Live { .. }) {
+                continue;
+            }
+            let ReqState::Live { req: rr, fin, keep } =
+                std::mem::replace(&mut req.state, ReqState::Done(Ok(CStatus::empty())))
+            else {
+                unreachable!()
+            };
+            rust.push(rr);
+            batch.push((hd, fin, keep));
+        }
+    }
+    if rust.is_empty() {
+        return;
+    }
+    // The requests borrow `fin`'s and `keep`'s buffers, held in `batch`
+    // until they are finished below.
+    let results = crate::comm::wait_all_each(rust);
+    let mut st = state();
+    for ((hd, fin, keep), r) in batch.into_iter().zip(results) {
+        let res = finish(r, fin);
+        drop(keep);
+        if let Some(req) = st.reqs.get_mut(hd) {
+            req.state = ReqState::Done(res);
+        }
+    }
+}
+
 /// Backs off between rounds of a polling wait: spin, then yield, then
 /// sleep (growing to 1 ms) so a long wait does not burn a core.
 pub(crate) fn backoff(round: &mut u32) {
@@ -1149,6 +1195,9 @@ fn all(
                         return Ok(None);
                     }
                 }
+            }
+            if block {
+                wait_live_together(reqs);
             }
             let mut outs = Vec::with_capacity(n);
             for slot in reqs.iter_mut() {

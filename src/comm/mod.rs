@@ -22,7 +22,7 @@ pub use attr::Keyval;
 pub use collective::ROOT;
 pub use create::SplitType;
 pub use errhandler::ErrHandler;
-pub use request::{test_all, wait_all, wait_any, wait_some, Message, Request};
+pub use request::{test_all, wait_all, wait_all_each, wait_any, wait_some, Message, Request};
 pub use scope::{scope, Scope};
 
 pub use crate::group::{Comparison, Group, UNDEFINED};
@@ -53,7 +53,7 @@ impl Process {
         }
     }
 
-    fn check(&self) -> Result<()> {
+    pub(crate) fn check(&self) -> Result<()> {
         // Relaxed: a flag set by this process's own finalize; calls that
         // race with finalize from another thread are erroneous in MPI.
         if self.finalized.load(Ordering::Relaxed) != 0 {

@@ -185,9 +185,16 @@ impl Drop for Request<'_> {
 ///
 /// # Errors
 /// The first error among them; all are completed regardless.
-pub fn wait_all(mut reqs: Vec<Request<'_>>) -> Result<Vec<Status>> {
+pub fn wait_all(reqs: Vec<Request<'_>>) -> Result<Vec<Status>> {
+    collect(wait_all_each(reqs).into_iter())
+}
+
+/// As [`wait_all`], with each request's own outcome: every receive
+/// buffer is lent to progress for the whole wait, so rendezvous and
+/// pipelined messages land straight in them.
+pub fn wait_all_each(mut reqs: Vec<Request<'_>>) -> Vec<Result<Status>> {
     let Some(proc_) = reqs.first().map(|r| r.proc_) else {
-        return Ok(Vec::new());
+        return Vec::new();
     };
     let mut ops: Vec<Option<Op<'_>>> = reqs.iter_mut().map(|r| r.op.take()).collect();
     // Lend every receive buffer to progress for the whole wait.
@@ -200,22 +207,33 @@ pub fn wait_all(mut reqs: Vec<Request<'_>>) -> Result<Vec<Status>> {
             _ => {}
         }
     }
-    proc_.p2p.wait_until_into(None, &mut sinks, |e, sinks| {
+    if let Err(err) = proc_.p2p.wait_until_into(None, &mut sinks, |e, sinks| {
         (sends.iter().all(|&id| e.is_complete(id))
             && sinks.iter().all(|(id, _)| e.is_complete(*id)))
         .then_some(Ok(()))
-    })?;
-    let mut e = proc_.p2p.lock();
-    collect(ops.into_iter().map(|op| match op {
-        None => Ok(Status::null()),
-        Some(Op::Done(st)) => Ok(st),
-        Some(Op::Send(id)) => {
-            e.finish_send(id);
-            Ok(Status::null())
+    }) {
+        drop(sinks);
+        // The wait itself failed: put the operations back so dropping the
+        // requests cleans them up, and give every request the error.
+        for (r, op) in reqs.iter_mut().zip(ops) {
+            r.op = op;
         }
-        Some(Op::Recv(id, buf)) => e.finish_recv(id, buf),
-        Some(Op::Coll(id, fin)) => finish_coll(&mut e, id, fin),
-    }))
+        return reqs.iter().map(|_| Err(err.clone())).collect();
+    }
+    drop(sinks);
+    let mut e = proc_.p2p.lock();
+    ops.into_iter()
+        .map(|op| match op {
+            None => Ok(Status::null()),
+            Some(Op::Done(st)) => Ok(st),
+            Some(Op::Send(id)) => {
+                e.finish_send(id);
+                Ok(Status::null())
+            }
+            Some(Op::Recv(id, buf)) => e.finish_recv(id, buf),
+            Some(Op::Coll(id, fin)) => finish_coll(&mut e, id, fin),
+        })
+        .collect()
 }
 
 /// Finishes a nonblocking collective: its result into the caller's
