@@ -65,6 +65,8 @@ pub use group::{Comparison, Group, UNDEFINED};
 #[cfg(not(loom))]
 pub use p2p::{Status, ANY_SOURCE, ANY_TAG, PROC_NULL, TAG_UB};
 #[cfg(not(loom))]
+pub use transport::SharedBuf;
+#[cfg(not(loom))]
 pub use universe::{init, Protocols, Threading, Universe};
 
 /// The README's example compiles (run by `cargo test --doc`).

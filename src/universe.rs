@@ -237,6 +237,22 @@ impl Universe {
         self.proc_.p2p.lock().rendezvous_counts()
     }
 
+    /// `len` bytes of memory the ranks share (`MPI_Alloc_mem`): a buffer
+    /// in this rank's shared pool (`SHMPI_ALLOC_POOL` bytes, made at the
+    /// first call). A message sent from it (of at least
+    /// `SHMPI_POOL_THRESHOLD` bytes) is copied once, by the receiver,
+    /// straight out of the pool. Ordinary memory works everywhere too.
+    ///
+    /// # Errors
+    /// `NoMem` when the pool has no room (or `/dev/shm` is full).
+    ///
+    /// # MPI
+    /// MPI 4.1 §9.2.
+    pub fn alloc_mem(&self, len: usize) -> Result<crate::transport::SharedBuf> {
+        self.proc_.check()?;
+        self.proc_.p2p.lock().transport().alloc_shared(len)
+    }
+
     /// This process's world rank.
     pub fn rank(&self) -> usize {
         self.rank
@@ -273,6 +289,9 @@ impl Universe {
             (0..n).all(|p| e.transport().is_idle(p)).then_some(Ok(()))
         })?;
         self.world.barrier()?;
+        // Every rendezvous from this rank's pool has been acked (the sends
+        // completed above), and no rank reads it after the barrier.
+        self.proc_.p2p.lock().transport().unlink_pool();
         bootstrap::depart(&self.seg, self.rank);
         // Relaxed: see `Process::check`.
         self.proc_.finalized.store(1, Ordering::Relaxed);

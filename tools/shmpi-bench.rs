@@ -84,10 +84,13 @@ struct Opts {
     /// `--plain-isend`: bandwidth windows of plain `isend`s (a large one
     /// is a rendezvous or copied) instead of a lending scope's.
     plain_isend: bool,
+    /// `--alloc-mem`: bandwidth from a send buffer of `alloc_mem` (the
+    /// shared pool: the receiver copies once out of it), plain `isend`s.
+    alloc_mem: bool,
 }
 
 const USAGE: &str = "usage: shmpi-bench latency|bw|bibw [--min-size N] [--max-size N] \
-[--iterations N] [--warmup N] [--cpus A,B] [--format osu|csv|json] [--floor] [--plain-isend]\n       \
+[--iterations N] [--warmup N] [--cpus A,B] [--format osu|csv|json] [--floor] [--plain-isend] [--alloc-mem]\n       \
 shmpi-bench comm [--ranks 2,4,8] [--iterations N] [--warmup N]\n       \
 shmpi-bench latency --ranks N ...  (ranks 0 and 1 ping-pong, the others idle)\n       \
 shmpi-bench floor [--cpus A,B] [--iterations N]\n       \
@@ -134,6 +137,7 @@ fn parse(args: &[String]) -> Result<Opts, String> {
         format: Format::Osu,
         floor: false,
         plain_isend: false,
+        alloc_mem: false,
         ranks: if matches!(test, Test::Coll(_)) {
             vec![2]
         } else {
@@ -143,9 +147,10 @@ fn parse(args: &[String]) -> Result<Opts, String> {
     let mut i = 1;
     while i < args.len() {
         let flag = args[i].as_str();
-        if flag == "--floor" || flag == "--plain-isend" {
+        if flag == "--floor" || flag == "--plain-isend" || flag == "--alloc-mem" {
             o.floor |= flag == "--floor";
             o.plain_isend |= flag == "--plain-isend";
+            o.alloc_mem |= flag == "--alloc-mem";
             i += 1;
             continue;
         }
@@ -236,15 +241,29 @@ fn latency(w: &shmpi::Communicator, size: usize, iters: usize, warm: usize) -> f
     t0.elapsed().as_secs_f64() * 1e6 / (2.0 * iters as f64)
 }
 
+#[allow(clippy::too_many_arguments)]
 fn bandwidth(
     w: &shmpi::Communicator,
+    pool: Option<&shmpi::Universe>,
     size: usize,
     iters: usize,
     warm: usize,
     bi: bool,
     plain: bool,
 ) -> f64 {
-    let sbuf = vec![b'a'; size];
+    // From the shared pool (`--alloc-mem`), or ordinary memory.
+    let pooled = pool.map(|u| {
+        let mut b = u.alloc_mem(size).expect("alloc_mem for the send buffer");
+        b.fill(b'a');
+        b
+    });
+    let heap = if pooled.is_none() {
+        vec![b'a'; size]
+    } else {
+        Vec::new()
+    };
+    let sbuf: &[u8] = pooled.as_deref().unwrap_or(&heap);
+    let plain = plain || pooled.is_some();
     let mut rbufs: Vec<Vec<u8>> = (0..WINDOW).map(|_| vec![b'b'; size]).collect();
     let me = w.rank();
     let peer = 1 - me;
@@ -269,9 +288,9 @@ fn bandwidth(
             if sending {
                 for _ in 0..WINDOW {
                     reqs.push(if plain {
-                        w.isend(&sbuf, peer, 100).unwrap()
+                        w.isend(sbuf, peer, 100).unwrap()
                     } else {
-                        s.isend(w, &sbuf, peer, 100).unwrap()
+                        s.isend(w, sbuf, peer, 100).unwrap()
                     });
                 }
             }
@@ -442,7 +461,7 @@ fn run_mbw_mr(o: &Opts) -> Result<(), String> {
     for size in sizes(o).into_iter().filter(|&s| s > 0) {
         let (iters, warm) = counts(o, size);
         w.barrier().map_err(|e| e.to_string())?;
-        let bw = bandwidth(&pair, size, iters, warm, false, o.plain_isend);
+        let bw = bandwidth(&pair, None, size, iters, warm, false, o.plain_isend);
         let mine = if pair.rank() == 0 { bw } else { 0.0 };
         let mut sum = [0f64];
         w.reduce(&[mine], &mut sum, &shmpi::Op::Sum, 0)
@@ -500,18 +519,19 @@ fn run_rank(o: &Opts) -> Result<(), String> {
                 ..o.clone()
             };
             one.test = Test::Latency;
-            run_pair(&one, &p)?;
+            run_pair(&one, &p, &u)?;
         }
         w.barrier().map_err(|e| e.to_string())?;
         return u.finalize().map_err(|e| e.to_string());
     }
-    run_pair(o, &w)?;
+    run_pair(o, &w, &u)?;
     u.finalize().map_err(|e| e.to_string())
 }
 
 /// The point-to-point benchmark between the two ranks of `w`.
-fn run_pair(o: &Opts, w: &shmpi::Communicator) -> Result<(), String> {
+fn run_pair(o: &Opts, w: &shmpi::Communicator, u: &shmpi::Universe) -> Result<(), String> {
     let me = w.rank();
+    let pool = o.alloc_mem.then_some(u);
     let (title, col) = match o.test {
         Test::Latency => ("Latency Test", "Latency (us)"),
         Test::Bw => ("Bandwidth Test", "Bandwidth (MB/s)"),
@@ -578,8 +598,8 @@ fn run_pair(o: &Opts, w: &shmpi::Communicator) -> Result<(), String> {
         let (iters, warm) = counts(o, size);
         let v = match o.test {
             Test::Latency => latency(w, size, iters, warm),
-            Test::Bw => bandwidth(w, size, iters, warm, false, o.plain_isend),
-            Test::Bibw => bandwidth(w, size, iters, warm, true, o.plain_isend),
+            Test::Bw => bandwidth(w, pool, size, iters, warm, false, o.plain_isend),
+            Test::Bibw => bandwidth(w, pool, size, iters, warm, true, o.plain_isend),
             Test::Comm
             | Test::Coll(_)
             | Test::Floor

@@ -342,6 +342,9 @@ pub unsafe extern "C" fn MPI_Comm_call_errhandler(comm: *mut c_void, code: c_int
 
 // ---- memory ----------------------------------------------------------------------
 
+/// Buffers of `MPI_Alloc_mem`, by address.
+static ALLOCS: Mutex<Vec<(usize, crate::transport::SharedBuf)>> = Mutex::new(Vec::new());
+
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Alloc_mem(
     size: isize,
@@ -355,26 +358,41 @@ pub unsafe extern "C" fn MPI_Alloc_mem(
                 format!("MPI_Alloc_mem size {size} is negative"),
             ));
         }
-        let mut p: *mut c_void = std::ptr::null_mut();
-        // SAFETY: posix_memalign writes `p` on success; 64 is a power of
-        // two and a multiple of the pointer size.
-        let rc = unsafe { libc::posix_memalign(&mut p, 64, (size as usize).max(1)) };
-        if rc != 0 || p.is_null() {
-            return Err(Error::new(
-                ErrorClass::NoMem,
-                format!("MPI_Alloc_mem could not allocate {size} bytes"),
-            ));
+        if base.is_null() {
+            return Err(super::arg("baseptr"));
         }
-        out(base.cast::<*mut c_void>(), p, "baseptr")
+        // Memory in this rank's shared pool: sends from it are copied once
+        // by the receiver (`transport::pool`).
+        let buf = {
+            let u = lock(&UNIVERSE);
+            let u = u
+                .as_ref()
+                .ok_or_else(|| Error::new(ErrorClass::Other, "MPI_Alloc_mem before MPI_Init"))?;
+            u.alloc_mem(size as usize)?
+        };
+        let p = buf.as_ptr() as usize;
+        lock(&ALLOCS).push((p, buf));
+        out(base.cast::<usize>(), p, "baseptr")
     })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Free_mem(base: *mut c_void) -> c_int {
     guard("MPI_Free_mem", COMM_NULL, || {
-        // SAFETY: MPI_Free_mem takes memory from MPI_Alloc_mem, which came
-        // from posix_memalign (free of null is a no-op).
-        unsafe { libc::free(base) };
+        if base.is_null() {
+            return Ok(());
+        }
+        let mut a = lock(&ALLOCS);
+        let i = a
+            .iter()
+            .position(|(p, _)| *p == base as usize)
+            .ok_or_else(|| {
+                Error::new(
+                    ErrorClass::Arg,
+                    format!("{base:?} is not memory from MPI_Alloc_mem"),
+                )
+            })?;
+        a.swap_remove(i);
         Ok(())
     })
 }

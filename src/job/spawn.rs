@@ -249,7 +249,18 @@ fn supervise(n: usize, children: &mut [Option<Child>], seg: &Segment) -> JobOutc
         }
     }
     seg.unlink();
+    remove_pools(seg.path(), n);
     outcome
+}
+
+/// Removes the shared-pool files (`transport::pool`) the ranks of the job
+/// with segment `segment` left (a rank that finalized removed its own).
+fn remove_pools(segment: &std::path::Path, n: usize) {
+    for r in 0..n {
+        let mut s = segment.as_os_str().to_owned();
+        s.push(format!("-pool-{r}"));
+        let _ = std::fs::remove_file(std::path::PathBuf::from(s));
+    }
 }
 
 /// SIGTERM to every live rank, SIGKILL after [`GRACE`], then reap them.

@@ -756,11 +756,19 @@ impl Engine {
         sync: bool,
         hold: Hold,
     ) -> (SendStart, Option<SlotId>) {
-        let rdv = match hold {
-            Hold::Now | Hold::Lent => false,
-            Hold::Pipelined => self.t.rendezvous_to(dest, data.len(), true),
-            Hold::Borrowed => self.t.rendezvous_to(dest, data.len(), false),
+        // A buffer in this rank's shared pool goes by rendezvous, copied
+        // once out of the pool by the receiver; else single copy by CMA
+        // where the policy says so.
+        let pool = match hold {
+            Hold::Now | Hold::Lent => None,
+            Hold::Pipelined | Hold::Borrowed => self.t.pool_address(dest, data),
         };
+        let rdv = pool.is_some()
+            || match hold {
+                Hold::Now | Hold::Lent => false,
+                Hold::Pipelined => self.t.rendezvous_to(dest, data.len(), true),
+                Hold::Borrowed => self.t.rendezvous_to(dest, data.len(), false),
+            };
         let mut hdr = Header {
             ctx,
             src,
@@ -787,7 +795,7 @@ impl Engine {
         });
         if let (true, Some(id)) = (rdv, ack_slot) {
             let rts = Rts {
-                addr: data.as_ptr() as u64,
+                addr: pool.unwrap_or(data.as_ptr() as u64),
                 len: data.len() as u64,
             }
             .encode();

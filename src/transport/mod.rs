@@ -34,11 +34,18 @@ pub mod bytes;
 pub mod cma;
 pub mod layout;
 pub mod lend;
+pub mod pool;
 pub mod shmcoll;
 pub mod wait;
 pub mod wire;
 
 pub use cma::{CmaMode, DEFAULT_CMA_THRESHOLD};
+pub use pool::SharedBuf;
+
+/// From this many bytes a message from a pool buffer goes by rendezvous
+/// and one copy out of the pool (`SHMPI_POOL_THRESHOLD`; see
+/// `docs/tuning.md`).
+pub const DEFAULT_POOL_THRESHOLD: usize = 16 << 10;
 pub use layout::{default_ring_capacity, Layout};
 pub use lend::{lend, Lender, Lent};
 pub use wait::{Rung, WaitPolicy, Waiter};
@@ -251,6 +258,16 @@ pub struct Transport {
     stream_threshold: usize,
     /// Informational lines on stderr (`SHMPI_VERBOSE`).
     verbose: bool,
+    /// This rank's shared pool, made at its first allocation
+    /// (`alloc_shared`), of `pool_len` bytes (`SHMPI_ALLOC_POOL`).
+    shared: std::sync::OnceLock<Arc<pool::Pool>>,
+    pool_len: usize,
+    /// Messages of at least this many bytes from a pool buffer go by
+    /// rendezvous, copied once out of the pool (`SHMPI_POOL_THRESHOLD`).
+    pool_threshold: usize,
+    /// Read-only views of the peers' pools, mapped at the first
+    /// rendezvous from each.
+    peer_pools: Vec<std::sync::OnceLock<pool::PeerPool>>,
 }
 
 fn ring_header(seg: &Segment, off: usize) -> NonNull<RingHeader> {
@@ -334,6 +351,8 @@ impl Transport {
         let stream_threshold =
             env_size("SHMPI_STREAM_THRESHOLD")?.unwrap_or(bytes::DEFAULT_STREAM_THRESHOLD);
         let cma_mode = CmaMode::from_env()?;
+        let pool_len = env_size("SHMPI_ALLOC_POOL")?.unwrap_or(pool::DEFAULT_POOL);
+        let pool_threshold = env_size("SHMPI_POOL_THRESHOLD")?.unwrap_or(DEFAULT_POOL_THRESHOLD);
         // Peers test single copy by reading this word (`probe_single_copy`)
         // once the start barrier has published its address.
         seg.control(me)
@@ -360,7 +379,54 @@ impl Transport {
             cma_threshold,
             stream_threshold,
             verbose: std::env::var("SHMPI_VERBOSE").is_ok_and(|v| !v.is_empty() && v != "0"),
+            shared: std::sync::OnceLock::new(),
+            pool_len,
+            pool_threshold,
+            peer_pools: (0..n).map(|_| std::sync::OnceLock::new()).collect(),
         })
+    }
+
+    /// Allocates `len` bytes in this rank's shared pool (`MPI_Alloc_mem`),
+    /// making the pool at the first call.
+    ///
+    /// # Errors
+    /// `NoMem` when the pool cannot be made or has no room.
+    pub fn alloc_shared(&self, len: usize) -> crate::Result<pool::SharedBuf> {
+        let p = match self.shared.get() {
+            Some(p) => p,
+            None => {
+                let made =
+                    pool::Pool::create(&pool::pool_path(self.seg.path(), self.me), self.pool_len)?;
+                // A second thread may have made it meanwhile: keep one.
+                match self.shared.set(Arc::new(made)) {
+                    Ok(()) => self.shared.get().expect("just set"),
+                    Err(extra) => {
+                        extra.unlink();
+                        self.shared.get().expect("set by another thread")
+                    }
+                }
+            }
+        };
+        pool::SharedBuf::new(p, len)
+    }
+
+    /// The pool address of `data` if it lies in this rank's pool and is
+    /// long enough to go by a pool rendezvous to `peer`.
+    #[inline]
+    pub fn pool_address(&self, peer: usize, data: &[u8]) -> Option<u64> {
+        if data.len() < self.pool_threshold || peer == self.me || peer >= self.size() {
+            return None;
+        }
+        let off = self.shared.get()?.offset_of(data.as_ptr(), data.len())?;
+        Some(pool::POOL_BIT | off)
+    }
+
+    /// Removes this rank's pool file (finalize: every rendezvous from it
+    /// has been acked).
+    pub fn unlink_pool(&self) {
+        if let Some(p) = self.shared.get() {
+            p.unlink();
+        }
     }
 
     /// The single-copy self-test, run once after the start barrier: reads
@@ -452,6 +518,18 @@ impl Transport {
     /// `Other` with the OS error when the kernel refuses or the range is
     /// not mapped in the peer.
     pub fn read_from(&self, peer: usize, addr: u64, dst: &mut [u8]) -> crate::Result<()> {
+        if addr & pool::POOL_BIT != 0 {
+            let view = match self.peer_pools[peer].get() {
+                Some(v) => v,
+                None => {
+                    let v = pool::PeerPool::open(&pool::pool_path(self.seg.path(), peer))?;
+                    let _ = self.peer_pools[peer].set(v);
+                    self.peer_pools[peer].get().expect("just set")
+                }
+            };
+            let stream = dst.len() >= self.stream_threshold;
+            return view.read(addr & !pool::POOL_BIT, dst, stream);
+        }
         let pid = self.seg.control(peer).pid();
         cma::read(pid, addr, dst).map_err(|e| {
             crate::error::Error::new(
