@@ -69,6 +69,12 @@ pub enum ErrorClass {
     Unsupported,
     /// `MPI_ERR_NAME`: a service name not published (or already).
     Name,
+    /// `MPI_ERR_RMA_RANGE`: a window access outside the target's memory.
+    RmaRange,
+    /// `MPI_ERR_RMA_SYNC`: a window access outside an access epoch.
+    RmaSync,
+    /// `MPI_ERR_WIN`: invalid window.
+    Win,
 }
 
 impl ErrorClass {
@@ -104,6 +110,9 @@ impl ErrorClass {
             ErrorClass::NotSame => "MPI_ERR_NOT_SAME",
             ErrorClass::Unsupported => "MPI_ERR_UNSUPPORTED_OPERATION",
             ErrorClass::Name => "MPI_ERR_NAME",
+            ErrorClass::RmaRange => "MPI_ERR_RMA_RANGE",
+            ErrorClass::RmaSync => "MPI_ERR_RMA_SYNC",
+            ErrorClass::Win => "MPI_ERR_WIN",
         }
     }
 
@@ -138,6 +147,9 @@ impl ErrorClass {
             ErrorClass::Port => 43,
             ErrorClass::ProcAborted => 44,
             ErrorClass::Name => 38,
+            ErrorClass::RmaRange => 49,
+            ErrorClass::RmaSync => 51,
+            ErrorClass::Win => 60,
             ErrorClass::Unsupported => 58,
             ErrorClass::Errhandler => 61,
         }
@@ -150,7 +162,7 @@ impl ErrorClass {
 }
 
 /// Every class, for lookups by C value.
-const ALL: [ErrorClass; 29] = [
+const ALL: [ErrorClass; 32] = [
     ErrorClass::Buffer,
     ErrorClass::Count,
     ErrorClass::Type,
@@ -180,6 +192,9 @@ const ALL: [ErrorClass; 29] = [
     ErrorClass::Unsupported,
     ErrorClass::Errhandler,
     ErrorClass::Name,
+    ErrorClass::RmaRange,
+    ErrorClass::RmaSync,
+    ErrorClass::Win,
 ];
 
 impl fmt::Display for ErrorClass {

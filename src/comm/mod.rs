@@ -17,6 +17,7 @@ pub mod errhandler;
 mod inter;
 mod request;
 mod scope;
+pub mod win;
 
 pub use attr::Keyval;
 pub use collective::ROOT;
@@ -24,6 +25,7 @@ pub use create::SplitType;
 pub use errhandler::ErrHandler;
 pub use request::{test_all, wait_all, wait_all_each, wait_any, wait_some, Message, Request};
 pub use scope::{scope, Scope};
+pub use win::{LockType, Window};
 
 pub use crate::group::{Comparison, Group, UNDEFINED};
 

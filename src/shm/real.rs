@@ -12,6 +12,8 @@ pub mod ids;
 pub mod os;
 #[path = "segment.rs"]
 mod segment;
+#[path = "window.rs"]
+pub mod window;
 
 pub use control::{ControlBlock, RankState, SingleCopy, MAX_RANKS};
 pub use header::{SegmentHeader, SegmentSpec, MAGIC, VERSION};

@@ -1,0 +1,456 @@
+//! Shared-memory windows (MPI 4.1 §12, issue 9): `win_allocate_shared`
+//! gives every member a part of one shared file that all members map
+//! (`shm::window`), so loads and stores after `shared_query` reach any
+//! member's memory, and `put` / `get` / accumulates are copies into and
+//! out of it. The memory model is `MPI_WIN_UNIFIED`.
+//!
+//! Synchronisation: `fence` (a barrier with full fences), passive target
+//! `lock` / `unlock` (a reader-writer lock per member in the window's
+//! header) and `lock_all`; `flush*` and `sync` are full fences (every
+//! access is complete when its call returns). Accumulates of any kind are
+//! atomic with respect to each other (one lock per window). An access
+//! outside an epoch is `RmaSync`; outside the target's memory `RmaRange`.
+
+use super::{lock, Communicator};
+use crate::coll::op::Reducible;
+use crate::coll::Op;
+use crate::datatype::Scalar;
+use crate::error::{Error, ErrorClass, Result};
+use crate::shm::window::WinSeg;
+use crate::sync::{fence, AtomicU32, Ordering};
+use crate::transport::bytes::{as_bytes, as_bytes_mut};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+/// Lock types of passive-target epochs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LockType {
+    /// `MPI_LOCK_EXCLUSIVE`.
+    Exclusive,
+    /// `MPI_LOCK_SHARED`.
+    Shared,
+}
+
+/// The access epochs this process has open on a window.
+#[derive(Debug, Default)]
+struct Epochs {
+    /// Between fences.
+    fence: bool,
+    /// `lock_all` held.
+    all: bool,
+    /// Targets locked, and whether exclusively.
+    locks: HashMap<usize, bool>,
+}
+
+/// A window (`MPI_Win`).
+#[derive(Debug)]
+pub struct Window {
+    comm: Communicator,
+    seg: Arc<WinSeg>,
+    /// Each member's offset, size and displacement unit.
+    parts: Vec<(usize, usize, usize)>,
+    epochs: Mutex<Epochs>,
+}
+
+static NEXT_WIN: AtomicU32 = AtomicU32::new(0);
+
+const ALIGN: usize = 64;
+
+impl Communicator {
+    /// `MPI_Win_allocate_shared`: `size` bytes for this member, in one
+    /// file all members map, contiguous in rank order (each part 64-byte
+    /// aligned). Collective.
+    ///
+    /// # Errors
+    /// `Comm` on an intercommunicator, `Arg` for a zero displacement unit,
+    /// `NoMem` when the file cannot be made (every member gets it).
+    pub fn win_allocate_shared(&self, size: usize, disp_unit: usize) -> Result<Window> {
+        let r = self.win_allocate_inner(size, disp_unit);
+        self.ret("MPI_Win_allocate_shared", r)
+    }
+
+    fn win_allocate_inner(&self, size: usize, disp_unit: usize) -> Result<Window> {
+        self.proc_.check()?;
+        if self.is_inter() {
+            return Err(Error::new(
+                ErrorClass::Comm,
+                "windows are made on intracommunicators",
+            ));
+        }
+        if disp_unit == 0 {
+            return Err(Error::new(
+                ErrorClass::Arg,
+                "the displacement unit must be positive",
+            ));
+        }
+        let n = self.size() as usize;
+        let mut all = vec![0u64; 2 * n];
+        self.allgather(&[size as u64, disp_unit as u64], &mut all)?;
+        let mut parts = Vec::with_capacity(n);
+        let mut at = 0usize;
+        for r in 0..n {
+            let (s, u) = (all[2 * r] as usize, all[2 * r + 1] as usize);
+            parts.push((at, s, u));
+            at = at
+                .checked_add(s.div_ceil(ALIGN) * ALIGN)
+                .ok_or_else(|| Error::new(ErrorClass::NoMem, "window sizes overflow"))?;
+        }
+        // Rank 0 makes the file and tells the others its name (or that it
+        // failed: then every member fails).
+        let mut name = [0u8; 512];
+        let mut made = None;
+        if self.rank() == 0 {
+            // Relaxed: a counter for unique names.
+            let k = NEXT_WIN.fetch_add(1, Ordering::Relaxed);
+            let mut p = self.proc_.segment().path().as_os_str().to_owned();
+            p.push(format!("-win-{}-{k}", std::process::id()));
+            let path = std::path::PathBuf::from(p);
+            match WinSeg::create(&path, n, at) {
+                Ok(seg) => {
+                    let b = path.as_os_str().as_encoded_bytes();
+                    name[..b.len().min(511)].copy_from_slice(&b[..b.len().min(511)]);
+                    made = Some(seg);
+                }
+                Err(e) => {
+                    let msg = format!("!{}", e.detail());
+                    let b = msg.as_bytes();
+                    name[..b.len().min(511)].copy_from_slice(&b[..b.len().min(511)]);
+                }
+            }
+        }
+        self.bcast(&mut name[..], 0)?;
+        let end = name.iter().position(|&b| b == 0).unwrap_or(name.len());
+        let text = String::from_utf8_lossy(&name[..end]).into_owned();
+        if let Some(msg) = text.strip_prefix('!') {
+            return Err(Error::new(ErrorClass::NoMem, msg.to_string()));
+        }
+        let seg = match made {
+            Some(s) => s,
+            None => WinSeg::attach(std::path::Path::new(&text), n, at)?,
+        };
+        // Once everyone has it mapped, the name goes: nothing is left in
+        // /dev/shm whatever happens later.
+        self.barrier()?;
+        if self.rank() == 0 {
+            seg.unlink();
+        }
+        Ok(Window {
+            comm: self.clone(),
+            seg: Arc::new(seg),
+            parts,
+            epochs: Mutex::new(Epochs::default()),
+        })
+    }
+}
+
+impl Window {
+    /// The window's communicator.
+    pub fn comm(&self) -> &Communicator {
+        &self.comm
+    }
+
+    /// `MPI_Win_shared_query`: member `rank`'s base address, size and
+    /// displacement unit. Loads and stores there are the application's
+    /// (synchronised by the window's epochs, as MPI says).
+    ///
+    /// # Errors
+    /// `Rank` for a member out of range.
+    pub fn shared_query(&self, rank: i32) -> Result<(*mut u8, usize, usize)> {
+        let (off, size, unit) = self.part(rank)?;
+        Ok((self.seg.data_ptr(off), size, unit))
+    }
+
+    fn part(&self, rank: i32) -> Result<(usize, usize, usize)> {
+        usize::try_from(rank)
+            .ok()
+            .and_then(|r| self.parts.get(r).copied())
+            .ok_or_else(|| {
+                Error::new(
+                    ErrorClass::Rank,
+                    format!(
+                        "rank {rank} is not a member of a window of {} members",
+                        self.parts.len()
+                    ),
+                )
+            })
+    }
+
+    /// Checks an access of `len` bytes at displacement `disp` of member
+    /// `rank`: inside an epoch that reaches it, inside its memory. The
+    /// byte offset in the window's data area.
+    ///
+    /// # Errors
+    /// `Rank`, `RmaSync`, `RmaRange`.
+    pub fn access(&self, rank: i32, disp: usize, len: usize) -> Result<usize> {
+        let (off, size, unit) = self.part(rank)?;
+        {
+            let e = lock(&self.epochs);
+            if !(e.fence || e.all || e.locks.contains_key(&(rank as usize))) {
+                return Err(Error::new(
+                    ErrorClass::RmaSync,
+                    format!(
+                        "no access epoch reaches rank {rank}: call fence, lock or lock_all first"
+                    ),
+                ));
+            }
+        }
+        let start = disp.checked_mul(unit);
+        match start.and_then(|s| s.checked_add(len)) {
+            Some(end) if end <= size => Ok(off + start.unwrap_or(0)),
+            _ => Err(Error::new(
+                ErrorClass::RmaRange,
+                format!(
+                    "{len} bytes at displacement {disp} (unit {unit}) fall outside rank {rank}'s {size} bytes"
+                ),
+            )),
+        }
+    }
+
+    /// The window's memory.
+    pub fn memory(&self) -> &WinSeg {
+        &self.seg
+    }
+
+    /// `MPI_Put` of `src` to member `rank` at displacement `disp`.
+    ///
+    /// # Errors
+    /// `Rank`, `RmaSync`, `RmaRange`.
+    pub fn put<T: Scalar>(&self, src: &[T], rank: i32, disp: usize) -> Result<()> {
+        let b = as_bytes(src);
+        let r = self
+            .access(rank, disp, b.len())
+            .and_then(|o| self.seg.write(o, b));
+        self.comm.ret("MPI_Put", r)
+    }
+
+    /// `MPI_Get` from member `rank` at displacement `disp` into `dst`.
+    ///
+    /// # Errors
+    /// As [`put`](Self::put).
+    pub fn get<T: Scalar>(&self, dst: &mut [T], rank: i32, disp: usize) -> Result<()> {
+        let b = as_bytes_mut(dst);
+        let r = self
+            .access(rank, disp, b.len())
+            .and_then(|o| self.seg.read(o, b));
+        self.comm.ret("MPI_Get", r)
+    }
+
+    /// Runs `f` with the window's accumulate lock held (what makes
+    /// accumulates atomic).
+    pub fn atomically<R>(&self, f: impl FnOnce() -> R) -> R {
+        self.seg.atomically(f)
+    }
+
+    /// `MPI_Accumulate`: `target = src op target`, atomic with respect to
+    /// other accumulates.
+    ///
+    /// # Errors
+    /// As [`put`](Self::put), and `Op` for an op that does not apply.
+    pub fn accumulate<T: Reducible>(
+        &self,
+        src: &[T],
+        rank: i32,
+        disp: usize,
+        op: &Op,
+    ) -> Result<()> {
+        let mut old = src.to_vec();
+        let r = self.get_accumulate_inner(src, &mut old, rank, disp, op);
+        self.comm.ret("MPI_Accumulate", r)
+    }
+
+    /// `MPI_Get_accumulate`: `result` gets the target's old values, then
+    /// `target = src op target`, atomically.
+    ///
+    /// # Errors
+    /// As [`accumulate`](Self::accumulate).
+    pub fn get_accumulate<T: Reducible>(
+        &self,
+        src: &[T],
+        result: &mut [T],
+        rank: i32,
+        disp: usize,
+        op: &Op,
+    ) -> Result<()> {
+        let r = self.get_accumulate_inner(src, result, rank, disp, op);
+        self.comm.ret("MPI_Get_accumulate", r)
+    }
+
+    fn get_accumulate_inner<T: Reducible>(
+        &self,
+        src: &[T],
+        result: &mut [T],
+        rank: i32,
+        disp: usize,
+        op: &Op,
+    ) -> Result<()> {
+        op.check::<T>()?;
+        if result.len() != src.len() {
+            return Err(Error::new(
+                ErrorClass::Count,
+                "result and origin differ in length",
+            ));
+        }
+        let o = self.access(rank, disp, std::mem::size_of_val(src))?;
+        self.atomically(|| {
+            self.seg.read(o, as_bytes_mut(result))?;
+            let mut cur = result.to_vec();
+            op.apply(src, &mut cur);
+            self.seg.write(o, as_bytes(&cur))
+        })
+    }
+
+    /// `MPI_Fetch_and_op` of one element.
+    ///
+    /// # Errors
+    /// As [`accumulate`](Self::accumulate).
+    pub fn fetch_and_op<T: Reducible>(&self, src: T, rank: i32, disp: usize, op: &Op) -> Result<T> {
+        let mut out = [src];
+        let r = self.get_accumulate_inner(&[src], &mut out, rank, disp, op);
+        self.comm.ret("MPI_Fetch_and_op", r).map(|_| out[0])
+    }
+
+    /// `MPI_Compare_and_swap`: the target's old value; it becomes `new`
+    /// if it equalled `compare`. Atomic with respect to accumulates.
+    ///
+    /// # Errors
+    /// As [`put`](Self::put).
+    pub fn compare_and_swap<T: Scalar + PartialEq>(
+        &self,
+        new: T,
+        compare: T,
+        rank: i32,
+        disp: usize,
+    ) -> Result<T> {
+        let r = (|| {
+            let o = self.access(rank, disp, std::mem::size_of::<T>())?;
+            self.atomically(|| {
+                let mut old = [compare];
+                self.seg.read(o, as_bytes_mut(&mut old))?;
+                if old[0] == compare {
+                    self.seg.write(o, as_bytes(&[new]))?;
+                }
+                Ok(old[0])
+            })
+        })();
+        self.comm.ret("MPI_Compare_and_swap", r)
+    }
+
+    /// `MPI_Win_fence`: ends the previous fence epoch and starts the next
+    /// (a barrier with full fences). Collective.
+    ///
+    /// # Errors
+    /// As the barrier.
+    pub fn fence(&self) -> Result<()> {
+        // SYNC(win.fence): SeqCst fences around the barrier: every store
+        // to the window before it is seen by every member after it.
+        fence(Ordering::SeqCst);
+        let r = self.comm.barrier();
+        fence(Ordering::SeqCst);
+        lock(&self.epochs).fence = true;
+        self.comm.ret("MPI_Win_fence", r)
+    }
+
+    /// `MPI_Win_lock`: a passive-target epoch on member `rank`.
+    ///
+    /// # Errors
+    /// `Rank`; `RmaSync` if this process already holds a lock on it.
+    pub fn lock(&self, kind: LockType, rank: i32) -> Result<()> {
+        let r = (|| {
+            self.part(rank)?;
+            let r = rank as usize;
+            if lock(&self.epochs).locks.contains_key(&r) {
+                return Err(Error::new(
+                    ErrorClass::RmaSync,
+                    format!("rank {rank} is already locked by this process"),
+                ));
+            }
+            self.seg.lock(r, kind == LockType::Exclusive);
+            lock(&self.epochs)
+                .locks
+                .insert(r, kind == LockType::Exclusive);
+            Ok(())
+        })();
+        self.comm.ret("MPI_Win_lock", r)
+    }
+
+    /// `MPI_Win_unlock`: ends the epoch on `rank`; its accesses are
+    /// complete at the target.
+    ///
+    /// # Errors
+    /// `RmaSync` if `rank` is not locked by this process.
+    pub fn unlock(&self, rank: i32) -> Result<()> {
+        let r = (|| {
+            let removed = lock(&self.epochs).locks.remove(&(rank as usize));
+            let Some(excl) = removed else {
+                return Err(Error::new(
+                    ErrorClass::RmaSync,
+                    format!("rank {rank} is not locked by this process"),
+                ));
+            };
+            fence(Ordering::SeqCst);
+            self.seg.unlock(rank as usize, excl);
+            Ok(())
+        })();
+        self.comm.ret("MPI_Win_unlock", r)
+    }
+
+    /// `MPI_Win_lock_all`: a shared epoch on every member.
+    ///
+    /// # Errors
+    /// `RmaSync` if already held.
+    pub fn lock_all(&self) -> Result<()> {
+        let r = (|| {
+            let mut e = lock(&self.epochs);
+            if e.all {
+                return Err(Error::new(ErrorClass::RmaSync, "lock_all is already held"));
+            }
+            for m in 0..self.parts.len() {
+                self.seg.lock(m, false);
+            }
+            e.all = true;
+            Ok(())
+        })();
+        self.comm.ret("MPI_Win_lock_all", r)
+    }
+
+    /// `MPI_Win_unlock_all`.
+    ///
+    /// # Errors
+    /// `RmaSync` if `lock_all` is not held.
+    pub fn unlock_all(&self) -> Result<()> {
+        let r = (|| {
+            let mut e = lock(&self.epochs);
+            if !e.all {
+                return Err(Error::new(ErrorClass::RmaSync, "lock_all is not held"));
+            }
+            fence(Ordering::SeqCst);
+            for m in 0..self.parts.len() {
+                self.seg.unlock(m, false);
+            }
+            e.all = false;
+            Ok(())
+        })();
+        self.comm.ret("MPI_Win_unlock_all", r)
+    }
+
+    /// `MPI_Win_flush` / `flush_all` / `flush_local` / `flush_local_all`
+    /// / `MPI_Win_sync`: every access of this process is complete when
+    /// its call returns, so these are full memory fences.
+    pub fn flush(&self) {
+        // SYNC(win.flush): SeqCst fence: this process's window accesses
+        // are ordered before what follows (pairs with the other side's
+        // fence, lock or barrier).
+        fence(Ordering::SeqCst);
+    }
+
+    /// `MPI_Win_free`: collective; waits for every member (a barrier), so
+    /// no member still accesses the memory.
+    ///
+    /// # Errors
+    /// As the barrier.
+    pub fn free(self) -> Result<()> {
+        fence(Ordering::SeqCst);
+        let r = self.comm.barrier();
+        self.comm.ret("MPI_Win_free", r)
+    }
+}
