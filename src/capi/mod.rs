@@ -35,6 +35,7 @@ mod env;
 mod nbc;
 mod p2p;
 mod types;
+mod win;
 
 use crate::comm::Communicator;
 use crate::error::{Error, ErrorClass, Result};
@@ -72,6 +73,7 @@ pub(crate) const REQ_BASE: usize = 0x5000_0000;
 pub(crate) const INFO_BASE: usize = 0x6000_0000;
 pub(crate) const ERRH_BASE: usize = 0x7000_0000;
 pub(crate) const MSG_BASE: usize = 0x8000_0000;
+pub(crate) const WIN_BASE: usize = 0x9000_0000;
 const KIND_SPAN: usize = 0x1000_0000;
 
 pub(crate) const SUCCESS: c_int = 0;
@@ -189,6 +191,7 @@ pub(crate) struct State {
     pub(crate) infos: Table<env::Info>,
     pub(crate) errhs: Table<Errh>,
     pub(crate) msgs: Table<p2p::Msg>,
+    pub(crate) wins: Table<Arc<win::WinObj>>,
     pub(crate) keyvals: env::Keyvals,
 }
 
@@ -201,6 +204,7 @@ static STATE: Mutex<State> = Mutex::new(State {
     infos: Table::new(INFO_BASE),
     errhs: Table::new(ERRH_BASE),
     msgs: Table::new(MSG_BASE),
+    wins: Table::new(WIN_BASE),
     keyvals: env::Keyvals::new(),
 });
 

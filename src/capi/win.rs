@@ -1,0 +1,571 @@
+//! Shared-memory windows in C (MPI 4.1 §12) over `comm::win`: handles,
+//! and origin / target datatypes (packed from the origin, unpacked into
+//! the target's memory, which every member maps). Errors are raised on
+//! the window's communicator's error handler.
+
+use super::p2p::done_request;
+use super::types::{committed, Reduction, TypeObj};
+use super::{comm_obj, count, guard, h, out, read, state, to_handle, CommObj, PROC_NULL};
+use crate::comm::{LockType, Window};
+use crate::error::{Error, ErrorClass, Result};
+use std::ffi::{c_int, c_void};
+use std::sync::Arc;
+
+/// `MPI_WIN_NULL`.
+pub(crate) const WIN_NULL: usize = 0x110;
+const LOCK_SHARED: c_int = 21;
+const LOCK_EXCLUSIVE: c_int = 22;
+
+/// A C window: the Rust one, its communicator, and its error handler
+/// (a predefined one: `MPI_Win_set_errhandler`).
+#[derive(Debug)]
+pub(crate) struct WinObj {
+    win: Window,
+    comm: Arc<CommObj>,
+    errh: std::sync::Mutex<super::Errh>,
+}
+
+fn win_obj(w: usize) -> Result<Arc<WinObj>> {
+    state().wins.get(w).cloned().ok_or_else(|| {
+        Error::new(
+            ErrorClass::Win,
+            if w == WIN_NULL {
+                "MPI_WIN_NULL is not a window".to_string()
+            } else {
+                format!("{w:#x} is not a valid window handle")
+            },
+        )
+    })
+}
+
+/// Runs a window call: its errors through the window's error handler
+/// (`MPI_ERRORS_ARE_FATAL` unless the program set one).
+fn on_win(call: &str, w: *mut c_void, f: impl FnOnce(&WinObj) -> Result<()>) -> c_int {
+    let obj = match win_obj(h(w)) {
+        Ok(o) => o,
+        Err(e) => return super::raise(None, call, &e),
+    };
+    let r =
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&obj))).unwrap_or_else(|_| {
+            Err(Error::new(
+                ErrorClass::Intern,
+                format!("internal error in {call} (caught at the C boundary)"),
+            ))
+        });
+    match r {
+        Ok(()) => super::SUCCESS,
+        Err(e) => match *super::lock(&obj.errh) {
+            super::Errh::Return => super::code_of(&e),
+            _ => {
+                eprintln!(
+                    "shmpi: rank {}: {call} on a window failed with {}: {}; the window's error \
+                     handler is MPI_ERRORS_ARE_FATAL, so the job is aborted",
+                    super::env::world_rank(),
+                    e.class().name(),
+                    e.detail()
+                );
+                super::env::abort_job(e.class().code().max(1))
+            }
+        },
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_set_errhandler(win: *mut c_void, errh: *mut c_void) -> c_int {
+    on_win("MPI_Win_set_errhandler", win, |w| {
+        let e = match h(errh) {
+            super::ERRORS_RETURN => super::Errh::Return,
+            super::ERRORS_ARE_FATAL => super::Errh::Fatal,
+            super::ERRORS_ABORT => super::Errh::Abort,
+            other => {
+                return Err(Error::new(
+                    ErrorClass::Arg,
+                    format!("{other:#x}: windows take the predefined error handlers"),
+                ))
+            }
+        };
+        *super::lock(&w.errh) = e;
+        Ok(())
+    })
+}
+
+fn allocate(
+    call: &str,
+    size: isize,
+    unit: c_int,
+    comm: *mut c_void,
+    base: *mut c_void,
+    win: *mut *mut c_void,
+) -> c_int {
+    guard(call, h(comm), || {
+        let obj = comm_obj(h(comm))?.arc();
+        if size < 0 || unit <= 0 {
+            return Err(Error::new(
+                ErrorClass::Arg,
+                format!("window size {size} and displacement unit {unit} must be positive"),
+            ));
+        }
+        if base.is_null() || win.is_null() {
+            return Err(super::arg("baseptr or win"));
+        }
+        let w = obj.comm.win_allocate_shared(size as usize, unit as usize)?;
+        let (p, _, _) = w.shared_query(obj.comm.rank())?;
+        out(base.cast::<usize>(), p as usize, "baseptr")?;
+        let handle = state().wins.insert(Arc::new(WinObj {
+            win: w,
+            comm: obj,
+            errh: std::sync::Mutex::new(super::Errh::Fatal),
+        }));
+        out(win, to_handle(handle), "win")
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_allocate_shared(
+    size: isize,
+    disp_unit: c_int,
+    _info: *mut c_void,
+    comm: *mut c_void,
+    baseptr: *mut c_void,
+    win: *mut *mut c_void,
+) -> c_int {
+    allocate(
+        "MPI_Win_allocate_shared",
+        size,
+        disp_unit,
+        comm,
+        baseptr,
+        win,
+    )
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_allocate(
+    size: isize,
+    disp_unit: c_int,
+    _info: *mut c_void,
+    comm: *mut c_void,
+    baseptr: *mut c_void,
+    win: *mut *mut c_void,
+) -> c_int {
+    // On one node every window's memory is shared memory.
+    allocate("MPI_Win_allocate", size, disp_unit, comm, baseptr, win)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_shared_query(
+    win: *mut c_void,
+    rank: c_int,
+    size: *mut isize,
+    disp_unit: *mut c_int,
+    baseptr: *mut c_void,
+) -> c_int {
+    on_win("MPI_Win_shared_query", win, |w| {
+        // MPI_PROC_NULL: the first member with a nonzero size.
+        let r = if rank == PROC_NULL {
+            (0..w.win.comm().size())
+                .find(|&r| w.win.shared_query(r).is_ok_and(|q| q.1 > 0))
+                .unwrap_or(0)
+        } else {
+            rank
+        };
+        let (p, s, u) = w.win.shared_query(r)?;
+        out(size, s as isize, "size")?;
+        out(disp_unit, u as c_int, "disp_unit")?;
+        out(baseptr.cast::<usize>(), p as usize, "baseptr")
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_free(win: *mut *mut c_void) -> c_int {
+    let w = read(win, "win").unwrap_or(std::ptr::null_mut());
+    on_win("MPI_Win_free", w, |_| {
+        let obj = state()
+            .wins
+            .release(h(w))
+            .ok_or_else(|| Error::new(ErrorClass::Win, "the window was freed"))?;
+        out(win, to_handle(WIN_NULL), "win")?;
+        match Arc::try_unwrap(obj) {
+            Ok(o) => o.win.free(),
+            // Another thread still uses it (erroneous): meet the others
+            // anyway so the call stays collective.
+            Err(o) => o.win.comm().barrier(),
+        }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_fence(_assert: c_int, win: *mut c_void) -> c_int {
+    on_win("MPI_Win_fence", win, |w| w.win.fence())
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_lock(
+    kind: c_int,
+    rank: c_int,
+    _assert: c_int,
+    win: *mut c_void,
+) -> c_int {
+    on_win("MPI_Win_lock", win, |w| {
+        let k = match kind {
+            LOCK_SHARED => LockType::Shared,
+            LOCK_EXCLUSIVE => LockType::Exclusive,
+            other => {
+                return Err(Error::new(
+                    ErrorClass::Arg,
+                    format!("lock type {other} is neither MPI_LOCK_SHARED nor MPI_LOCK_EXCLUSIVE"),
+                ))
+            }
+        };
+        w.win.lock(k, rank)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_unlock(rank: c_int, win: *mut c_void) -> c_int {
+    on_win("MPI_Win_unlock", win, |w| w.win.unlock(rank))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_lock_all(_assert: c_int, win: *mut c_void) -> c_int {
+    on_win("MPI_Win_lock_all", win, |w| w.win.lock_all())
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_unlock_all(win: *mut c_void) -> c_int {
+    on_win("MPI_Win_unlock_all", win, |w| w.win.unlock_all())
+}
+
+macro_rules! flush_fn {
+    ($name:ident, $call:literal $(, $arg:ident)?) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $name($($arg: c_int,)? win: *mut c_void) -> c_int {
+            $(let _ = $arg;)?
+            on_win($call, win, |w| {
+                w.win.flush();
+                Ok(())
+            })
+        }
+    };
+}
+
+flush_fn!(MPI_Win_flush, "MPI_Win_flush", rank);
+flush_fn!(MPI_Win_flush_all, "MPI_Win_flush_all");
+flush_fn!(MPI_Win_flush_local, "MPI_Win_flush_local", rank);
+flush_fn!(MPI_Win_flush_local_all, "MPI_Win_flush_local_all");
+flush_fn!(MPI_Win_sync, "MPI_Win_sync");
+
+/// The target address of `n` instances of `ty` at displacement `disp` of
+/// `rank`, after the epoch and range checks.
+fn target(w: &WinObj, rank: c_int, disp: isize, n: usize, ty: &TypeObj) -> Result<*mut c_void> {
+    if disp < 0 {
+        return Err(Error::new(
+            ErrorClass::RmaRange,
+            format!("target displacement {disp} is negative"),
+        ));
+    }
+    let ext = ty.extent();
+    let last = (n.max(1) as isize - 1).saturating_mul(ext);
+    let lo = ty.true_lb.min(ty.true_lb.saturating_add(last));
+    let hi = ty.true_ub.max(ty.true_ub.saturating_add(last));
+    // Check [disp*unit + lo, disp*unit + hi) lies in the target's memory.
+    let (_, _, unit) = w.win.shared_query(rank)?;
+    let start = (disp as usize)
+        .checked_mul(unit)
+        .ok_or_else(|| Error::new(ErrorClass::RmaRange, "the target displacement overflows"))?;
+    if (start as isize).saturating_add(lo) < 0 {
+        return Err(Error::new(
+            ErrorClass::RmaRange,
+            "the target datatype reaches before the target's memory",
+        ));
+    }
+    let span = if n == 0 { 0 } else { hi.max(0) as usize };
+    let off = w.win.access(rank, disp as usize, span)?;
+    Ok(w.win.memory().data_ptr(off).cast())
+}
+
+#[allow(clippy::too_many_arguments)]
+fn put_get(
+    call: &str,
+    origin: *mut c_void,
+    ocount: c_int,
+    otype: *mut c_void,
+    rank: c_int,
+    disp: isize,
+    tcount: c_int,
+    ttype: *mut c_void,
+    win: *mut c_void,
+    is_put: bool,
+) -> c_int {
+    on_win(call, win, |w| {
+        if rank == PROC_NULL {
+            return Ok(());
+        }
+        let oty = committed(h(otype))?;
+        let tty = committed(h(ttype))?;
+        let (on, tn) = (
+            count(ocount, "origin_count")?,
+            count(tcount, "target_count")?,
+        );
+        let at = target(w, rank, disp, tn, &tty)?;
+        if is_put {
+            let data = oty.pack(origin, on)?;
+            tty.unpack(&data, at, tn)?;
+        } else {
+            let data = tty.pack(at, tn)?;
+            oty.unpack(&data, origin, on)?;
+        }
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Put(
+    origin: *const c_void,
+    ocount: c_int,
+    otype: *mut c_void,
+    rank: c_int,
+    disp: isize,
+    tcount: c_int,
+    ttype: *mut c_void,
+    win: *mut c_void,
+) -> c_int {
+    put_get(
+        "MPI_Put",
+        origin as *mut c_void,
+        ocount,
+        otype,
+        rank,
+        disp,
+        tcount,
+        ttype,
+        win,
+        true,
+    )
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Get(
+    origin: *mut c_void,
+    ocount: c_int,
+    otype: *mut c_void,
+    rank: c_int,
+    disp: isize,
+    tcount: c_int,
+    ttype: *mut c_void,
+    win: *mut c_void,
+) -> c_int {
+    put_get(
+        "MPI_Get", origin, ocount, otype, rank, disp, tcount, ttype, win, false,
+    )
+}
+
+/// Completes at once: the copy is done when the call returns.
+fn with_request(rc: c_int, win: *mut c_void, request: *mut *mut c_void) -> c_int {
+    if rc != super::SUCCESS {
+        return rc;
+    }
+    on_win("MPI_Rput/MPI_Rget", win, |w| done_request(&w.comm, request))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Rput(
+    origin: *const c_void,
+    ocount: c_int,
+    otype: *mut c_void,
+    rank: c_int,
+    disp: isize,
+    tcount: c_int,
+    ttype: *mut c_void,
+    win: *mut c_void,
+    request: *mut *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's arguments, passed on unchanged.
+    let rc = unsafe { MPI_Put(origin, ocount, otype, rank, disp, tcount, ttype, win) };
+    with_request(rc, win, request)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Rget(
+    origin: *mut c_void,
+    ocount: c_int,
+    otype: *mut c_void,
+    rank: c_int,
+    disp: isize,
+    tcount: c_int,
+    ttype: *mut c_void,
+    win: *mut c_void,
+    request: *mut *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's arguments, passed on unchanged.
+    let rc = unsafe { MPI_Get(origin, ocount, otype, rank, disp, tcount, ttype, win) };
+    with_request(rc, win, request)
+}
+
+/// Get_accumulate in general: `result` (if any) gets the target's old
+/// contents, then `target = origin op target`, under the window's
+/// accumulate lock.
+#[allow(clippy::too_many_arguments)]
+fn get_acc(
+    w: &WinObj,
+    origin: *const c_void,
+    on: usize,
+    oty: &TypeObj,
+    result: Option<(*mut c_void, usize, &TypeObj)>,
+    rank: c_int,
+    disp: isize,
+    tn: usize,
+    ttype: usize,
+    op: usize,
+) -> Result<()> {
+    if rank == PROC_NULL {
+        return Ok(());
+    }
+    let red = Reduction::new(op, ttype, tn)?;
+    let at = target(w, rank, disp, tn, &red.ty)?;
+    let data = if on == 0 {
+        Vec::new()
+    } else {
+        oty.pack(origin, on)?
+    };
+    w.win.atomically(|| {
+        let mut cur = red.ty.pack(at, tn)?;
+        if let Some((rbuf, rn, rty)) = result {
+            rty.unpack(&cur, rbuf, rn)?;
+        }
+        if data.len() == cur.len() {
+            red.apply(&data, &mut cur)?;
+        } else if op != super::types::NO_OP {
+            return Err(Error::new(
+                ErrorClass::Count,
+                format!(
+                    "the origin has {} bytes of data, the target {}",
+                    data.len(),
+                    cur.len()
+                ),
+            ));
+        }
+        red.ty.unpack(&cur, at, tn).map(|_| ())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Accumulate(
+    origin: *const c_void,
+    ocount: c_int,
+    otype: *mut c_void,
+    rank: c_int,
+    disp: isize,
+    tcount: c_int,
+    ttype: *mut c_void,
+    op: *mut c_void,
+    win: *mut c_void,
+) -> c_int {
+    on_win("MPI_Accumulate", win, |w| {
+        let oty = committed(h(otype))?;
+        let (on, tn) = (
+            count(ocount, "origin_count")?,
+            count(tcount, "target_count")?,
+        );
+        get_acc(w, origin, on, &oty, None, rank, disp, tn, h(ttype), h(op))
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Get_accumulate(
+    origin: *const c_void,
+    ocount: c_int,
+    otype: *mut c_void,
+    result: *mut c_void,
+    rcount: c_int,
+    rtype: *mut c_void,
+    rank: c_int,
+    disp: isize,
+    tcount: c_int,
+    ttype: *mut c_void,
+    op: *mut c_void,
+    win: *mut c_void,
+) -> c_int {
+    on_win("MPI_Get_accumulate", win, |w| {
+        let on = count(ocount, "origin_count")?;
+        let oty = if on == 0 {
+            committed(h(rtype))?
+        } else {
+            committed(h(otype))?
+        };
+        let rty = committed(h(rtype))?;
+        let (rn, tn) = (
+            count(rcount, "result_count")?,
+            count(tcount, "target_count")?,
+        );
+        get_acc(
+            w,
+            origin,
+            on,
+            &oty,
+            Some((result, rn, &rty)),
+            rank,
+            disp,
+            tn,
+            h(ttype),
+            h(op),
+        )
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Fetch_and_op(
+    origin: *const c_void,
+    result: *mut c_void,
+    t: *mut c_void,
+    rank: c_int,
+    disp: isize,
+    op: *mut c_void,
+    win: *mut c_void,
+) -> c_int {
+    on_win("MPI_Fetch_and_op", win, |w| {
+        let ty = committed(h(t))?;
+        let on = usize::from(h(op) != super::types::NO_OP);
+        get_acc(
+            w,
+            origin,
+            on,
+            &ty,
+            Some((result, 1, &ty)),
+            rank,
+            disp,
+            1,
+            h(t),
+            h(op),
+        )
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Compare_and_swap(
+    origin: *const c_void,
+    compare: *const c_void,
+    result: *mut c_void,
+    t: *mut c_void,
+    rank: c_int,
+    disp: isize,
+    win: *mut c_void,
+) -> c_int {
+    on_win("MPI_Compare_and_swap", win, |w| {
+        if rank == PROC_NULL {
+            return Ok(());
+        }
+        let ty = committed(h(t))?;
+        let at = target(w, rank, disp, 1, &ty)?;
+        let new = ty.pack(origin, 1)?;
+        let cmp = ty.pack(compare, 1)?;
+        w.win.atomically(|| {
+            let cur = ty.pack(at, 1)?;
+            ty.unpack(&cur, result, 1)?;
+            if cur == cmp {
+                ty.unpack(&new, at, 1)?;
+            }
+            Ok(())
+        })
+    })
+}
