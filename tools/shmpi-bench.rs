@@ -48,6 +48,16 @@ enum Test {
     Idle,
     /// A collective (OSU's osu_barrier, osu_bcast, ...).
     Coll(CollKind),
+    /// One-sided latency on a shared window (osu_put_latency,
+    /// osu_get_latency, osu_acc_latency with lock_all + flush).
+    Rma(RmaKind),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum RmaKind {
+    Put,
+    Get,
+    Acc,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -110,6 +120,9 @@ fn parse(args: &[String]) -> Result<Opts, String> {
         Some("mbw_mr") => Test::MbwMr,
         Some("protocols") => Test::Protocols,
         Some("idle") => Test::Idle,
+        Some("put") => Test::Rma(RmaKind::Put),
+        Some("get") => Test::Rma(RmaKind::Get),
+        Some("acc") => Test::Rma(RmaKind::Acc),
         Some("barrier") => Test::Coll(CollKind::Barrier),
         Some("bcast") => Test::Coll(CollKind::Bcast),
         Some("reduce") => Test::Coll(CollKind::Reduce),
@@ -123,6 +136,7 @@ fn parse(args: &[String]) -> Result<Opts, String> {
         test,
         min: match test {
             Test::Latency => 0,
+            Test::Rma(_) => 8,
             Test::Coll(CollKind::Reduce | CollKind::Allreduce) => 4,
             _ => 1,
         },
@@ -212,8 +226,8 @@ fn sizes(o: &Opts) -> Vec<usize> {
 fn counts(o: &Opts, size: usize) -> (usize, usize) {
     let large = size > LARGE;
     let (i, w) = match (o.test, large) {
-        (Test::Latency, false) => (10_000, 1_000),
-        (Test::Latency, true) => (1_000, 100),
+        (Test::Latency | Test::Rma(_), false) => (10_000, 1_000),
+        (Test::Latency | Test::Rma(_), true) => (1_000, 100),
         (_, false) => (100, 10),
         (_, true) => (20, 2),
     };
@@ -498,6 +512,10 @@ fn run_rank(o: &Opts) -> Result<(), String> {
         idle(o, &u.world())?;
         return u.finalize().map_err(|e| e.to_string());
     }
+    if let Test::Rma(k) = o.test {
+        rma(o, &u.world(), k)?;
+        return u.finalize().map_err(|e| e.to_string());
+    }
     let w = u.world();
     if w.size() != 2 && !(o.test == Test::Latency && w.size() > 2) {
         return Err(format!(
@@ -536,7 +554,13 @@ fn run_pair(o: &Opts, w: &shmpi::Communicator, u: &shmpi::Universe) -> Result<()
         Test::Latency => ("Latency Test", "Latency (us)"),
         Test::Bw => ("Bandwidth Test", "Bandwidth (MB/s)"),
         Test::Bibw => ("Bi-Directional Bandwidth Test", "Bandwidth (MB/s)"),
-        Test::Comm | Test::Coll(_) | Test::Floor | Test::Protocols | Test::Idle | Test::MbwMr => {
+        Test::Comm
+        | Test::Coll(_)
+        | Test::Floor
+        | Test::Protocols
+        | Test::Idle
+        | Test::MbwMr
+        | Test::Rma(_) => {
             unreachable!("handled before")
         }
     };
@@ -605,6 +629,7 @@ fn run_pair(o: &Opts, w: &shmpi::Communicator, u: &shmpi::Universe) -> Result<()
             | Test::Floor
             | Test::Protocols
             | Test::Idle
+            | Test::Rma(_)
             | Test::MbwMr => {
                 unreachable!("handled before")
             }
@@ -857,6 +882,59 @@ fn protocols(o: &Opts, u: &shmpi::Universe) {
 /// time rank 1's thread accumulates over the next `--iterations`
 /// milliseconds (default 1000) from /proc (schedstat: nanoseconds on a
 /// CPU), and releases it.
+/// osu_put_latency / osu_get_latency / osu_acc_latency, passive target:
+/// rank 0 holds `lock_all` on a shared window and times one operation of
+/// each size on rank 1's memory followed by a flush; rank 1 only waits.
+fn rma(o: &Opts, w: &shmpi::Communicator, k: RmaKind) -> Result<(), String> {
+    let e = |e: shmpi::Error| e.to_string();
+    if w.size() != 2 {
+        return Err(format!("shmpi-bench {k:?} needs exactly 2 ranks"));
+    }
+    let max = o.max;
+    let win = w
+        .win_allocate_shared(if w.rank() == 1 { max } else { 0 }, 1)
+        .map_err(e)?;
+    if w.rank() == 0 {
+        let (what, op) = match k {
+            RmaKind::Put => ("Put", "MPI_Put"),
+            RmaKind::Get => ("Get", "MPI_Get"),
+            RmaKind::Acc => ("Accumulate", "MPI_Accumulate (MPI_SUM of MPI_INT)"),
+        };
+        println!(
+            "# OSU-style MPI_{what} Latency Test (shmpi-bench {}), {op}, lock_all + flush",
+            env!("CARGO_PKG_VERSION")
+        );
+        println!("# Size          Latency (us)");
+    }
+    let mut buf = vec![1i32; max.div_ceil(4)];
+    for size in sizes(o).into_iter().filter(|&s| s > 0) {
+        let (iters, warm) = counts(o, size);
+        w.barrier().map_err(e)?;
+        if w.rank() == 0 {
+            let acc_src = vec![1i32; size.div_ceil(4)];
+            let bytes = shmpi::transport::bytes::as_bytes_mut(&mut buf[..]);
+            win.lock_all().map_err(e)?;
+            let mut t0 = Instant::now();
+            for i in 0..warm + iters {
+                if i == warm {
+                    t0 = Instant::now();
+                }
+                match k {
+                    RmaKind::Put => win.put(&bytes[..size], 1, 0).map_err(e)?,
+                    RmaKind::Get => win.get(&mut bytes[..size], 1, 0).map_err(e)?,
+                    RmaKind::Acc => win.accumulate(&acc_src, 1, 0, &shmpi::Op::Sum).map_err(e)?,
+                }
+                win.flush();
+            }
+            let t = t0.elapsed().as_secs_f64() * 1e6 / iters as f64;
+            win.unlock_all().map_err(e)?;
+            println!("{size:<10}{t:>18.3}");
+        }
+        w.barrier().map_err(e)?;
+    }
+    win.free().map_err(e)
+}
+
 fn idle(o: &Opts, w: &shmpi::Communicator) -> Result<(), String> {
     let window = o.iters.unwrap_or(1000) as u64;
     if w.rank() == 1 {

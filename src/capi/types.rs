@@ -169,6 +169,14 @@ impl TypeObj {
                 format!("no memory to pack {total} bytes"),
             )
         })?;
+        if let Some(off) = self.contiguous(n) {
+            let src = (base as isize).wrapping_add(off) as *const u8;
+            // SAFETY: `n` instances of a contiguous type are one run of
+            // `total` bytes from `base + off`, readable by the caller's
+            // contract; `dst` has room reserved.
+            dst.extend_from_slice(unsafe { std::slice::from_raw_parts(src, total) });
+            return Ok(());
+        }
         let ext = self.extent();
         for i in 0..n {
             let inst = (base as isize).wrapping_add(i as isize * ext);
@@ -196,6 +204,14 @@ impl TypeObj {
         let total = n.saturating_mul(self.size).min(src.len());
         if total == 0 {
             return Ok(0);
+        }
+        if let Some(off) = self.contiguous(n) {
+            let dst = (base as isize).wrapping_add(off) as *mut u8;
+            // SAFETY: `n` instances of a contiguous type are one writable
+            // run from `base + off` by the caller's contract; `src` has
+            // `total` bytes and is not the destination.
+            unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), dst, total) };
+            return Ok(total);
         }
         let ext = self.extent();
         let mut at = 0;

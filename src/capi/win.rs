@@ -23,10 +23,34 @@ pub(crate) struct WinObj {
     win: Window,
     comm: Arc<CommObj>,
     errh: std::sync::Mutex<super::Errh>,
+    /// Set by `MPI_Win_free`: a cached lookup of this handle is stale.
+    freed: crate::sync::AtomicU32,
+}
+
+thread_local! {
+    /// The window this thread used last (most RMA programs use one at a
+    /// time): a lookup without the state lock.
+    static LAST: std::cell::RefCell<Option<(usize, Arc<WinObj>)>> =
+        const { std::cell::RefCell::new(None) };
 }
 
 fn win_obj(w: usize) -> Result<Arc<WinObj>> {
-    state().wins.get(w).cloned().ok_or_else(|| {
+    let hit = LAST.with(|l| {
+        l.borrow()
+            .as_ref()
+            // Relaxed: set by this process's MPI_Win_free, which MPI makes
+            // the last call on the window from any thread.
+            .filter(|(h, o)| *h == w && o.freed.load(crate::sync::Ordering::Relaxed) == 0)
+            .map(|(_, o)| o.clone())
+    });
+    if let Some(o) = hit {
+        return Ok(o);
+    }
+    let found = state().wins.get(w).cloned();
+    if let Some(o) = &found {
+        LAST.with(|l| *l.borrow_mut() = Some((w, o.clone())));
+    }
+    found.ok_or_else(|| {
         Error::new(
             ErrorClass::Win,
             if w == WIN_NULL {
@@ -115,6 +139,7 @@ fn allocate(
             win: w,
             comm: obj,
             errh: std::sync::Mutex::new(super::Errh::Fatal),
+            freed: crate::sync::AtomicU32::new(0),
         }));
         out(win, to_handle(handle), "win")
     })
@@ -184,6 +209,9 @@ pub unsafe extern "C" fn MPI_Win_free(win: *mut *mut c_void) -> c_int {
             .wins
             .release(h(w))
             .ok_or_else(|| Error::new(ErrorClass::Win, "the window was freed"))?;
+        // Relaxed: see `win_obj`.
+        obj.freed.store(1, crate::sync::Ordering::Relaxed);
+        LAST.with(|l| *l.borrow_mut() = None);
         out(win, to_handle(WIN_NULL), "win")?;
         match Arc::try_unwrap(obj) {
             Ok(o) => o.win.free(),
@@ -308,6 +336,27 @@ fn put_get(
             count(tcount, "target_count")?,
         );
         let at = target(w, rank, disp, tn, &tty)?;
+        if let (Some(oo), Some(to)) = (oty.contiguous(on), tty.contiguous(tn)) {
+            // Both sides one run: one copy, no staging.
+            let len = on * oty.size;
+            if len != tn * tty.size {
+                return Err(Error::new(
+                    ErrorClass::Count,
+                    "origin and target hold different amounts of data",
+                ));
+            }
+            let o = (origin as *mut u8).wrapping_offset(oo);
+            let t = (at as *mut u8).wrapping_offset(to);
+            let (src, dst) = if is_put { (o, t) } else { (t, o) };
+            if len > 0 {
+                // SAFETY: `src` and `dst` each hold `len` bytes: the origin
+                // by the caller's contract, the target inside the window
+                // (checked by `target`); they do not overlap (MPI forbids
+                // an origin buffer inside the target range it accesses).
+                unsafe { std::ptr::copy(src, dst, len) };
+            }
+            return Ok(());
+        }
         if is_put {
             let data = oty.pack(origin, on)?;
             tty.unpack(&data, at, tn)?;
