@@ -496,6 +496,16 @@ enum {
     MPI_LOCK_SHARED = 21,
     MPI_LOCK_EXCLUSIVE = 22,
     MPI_WIN_UNIFIED = 31,
+    MPI_WIN_SEPARATE = 32,
+    MPI_WIN_FLAVOR_ALLOCATE = 41,
+    MPI_WIN_FLAVOR_CREATE = 42,
+    MPI_WIN_FLAVOR_DYNAMIC = 43,
+    MPI_WIN_FLAVOR_SHARED = 44,
+    MPI_WIN_BASE = 20001,
+    MPI_WIN_DISP_UNIT = 20002,
+    MPI_WIN_SIZE = 20003,
+    MPI_WIN_CREATE_FLAVOR = 20004,
+    MPI_WIN_MODEL = 20005,
     MPI_MODE_NOCHECK = 1024,
     MPI_MODE_NOPRECEDE = 2048,
     MPI_MODE_NOPUT = 4096,
@@ -509,6 +519,11 @@ int MPI_Win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm,
 int MPI_Win_shared_query(MPI_Win win, int rank, MPI_Aint *size, int *disp_unit, void *baseptr);
 int MPI_Win_free(MPI_Win *win);
 int MPI_Win_set_errhandler(MPI_Win win, MPI_Errhandler errhandler);
+int MPI_Win_get_attr(MPI_Win win, int win_keyval, void *attribute_val, int *flag);
+int MPI_Win_post(MPI_Group group, int assert, MPI_Win win);
+int MPI_Win_start(MPI_Group group, int assert, MPI_Win win);
+int MPI_Win_complete(MPI_Win win);
+int MPI_Win_wait(MPI_Win win);
 int MPI_Win_fence(int assert, MPI_Win win);
 int MPI_Win_lock(int lock_type, int rank, int assert, MPI_Win win);
 int MPI_Win_unlock(int rank, MPI_Win win);

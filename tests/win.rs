@@ -132,3 +132,37 @@ fn accesses_outside_an_epoch_or_the_memory_are_errors() {
         },
     );
 }
+
+#[test]
+fn post_start_complete_wait_opens_and_closes_epochs_pairwise() {
+    run_ranks(
+        2,
+        "post_start_complete_wait_opens_and_closes_epochs_pairwise",
+        |u| {
+            let w = u.world();
+            let win = w.win_allocate_shared(64, 8).unwrap();
+            for round in 0..3u64 {
+                if w.rank() == 0 {
+                    win.post(&[1]).unwrap();
+                    win.wait().unwrap();
+                    let mut v = [0u64];
+                    win.lock(LockType::Shared, 0).unwrap();
+                    win.get(&mut v, 0, 2).unwrap();
+                    win.unlock(0).unwrap();
+                    assert_eq!(v[0], 100 + round);
+                } else {
+                    win.start(&[0]).unwrap();
+                    win.put(&[100 + round], 0, 2).unwrap();
+                    win.complete().unwrap();
+                    // Outside the epoch again.
+                    w.set_errhandler(shmpi::ErrHandler::Return);
+                    assert_eq!(
+                        win.put(&[1u64], 0, 2).unwrap_err().class(),
+                        ErrorClass::RmaSync
+                    );
+                }
+            }
+            win.free().unwrap();
+        },
+    );
+}

@@ -25,6 +25,9 @@ pub(crate) struct WinObj {
     errh: std::sync::Mutex<super::Errh>,
     /// Set by `MPI_Win_free`: a cached lookup of this handle is stale.
     freed: crate::sync::AtomicU32,
+    /// What `MPI_Win_get_attr` points at: base, size, displacement unit,
+    /// create flavor, memory model.
+    attrs: (usize, isize, c_int, c_int, c_int),
 }
 
 thread_local! {
@@ -135,11 +138,17 @@ fn allocate(
         let w = obj.comm.win_allocate_shared(size as usize, unit as usize)?;
         let (p, _, _) = w.shared_query(obj.comm.rank())?;
         out(base.cast::<usize>(), p as usize, "baseptr")?;
+        let flavor = if call == "MPI_Win_allocate_shared" {
+            44
+        } else {
+            41
+        };
         let handle = state().wins.insert(Arc::new(WinObj {
             win: w,
             comm: obj,
             errh: std::sync::Mutex::new(super::Errh::Fatal),
             freed: crate::sync::AtomicU32::new(0),
+            attrs: (p as usize, size, unit, flavor, 31),
         }));
         out(win, to_handle(handle), "win")
     })
@@ -616,5 +625,80 @@ pub unsafe extern "C" fn MPI_Compare_and_swap(
             }
             Ok(())
         })
+    })
+}
+
+/// The window ranks of the members of group `g` (in the group's order).
+fn group_ranks(w: &WinObj, g: *mut c_void) -> Result<Vec<i32>> {
+    let grp = super::comm::group_obj(h(g))?;
+    let all: Vec<i32> = (0..grp.size() as i32).collect();
+    let r = grp.translate_ranks(&all, &w.win.comm().group())?;
+    if r.iter().any(|&x| x < 0) {
+        return Err(Error::new(
+            ErrorClass::Group,
+            "the group has processes outside the window",
+        ));
+    }
+    Ok(r)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_post(
+    group: *mut c_void,
+    _assert: c_int,
+    win: *mut c_void,
+) -> c_int {
+    on_win("MPI_Win_post", win, |w| w.win.post(&group_ranks(w, group)?))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_start(
+    group: *mut c_void,
+    _assert: c_int,
+    win: *mut c_void,
+) -> c_int {
+    on_win("MPI_Win_start", win, |w| {
+        w.win.start(&group_ranks(w, group)?)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_complete(win: *mut c_void) -> c_int {
+    on_win("MPI_Win_complete", win, |w| w.win.complete())
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_wait(win: *mut c_void) -> c_int {
+    on_win("MPI_Win_wait", win, |w| w.win.wait())
+}
+
+/// Predefined window attribute keys (MPI 5.0 ABI values).
+const WIN_BASE: c_int = 20001;
+const WIN_DISP_UNIT: c_int = 20002;
+const WIN_SIZE: c_int = 20003;
+const WIN_CREATE_FLAVOR: c_int = 20004;
+const WIN_MODEL: c_int = 20005;
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_get_attr(
+    win: *mut c_void,
+    key: c_int,
+    value: *mut c_void,
+    flag: *mut c_int,
+) -> c_int {
+    on_win("MPI_Win_get_attr", win, |w| {
+        let a = &w.attrs;
+        // MPI_WIN_BASE's value is the address itself; the others point at
+        // the value (MPI 4.1 §12.2.6).
+        let v: usize = match key {
+            WIN_BASE => a.0,
+            WIN_SIZE => &a.1 as *const isize as usize,
+            WIN_DISP_UNIT => &a.2 as *const c_int as usize,
+            WIN_CREATE_FLAVOR => &a.3 as *const c_int as usize,
+            WIN_MODEL => &a.4 as *const c_int as usize,
+            _ => return out(flag, 0, "flag"),
+        };
+        out(value.cast::<usize>(), v, "attribute_val")?;
+        out(flag, 1, "flag")
     })
 }

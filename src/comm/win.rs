@@ -34,6 +34,11 @@ pub enum LockType {
 /// The access epochs this process has open on a window.
 #[derive(Debug, Default)]
 struct Epochs {
+    /// Targets of the access epoch `start` opened (world ranks of the
+    /// window's communicator, as its ranks).
+    started: Vec<i32>,
+    /// Origins of the exposure epoch `post` opened.
+    posted: Vec<i32>,
     /// Between fences.
     fence: bool,
     /// `lock_all` held.
@@ -55,6 +60,11 @@ pub struct Window {
 static NEXT_WIN: AtomicU32 = AtomicU32::new(0);
 
 const ALIGN: usize = 64;
+
+/// Tags of the post / start / complete / wait tokens (on the window's own
+/// communicator).
+const TAG_POST: i32 = 1;
+const TAG_COMPLETE: i32 = 2;
 
 impl Communicator {
     /// `MPI_Win_allocate_shared`: `size` bytes for this member, in one
@@ -134,8 +144,13 @@ impl Communicator {
         if self.rank() == 0 {
             seg.unlink();
         }
+        // The window's own communicator (a context agreed by the members,
+        // as for any duplicate): post / start / complete / wait tokens
+        // travel on it, never mixing with the program's messages.
+        let comm = self.dup()?;
+        comm.set_errhandler(super::ErrHandler::Return);
         Ok(Window {
-            comm: self.clone(),
+            comm,
             seg: Arc::new(seg),
             parts,
             epochs: Mutex::new(Epochs::default()),
@@ -185,7 +200,11 @@ impl Window {
         let (off, size, unit) = self.part(rank)?;
         {
             let e = lock(&self.epochs);
-            if !(e.fence || e.all || e.locks.contains_key(&(rank as usize))) {
+            if !(e.fence
+                || e.all
+                || e.locks.contains_key(&(rank as usize))
+                || e.started.contains(&rank))
+            {
                 return Err(Error::new(
                     ErrorClass::RmaSync,
                     format!(
@@ -441,6 +460,108 @@ impl Window {
         // are ordered before what follows (pairs with the other side's
         // fence, lock or barrier).
         fence(Ordering::SeqCst);
+    }
+
+    /// `MPI_Win_post`: opens an exposure epoch for the window ranks in
+    /// `origins` (each is told it may start).
+    ///
+    /// # Errors
+    /// `RmaSync` if an exposure epoch is open; `Rank`.
+    pub fn post(&self, origins: &[i32]) -> Result<()> {
+        let r = (|| {
+            let mut e = lock(&self.epochs);
+            if !e.posted.is_empty() {
+                return Err(Error::new(
+                    ErrorClass::RmaSync,
+                    "an exposure epoch is already open",
+                ));
+            }
+            for &o in origins {
+                self.part(o)?;
+                self.comm.send(&[0u8; 0], o, TAG_POST)?;
+            }
+            e.posted = origins.to_vec();
+            Ok(())
+        })();
+        self.comm.ret("MPI_Win_post", r)
+    }
+
+    /// `MPI_Win_start`: opens an access epoch to the window ranks in
+    /// `targets`, once each has posted.
+    ///
+    /// # Errors
+    /// `RmaSync` if an access epoch is open; `Rank`.
+    pub fn start(&self, targets: &[i32]) -> Result<()> {
+        let r = (|| {
+            if !lock(&self.epochs).started.is_empty() {
+                return Err(Error::new(
+                    ErrorClass::RmaSync,
+                    "an access epoch is already open",
+                ));
+            }
+            for &t in targets {
+                self.part(t)?;
+                self.comm.recv(&mut [0u8; 0], t, TAG_POST)?;
+            }
+            lock(&self.epochs).started = targets.to_vec();
+            Ok(())
+        })();
+        self.comm.ret("MPI_Win_start", r)
+    }
+
+    /// `MPI_Win_complete`: ends the access epoch of `start`; its accesses
+    /// are complete and each target is told.
+    ///
+    /// # Errors
+    /// `RmaSync` without an open access epoch.
+    pub fn complete(&self) -> Result<()> {
+        let r = (|| {
+            let targets = std::mem::take(&mut lock(&self.epochs).started);
+            if targets.is_empty() {
+                return Err(Error::new(
+                    ErrorClass::RmaSync,
+                    "no access epoch (MPI_Win_start) is open",
+                ));
+            }
+            // SYNC(win.pscw): SeqCst fence before the token: the target's
+            // wait (after receiving it) sees every access.
+            fence(Ordering::SeqCst);
+            for t in targets {
+                self.comm.send(&[0u8; 0], t, TAG_COMPLETE)?;
+            }
+            Ok(())
+        })();
+        self.comm.ret("MPI_Win_complete", r)
+    }
+
+    /// `MPI_Win_wait`: ends the exposure epoch of `post` once every
+    /// origin has completed.
+    ///
+    /// # Errors
+    /// `RmaSync` without an open exposure epoch.
+    pub fn wait(&self) -> Result<()> {
+        let r = (|| {
+            let origins = std::mem::take(&mut lock(&self.epochs).posted);
+            if origins.is_empty() {
+                return Err(Error::new(
+                    ErrorClass::RmaSync,
+                    "no exposure epoch (MPI_Win_post) is open",
+                ));
+            }
+            for o in origins {
+                self.comm.recv(&mut [0u8; 0], o, TAG_COMPLETE)?;
+            }
+            fence(Ordering::SeqCst);
+            Ok(())
+        })();
+        self.comm.ret("MPI_Win_wait", r)
+    }
+
+    /// This member's size and displacement unit, and the window's total
+    /// members (for `MPI_WIN_SIZE` / `MPI_WIN_DISP_UNIT`).
+    pub fn local(&self) -> (usize, usize) {
+        let (_, s, u) = self.parts[self.comm.rank() as usize];
+        (s, u)
     }
 
     /// `MPI_Win_free`: collective; waits for every member (a barrier), so
