@@ -29,7 +29,7 @@ use crate::error::{Error, ErrorClass, Result};
 use std::ffi::{c_int, c_void};
 use std::sync::Arc;
 
-fn in_place(p: *const c_void) -> bool {
+pub(crate) fn in_place(p: *const c_void) -> bool {
     p == IN_PLACE
 }
 
@@ -108,12 +108,18 @@ impl<'a> Dst<'a> {
 
 /// Unpacks block `i` (of `each` packed bytes) of `packed` into `n`
 /// instances at `buf + disp * extent`.
-fn unpack_at(packed: &[u8], buf: *mut c_void, disp: isize, n: usize, ty: &TypeObj) -> Result<()> {
+pub(crate) fn unpack_at(
+    packed: &[u8],
+    buf: *mut c_void,
+    disp: isize,
+    n: usize,
+    ty: &TypeObj,
+) -> Result<()> {
     let at = (buf as *mut u8).wrapping_offset(disp * ty.extent());
     ty.unpack(packed, at.cast(), n).map(|_| ())
 }
 
-fn pack_at(buf: *const c_void, disp: isize, n: usize, ty: &TypeObj) -> Result<Vec<u8>> {
+pub(crate) fn pack_at(buf: *const c_void, disp: isize, n: usize, ty: &TypeObj) -> Result<Vec<u8>> {
     let at = (buf as *const u8).wrapping_offset(disp * ty.extent());
     ty.pack(at.cast(), n)
 }
@@ -287,7 +293,7 @@ pub unsafe extern "C" fn MPI_Gather(
     })
 }
 
-fn v_args(
+pub(crate) fn v_args(
     counts: *const c_int,
     displs: *const c_int,
     p: usize,

@@ -13,9 +13,10 @@
 //! schedules stay in use where it has them (`Ibarrier`, `Ibcast`,
 //! `Ireduce` / `Iallreduce` with predefined operations).
 
+use super::coll::{in_place, pack_at, unpack_at, v_args};
 use super::p2p::{give_request, nbytes, staging_buf, Ptr, Req, ReqState};
-use super::types::{committed, Reduction, TypeObj};
-use super::{array, comm_obj, count, guard, h, CommObj, IN_PLACE};
+use super::types::{committed, Reduction};
+use super::{array, comm_obj, count, guard, h, CommObj};
 use crate::comm::Request;
 use crate::error::{Error, ErrorClass, Result};
 use std::ffi::{c_int, c_void};
@@ -168,22 +169,6 @@ unsafe fn erase(r: Request<'_>) -> Request<'static> {
     unsafe { std::mem::transmute::<Request<'_>, Request<'static>>(r) }
 }
 
-fn in_place(p: *const c_void) -> bool {
-    p == IN_PLACE
-}
-
-/// Packs `n` instances of `ty` at `buf + disp * extent`.
-fn pack_at(buf: *const c_void, disp: isize, n: usize, ty: &TypeObj) -> Result<Vec<u8>> {
-    let at = (buf as *const u8).wrapping_offset(disp.wrapping_mul(ty.extent()));
-    ty.pack(at.cast(), n)
-}
-
-/// Unpacks `data` into `n` instances of `ty` at `buf + disp * extent`.
-fn unpack_at(data: &[u8], buf: Ptr, disp: isize, n: usize, ty: &TypeObj) -> Result<()> {
-    let at = (buf.0 as *mut u8).wrapping_offset(disp.wrapping_mul(ty.extent()));
-    ty.unpack(data, at.cast(), n).map(|_| ())
-}
-
 fn intra(obj: &CommObj, call: &str) -> Result<()> {
     if obj.comm.is_inter() {
         return Err(Error::new(
@@ -205,22 +190,6 @@ fn check_root(obj: &CommObj, root: c_int) -> Result<usize> {
         ));
     }
     Ok(root as usize)
-}
-
-fn v_args(
-    counts: *const c_int,
-    displs: *const c_int,
-    p: usize,
-) -> Result<(Vec<usize>, Vec<isize>)> {
-    let c = array(counts, p, "counts")?
-        .iter()
-        .map(|&n| count(n, "a count"))
-        .collect::<Result<Vec<_>>>()?;
-    let d = array(displs, p, "displs")?
-        .iter()
-        .map(|&d| d as isize)
-        .collect();
-    Ok((c, d))
 }
 
 fn uniform(n: usize, p: usize) -> (Vec<usize>, Vec<isize>) {
@@ -270,7 +239,7 @@ fn igatherv(
     s.finish(request, move |bufs| {
         for i in 0..p {
             if let Some(k) = at[i] {
-                unpack_at(&bufs[k], dst, displs[i], counts[i], &rty)?;
+                unpack_at(&bufs[k], dst.get(), displs[i], counts[i], &rty)?;
             }
         }
         Ok(())
@@ -349,7 +318,9 @@ fn iscatterv(
         let rty = committed(h(rt))?.arc();
         let rn = count(rn, "recvcount")?;
         let k = s.recv(nbytes(rn, &rty)?, root)?;
-        return s.finish(request, move |bufs| unpack_at(&bufs[k], dst, 0, rn, &rty));
+        return s.finish(request, move |bufs| {
+            unpack_at(&bufs[k], dst.get(), 0, rn, &rty)
+        });
     }
     let (counts, displs) = cd.expect("the root has counts");
     let sty = committed(h(st))?;
@@ -363,7 +334,9 @@ fn iscatterv(
     let rty = committed(h(rt))?.arc();
     let rn = count(rn, "recvcount")?;
     let k = s.keep(pack_at(sbuf, displs[me], counts[me], &sty)?);
-    s.finish(request, move |bufs| unpack_at(&bufs[k], dst, 0, rn, &rty))
+    s.finish(request, move |bufs| {
+        unpack_at(&bufs[k], dst.get(), 0, rn, &rty)
+    })
 }
 
 #[no_mangle]
@@ -450,7 +423,7 @@ fn iallgatherv(
     s.finish(request, move |bufs| {
         for i in 0..p {
             if let Some(k) = at[i] {
-                unpack_at(&bufs[k], dst, displs[i], counts[i], &rty)?;
+                unpack_at(&bufs[k], dst.get(), displs[i], counts[i], &rty)?;
             }
         }
         Ok(())
@@ -537,7 +510,7 @@ fn ialltoallv(
     let dst = Ptr(rbuf);
     s.finish(request, move |bufs| {
         for i in 0..p {
-            unpack_at(&bufs[at[i]], dst, rdispls[i], rcounts[i], &rty)?;
+            unpack_at(&bufs[at[i]], dst.get(), rdispls[i], rcounts[i], &rty)?;
         }
         Ok(())
     })
@@ -675,9 +648,9 @@ pub(crate) fn ireduction(
             Kind::Scatter => {
                 let start: usize = counts[..me].iter().sum::<usize>() * ty.size;
                 let mine = counts[me] * ty.size;
-                unpack_at(&acc[start..start + mine], dst, 0, counts[me], &ty)
+                unpack_at(&acc[start..start + mine], dst.get(), 0, counts[me], &ty)
             }
-            _ => unpack_at(&acc, dst, 0, n, &ty),
+            _ => unpack_at(&acc, dst.get(), 0, n, &ty),
         }
     })
 }

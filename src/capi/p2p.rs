@@ -126,6 +126,13 @@ pub(crate) struct Ptr(pub(crate) *mut c_void);
 // completing call.
 unsafe impl Send for Ptr {}
 
+impl Ptr {
+    /// The address (a method, so closures capture the whole `Ptr`).
+    pub(crate) fn get(self) -> *mut c_void {
+        self.0
+    }
+}
+
 /// What to do when a request completes.
 pub(crate) enum Fin {
     None,
