@@ -1011,80 +1011,30 @@ pub unsafe extern "C" fn MPI_Reduce(
     })
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Allreduce(
-    sbuf: *const c_void,
-    rbuf: *mut c_void,
-    n: c_int,
-    t: *mut c_void,
-    o: *mut c_void,
-    comm: *mut c_void,
-) -> c_int {
-    guard("MPI_Allreduce", h(comm), || {
-        let obj = comm_obj(h(comm))?;
-        reduction(
-            &obj,
-            Red::Allreduce,
-            sbuf,
-            rbuf,
-            count(n, "count")?,
-            t,
-            o,
-            &[],
-            None,
-        )
-    })
+/// `MPI_Allreduce`, `MPI_Scan`, `MPI_Exscan`: one signature, one body.
+macro_rules! reduction_fn {
+    ($name:ident, $call:literal, $red:expr) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(
+            sbuf: *const c_void,
+            rbuf: *mut c_void,
+            n: c_int,
+            t: *mut c_void,
+            o: *mut c_void,
+            comm: *mut c_void,
+        ) -> c_int {
+            guard($call, h(comm), || {
+                let obj = comm_obj(h(comm))?;
+                let n = count(n, "count")?;
+                reduction(&obj, $red, sbuf, rbuf, n, t, o, &[], None)
+            })
+        }
+    };
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Scan(
-    sbuf: *const c_void,
-    rbuf: *mut c_void,
-    n: c_int,
-    t: *mut c_void,
-    o: *mut c_void,
-    comm: *mut c_void,
-) -> c_int {
-    guard("MPI_Scan", h(comm), || {
-        let obj = comm_obj(h(comm))?;
-        reduction(
-            &obj,
-            Red::Scan,
-            sbuf,
-            rbuf,
-            count(n, "count")?,
-            t,
-            o,
-            &[],
-            None,
-        )
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Exscan(
-    sbuf: *const c_void,
-    rbuf: *mut c_void,
-    n: c_int,
-    t: *mut c_void,
-    o: *mut c_void,
-    comm: *mut c_void,
-) -> c_int {
-    guard("MPI_Exscan", h(comm), || {
-        let obj = comm_obj(h(comm))?;
-        reduction(
-            &obj,
-            Red::Exscan,
-            sbuf,
-            rbuf,
-            count(n, "count")?,
-            t,
-            o,
-            &[],
-            None,
-        )
-    })
-}
+reduction_fn!(MPI_Allreduce, "MPI_Allreduce", Red::Allreduce);
+reduction_fn!(MPI_Scan, "MPI_Scan", Red::Scan);
+reduction_fn!(MPI_Exscan, "MPI_Exscan", Red::Exscan);
 
 fn reduce_scatter(
     obj: &CommObj,
