@@ -55,6 +55,9 @@ pub struct Window {
     /// Each member's offset, size and displacement unit.
     parts: Vec<(usize, usize, usize)>,
     epochs: Mutex<Epochs>,
+    /// 1 while a fence or `lock_all` epoch reaches every member: the
+    /// common case of `access`, checked without the lock.
+    open_all: AtomicU32,
 }
 
 static NEXT_WIN: AtomicU32 = AtomicU32::new(0);
@@ -154,6 +157,7 @@ impl Communicator {
             seg: Arc::new(seg),
             parts,
             epochs: Mutex::new(Epochs::default()),
+            open_all: AtomicU32::new(0),
         })
     }
 }
@@ -198,7 +202,9 @@ impl Window {
     /// `Rank`, `RmaSync`, `RmaRange`.
     pub fn access(&self, rank: i32, disp: usize, len: usize) -> Result<usize> {
         let (off, size, unit) = self.part(rank)?;
-        {
+        // Relaxed: a flag of this process's own epochs, set and cleared by
+        // its own calls (MPI makes a window's epochs per process).
+        if self.open_all.load(Ordering::Relaxed) == 0 {
             let e = lock(&self.epochs);
             if !(e.fence
                 || e.all
@@ -366,6 +372,8 @@ impl Window {
         let r = self.comm.barrier();
         fence(Ordering::SeqCst);
         lock(&self.epochs).fence = true;
+        // Relaxed: see `access`.
+        self.open_all.store(1, Ordering::Relaxed);
         self.comm.ret("MPI_Win_fence", r)
     }
 
@@ -427,6 +435,8 @@ impl Window {
                 self.seg.lock(m, false);
             }
             e.all = true;
+            // Relaxed: see `access`.
+            self.open_all.store(1, Ordering::Relaxed);
             Ok(())
         })();
         self.comm.ret("MPI_Win_lock_all", r)
@@ -447,6 +457,8 @@ impl Window {
                 self.seg.unlock(m, false);
             }
             e.all = false;
+            // Relaxed: see `access`.
+            self.open_all.store(u32::from(e.fence), Ordering::Relaxed);
             Ok(())
         })();
         self.comm.ret("MPI_Win_unlock_all", r)
