@@ -16,7 +16,7 @@
 //! return a complete request (`docs/c-abi.md` says what that means for
 //! programs).
 
-use super::p2p::{done_request, give_request, nbytes, staging_buf, Fin, Ptr, Req};
+use super::p2p::{done_request, give_request, nbytes, staging_buf, words_bytes, Fin, Ptr, Req};
 use super::types::{committed, OpObj, Prim, Reduction, TypeObj};
 use super::{
     array, bytes, bytes_mut, comm_obj, count, guard, h, CommObj, IN_PLACE, PROC_NULL, ROOT,
@@ -243,7 +243,7 @@ fn send_type(sbuf: *const c_void, t: *mut c_void) -> Result<Option<Arc<TypeObj>>
     }
 }
 
-fn check_root(obj: &CommObj, root: c_int) -> Result<()> {
+pub(crate) fn check_root(obj: &CommObj, root: c_int) -> Result<()> {
     if obj.comm.is_inter() {
         return Err(Error::new(
             ErrorClass::Comm,
@@ -697,9 +697,9 @@ pub unsafe extern "C" fn MPI_Alltoallv(
 
 // ---- reductions ----------------------------------------------------------------------
 
-/// Which reduction.
+/// Which reduction (blocking here, or a schedule in `nbc`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Red {
+pub(crate) enum Red {
     Reduce(c_int),
     Allreduce,
     Scan,
@@ -846,19 +846,13 @@ fn typed_copy(
 ) -> Option<Result<()>> {
     let mut d = vec![0u64; data.len().div_ceil(8) + 1];
     let mut o = vec![0u64; out.len().div_ceil(8) + 1];
-    let db = &mut cast_mut::<u8>(bytemuck_u64(&mut d))?[..data.len()];
+    let db = &mut words_bytes(&mut d)[..data.len()];
     db.copy_from_slice(data);
-    let ob = &mut cast_mut::<u8>(bytemuck_u64(&mut o))?[..out.len()];
+    let ob = &mut words_bytes(&mut o)[..out.len()];
     ob.copy_from_slice(out);
     let res = dispatch!(p, typed, obj, red, db, ob, op, ecounts)?;
     out.copy_from_slice(ob);
     Some(res)
-}
-
-fn bytemuck_u64(v: &mut [u64]) -> &mut [u8] {
-    // SAFETY: any u64 storage is valid as bytes; the length is exact and
-    // the borrow exclusive.
-    unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr().cast::<u8>(), v.len() * 8) }
 }
 
 /// The general path: gather the packed contributions, fold them in rank
@@ -883,20 +877,13 @@ fn fold_here(
     let me = c.rank() as usize;
     let n = data.len();
     let mut all = vec![0u8; n * p];
-    // Fold over ranks lo..=hi: acc = c_lo op (c_lo+1 op (... op c_hi)).
-    let fold = |all: &[u8], lo: usize, hi: usize| -> Result<Vec<u8>> {
-        let mut acc = all[hi * n..(hi + 1) * n].to_vec();
-        for k in (lo..hi).rev() {
-            r.apply(&all[k * n..(k + 1) * n], &mut acc)?;
-        }
-        Ok(acc)
-    };
+    let fold = |all: &[u8], hi: usize| r.fold_ranks(|k| &all[k * n..(k + 1) * n], hi);
     match red {
         Red::Reduce(root) => {
             let root_u = root as usize;
             if me == root_u {
                 c.gather(data, &mut all[..], root)?;
-                let acc = fold(&all, 0, p - 1)?;
+                let acc = fold(&all, p - 1)?;
                 out.copy_from_slice(&acc);
             } else {
                 let mut none: [u8; 0] = [];
@@ -906,7 +893,7 @@ fn fold_here(
         }
         Red::Allreduce | Red::Scatter => {
             c.allgather(data, &mut all[..])?;
-            let acc = fold(&all, 0, p - 1)?;
+            let acc = fold(&all, p - 1)?;
             if red == Red::Allreduce {
                 out.copy_from_slice(&acc);
             } else {
@@ -917,13 +904,13 @@ fn fold_here(
         }
         Red::Scan => {
             c.allgather(data, &mut all[..])?;
-            out.copy_from_slice(&fold(&all, 0, me)?);
+            out.copy_from_slice(&fold(&all, me)?);
             Ok(())
         }
         Red::Exscan => {
             c.allgather(data, &mut all[..])?;
             if me > 0 {
-                out.copy_from_slice(&fold(&all, 0, me - 1)?);
+                out.copy_from_slice(&fold(&all, me - 1)?);
             }
             Ok(())
         }
@@ -1256,12 +1243,12 @@ fn ireduce(
             src(sbuf, n, &r.ty)?.into_owned()
         };
         let mut data = vec![0u64; packed.len().div_ceil(8)];
-        super::p2p::words_bytes(&mut data)[..packed.len()].copy_from_slice(&packed);
+        words_bytes(&mut data)[..packed.len()].copy_from_slice(&packed);
         let len = if receives { n * r.ty.size } else { 0 };
         let mut staging = vec![0u64; len.div_ceil(8)];
         let req = {
-            let db = &mut super::p2p::words_bytes(&mut data)[..packed.len()];
-            let ob = &mut super::p2p::words_bytes(&mut staging)[..len];
+            let db = &mut words_bytes(&mut data)[..packed.len()];
+            let ob = &mut words_bytes(&mut staging)[..len];
             dispatch!(p, ireduce_typed, &obj, root, db, ob, &op)
         };
         let req =
@@ -1296,9 +1283,9 @@ fn ireduce(
         let kind = match root {
             Some(rt) => {
                 check_root(&obj, rt)?;
-                super::nbc::Kind::Reduce(rt as usize)
+                Red::Reduce(rt)
             }
-            None => super::nbc::Kind::Allreduce,
+            None => Red::Allreduce,
         };
         super::nbc::ireduction(&obj, kind, sbuf, rbuf, n, red, Vec::new(), request)
     });

@@ -13,7 +13,7 @@
 //! schedules stay in use where it has them (`Ibarrier`, `Ibcast`,
 //! `Ireduce` / `Iallreduce` with predefined operations).
 
-use super::coll::{in_place, pack_at, unpack_at, v_args};
+use super::coll::{check_root, in_place, pack_at, unpack_at, v_args, Red};
 use super::p2p::{give_request, nbytes, staging_buf, Ptr, Req, ReqState};
 use super::types::{committed, Reduction};
 use super::{array, comm_obj, count, guard, h, CommObj};
@@ -179,19 +179,6 @@ fn intra(obj: &CommObj, call: &str) -> Result<()> {
     Ok(())
 }
 
-fn check_root(obj: &CommObj, root: c_int) -> Result<usize> {
-    if root < 0 || root >= obj.comm.size() {
-        return Err(Error::new(
-            ErrorClass::Root,
-            format!(
-                "root {root} is out of range for a communicator of size {}",
-                obj.comm.size()
-            ),
-        ));
-    }
-    Ok(root as usize)
-}
-
 fn uniform(n: usize, p: usize) -> (Vec<usize>, Vec<isize>) {
     (vec![n; p], (0..p).map(|i| (i * n) as isize).collect())
 }
@@ -211,8 +198,8 @@ fn igatherv(
     root: c_int,
     request: *mut *mut c_void,
 ) -> Result<()> {
-    intra(obj, "MPI_Igather(v)")?;
-    let root = check_root(obj, root)?;
+    check_root(obj, root)?;
+    let root = root as usize;
     let me = obj.comm.rank() as usize;
     let p = obj.comm.size() as usize;
     let mut s = Sched::new(obj);
@@ -308,8 +295,8 @@ fn iscatterv(
     root: c_int,
     request: *mut *mut c_void,
 ) -> Result<()> {
-    intra(obj, "MPI_Iscatter(v)")?;
-    let root = check_root(obj, root)?;
+    check_root(obj, root)?;
+    let root = root as usize;
     let me = obj.comm.rank() as usize;
     let p = obj.comm.size() as usize;
     let mut s = Sched::new(obj);
@@ -568,24 +555,13 @@ pub unsafe extern "C" fn MPI_Ialltoallv(
 
 // ---- reductions ---------------------------------------------------------------------
 
-/// Which reduction a schedule does.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Kind {
-    Reduce(usize),
-    Allreduce,
-    /// Reduce_scatter with these counts (instances per rank).
-    Scatter,
-    Scan,
-    Exscan,
-}
-
 /// A reduction schedule: contributions go to the ranks that fold them
 /// (the root, every rank, or the higher ranks for scans), folded in rank
 /// order with `in` from the lower rank.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn ireduction(
     obj: &Arc<CommObj>,
-    kind: Kind,
+    kind: Red,
     sbuf: *const c_void,
     rbuf: *mut c_void,
     n: usize,
@@ -605,14 +581,14 @@ pub(crate) fn ireduction(
     let len = data.len();
     // Who sends to whom: `to(i)` says whether rank `i` needs my part.
     let needs = |i: usize| match kind {
-        Kind::Reduce(root) => i == root,
-        Kind::Allreduce | Kind::Scatter => true,
-        Kind::Scan | Kind::Exscan => i > me,
+        Red::Reduce(root) => i as c_int == root,
+        Red::Allreduce | Red::Scatter => true,
+        Red::Scan | Red::Exscan => i > me,
     };
     let gives = |i: usize| match kind {
-        Kind::Reduce(root) => me == root,
-        Kind::Allreduce | Kind::Scatter => true,
-        Kind::Scan | Kind::Exscan => i < me,
+        Red::Reduce(root) => me as c_int == root,
+        Red::Allreduce | Red::Scatter => true,
+        Red::Scan | Red::Exscan => i < me,
     };
     let mut s = Sched::new(obj);
     let mut at = vec![None; p];
@@ -626,26 +602,23 @@ pub(crate) fn ireduction(
     }
     at[me] = Some(s.keep(data));
     let receives = match kind {
-        Kind::Reduce(root) => me == root,
-        Kind::Exscan => me > 0,
+        Red::Reduce(root) => me as c_int == root,
+        Red::Exscan => me > 0,
         _ => true,
     };
     if !receives {
         return s.finish(request, |_| Ok(()));
     }
     let hi = match kind {
-        Kind::Scan => me,
-        Kind::Exscan => me - 1,
+        Red::Scan => me,
+        Red::Exscan => me - 1,
         _ => p - 1,
     };
     let dst = Ptr(rbuf);
     s.finish(request, move |bufs| {
-        let mut acc = bufs[at[hi].expect("received")].clone();
-        for k in (0..hi).rev() {
-            red.apply(&bufs[at[k].expect("received")], &mut acc)?;
-        }
+        let acc = red.fold_ranks(|k| &bufs[at[k].expect("received")][..], hi)?;
         match kind {
-            Kind::Scatter => {
+            Red::Scatter => {
                 let start: usize = counts[..me].iter().sum::<usize>() * ty.size;
                 let mine = counts[me] * ty.size;
                 unpack_at(&acc[start..start + mine], dst.get(), 0, counts[me], &ty)
@@ -659,7 +632,7 @@ pub(crate) fn ireduction(
 #[allow(clippy::too_many_arguments)]
 fn ired_entry(
     comm: *mut c_void,
-    kind: Kind,
+    kind: Red,
     sbuf: *const c_void,
     rbuf: *mut c_void,
     n: usize,
@@ -691,17 +664,7 @@ pub unsafe extern "C" fn MPI_Ireduce_scatter(
             .map(|&n| count(n, "a count"))
             .collect::<Result<Vec<_>>>()?;
         let total = counts.iter().sum();
-        ired_entry(
-            comm,
-            Kind::Scatter,
-            sbuf,
-            rbuf,
-            total,
-            t,
-            o,
-            counts,
-            request,
-        )
+        ired_entry(comm, Red::Scatter, sbuf, rbuf, total, t, o, counts, request)
     })
 }
 
@@ -721,7 +684,7 @@ pub unsafe extern "C" fn MPI_Ireduce_scatter_block(
         let rn = count(rn, "recvcount")?;
         ired_entry(
             comm,
-            Kind::Scatter,
+            Red::Scatter,
             sbuf,
             rbuf,
             rn * p,
@@ -745,7 +708,7 @@ pub unsafe extern "C" fn MPI_Iscan(
 ) -> c_int {
     guard("MPI_Iscan", h(comm), || {
         let n = count(n, "count")?;
-        ired_entry(comm, Kind::Scan, sbuf, rbuf, n, t, o, Vec::new(), request)
+        ired_entry(comm, Red::Scan, sbuf, rbuf, n, t, o, Vec::new(), request)
     })
 }
 
@@ -761,6 +724,6 @@ pub unsafe extern "C" fn MPI_Iexscan(
 ) -> c_int {
     guard("MPI_Iexscan", h(comm), || {
         let n = count(n, "count")?;
-        ired_entry(comm, Kind::Exscan, sbuf, rbuf, n, t, o, Vec::new(), request)
+        ired_entry(comm, Red::Exscan, sbuf, rbuf, n, t, o, Vec::new(), request)
     })
 }

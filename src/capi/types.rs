@@ -1188,6 +1188,21 @@ impl Reduction {
         })
     }
 
+    /// Folds the packed contributions of ranks `0..=hi` in rank order:
+    /// `c_0 op (c_1 op (... op c_hi))`, `in` always from the lower rank
+    /// (right for non-commutative operations).
+    pub(crate) fn fold_ranks<'a>(
+        &self,
+        part: impl Fn(usize) -> &'a [u8],
+        hi: usize,
+    ) -> Result<Vec<u8>> {
+        let mut acc = part(hi).to_vec();
+        for k in (0..hi).rev() {
+            self.apply(part(k), &mut acc)?;
+        }
+        Ok(acc)
+    }
+
     /// `inout = in op inout` over `count` packed instances.
     pub(crate) fn apply(&self, input: &[u8], inout: &mut [u8]) -> Result<()> {
         match self.op {

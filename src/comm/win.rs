@@ -569,13 +569,6 @@ impl Window {
         self.comm.ret("MPI_Win_wait", r)
     }
 
-    /// This member's size and displacement unit, and the window's total
-    /// members (for `MPI_WIN_SIZE` / `MPI_WIN_DISP_UNIT`).
-    pub fn local(&self) -> (usize, usize) {
-        let (_, s, u) = self.parts[self.comm.rank() as usize];
-        (s, u)
-    }
-
     /// `MPI_Win_free`: collective; waits for every member (a barrier), so
     /// no member still accesses the memory.
     ///

@@ -28,7 +28,6 @@ pub struct WinSeg {
     path: PathBuf,
     members: usize,
     data: usize,
-    len: usize,
 }
 
 fn nomem(what: String) -> Error {
@@ -64,7 +63,7 @@ impl WinSeg {
                 std::io::Error::from_raw_os_error(rc)
             )));
         }
-        WinSeg::map(file, path, members, data, len)
+        WinSeg::map(file, path, members, data)
     }
 
     /// Maps the window file that a member created.
@@ -90,10 +89,10 @@ impl WinSeg {
                 format!("the window {} has {have} bytes, not {len}", path.display()),
             ));
         }
-        WinSeg::map(file, path, members, data, len)
+        WinSeg::map(file, path, members, data)
     }
 
-    fn map(file: File, path: &Path, members: usize, data: usize, len: usize) -> Result<WinSeg> {
+    fn map(file: File, path: &Path, members: usize, data: usize) -> Result<WinSeg> {
         let map = MmapRaw::map_raw(&file)
             .map_err(|e| nomem(format!("cannot map {}: {e}", path.display())))?;
         Ok(WinSeg {
@@ -102,7 +101,6 @@ impl WinSeg {
             path: path.to_path_buf(),
             members,
             data,
-            len,
         })
     }
 
@@ -221,16 +219,6 @@ impl WinSeg {
         let r = f();
         self.unlock(m, true);
         r
-    }
-
-    /// Total bytes of the file.
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    /// Whether the data area is empty.
-    pub fn is_empty(&self) -> bool {
-        self.data == 0
     }
 }
 
