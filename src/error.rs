@@ -267,6 +267,15 @@ impl std::error::Error for Error {}
 /// The crate's result type.
 pub type Result<T> = std::result::Result<T, Error>;
 
+/// Writes one line to stderr in one `write` call, so that the lines of
+/// ranks sharing a pipe do not interleave (`eprintln!` writes its pieces
+/// separately).
+pub fn say(line: std::fmt::Arguments<'_>) {
+    let mut s = line.to_string();
+    s.push('\n');
+    let _ = std::io::Write::write_all(&mut std::io::stderr(), s.as_bytes());
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -65,6 +65,7 @@ pub use group::{Comparison, Group, UNDEFINED};
 #[cfg(not(loom))]
 pub use p2p::{Status, ANY_SOURCE, ANY_TAG, PROC_NULL, TAG_UB};
 #[cfg(not(loom))]
+pub use transport::rma::Exposed;
 pub use transport::SharedBuf;
 #[cfg(not(loom))]
 pub use universe::{init, Protocols, Threading, Universe};

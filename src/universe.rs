@@ -305,10 +305,10 @@ impl Universe {
     /// exits with `code`.
     pub fn abort(&self, code: i32) -> ! {
         bootstrap::abort_mark(&self.seg, self.rank, code);
-        eprintln!(
+        crate::error::say(format_args!(
             "shmpi: rank {} called abort with error code {code}",
             self.rank
-        );
+        ));
         std::process::exit(if code == 0 { 1 } else { code & 0xff });
     }
 }
@@ -316,7 +316,7 @@ impl Universe {
 impl Drop for Universe {
     fn drop(&mut self) {
         if let Err(e) = self.finalize_inner() {
-            eprintln!("shmpi: finalize during drop failed: {e}");
+            crate::error::say(format_args!("shmpi: finalize during drop failed: {e}"));
         }
     }
 }

@@ -4,7 +4,7 @@
 mod support;
 
 use shmpi::comm::LockType;
-use shmpi::{ErrorClass, Op};
+use shmpi::{ErrHandler, ErrorClass, Exposed, Op};
 use support::run_ranks;
 
 #[test]
@@ -165,4 +165,113 @@ fn post_start_complete_wait_opens_and_closes_epochs_pairwise() {
             win.free().unwrap();
         },
     );
+}
+
+/// `win_create` over memory the ranks bring: a vector (reached by the
+/// peers with `process_vm_readv`/`writev`) and an `alloc_mem` buffer
+/// (through the shared pool); puts, gets and accumulate counters on both.
+fn exercise_created(u: &shmpi::Universe, from_pool: bool) {
+    let w = u.world();
+    let (me, n) = (w.rank(), w.size());
+    let len = n as usize + 1;
+    let mem = if from_pool {
+        let mut b = u.alloc_mem(8 * len).unwrap();
+        b.fill(0);
+        Exposed::from_shared(b)
+    } else {
+        Exposed::from_vec(vec![0u64; len])
+    };
+    let win = w.win_create(mem, 8).unwrap();
+    assert_eq!(win.flavor(), shmpi::comm::Flavor::Create);
+    let (own, size, unit) = win.shared_query(me).unwrap();
+    assert!(!own.is_null());
+    assert_eq!((size, unit), (8 * len, 8));
+    win.fence().unwrap();
+    for r in 0..n {
+        win.put(&[(1000 * me + r) as u64], r, me as usize).unwrap();
+    }
+    win.fence().unwrap();
+    let right = (me + 1) % n;
+    let mut theirs = vec![0u64; n as usize];
+    win.get(&mut theirs, right, 0).unwrap();
+    for (s, v) in theirs.iter().enumerate() {
+        assert_eq!(
+            *v,
+            (1000 * s as i32 + right) as u64,
+            "slot {s} of rank {right}"
+        );
+    }
+    win.fence().unwrap();
+    win.lock(LockType::Shared, 0).unwrap();
+    for _ in 0..20 {
+        win.accumulate(&[1u64], 0, n as usize, &Op::Sum).unwrap();
+    }
+    win.unlock(0).unwrap();
+    w.barrier().unwrap();
+    let mut total = [0u64];
+    win.lock(LockType::Shared, 0).unwrap();
+    win.get(&mut total, 0, n as usize).unwrap();
+    win.unlock(0).unwrap();
+    assert_eq!(total[0], 20 * n as u64);
+    // Past the end of a member's memory.
+    win.lock_all().unwrap();
+    let e = win.put(&[1u64, 2], right, len - 1).unwrap_err();
+    assert_eq!(e.class(), ErrorClass::RmaRange);
+    win.unlock_all().unwrap();
+    win.free().unwrap();
+}
+
+#[test]
+fn win_create_exposes_vectors_and_alloc_mem_buffers() {
+    run_ranks(3, "win_create_exposes_vectors_and_alloc_mem_buffers", |u| {
+        u.world().set_errhandler(ErrHandler::Return);
+        exercise_created(u, false);
+        exercise_created(u, true);
+    });
+}
+
+#[test]
+fn win_create_without_cma_refuses_heap_memory_and_takes_pool_memory() {
+    support::run_ranks_with(
+        3,
+        "win_create_without_cma_refuses_heap_memory_and_takes_pool_memory",
+        &[],
+        &[("SHMPI_CMA", "refuse")],
+        |u| {
+            let w = u.world();
+            w.set_errhandler(ErrHandler::Return);
+            let e = w
+                .win_create(Exposed::from_vec(vec![0u8; 64]), 1)
+                .unwrap_err();
+            assert_eq!(e.class(), ErrorClass::Unsupported, "{e}");
+            assert!(e.detail().contains("alloc_mem"), "{e}");
+            // The job goes on, and pool memory needs no system call.
+            exercise_created(u, true);
+        },
+    );
+}
+
+#[test]
+fn noncontig_parts_start_on_their_own_pages() {
+    run_ranks(3, "noncontig_parts_start_on_their_own_pages", |u| {
+        let w = u.world();
+        let me = w.rank();
+        let opts = shmpi::comm::WinOptions { noncontig: true };
+        let win = w
+            .win_allocate_with(100, 4, opts, shmpi::comm::Flavor::Shared)
+            .unwrap();
+        for r in 0..w.size() {
+            let (p, size, _) = win.shared_query(r).unwrap();
+            assert_eq!(p as usize % 4096, 0, "rank {r}'s part is page-aligned");
+            assert_eq!(size, 100);
+        }
+        win.fence().unwrap();
+        win.put(&[me as u32], (me + 1) % w.size(), 0).unwrap();
+        win.fence().unwrap();
+        let mut got = [0u32];
+        win.get(&mut got, me, 0).unwrap();
+        assert_eq!(got[0] as i32, (me + w.size() - 1) % w.size());
+        win.fence().unwrap();
+        win.free().unwrap();
+    });
 }

@@ -154,10 +154,10 @@ pub unsafe extern "C" fn MPI_Finalize() -> c_int {
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Abort(comm: *mut c_void, code: c_int) -> c_int {
     let _ = comm;
-    eprintln!(
+    crate::error::say(format_args!(
         "shmpi: rank {}: MPI_Abort with error code {code}",
         world_rank()
-    );
+    ));
     abort_job(code)
 }
 
@@ -243,7 +243,7 @@ pub unsafe extern "C" fn MPI_Error_class(code: c_int, class: *mut c_int) -> c_in
 
 // ---- error handlers ------------------------------------------------------------
 
-fn errh_of(handle: usize) -> Result<Errh> {
+pub(crate) fn errh_of(handle: usize) -> Result<Errh> {
     match handle {
         ERRORS_ARE_FATAL => Ok(Errh::Fatal),
         ERRORS_RETURN => Ok(Errh::Return),
@@ -257,12 +257,12 @@ fn errh_of(handle: usize) -> Result<Errh> {
     }
 }
 
-fn errh_handle(e: Errh) -> usize {
+pub(crate) fn errh_handle(e: Errh) -> usize {
     match e {
         Errh::Fatal => ERRORS_ARE_FATAL,
         Errh::Return => ERRORS_RETURN,
         Errh::Abort => ERRORS_ABORT,
-        Errh::User(_, h) => h,
+        Errh::User(_, h) | Errh::WinUser(_, h) => h,
     }
 }
 
@@ -288,6 +288,12 @@ pub unsafe extern "C" fn MPI_Comm_set_errhandler(comm: *mut c_void, errh: *mut c
     guard("MPI_Comm_set_errhandler", h(comm), || {
         let obj = comm_obj(h(comm))?;
         let e = errh_of(h(errh))?;
+        if let Errh::WinUser(..) = e {
+            return Err(Error::new(
+                ErrorClass::Arg,
+                "this error handler was made for windows (MPI_Win_create_errhandler)",
+            ));
+        }
         *lock(&obj.errh) = e;
         Ok(())
     })
@@ -321,7 +327,7 @@ pub unsafe extern "C" fn MPI_Comm_call_errhandler(comm: *mut c_void, code: c_int
     };
     match obj.errh() {
         Errh::Return => SUCCESS,
-        Errh::User(f, _) => {
+        Errh::User(f, _) | Errh::WinUser(f, _) => {
             let mut hd = obj.handle;
             let mut c = code;
             // SAFETY: the program's registered error handler, called as
@@ -330,11 +336,11 @@ pub unsafe extern "C" fn MPI_Comm_call_errhandler(comm: *mut c_void, code: c_int
             SUCCESS
         }
         Errh::Fatal | Errh::Abort => {
-            eprintln!(
+            crate::error::say(format_args!(
                 "shmpi: rank {}: MPI_Comm_call_errhandler with code {code} under \
                  MPI_ERRORS_ARE_FATAL: the job is aborted",
                 world_rank()
-            );
+            ));
             abort_job(super::class_of(code).unwrap_or(1).max(1))
         }
     }

@@ -224,6 +224,9 @@ pub(crate) enum Errh {
     Abort,
     /// A user function (`MPI_Comm_create_errhandler`) and its handle.
     User(CommErrFn, usize),
+    /// A user function for windows (`MPI_Win_create_errhandler`) and its
+    /// handle.
+    WinUser(CommErrFn, usize),
 }
 
 /// `MPI_Comm_errhandler_function` (variadic in C; called with two
@@ -438,12 +441,12 @@ pub(crate) fn raise(comm: Option<&Arc<CommObj>>, call: &str, e: &Error) -> c_int
     });
     let Some(obj) = obj else {
         // Before init or after finalize: nothing to call; report and return.
-        eprintln!("shmpi: {call} failed: {e}");
+        crate::error::say(format_args!("shmpi: {call} failed: {e}"));
         return code;
     };
     match obj.errh() {
         Errh::Return => code,
-        Errh::User(f, _) => {
+        Errh::User(f, _) | Errh::WinUser(f, _) => {
             let mut h = obj.handle;
             let mut c = code;
             // SAFETY: `f` is the function the program registered with
@@ -454,7 +457,7 @@ pub(crate) fn raise(comm: Option<&Arc<CommObj>>, call: &str, e: &Error) -> c_int
         }
         Errh::Fatal | Errh::Abort => {
             let name = obj.comm.name();
-            eprintln!(
+            crate::error::say(format_args!(
                 "shmpi: rank {}: {call} on {} failed with {}: {}; the error handler is \
                  MPI_ERRORS_ARE_FATAL, so the job is aborted",
                 env::world_rank(),
@@ -465,7 +468,7 @@ pub(crate) fn raise(comm: Option<&Arc<CommObj>>, call: &str, e: &Error) -> c_int
                 },
                 e.class().name(),
                 e.detail()
-            );
+            ));
             env::abort_job(e.class().code().max(1))
         }
     }

@@ -156,6 +156,31 @@ impl TypeObj {
         }
     }
 
+    /// The byte runs `(offset, length)` of `n` instances at offset
+    /// `base` (which keeps every offset non-negative: callers check the
+    /// type's lower bound), in pack order, adjacent runs merged, cut
+    /// after `limit` bytes.
+    pub(crate) fn runs(&self, n: usize, base: usize, limit: usize) -> Vec<(usize, usize)> {
+        let mut out: Vec<(usize, usize)> = Vec::new();
+        let mut left = n.saturating_mul(self.size).min(limit);
+        let ext = self.extent();
+        'all: for i in 0..n {
+            for &(off, len) in &self.blocks {
+                if left == 0 {
+                    break 'all;
+                }
+                let at = (base as isize + i as isize * ext + off) as usize;
+                let take = len.min(left);
+                left -= take;
+                match out.last_mut() {
+                    Some(last) if last.0 + last.1 == at => last.1 += take,
+                    _ => out.push((at, take)),
+                }
+            }
+        }
+        out
+    }
+
     /// Packs `n` instances at `base` into `dst` (appended).
     pub(crate) fn pack_into(&self, base: *const c_void, n: usize, dst: &mut Vec<u8>) -> Result<()> {
         let total = n.checked_mul(self.size).ok_or_else(too_big)?;

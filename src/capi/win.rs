@@ -6,8 +6,9 @@
 use super::p2p::done_request;
 use super::types::{committed, Reduction, TypeObj};
 use super::{comm_obj, count, guard, h, out, read, state, to_handle, CommObj, PROC_NULL};
-use crate::comm::{LockType, Window};
+use crate::comm::{Flavor, LockType, WinOptions, Window};
 use crate::error::{Error, ErrorClass, Result};
+use crate::transport::rma::{Exposed, Memory};
 use std::ffi::{c_int, c_void};
 use std::sync::Arc;
 
@@ -81,76 +82,181 @@ fn on_win(call: &str, w: *mut c_void, f: impl FnOnce(&WinObj) -> Result<()>) -> 
         });
     match r {
         Ok(()) => super::SUCCESS,
-        Err(e) => match *super::lock(&obj.errh) {
-            super::Errh::Return => super::code_of(&e),
-            _ => {
-                eprintln!(
-                    "shmpi: rank {}: {call} on a window failed with {}: {}; the window's error \
-                     handler is MPI_ERRORS_ARE_FATAL, so the job is aborted",
-                    super::env::world_rank(),
-                    e.class().name(),
-                    e.detail()
-                );
-                super::env::abort_job(e.class().code().max(1))
-            }
-        },
+        Err(e) => win_raise(&obj, h(w), call, &e, super::code_of(&e)),
     }
+}
+
+/// As [`on_win`], for `MPI_Win_call_errhandler`: `code` is the code the
+/// handler gets.
+fn on_win_code(call: &str, w: *mut c_void, code: c_int, f: impl FnOnce() -> Result<()>) -> c_int {
+    let obj = match win_obj(h(w)) {
+        Ok(o) => o,
+        Err(e) => return super::raise(None, call, &e),
+    };
+    match f() {
+        Ok(()) => super::SUCCESS,
+        Err(e) => win_raise(&obj, h(w), call, &e, code),
+    }
+}
+
+/// Runs window `obj`'s error handler for error `e` (code `code`) of
+/// `call`; the code to return. Does not return under a fatal handler.
+fn win_raise(obj: &WinObj, handle: usize, call: &str, e: &Error, code: c_int) -> c_int {
+    let errh = *super::lock(&obj.errh);
+    match errh {
+        super::Errh::Return => code,
+        super::Errh::User(f, _) | super::Errh::WinUser(f, _) => {
+            let mut hd = handle;
+            let mut c = code;
+            // SAFETY: the function the program registered with
+            // MPI_Win_create_errhandler, called as MPI specifies (pointers
+            // to the window handle and the code).
+            unsafe { f(&mut hd, &mut c) };
+            code
+        }
+        super::Errh::Fatal | super::Errh::Abort => {
+            crate::error::say(format_args!(
+                "shmpi: rank {}: {call} on a window failed with {}: {}; the window's error \
+                 handler is MPI_ERRORS_ARE_FATAL, so the job is aborted",
+                super::env::world_rank(),
+                e.class().name(),
+                e.detail()
+            ));
+            super::env::abort_job(e.class().code().max(1))
+        }
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_create_errhandler(
+    f: Option<super::CommErrFn>,
+    errh: *mut *mut c_void,
+) -> c_int {
+    guard("MPI_Win_create_errhandler", super::COMM_NULL, || {
+        let f = f.ok_or_else(|| super::arg("win_errhandler_fn"))?;
+        if errh.is_null() {
+            return Err(super::arg("errhandler"));
+        }
+        // Kept for the life of the process, as communicators' are.
+        let handle = state().errhs.insert_with(|h| super::Errh::WinUser(f, h));
+        out(errh, to_handle(handle), "errhandler")
+    })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Win_set_errhandler(win: *mut c_void, errh: *mut c_void) -> c_int {
     on_win("MPI_Win_set_errhandler", win, |w| {
-        let e = match h(errh) {
-            super::ERRORS_RETURN => super::Errh::Return,
-            super::ERRORS_ARE_FATAL => super::Errh::Fatal,
-            super::ERRORS_ABORT => super::Errh::Abort,
-            other => {
-                return Err(Error::new(
-                    ErrorClass::Arg,
-                    format!("{other:#x}: windows take the predefined error handlers"),
-                ))
-            }
-        };
+        let e = super::env::errh_of(h(errh))?;
+        if let super::Errh::User(..) = e {
+            return Err(Error::new(
+                ErrorClass::Arg,
+                "this error handler was made for communicators (MPI_Comm_create_errhandler); \
+                 windows take MPI_Win_create_errhandler's or the predefined ones",
+            ));
+        }
         *super::lock(&w.errh) = e;
         Ok(())
     })
 }
 
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_get_errhandler(win: *mut c_void, errh: *mut *mut c_void) -> c_int {
+    on_win("MPI_Win_get_errhandler", win, |w| {
+        let e = *super::lock(&w.errh);
+        out(errh, to_handle(super::env::errh_handle(e)), "errhandler")
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_call_errhandler(win: *mut c_void, code: c_int) -> c_int {
+    let e = Error::new(
+        super::class_of(code)
+            .and_then(ErrorClass::from_code)
+            .unwrap_or(ErrorClass::Other),
+        format!("error code {code} raised by MPI_Win_call_errhandler"),
+    );
+    let rc = on_win_code("MPI_Win_call_errhandler", win, code, || Err(e));
+    if rc == code {
+        super::SUCCESS
+    } else {
+        rc
+    }
+}
+
+/// Registers a new window; its handle in `win`, its base in `base` (if
+/// asked).
+fn register(
+    w: Window,
+    obj: Arc<CommObj>,
+    size: isize,
+    unit: c_int,
+    base: Option<*mut c_void>,
+    win: *mut *mut c_void,
+) -> Result<()> {
+    let (p, _, _) = w.shared_query(obj.comm.rank())?;
+    if let Some(b) = base {
+        out(b.cast::<usize>(), p as usize, "baseptr")?;
+    }
+    let flavor = match w.flavor() {
+        Flavor::Create => 42,
+        Flavor::Allocate => 41,
+        Flavor::Shared => 44,
+    };
+    let handle = state().wins.insert(Arc::new(WinObj {
+        win: w,
+        comm: obj,
+        errh: std::sync::Mutex::new(super::Errh::Fatal),
+        freed: crate::sync::AtomicU32::new(0),
+        attrs: (p as usize, size, unit, flavor, 31),
+    }));
+    out(win, to_handle(handle), "win")
+}
+
+fn check_size(size: isize, unit: c_int) -> Result<()> {
+    if size < 0 || unit <= 0 {
+        return Err(Error::new(
+            ErrorClass::Arg,
+            format!(
+                "window size {size} must not be negative and displacement unit {unit} must be positive"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The window options an info object gives (`alloc_shared_noncontig`;
+/// other keys are hints this implementation may ignore, as MPI allows).
+fn options(info: *mut c_void) -> Result<WinOptions> {
+    let pairs = super::env::info_pairs(h(info))?;
+    Ok(WinOptions {
+        noncontig: pairs
+            .iter()
+            .any(|(k, v)| k == "alloc_shared_noncontig" && v.eq_ignore_ascii_case("true")),
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
 fn allocate(
     call: &str,
     size: isize,
     unit: c_int,
+    info: *mut c_void,
     comm: *mut c_void,
     base: *mut c_void,
     win: *mut *mut c_void,
+    flavor: Flavor,
 ) -> c_int {
     guard(call, h(comm), || {
         let obj = comm_obj(h(comm))?.arc();
-        if size < 0 || unit <= 0 {
-            return Err(Error::new(
-                ErrorClass::Arg,
-                format!("window size {size} and displacement unit {unit} must be positive"),
-            ));
-        }
+        check_size(size, unit)?;
         if base.is_null() || win.is_null() {
             return Err(super::arg("baseptr or win"));
         }
-        let w = obj.comm.win_allocate_shared(size as usize, unit as usize)?;
-        let (p, _, _) = w.shared_query(obj.comm.rank())?;
-        out(base.cast::<usize>(), p as usize, "baseptr")?;
-        let flavor = if call == "MPI_Win_allocate_shared" {
-            44
-        } else {
-            41
-        };
-        let handle = state().wins.insert(Arc::new(WinObj {
-            win: w,
-            comm: obj,
-            errh: std::sync::Mutex::new(super::Errh::Fatal),
-            freed: crate::sync::AtomicU32::new(0),
-            attrs: (p as usize, size, unit, flavor, 31),
-        }));
-        out(win, to_handle(handle), "win")
+        let opts = options(info)?;
+        let w = obj
+            .comm
+            .win_allocate_with(size as usize, unit as usize, opts, flavor)?;
+        register(w, obj, size, unit, Some(base), win)
     })
 }
 
@@ -158,7 +264,7 @@ fn allocate(
 pub unsafe extern "C" fn MPI_Win_allocate_shared(
     size: isize,
     disp_unit: c_int,
-    _info: *mut c_void,
+    info: *mut c_void,
     comm: *mut c_void,
     baseptr: *mut c_void,
     win: *mut *mut c_void,
@@ -167,9 +273,11 @@ pub unsafe extern "C" fn MPI_Win_allocate_shared(
         "MPI_Win_allocate_shared",
         size,
         disp_unit,
+        info,
         comm,
         baseptr,
         win,
+        Flavor::Shared,
     )
 }
 
@@ -177,13 +285,46 @@ pub unsafe extern "C" fn MPI_Win_allocate_shared(
 pub unsafe extern "C" fn MPI_Win_allocate(
     size: isize,
     disp_unit: c_int,
-    _info: *mut c_void,
+    info: *mut c_void,
     comm: *mut c_void,
     baseptr: *mut c_void,
     win: *mut *mut c_void,
 ) -> c_int {
-    // On one node every window's memory is shared memory.
-    allocate("MPI_Win_allocate", size, disp_unit, comm, baseptr, win)
+    // On one node every window's memory can be shared memory.
+    allocate(
+        "MPI_Win_allocate",
+        size,
+        disp_unit,
+        info,
+        comm,
+        baseptr,
+        win,
+        Flavor::Allocate,
+    )
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_create(
+    base: *mut c_void,
+    size: isize,
+    disp_unit: c_int,
+    info: *mut c_void,
+    comm: *mut c_void,
+    win: *mut *mut c_void,
+) -> c_int {
+    guard("MPI_Win_create", h(comm), || {
+        let obj = comm_obj(h(comm))?.arc();
+        check_size(size, disp_unit)?;
+        if win.is_null() || (base.is_null() && size > 0) {
+            return Err(super::arg("base or win"));
+        }
+        options(info)?;
+        // SAFETY: MPI makes `[base, base + size)` the window's memory
+        // until MPI_Win_free, accessed meanwhile only as its epochs allow.
+        let mem = unsafe { Exposed::from_raw(base.cast(), size as usize) };
+        let w = obj.comm.win_create(mem, disp_unit as usize)?;
+        register(w, obj, size, disp_unit, None, win)
+    })
 }
 
 #[no_mangle]
@@ -292,9 +433,40 @@ flush_fn!(MPI_Win_flush_local, "MPI_Win_flush_local", rank);
 flush_fn!(MPI_Win_flush_local_all, "MPI_Win_flush_local_all");
 flush_fn!(MPI_Win_sync, "MPI_Win_sync");
 
-/// The target address of `n` instances of `ty` at displacement `disp` of
+/// Where an access lands: an address mapped in this process, or an
+/// offset in a member's memory that only copies reach (`win_create` over
+/// another process's ordinary memory).
+enum At<'a> {
+    Ptr(*mut c_void),
+    Far(&'a Memory, usize),
+}
+
+impl At<'_> {
+    /// Packs `n` instances of `ty` at the target.
+    fn pack(&self, ty: &TypeObj, n: usize) -> Result<Vec<u8>> {
+        match *self {
+            At::Ptr(p) => ty.pack(p, n),
+            At::Far(m, off) => {
+                let runs = ty.runs(n, off, usize::MAX);
+                let mut v = vec![0u8; runs.iter().map(|r| r.1).sum()];
+                m.read_runs(&runs, &mut v)?;
+                Ok(v)
+            }
+        }
+    }
+
+    /// Unpacks `data` into `n` instances of `ty` at the target.
+    fn unpack(&self, data: &[u8], ty: &TypeObj, n: usize) -> Result<()> {
+        match *self {
+            At::Ptr(p) => ty.unpack(data, p, n).map(|_| ()),
+            At::Far(m, off) => m.write_runs(&ty.runs(n, off, data.len()), data),
+        }
+    }
+}
+
+/// The target of `n` instances of `ty` at displacement `disp` of
 /// `rank`, after the epoch and range checks.
-fn target(w: &WinObj, rank: c_int, disp: isize, n: usize, ty: &TypeObj) -> Result<*mut c_void> {
+fn target<'a>(w: &'a WinObj, rank: c_int, disp: isize, n: usize, ty: &TypeObj) -> Result<At<'a>> {
     if disp < 0 {
         return Err(Error::new(
             ErrorClass::RmaRange,
@@ -306,7 +478,7 @@ fn target(w: &WinObj, rank: c_int, disp: isize, n: usize, ty: &TypeObj) -> Resul
     let lo = ty.true_lb.min(ty.true_lb.saturating_add(last));
     let hi = ty.true_ub.max(ty.true_ub.saturating_add(last));
     // Check [disp*unit + lo, disp*unit + hi) lies in the target's memory.
-    let (_, _, unit) = w.win.shared_query(rank)?;
+    let (mem, unit) = w.win.member(rank)?;
     let start = (disp as usize)
         .checked_mul(unit)
         .ok_or_else(|| Error::new(ErrorClass::RmaRange, "the target displacement overflows"))?;
@@ -318,7 +490,10 @@ fn target(w: &WinObj, rank: c_int, disp: isize, n: usize, ty: &TypeObj) -> Resul
     }
     let span = if n == 0 { 0 } else { hi.max(0) as usize };
     let off = w.win.access(rank, disp as usize, span)?;
-    Ok(w.win.memory().data_ptr(off).cast())
+    Ok(match mem.mapped() {
+        Some(p) => At::Ptr(p.wrapping_add(off).cast()),
+        None => At::Far(mem, off),
+    })
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -355,7 +530,27 @@ fn put_get(
                 ));
             }
             let o = (origin as *mut u8).wrapping_offset(oo);
-            let t = (at as *mut u8).wrapping_offset(to);
+            let t = match at {
+                At::Ptr(p) => (p as *mut u8).wrapping_offset(to),
+                At::Far(m, off) => {
+                    let at = (off as isize + to) as usize;
+                    if len == 0 {
+                        return Ok(());
+                    }
+                    return if is_put {
+                        // SAFETY: the origin holds `len` readable bytes
+                        // at `o` by the caller's contract.
+                        m.write(at, unsafe {
+                            std::slice::from_raw_parts(o.cast_const(), len)
+                        })
+                    } else {
+                        // SAFETY: the origin holds `len` writable bytes at
+                        // `o` by the caller's contract, which MPI leaves
+                        // to the get until the epoch ends.
+                        m.read(at, unsafe { std::slice::from_raw_parts_mut(o, len) })
+                    };
+                }
+            };
             let (src, dst) = if is_put { (o, t) } else { (t, o) };
             if len > 0 {
                 // SAFETY: `src` and `dst` each hold `len` bytes: the origin
@@ -368,9 +563,9 @@ fn put_get(
         }
         if is_put {
             let data = oty.pack(origin, on)?;
-            tty.unpack(&data, at, tn)?;
+            at.unpack(&data, &tty, tn)?;
         } else {
-            let data = tty.pack(at, tn)?;
+            let data = at.pack(&tty, tn)?;
             oty.unpack(&data, origin, on)?;
         }
         Ok(())
@@ -487,7 +682,7 @@ fn get_acc(
         oty.pack(origin, on)?
     };
     w.win.atomically(|| {
-        let mut cur = red.ty.pack(at, tn)?;
+        let mut cur = at.pack(&red.ty, tn)?;
         if let Some((rbuf, rn, rty)) = result {
             rty.unpack(&cur, rbuf, rn)?;
         }
@@ -503,7 +698,7 @@ fn get_acc(
                 ),
             ));
         }
-        red.ty.unpack(&cur, at, tn).map(|_| ())
+        at.unpack(&cur, &red.ty, tn)
     })
 }
 
@@ -618,10 +813,10 @@ pub unsafe extern "C" fn MPI_Compare_and_swap(
         let new = ty.pack(origin, 1)?;
         let cmp = ty.pack(compare, 1)?;
         w.win.atomically(|| {
-            let cur = ty.pack(at, 1)?;
+            let cur = at.pack(&ty, 1)?;
             ty.unpack(&cur, result, 1)?;
             if cur == cmp {
-                ty.unpack(&new, at, 1)?;
+                at.unpack(&new, &ty, 1)?;
             }
             Ok(())
         })

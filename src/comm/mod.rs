@@ -25,7 +25,7 @@ pub use create::SplitType;
 pub use errhandler::ErrHandler;
 pub use request::{test_all, wait_all, wait_all_each, wait_any, wait_some, Message, Request};
 pub use scope::{scope, Scope};
-pub use win::{LockType, Window};
+pub use win::{Flavor, LockType, WinOptions, Window};
 
 pub use crate::group::{Comparison, Group, UNDEFINED};
 
@@ -74,12 +74,12 @@ impl Process {
     /// Ends the job because `call` failed under a fatal error handler.
     fn fatal(&self, call: &str, comm: &str, e: &Error) -> ! {
         let rank = self.p2p.world_rank();
-        eprintln!(
+        crate::error::say(format_args!(
             "shmpi: rank {rank}: {call} on {comm} failed with {} ({}): {};              the error handler is ERRORS_ARE_FATAL, so the job is aborted",
             e.class().name(),
             e.class().code(),
             e.detail()
-        );
+        ));
         crate::job::bootstrap::abort_mark(self.segment(), rank, e.class().code().max(1));
         std::process::exit(e.class().code().clamp(1, 255));
     }

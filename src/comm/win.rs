@@ -19,6 +19,7 @@ use crate::error::{Error, ErrorClass, Result};
 use crate::shm::window::WinSeg;
 use crate::sync::{fence, AtomicU32, Ordering};
 use crate::transport::bytes::{as_bytes, as_bytes_mut};
+use crate::transport::rma::{Exposed, Memory};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
@@ -47,13 +48,37 @@ struct Epochs {
     locks: HashMap<usize, bool>,
 }
 
+/// How a window's memory was made (`MPI_WIN_CREATE_FLAVOR`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Flavor {
+    /// `win_create`: memory each member brought.
+    Create,
+    /// `win_allocate`: memory the window allocated.
+    Allocate,
+    /// `win_allocate_shared`: one file every member maps.
+    Shared,
+}
+
+/// Options of window allocation (the info keys MPI defines for it).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct WinOptions {
+    /// `alloc_shared_noncontig`: each member's part starts on its own
+    /// page (so its pages can sit on its own NUMA node) instead of right
+    /// after the previous member's.
+    pub noncontig: bool,
+}
+
 /// A window (`MPI_Win`).
 #[derive(Debug)]
 pub struct Window {
     comm: Communicator,
+    /// The lock words (and the members' memory, for `win_allocate_shared`
+    /// and `win_allocate`).
     seg: Arc<WinSeg>,
-    /// Each member's offset, size and displacement unit.
-    parts: Vec<(usize, usize, usize)>,
+    /// Each member's memory, as this process reaches it, and its
+    /// displacement unit.
+    parts: Vec<(Memory, usize)>,
+    flavor: Flavor,
     epochs: Mutex<Epochs>,
     /// 1 while a fence or `lock_all` epoch reaches every member: the
     /// common case of `access`, checked without the lock.
@@ -62,12 +87,20 @@ pub struct Window {
 
 static NEXT_WIN: AtomicU32 = AtomicU32::new(0);
 
+/// Alignment of each member's part in a window file: a cache line, or a
+/// page for `alloc_shared_noncontig`.
 const ALIGN: usize = 64;
+const PAGE: usize = 4096;
 
 /// Tags of the post / start / complete / wait tokens (on the window's own
 /// communicator).
 const TAG_POST: i32 = 1;
 const TAG_COMPLETE: i32 = 2;
+
+/// How a member exposes its memory to `win_create` (exchanged at
+/// creation).
+const IN_HEAP: u64 = 0;
+const IN_POOL: u64 = 1;
 
 impl Communicator {
     /// `MPI_Win_allocate_shared`: `size` bytes for this member, in one
@@ -78,11 +111,50 @@ impl Communicator {
     /// `Comm` on an intercommunicator, `Arg` for a zero displacement unit,
     /// `NoMem` when the file cannot be made (every member gets it).
     pub fn win_allocate_shared(&self, size: usize, disp_unit: usize) -> Result<Window> {
-        let r = self.win_allocate_inner(size, disp_unit);
-        self.ret("MPI_Win_allocate_shared", r)
+        self.win_allocate_with(size, disp_unit, WinOptions::default(), Flavor::Shared)
     }
 
-    fn win_allocate_inner(&self, size: usize, disp_unit: usize) -> Result<Window> {
+    /// `MPI_Win_allocate_shared` (`flavor` `Shared`) or `MPI_Win_allocate`
+    /// (`Allocate`: the same memory, which on one node is shared anyway)
+    /// with options.
+    ///
+    /// # Errors
+    /// As [`win_allocate_shared`](Self::win_allocate_shared); `Arg` for
+    /// the flavor `Create`.
+    pub fn win_allocate_with(
+        &self,
+        size: usize,
+        disp_unit: usize,
+        opts: WinOptions,
+        flavor: Flavor,
+    ) -> Result<Window> {
+        let call = if flavor == Flavor::Allocate {
+            "MPI_Win_allocate"
+        } else {
+            "MPI_Win_allocate_shared"
+        };
+        let r = self.win_allocate_inner(size, disp_unit, opts, flavor);
+        self.ret(call, r)
+    }
+
+    /// `MPI_Win_create`: a window over memory each member brings
+    /// ([`Exposed`]: a vector, an `alloc_mem` buffer, or memory the C
+    /// layer vouches for). Members reach a peer's memory in its shared
+    /// pool by copies (no system call), and ordinary memory with
+    /// `process_vm_readv` / `process_vm_writev`; creation tests that the
+    /// kernel allows the latter wherever it is needed. Collective.
+    ///
+    /// # Errors
+    /// `Comm`, `Arg` as for allocation; `Unsupported` (every member)
+    /// when some member's ordinary memory cannot be reached by a system
+    /// call here (`SHMPI_CMA=off|refuse`, a seccomp filter, Yama): expose
+    /// `alloc_mem` memory then, or use `win_allocate`.
+    pub fn win_create(&self, mem: Exposed, disp_unit: usize) -> Result<Window> {
+        let r = self.win_create_inner(mem, disp_unit);
+        self.ret("MPI_Win_create", r)
+    }
+
+    fn win_check(&self, disp_unit: usize) -> Result<()> {
         self.proc_.check()?;
         if self.is_inter() {
             return Err(Error::new(
@@ -96,20 +168,14 @@ impl Communicator {
                 "the displacement unit must be positive",
             ));
         }
-        let n = self.size() as usize;
-        let mut all = vec![0u64; 2 * n];
-        self.allgather(&[size as u64, disp_unit as u64], &mut all)?;
-        let mut parts = Vec::with_capacity(n);
-        let mut at = 0usize;
-        for r in 0..n {
-            let (s, u) = (all[2 * r] as usize, all[2 * r + 1] as usize);
-            parts.push((at, s, u));
-            at = at
-                .checked_add(s.div_ceil(ALIGN) * ALIGN)
-                .ok_or_else(|| Error::new(ErrorClass::NoMem, "window sizes overflow"))?;
-        }
-        // Rank 0 makes the file and tells the others its name (or that it
-        // failed: then every member fails).
+        Ok(())
+    }
+
+    /// Rank 0 makes the window file (lock words for `n` members, then
+    /// `data` bytes) and tells the others its name, or that it failed:
+    /// then every member fails. Every member maps it; then the name goes,
+    /// so nothing is left in /dev/shm whatever happens later.
+    fn win_file(&self, n: usize, data: usize) -> Result<Arc<WinSeg>> {
         let mut name = [0u8; 512];
         let mut made = None;
         if self.rank() == 0 {
@@ -118,18 +184,15 @@ impl Communicator {
             let mut p = self.proc_.segment().path().as_os_str().to_owned();
             p.push(format!("-win-{}-{k}", std::process::id()));
             let path = std::path::PathBuf::from(p);
-            match WinSeg::create(&path, n, at) {
+            let text = match WinSeg::create(&path, n, data) {
                 Ok(seg) => {
-                    let b = path.as_os_str().as_encoded_bytes();
-                    name[..b.len().min(511)].copy_from_slice(&b[..b.len().min(511)]);
                     made = Some(seg);
+                    path.as_os_str().as_encoded_bytes().to_vec()
                 }
-                Err(e) => {
-                    let msg = format!("!{}", e.detail());
-                    let b = msg.as_bytes();
-                    name[..b.len().min(511)].copy_from_slice(&b[..b.len().min(511)]);
-                }
-            }
+                Err(e) => format!("!{}", e.detail()).into_bytes(),
+            };
+            let k = text.len().min(511);
+            name[..k].copy_from_slice(&text[..k]);
         }
         self.bcast(&mut name[..], 0)?;
         let end = name.iter().position(|&b| b == 0).unwrap_or(name.len());
@@ -139,26 +202,129 @@ impl Communicator {
         }
         let seg = match made {
             Some(s) => s,
-            None => WinSeg::attach(std::path::Path::new(&text), n, at)?,
+            None => WinSeg::attach(std::path::Path::new(&text), n, data)?,
         };
-        // Once everyone has it mapped, the name goes: nothing is left in
-        // /dev/shm whatever happens later.
         self.barrier()?;
         if self.rank() == 0 {
             seg.unlink();
         }
-        // The window's own communicator (a context agreed by the members,
-        // as for any duplicate): post / start / complete / wait tokens
-        // travel on it, never mixing with the program's messages.
+        Ok(Arc::new(seg))
+    }
+
+    /// The window's own communicator (a context agreed by the members, as
+    /// for any duplicate): post / start / complete / wait tokens travel
+    /// on it, never mixing with the program's messages.
+    fn win_finish(
+        &self,
+        seg: Arc<WinSeg>,
+        parts: Vec<(Memory, usize)>,
+        flavor: Flavor,
+    ) -> Result<Window> {
         let comm = self.dup()?;
         comm.set_errhandler(super::ErrHandler::Return);
         Ok(Window {
             comm,
-            seg: Arc::new(seg),
+            seg,
             parts,
+            flavor,
             epochs: Mutex::new(Epochs::default()),
             open_all: AtomicU32::new(0),
         })
+    }
+
+    fn win_allocate_inner(
+        &self,
+        size: usize,
+        disp_unit: usize,
+        opts: WinOptions,
+        flavor: Flavor,
+    ) -> Result<Window> {
+        self.win_check(disp_unit)?;
+        if flavor == Flavor::Create {
+            return Err(Error::new(
+                ErrorClass::Arg,
+                "win_create takes the memory it exposes",
+            ));
+        }
+        let n = self.size() as usize;
+        let mut all = vec![0u64; 2 * n];
+        self.allgather(&[size as u64, disp_unit as u64], &mut all)?;
+        let align = if opts.noncontig { PAGE } else { ALIGN };
+        let mut layout = Vec::with_capacity(n);
+        let mut at = 0usize;
+        for r in 0..n {
+            let (s, u) = (all[2 * r] as usize, all[2 * r + 1] as usize);
+            layout.push((at, s, u));
+            at = at
+                .checked_add(s.div_ceil(align) * align)
+                .ok_or_else(|| Error::new(ErrorClass::NoMem, "window sizes overflow"))?;
+        }
+        let seg = self.win_file(n, at)?;
+        let parts = layout
+            .into_iter()
+            .map(|(off, s, u)| Ok((Memory::in_window(seg.clone(), off, s)?, u)))
+            .collect::<Result<Vec<_>>>()?;
+        self.win_finish(seg, parts, flavor)
+    }
+
+    fn win_create_inner(&self, mem: Exposed, disp_unit: usize) -> Result<Window> {
+        self.win_check(disp_unit)?;
+        let n = self.size() as usize;
+        let me = self.rank() as usize;
+        let (kind, addr) = {
+            let e = self.proc_.p2p.lock();
+            match e.transport().pool_offset(mem.base(), mem.len()) {
+                Some(off) if !mem.is_empty() => (IN_POOL, off),
+                _ => (IN_HEAP, mem.base() as u64),
+            }
+        };
+        let mine = [
+            mem.len() as u64,
+            disp_unit as u64,
+            kind,
+            addr,
+            u64::from(std::process::id()),
+        ];
+        let mut all = vec![0u64; 5 * n];
+        self.allgather(&mine, &mut all)?;
+        let world = self.group().world_ranks().to_vec();
+        let own = Arc::new(mem);
+        let mut parts = Vec::with_capacity(n);
+        let mut refused: Option<String> = None;
+        for r in 0..n {
+            let [len, unit, kind, addr, pid] =
+                <[u64; 5]>::try_from(&all[5 * r..5 * r + 5]).expect("five words per member");
+            let (len, unit) = (len as usize, unit as usize);
+            let m = if r == me {
+                Memory::own(own.clone())
+            } else if kind == IN_POOL {
+                let view = self.proc_.p2p.lock().transport().pool_view(world[r])?;
+                Memory::in_pool(Arc::new(view), addr as usize, len)?
+            } else {
+                if len > 0 && refused.is_none() {
+                    let why = self.proc_.p2p.lock().transport().can_reach(world[r]);
+                    if let Err(why) = why {
+                        refused = Some(format!("rank {me} cannot reach rank {r}'s memory: {why}"));
+                    }
+                }
+                Memory::cma(pid as u32, addr, len)
+            };
+            parts.push((m, unit));
+        }
+        // Every member learns whether any of them cannot reach another.
+        let mut flags = vec![0u8; n];
+        self.allgather(&[u8::from(refused.is_some())], &mut flags)?;
+        if let Some(bad) = flags.iter().position(|&f| f != 0) {
+            return Err(Error::new(
+                ErrorClass::Unsupported,
+                refused.unwrap_or_else(|| {
+                    format!("rank {bad} cannot reach another member's memory by system call")
+                }) + " (win_create over ordinary memory needs process_vm_readv/writev; \
+                       expose alloc_mem memory, or use win_allocate)",
+            ));
+        }
+        let seg = self.win_file(n, 0)?;
+        self.win_finish(seg, parts, Flavor::Create)
     }
 }
 
@@ -168,21 +334,33 @@ impl Window {
         &self.comm
     }
 
+    /// How the window's memory was made.
+    pub fn flavor(&self) -> Flavor {
+        self.flavor
+    }
+
     /// `MPI_Win_shared_query`: member `rank`'s base address, size and
     /// displacement unit. Loads and stores there are the application's
-    /// (synchronised by the window's epochs, as MPI says).
+    /// (synchronised by the window's epochs, as MPI says). For a
+    /// `win_create` window, a member whose memory this process does not
+    /// map (ordinary memory of another process) gives a null address and
+    /// size 0, as MPI 4.1 §12.2.3 allows.
     ///
     /// # Errors
     /// `Rank` for a member out of range.
     pub fn shared_query(&self, rank: i32) -> Result<(*mut u8, usize, usize)> {
-        let (off, size, unit) = self.part(rank)?;
-        Ok((self.seg.data_ptr(off), size, unit))
+        let (m, unit) = self.part(rank)?;
+        Ok(match m.mapped() {
+            Some(p) => (p, m.len(), unit),
+            None => (std::ptr::null_mut(), 0, unit),
+        })
     }
 
-    fn part(&self, rank: i32) -> Result<(usize, usize, usize)> {
+    fn part(&self, rank: i32) -> Result<(&Memory, usize)> {
         usize::try_from(rank)
             .ok()
-            .and_then(|r| self.parts.get(r).copied())
+            .and_then(|r| self.parts.get(r))
+            .map(|(m, u)| (m, *u))
             .ok_or_else(|| {
                 Error::new(
                     ErrorClass::Rank,
@@ -194,14 +372,24 @@ impl Window {
             })
     }
 
+    /// Member `rank`'s memory, its size and displacement unit (how this
+    /// process reaches it).
+    ///
+    /// # Errors
+    /// `Rank` for a member out of range.
+    pub fn member(&self, rank: i32) -> Result<(&Memory, usize)> {
+        self.part(rank)
+    }
+
     /// Checks an access of `len` bytes at displacement `disp` of member
     /// `rank`: inside an epoch that reaches it, inside its memory. The
-    /// byte offset in the window's data area.
+    /// byte offset in the member's memory.
     ///
     /// # Errors
     /// `Rank`, `RmaSync`, `RmaRange`.
     pub fn access(&self, rank: i32, disp: usize, len: usize) -> Result<usize> {
-        let (off, size, unit) = self.part(rank)?;
+        let (m, unit) = self.part(rank)?;
+        let size = m.len();
         // Relaxed: a flag of this process's own epochs, set and cleared by
         // its own calls (MPI makes a window's epochs per process).
         if self.open_all.load(Ordering::Relaxed) == 0 {
@@ -221,7 +409,7 @@ impl Window {
         }
         let start = disp.checked_mul(unit);
         match start.and_then(|s| s.checked_add(len)) {
-            Some(end) if end <= size => Ok(off + start.unwrap_or(0)),
+            Some(end) if end <= size => Ok(start.unwrap_or(0)),
             _ => Err(Error::new(
                 ErrorClass::RmaRange,
                 format!(
@@ -229,11 +417,6 @@ impl Window {
                 ),
             )),
         }
-    }
-
-    /// The window's memory.
-    pub fn memory(&self) -> &WinSeg {
-        &self.seg
     }
 
     /// `MPI_Put` of `src` to member `rank` at displacement `disp`.
@@ -244,7 +427,7 @@ impl Window {
         let b = as_bytes(src);
         let r = self
             .access(rank, disp, b.len())
-            .and_then(|o| self.seg.write(o, b));
+            .and_then(|o| self.parts[rank as usize].0.write(o, b));
         self.comm.ret("MPI_Put", r)
     }
 
@@ -256,7 +439,7 @@ impl Window {
         let b = as_bytes_mut(dst);
         let r = self
             .access(rank, disp, b.len())
-            .and_then(|o| self.seg.read(o, b));
+            .and_then(|o| self.parts[rank as usize].0.read(o, b));
         self.comm.ret("MPI_Get", r)
     }
 
@@ -316,11 +499,12 @@ impl Window {
             ));
         }
         let o = self.access(rank, disp, std::mem::size_of_val(src))?;
+        let m = &self.parts[rank as usize].0;
         self.atomically(|| {
-            self.seg.read(o, as_bytes_mut(result))?;
+            m.read(o, as_bytes_mut(result))?;
             let mut cur = result.to_vec();
             op.apply(src, &mut cur);
-            self.seg.write(o, as_bytes(&cur))
+            m.write(o, as_bytes(&cur))
         })
     }
 
@@ -348,11 +532,12 @@ impl Window {
     ) -> Result<T> {
         let r = (|| {
             let o = self.access(rank, disp, std::mem::size_of::<T>())?;
+            let m = &self.parts[rank as usize].0;
             self.atomically(|| {
                 let mut old = [compare];
-                self.seg.read(o, as_bytes_mut(&mut old))?;
+                m.read(o, as_bytes_mut(&mut old))?;
                 if old[0] == compare {
-                    self.seg.write(o, as_bytes(&[new]))?;
+                    m.write(o, as_bytes(&[new]))?;
                 }
                 Ok(old[0])
             })

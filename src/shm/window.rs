@@ -34,9 +34,11 @@ fn nomem(what: String) -> Error {
     Error::new(ErrorClass::NoMem, what)
 }
 
-/// Bytes of the lock header for `members` (a cache line per word).
+/// Bytes of the lock header for `members` (a cache line per word),
+/// rounded up to a page so that the data area starts on one (a part
+/// placed on a page boundary, `alloc_shared_noncontig`, is then one).
 fn header_len(members: usize) -> usize {
-    (members + 1) * 64
+    ((members + 1) * 64).div_ceil(4096) * 4096
 }
 
 impl WinSeg {

@@ -110,6 +110,91 @@ pub(crate) fn read(pid: u32, addr: u64, dst: &mut [u8]) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Remote iovecs per system call (Linux's `UIO_MAXIOV`).
+const MAX_IOV: usize = 1024;
+
+/// Copies between `local` (one buffer, packed) and the runs `(address,
+/// length)` of process `pid`, in order: reads them into `local` when
+/// `write` is false, writes `local` to them when true
+/// (`process_vm_readv` / `process_vm_writev`). The runs' lengths must add
+/// up to `local.len()`.
+///
+/// # Errors
+/// As [`read`]; `EINVAL` when the lengths do not add up.
+pub(crate) fn transfer_runs(
+    pid: u32,
+    runs: &[(u64, usize)],
+    local: *mut u8,
+    local_len: usize,
+    write: bool,
+) -> std::io::Result<()> {
+    if runs.iter().map(|r| r.1).sum::<usize>() != local_len {
+        return Err(std::io::Error::from_raw_os_error(libc::EINVAL));
+    }
+    let mut at = 0usize;
+    for chunk in runs.chunks(MAX_IOV) {
+        // Each run, or what is left of it after a short transfer.
+        let mut remote: Vec<libc::iovec> = chunk
+            .iter()
+            .filter(|r| r.1 > 0)
+            .map(|&(a, l)| libc::iovec {
+                iov_base: a as usize as *mut libc::c_void,
+                iov_len: l,
+            })
+            .collect();
+        let mut first = 0usize;
+        while first < remote.len() {
+            let want: usize = remote[first..].iter().map(|v| v.iov_len).sum();
+            let localv = libc::iovec {
+                iov_base: local.wrapping_add(at).cast(),
+                iov_len: want,
+            };
+            let rv = &remote[first..];
+            let (pid, nv) = (pid as libc::pid_t, rv.len() as libc::c_ulong);
+            let n = if write {
+                // SAFETY: `localv` describes `want` bytes of the caller's
+                // buffer from `at` (the runs add up to `local_len`,
+                // checked above, and `at + want` never passes it), which
+                // the kernel only reads; the remote iovecs are only
+                // dereferenced by the kernel in the other process, which
+                // checks them (EFAULT).
+                unsafe { libc::process_vm_writev(pid, &localv, 1, rv.as_ptr(), nv, 0) }
+            } else {
+                // SAFETY: as for the write; the kernel writes the local
+                // buffer, which the caller lends for the call, and no
+                // other memory of this process.
+                unsafe { libc::process_vm_readv(pid, &localv, 1, rv.as_ptr(), nv, 0) }
+            };
+            if n < 0 {
+                let e = std::io::Error::last_os_error();
+                if e.kind() == std::io::ErrorKind::Interrupted {
+                    continue;
+                }
+                return Err(e);
+            }
+            if n == 0 {
+                return Err(std::io::Error::from_raw_os_error(libc::EIO));
+            }
+            // A partial transfer ends at a run's boundary or inside one:
+            // skip what was done.
+            let mut n = n as usize;
+            at += n;
+            while n > 0 {
+                let v = &mut remote[first];
+                if n >= v.iov_len {
+                    n -= v.iov_len;
+                    first += 1;
+                } else {
+                    v.iov_base = (v.iov_base as usize + n) as *mut libc::c_void;
+                    v.iov_len -= n;
+                    n = 0;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 /// The self-test: reads the probe word of process `pid` at `addr`.
 ///
 /// # Errors
@@ -141,6 +226,29 @@ mod tests {
         assert_eq!(&dst[..], &src[5..99_995]);
         assert!(probe(std::process::id(), &PROBE as *const u64 as u64).is_ok());
         assert!(probe(std::process::id(), 0).is_err());
+    }
+
+    #[test]
+    fn runs_are_read_and_written_in_order() {
+        let mut target: Vec<u8> = (0..5000u32).map(|i| i as u8).collect();
+        let base = target.as_mut_ptr() as u64;
+        let runs = [(base + 3, 10), (base + 100, 0), (base + 2000, 1500)];
+        let mut got = vec![0u8; 1510];
+        let me = std::process::id();
+        transfer_runs(me, &runs, got.as_mut_ptr(), got.len(), false).unwrap();
+        assert_eq!(
+            &got[..10],
+            &(3..13u32).map(|i| i as u8).collect::<Vec<_>>()[..]
+        );
+        assert_eq!(got[10], 2000u32 as u8);
+        let mut src = vec![0xAAu8; 1510];
+        transfer_runs(me, &runs, src.as_mut_ptr(), src.len(), true).unwrap();
+        assert!(target[3..13].iter().all(|&b| b == 0xAA));
+        assert_eq!(target[13], 13);
+        assert!(target[2000..3500].iter().all(|&b| b == 0xAA));
+        assert_eq!(target[3500], 3500u32 as u8);
+        let e = transfer_runs(me, &runs, src.as_mut_ptr(), 5, true).unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::EINVAL));
     }
 
     #[test]

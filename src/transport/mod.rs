@@ -35,6 +35,7 @@ pub mod cma;
 pub mod layout;
 pub mod lend;
 pub mod pool;
+pub mod rma;
 pub mod shmcoll;
 pub mod wait;
 pub mod wire;
@@ -419,6 +420,43 @@ impl Transport {
         }
         let off = self.shared.get()?.offset_of(data.as_ptr(), data.len())?;
         Some(pool::POOL_BIT | off)
+    }
+
+    /// The offset of `[p, p + len)` in this rank's shared pool, if it lies
+    /// inside (`win_create` over `alloc_mem` memory).
+    pub fn pool_offset(&self, p: *const u8, len: usize) -> Option<u64> {
+        self.shared.get()?.offset_of(p, len)
+    }
+
+    /// Maps `peer`'s shared pool read-write (a window member's memory in
+    /// it).
+    ///
+    /// # Errors
+    /// `Other` when it cannot be opened.
+    pub fn pool_view(&self, peer: usize) -> crate::Result<pool::PoolView> {
+        pool::PoolView::open(&pool::pool_path(self.seg.path(), peer))
+    }
+
+    /// Whether this process may read and write `peer`'s memory by system
+    /// call (`process_vm_readv` / `writev`): a real read of `peer`'s probe
+    /// word, unless `SHMPI_CMA` says off or refuse. Why not, in words.
+    ///
+    /// # Errors
+    /// The reason single copy is not usable towards `peer`.
+    pub fn can_reach(&self, peer: usize) -> std::result::Result<(), String> {
+        match self.cma_mode {
+            CmaMode::Off => Err("single copy is off (SHMPI_CMA=off)".into()),
+            CmaMode::Refuse => Err("refused (simulated by SHMPI_CMA=refuse)".into()),
+            CmaMode::Auto | CmaMode::Always => {
+                let cb = self.seg.control(peer);
+                cma::probe(cb.pid(), cb.probe())
+            }
+        }
+    }
+
+    /// The process id of `peer`.
+    pub fn pid_of(&self, peer: usize) -> u32 {
+        self.seg.control(peer).pid()
     }
 
     /// Removes this rank's pool file (finalize: every rendezvous from it

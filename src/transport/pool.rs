@@ -270,6 +270,42 @@ impl PeerPool {
     }
 }
 
+/// A read-write view of a peer's pool: a window member's memory that lies
+/// in its pool (`win_create` over `alloc_mem` memory) is reached by
+/// copies through it, no system call.
+#[derive(Debug)]
+pub struct PoolView {
+    map: MmapRaw,
+}
+
+impl PoolView {
+    /// Maps the pool file at `path` read-write.
+    ///
+    /// # Errors
+    /// `Other` when it cannot be opened or mapped.
+    pub fn open(path: &Path) -> Result<PoolView> {
+        let err = |e: std::io::Error| {
+            Error::new(
+                ErrorClass::Other,
+                format!("cannot map the peer's pool {}: {e}", path.display()),
+            )
+        };
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(path)
+            .map_err(err)?;
+        let map = MmapRaw::map_raw(&file).map_err(err)?;
+        Ok(PoolView { map })
+    }
+
+    /// The address of byte `off` of the pool in this process, if
+    /// `[off, off + len)` lies inside it.
+    pub fn at(&self, off: usize, len: usize) -> Option<*mut u8> {
+        (off.checked_add(len)? <= self.map.len()).then(|| self.map.as_mut_ptr().wrapping_add(off))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
