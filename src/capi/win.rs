@@ -4,7 +4,7 @@
 //! the window's communicator's error handler.
 
 use super::p2p::done_request;
-use super::types::{committed, Reduction, TypeObj};
+use super::types::{committed, simple_size, Reduction, TypeObj};
 use super::{comm_obj, count, guard, h, out, read, state, to_handle, CommObj, PROC_NULL};
 use crate::comm::{Flavor, LockType, WinOptions, Window};
 use crate::error::{Error, ErrorClass, Result};
@@ -63,6 +63,66 @@ fn win_obj(w: usize) -> Result<Arc<WinObj>> {
                 format!("{w:#x} is not a valid window handle")
             },
         )
+    })
+}
+
+/// Runs `f` on the window this thread used last, if `w` is its handle:
+/// no state lock and no reference count (the fast paths of `MPI_Put`,
+/// `MPI_Get` and `MPI_Win_flush`). `None` otherwise, or when `f` says
+/// `None` (the caller then takes the general path). `f` must not call
+/// into MPI.
+#[inline]
+fn with_last<R>(w: usize, f: impl FnOnce(&WinObj) -> Option<R>) -> Option<R> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        LAST.with(|l| match l.borrow().as_ref() {
+            // Relaxed: see `win_obj`.
+            Some((hw, o)) if *hw == w && o.freed.load(crate::sync::Ordering::Relaxed) == 0 => f(o),
+            _ => None,
+        })
+    }))
+    .ok()
+    .flatten()
+}
+
+/// `MPI_Put` / `MPI_Get` of builtin contiguous types with equal amounts
+/// on both sides, to memory mapped here, inside an open epoch: one copy.
+/// `None` for anything else (and for every error, which the general path
+/// then reports through the window's handler).
+#[allow(clippy::too_many_arguments)]
+#[inline]
+fn fast_put_get(
+    origin: *mut c_void,
+    ocount: c_int,
+    otype: *mut c_void,
+    rank: c_int,
+    disp: isize,
+    tcount: c_int,
+    ttype: *mut c_void,
+    win: *mut c_void,
+    is_put: bool,
+) -> Option<c_int> {
+    let (os, ts) = (simple_size(h(otype))?, simple_size(h(ttype))?);
+    let (on, tn) = (usize::try_from(ocount).ok()?, usize::try_from(tcount).ok()?);
+    let len = os.checked_mul(on)?;
+    if rank < 0 || disp < 0 || ts.checked_mul(tn)? != len {
+        return None;
+    }
+    with_last(h(win), |o| {
+        let (mem, _) = o.win.member(rank).ok()?;
+        let off = o.win.access(rank, disp as usize, len).ok()?;
+        let t = mem.mapped()?.wrapping_add(off);
+        let (src, dst) = if is_put {
+            (origin.cast_const().cast::<u8>(), t)
+        } else {
+            (t.cast_const(), origin.cast::<u8>())
+        };
+        if len > 0 {
+            // SAFETY: the target range lies in the member's memory, mapped
+            // here (checked by `access`); the origin holds `len` bytes by
+            // the caller's contract; MPI forbids overlapping them.
+            unsafe { std::ptr::copy(src, dst, len) };
+        }
+        Some(super::SUCCESS)
     })
 }
 
@@ -419,6 +479,9 @@ macro_rules! flush_fn {
         #[no_mangle]
         pub unsafe extern "C" fn $name($($arg: c_int,)? win: *mut c_void) -> c_int {
             $(let _ = $arg;)?
+            if with_last(h(win), |w| Some(w.win.flush())).is_some() {
+                return super::SUCCESS;
+            }
             on_win($call, win, |w| {
                 w.win.flush();
                 Ok(())
@@ -583,17 +646,12 @@ pub unsafe extern "C" fn MPI_Put(
     ttype: *mut c_void,
     win: *mut c_void,
 ) -> c_int {
+    let origin = origin as *mut c_void;
+    if let Some(rc) = fast_put_get(origin, ocount, otype, rank, disp, tcount, ttype, win, true) {
+        return rc;
+    }
     put_get(
-        "MPI_Put",
-        origin as *mut c_void,
-        ocount,
-        otype,
-        rank,
-        disp,
-        tcount,
-        ttype,
-        win,
-        true,
+        "MPI_Put", origin, ocount, otype, rank, disp, tcount, ttype, win, true,
     )
 }
 
@@ -608,6 +666,9 @@ pub unsafe extern "C" fn MPI_Get(
     ttype: *mut c_void,
     win: *mut c_void,
 ) -> c_int {
+    if let Some(rc) = fast_put_get(origin, ocount, otype, rank, disp, tcount, ttype, win, false) {
+        return rc;
+    }
     put_get(
         "MPI_Get", origin, ocount, otype, rank, disp, tcount, ttype, win, false,
     )
