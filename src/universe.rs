@@ -253,6 +253,13 @@ impl Universe {
         self.proc_.p2p.lock().transport().alloc_shared(len)
     }
 
+    /// Whether this process is still connected to another job (a
+    /// communicator over a bridge is live, or was freed without
+    /// `disconnect`: MPI 4.1 §11.10.4).
+    pub fn connected_to_other_jobs(&self) -> bool {
+        crate::comm::lock(&self.proc_.links).any()
+    }
+
     /// This process's world rank.
     pub fn rank(&self) -> usize {
         self.rank

@@ -643,9 +643,8 @@ pub unsafe extern "C" fn MPI_Send(
             let len = n as usize * sz;
             if len == 0 || !buf.is_null() {
                 let r = catch_unwind(AssertUnwindSafe(|| {
-                    // SAFETY: not null (or empty); MPI requires `buf` to
-                    // hold `n` elements of the datatype.
-                    let data = unsafe { std::slice::from_raw_parts(buf.cast::<u8>(), len) };
+                    // Not null (or empty, then possibly null).
+                    let data = super::bytes(buf, len)?;
                     w.comm.send(data, dest, tag)
                 }));
                 return finish_fast(w, "MPI_Send", r);
@@ -757,9 +756,8 @@ pub unsafe extern "C" fn MPI_Recv(
             let len = n as usize * sz;
             if len == 0 || !buf.is_null() {
                 let r = catch_unwind(AssertUnwindSafe(|| {
-                    // SAFETY: not null (or empty); MPI requires `buf` to be
-                    // writable for `n` elements of the datatype.
-                    let b = unsafe { std::slice::from_raw_parts_mut(buf.cast::<u8>(), len) };
+                    // Not null (or empty, then possibly null).
+                    let b = super::bytes_mut(buf, len)?;
                     let tag = if tag == ANY_TAG {
                         crate::p2p::ANY_TAG
                     } else {

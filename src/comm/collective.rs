@@ -69,7 +69,7 @@ impl Communicator {
         Ok(self.coll())
     }
 
-    fn root_of(&self, root: i32) -> Result<usize> {
+    pub(super) fn root_of(&self, root: i32) -> Result<usize> {
         if root < 0 || root >= self.size() {
             return Err(Error::new(
                 ErrorClass::Root,

@@ -120,11 +120,24 @@ pub const SELF_INDEX: u32 = 1;
 /// # Errors
 /// `Other` when no index is free in every member's map.
 pub fn claim(sh: &Shared, world_ranks: &[usize]) -> Result<u32> {
-    let mut members = world_ranks.to_vec();
-    members.sort_unstable();
-    members.dedup();
-    let seg = sh.segment();
-    let maps: Vec<_> = members.iter().map(|&r| seg.id_map(r)).collect();
+    // Each member's map is in its own job's segment (a member of another
+    // job is reached through a bridge, whose remote segment this process
+    // maps); members are walked in cross-job name order, which within a
+    // job is world-rank order, so every claimer walks them alike.
+    let mut homes: Vec<_> = {
+        let e = sh.lock();
+        let t = e.transport();
+        world_ranks
+            .iter()
+            .map(|&p| {
+                let (seg, r) = t.home_of(p);
+                (t.gpid(p), seg, r)
+            })
+            .collect()
+    };
+    homes.sort_unstable_by_key(|h| h.0);
+    homes.dedup_by_key(|h| h.0);
+    let maps: Vec<_> = homes.iter().map(|(_, seg, r)| seg.id_map(*r)).collect();
     claim_common(&maps).ok_or_else(|| {
         Error::new(
             ErrorClass::Other,

@@ -166,6 +166,11 @@ impl Communicator {
         if t.shm == Some(false) || world.len() < 2 || world.len() > t.shm_ranks {
             return None;
         }
+        // Members of another job cannot see this job's regions.
+        let n = self.proc_.segment().header().nranks() as usize;
+        if world.iter().any(|&w| w >= n) {
+            return None;
+        }
         Region::claim(self.proc_.segment(), world)
     }
 
@@ -333,7 +338,7 @@ impl Communicator {
         let mut mine = [0u8; 16];
         mine[..4].copy_from_slice(&u32::from(subset).to_le_bytes());
         mine[4..8].copy_from_slice(&(group.size() as u32).to_le_bytes());
-        mine[8..].copy_from_slice(&group.digest().to_le_bytes());
+        mine[8..].copy_from_slice(&self.digest_of(group).to_le_bytes());
         let mut all = vec![0u8; 16 * n];
         c.allgather_t(&mine, &mut all)?;
         let rec = |r: usize| &all[16 * r..16 * (r + 1)];
@@ -429,9 +434,13 @@ impl Communicator {
             // Parent ranks; the leader is the member with the lowest world
             // rank, which does not depend on the order the group lists.
             let parent_rank = |w: usize| parent.rank_of(w).expect("subgroup");
-            let leader_world = *group.world_ranks().iter().min().expect("not empty");
+            let leader_world = *group
+                .world_ranks()
+                .iter()
+                .min_by_key(|&&w| self.gpid(w))
+                .expect("not empty");
             let leader = parent_rank(leader_world);
-            let digest = group.digest().to_le_bytes();
+            let digest = self.digest_of(group).to_le_bytes();
             let index = if leader == self.ctx.rank {
                 let mut same = true;
                 for &w in group.world_ranks() {
@@ -526,7 +535,10 @@ impl Communicator {
             match &self.inner.kind {
                 Kind::Intra => self.coll().barrier(),
                 Kind::Inter { .. } => self.inter_barrier(),
-            }
+            }?;
+            // Its links to other jobs go without keeping them connected.
+            self.mark_disconnected();
+            Ok(())
         })();
         self.ret("MPI_Comm_disconnect", r)
     }

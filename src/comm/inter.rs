@@ -22,19 +22,9 @@ use crate::error::{Error, ErrorClass, Result};
 use crate::group::{Group, UNDEFINED};
 use crate::p2p::Context;
 
-fn encode_ranks(v: &[usize]) -> Vec<u8> {
-    v.iter().flat_map(|&x| (x as u32).to_le_bytes()).collect()
-}
-
-fn decode_ranks(b: &[u8]) -> Vec<usize> {
-    b.chunks_exact(4)
-        .map(|c| u32::from_le_bytes(c.try_into().expect("4 bytes")) as usize)
-        .collect()
-}
-
 /// Broadcasts a variable-length message from local rank `root` (length
 /// first).
-fn bcast_vec(c: &Coll<'_>, root: usize, data: &mut Vec<u8>) -> Result<()> {
+pub(super) fn bcast_vec(c: &Coll<'_>, root: usize, data: &mut Vec<u8>) -> Result<()> {
     let mut len = (data.len() as u64).to_le_bytes();
     c.bcast_t(root, &mut len)?;
     data.resize(u64::from_le_bytes(len) as usize, 0);
@@ -97,7 +87,7 @@ impl Communicator {
                         if let Err(e) = &index {
                             m[..4].copy_from_slice(&error_code(e).to_le_bytes());
                         }
-                        m.extend(encode_ranks(&remote));
+                        m.extend(self.encode_peers(&remote));
                         m
                     }
                 };
@@ -105,7 +95,7 @@ impl Communicator {
             bcast_vec(&local, leader, &mut msg)?;
             let v: [u8; 8] = msg[..8].try_into().expect("verdict");
             let index = read_verdict(&v, "MPI_Intercomm_create")?;
-            let remote = decode_ranks(&msg[8..]);
+            let remote = self.decode_peers(&msg[8..])?;
             Ok(self.inter_child(
                 index,
                 self.inner.group.clone(),
@@ -143,11 +133,11 @@ impl Communicator {
             tag,
             &mut len,
         )?;
-        let mut theirs = vec![0u8; 4 * u64::from_le_bytes(len) as usize];
-        peer.sendrecv_raw(&encode_ranks(mine), remote_leader, tag, &mut theirs)?;
-        let remote = decode_ranks(&theirs);
-        let me = self.proc_.p2p.world_rank();
-        let remote_leader_world = peer.ctx.ranks[remote_leader as usize];
+        let mut theirs = vec![0u8; 16 * u64::from_le_bytes(len) as usize];
+        peer.sendrecv_raw(&self.encode_peers(mine), remote_leader, tag, &mut theirs)?;
+        let remote = self.decode_peers(&theirs)?;
+        let me = self.gpid(self.proc_.p2p.world_rank());
+        let remote_leader_world = self.gpid(peer.ctx.ranks[remote_leader as usize]);
         let index = if remote.iter().any(|w| mine.contains(w)) {
             Err(Error::new(
                 ErrorClass::Group,
@@ -235,7 +225,7 @@ impl Communicator {
         if self.ctx.rank == 0 {
             let inter = self.coll();
             let me = self.proc_.p2p.world_rank();
-            if me < self.ctx.ranks[0] {
+            if self.gpid(me) < self.gpid(self.ctx.ranks[0]) {
                 let r = context::claim(&self.proc_.p2p, members);
                 let reg = if region {
                     r.as_ref().ok().and_then(|_| self.claim_region(members))
@@ -299,7 +289,10 @@ impl Communicator {
             let me_first = match (hi[0], hi[1]) {
                 (0, 1) => true,
                 (1, 0) => false,
-                _ => self.inner.group.world_ranks()[0] < remote.world_ranks()[0],
+                _ => {
+                    self.gpid(self.inner.group.world_ranks()[0])
+                        < self.gpid(remote.world_ranks()[0])
+                }
             };
             let (a, b) = if me_first {
                 (&self.inner.group, remote)
@@ -332,7 +325,7 @@ impl Communicator {
         // Every member of a side must pass the same subgroup of it.
         let mut mine = [0u8; 12];
         mine[..4].copy_from_slice(&u32::from(subset).to_le_bytes());
-        mine[4..].copy_from_slice(&group.digest().to_le_bytes());
+        mine[4..].copy_from_slice(&self.digest_of(group).to_le_bytes());
         let mut all = vec![0u8; 12 * n];
         local.allgather_t(&mine, &mut all)?;
         let consistent = (0..n).all(|r| all[12 * r..12 * (r + 1)] == mine);
@@ -342,7 +335,7 @@ impl Communicator {
         if self.ctx.rank == 0 {
             let inter = self.coll();
             let mut out = vec![u8::from(consistent)];
-            out.extend(encode_ranks(group.world_ranks()));
+            out.extend(self.encode_peers(group.world_ranks()));
             inter.send(0, tags::COMM, &(out.len() as u64).to_le_bytes())?;
             inter.send(0, tags::COMM, &out)?;
             let mut len = [0u8; 8];
@@ -359,7 +352,7 @@ impl Communicator {
                  pass the same subgroup of their local group",
             ));
         }
-        let remote = decode_ranks(&msg[1..]);
+        let remote = self.decode_peers(&msg[1..])?;
         if group.size() == 0 || remote.is_empty() {
             return Ok(None);
         }
@@ -406,7 +399,7 @@ impl Communicator {
             unreachable!("claim_for_pair on an intracommunicator");
         };
         let remote_rank = |w: usize| remote.rank_of(w).expect("remote member");
-        let claimer_is_local = mine[0] < theirs[0];
+        let claimer_is_local = self.gpid(mine[0]) < self.gpid(theirs[0]);
         let claimer = if claimer_is_local { mine[0] } else { theirs[0] };
         let local = self.local_coll();
         let inter = self.coll();

@@ -11,6 +11,7 @@
 
 pub mod attr;
 mod collective;
+mod connect;
 pub mod context;
 mod create;
 pub mod errhandler;
@@ -45,6 +46,8 @@ pub(crate) struct Process {
     pub(crate) p2p: Shared,
     /// 0 running, 1 finalized.
     pub(crate) finalized: AtomicU32,
+    /// Bridges to other jobs and what holds them (`connect.rs`).
+    pub(crate) links: Mutex<connect::Links>,
 }
 
 impl Process {
@@ -52,6 +55,7 @@ impl Process {
         Process {
             p2p,
             finalized: AtomicU32::new(0),
+            links: Mutex::new(connect::Links::default()),
         }
     }
 
@@ -119,6 +123,11 @@ struct Inner {
     hier: std::sync::OnceLock<Option<Hier>>,
     /// A level of a hierarchy itself: never hierarchical again.
     no_hier: AtomicU32,
+    /// The links to other jobs this communicator holds (`connect.rs`).
+    links: Vec<usize>,
+    /// Set by `disconnect`: letting go of `links` does not keep the jobs
+    /// connected.
+    disconnected: AtomicU32,
 }
 
 /// A communicator's NUMA levels: this rank's node, and (at node leaders)
@@ -129,17 +138,71 @@ struct Hier {
     leaders: Option<Communicator>,
 }
 
+impl Communicator {
+    /// The cross-job name of peer `p` (a world rank, or a member of
+    /// another job reached through a bridge): what members compare and
+    /// exchange where their peer numbers could differ.
+    pub(crate) fn gpid(&self, p: usize) -> crate::transport::bridge::Gpid {
+        self.proc_.p2p.lock().transport().gpid(p)
+    }
+
+    /// `peers` as bytes of their [`gpid`](Self::gpid)s (16 each).
+    pub(crate) fn encode_peers(&self, peers: &[usize]) -> Vec<u8> {
+        let e = self.proc_.p2p.lock();
+        peers
+            .iter()
+            .flat_map(|&p| e.transport().gpid(p).to_le_bytes())
+            .collect()
+    }
+
+    /// The peers named by bytes of [`encode_peers`](Self::encode_peers).
+    ///
+    /// # Errors
+    /// `Intern` for a process this one cannot reach.
+    pub(crate) fn decode_peers(&self, b: &[u8]) -> Result<Vec<usize>> {
+        let e = self.proc_.p2p.lock();
+        b.chunks_exact(16)
+            .map(|c| {
+                let g = u128::from_le_bytes(c.try_into().expect("16 bytes"));
+                e.transport().peer_of(g).ok_or_else(|| {
+                    Error::new(
+                        ErrorClass::Intern,
+                        format!("process {g:#x} is not connected to this one"),
+                    )
+                })
+            })
+            .collect()
+    }
+
+    /// A digest of `g` that every member computes alike (over the members'
+    /// cross-job names, in group order).
+    pub(crate) fn digest_of(&self, g: &Group) -> u64 {
+        let e = self.proc_.p2p.lock();
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        let words = std::iter::once(g.size() as u128)
+            .chain(g.world_ranks().iter().map(|&p| e.transport().gpid(p)));
+        for v in words {
+            for b in v.to_le_bytes() {
+                h ^= u64::from(b);
+                h = h.wrapping_mul(0x0000_0100_0000_01b3);
+            }
+        }
+        h
+    }
+}
+
 impl Drop for Inner {
     fn drop(&mut self) {
         lock(&self.attrs).clear();
         if let Some(i) = self.index {
             context::release(&self.proc_.p2p, i);
         }
+        connect::release_links(self);
     }
 }
 
 /// Locks a mutex whose data stays consistent even if a holder panicked.
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
@@ -186,9 +249,12 @@ impl Communicator {
         attrs: attr::Cache,
         errh: ErrHandler,
     ) -> Communicator {
+        let links = connect::hold_links(&proc_, &group, &kind);
         Communicator {
             inner: Arc::new(Inner {
                 proc_: proc_.clone(),
+                links,
+                disconnected: AtomicU32::new(0),
                 group,
                 kind,
                 index,

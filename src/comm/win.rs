@@ -271,36 +271,40 @@ impl Communicator {
         self.win_check(disp_unit)?;
         let n = self.size() as usize;
         let me = self.rank() as usize;
-        let (kind, addr) = {
+        let (kind, off) = {
             let e = self.proc_.p2p.lock();
             match e.transport().pool_offset(mem.base(), mem.len()) {
                 Some(off) if !mem.is_empty() => (IN_POOL, off),
-                _ => (IN_HEAP, mem.base() as u64),
+                _ => (IN_HEAP, 0),
             }
         };
         let mine = [
             mem.len() as u64,
             disp_unit as u64,
             kind,
-            addr,
+            off,
+            mem.base() as u64,
             u64::from(std::process::id()),
         ];
-        let mut all = vec![0u64; 5 * n];
+        let mut all = vec![0u64; 6 * n];
         self.allgather(&mine, &mut all)?;
         let world = self.group().world_ranks().to_vec();
+        let job = self.proc_.segment().header().nranks() as usize;
         let own = Arc::new(mem);
         let mut parts = Vec::with_capacity(n);
         let mut refused: Option<String> = None;
         for r in 0..n {
-            let [len, unit, kind, addr, pid] =
-                <[u64; 5]>::try_from(&all[5 * r..5 * r + 5]).expect("five words per member");
+            let [len, unit, kind, off, addr, pid] =
+                <[u64; 6]>::try_from(&all[6 * r..6 * r + 6]).expect("six words per member");
             let (len, unit) = (len as usize, unit as usize);
             let m = if r == me {
                 Memory::own(own.clone())
-            } else if kind == IN_POOL {
+            } else if kind == IN_POOL && world[r] < job {
                 let view = self.proc_.p2p.lock().transport().pool_view(world[r])?;
-                Memory::in_pool(Arc::new(view), addr as usize, len)?
+                Memory::in_pool(Arc::new(view), off as usize, len)?
             } else {
+                // Ordinary memory, or a pool of another job (whose pool
+                // files this job does not know): by system call.
                 if len > 0 && refused.is_none() {
                     let why = self.proc_.p2p.lock().transport().can_reach(world[r]);
                     if let Err(why) = why {
@@ -762,6 +766,13 @@ impl Window {
     pub fn free(self) -> Result<()> {
         fence(Ordering::SeqCst);
         let r = self.comm.barrier();
+        // Every access is complete and every member is here: letting go
+        // of the window's communicator is a disconnect, not a free (a
+        // window over members of another job does not keep the jobs
+        // connected after `win_free`).
+        if r.is_ok() {
+            self.comm.mark_disconnected();
+        }
         self.comm.ret("MPI_Win_free", r)
     }
 }

@@ -570,6 +570,25 @@ impl Engine {
         &self.t
     }
 
+    /// Joins a bridge to another job (`Transport::add_bridge`): its
+    /// members become peers with the indices returned.
+    ///
+    /// # Errors
+    /// As `Transport::add_bridge`.
+    pub fn add_bridge(
+        &mut self,
+        spec: crate::transport::bridge::BridgeSpec,
+    ) -> Result<std::ops::Range<usize>> {
+        let r = self.t.add_bridge(spec)?;
+        self.m.inbound.resize(self.t.peers(), Inbound::Idle);
+        Ok(r)
+    }
+
+    /// Leaves the bridge whose members are `peers`.
+    pub fn remove_bridge(&mut self, peers: std::ops::Range<usize>) {
+        self.t.remove_bridge(peers);
+    }
+
     /// One bounded round of progress: queued sends, incoming frames (bytes
     /// for the slots in `sinks` go straight into the lent buffers), acks.
     /// Returns the work done. Callers go through `Shared::progress`, which

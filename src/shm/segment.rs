@@ -155,9 +155,42 @@ impl Segment {
     /// A named [`SegmentAttachError`] for a missing file, one not private to
     /// this user, or any header field that differs.
     pub fn attach(path: &Path, spec: SegmentSpec) -> Result<Segment, SegmentAttachError> {
+        Segment::attach_with(path, spec, libc::O_NOFOLLOW)
+    }
+
+    /// Maps the segment that process `pid` holds open as descriptor `fd`
+    /// (`/proc/<pid>/fd/<fd>`: a job segment's name is gone once its ranks
+    /// have attached, so another job of the same user reaches it this
+    /// way), and checks it as [`attach`](Self::attach) does.
+    ///
+    /// # Errors
+    /// As [`attach`](Self::attach).
+    pub fn attach_held(
+        pid: u32,
+        fd: i32,
+        spec: SegmentSpec,
+    ) -> Result<Segment, SegmentAttachError> {
+        let path = PathBuf::from(format!("/proc/{pid}/fd/{fd}"));
+        let mut seg = Segment::attach_with(&path, spec, 0)?;
+        seg.path = path;
+        Ok(seg)
+    }
+
+    /// This process's descriptor of the segment file (see
+    /// [`attach_held`](Self::attach_held)).
+    pub fn fd(&self) -> i32 {
+        use std::os::fd::AsRawFd;
+        self.file.as_raw_fd()
+    }
+
+    fn attach_with(
+        path: &Path,
+        spec: SegmentSpec,
+        extra: libc::c_int,
+    ) -> Result<Segment, SegmentAttachError> {
         check_shape(&spec).map_err(SegmentAttachError::BadShape)?;
         let c = cpath(path);
-        let flags = libc::O_RDWR | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+        let flags = libc::O_RDWR | extra | libc::O_CLOEXEC;
         // SAFETY: `c` is NUL-terminated.
         let fd = unsafe { libc::open(c.as_ptr(), flags) };
         if fd < 0 {

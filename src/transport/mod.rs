@@ -30,6 +30,7 @@
 //! # }
 //! ```
 
+pub mod bridge;
 pub mod bytes;
 pub mod cma;
 pub mod layout;
@@ -269,6 +270,11 @@ pub struct Transport {
     /// Read-only views of the peers' pools, mapped at the first
     /// rendezvous from each.
     peer_pools: Vec<std::sync::OnceLock<pool::PeerPool>>,
+    /// Bridges to other jobs (`None` once removed; ids are not reused).
+    bridges: Vec<Option<bridge::Bridge>>,
+    /// The peers beyond this job's ranks (peer index `size() + i`): which
+    /// bridge and where (`None` once their bridge is removed).
+    far: Vec<Option<bridge::Far>>,
 }
 
 fn ring_header(seg: &Segment, off: usize) -> NonNull<RingHeader> {
@@ -384,6 +390,8 @@ impl Transport {
             pool_len,
             pool_threshold,
             peer_pools: (0..n).map(|_| std::sync::OnceLock::new()).collect(),
+            bridges: Vec::new(),
+            far: Vec::new(),
         })
     }
 
@@ -448,7 +456,7 @@ impl Transport {
             CmaMode::Off => Err("single copy is off (SHMPI_CMA=off)".into()),
             CmaMode::Refuse => Err("refused (simulated by SHMPI_CMA=refuse)".into()),
             CmaMode::Auto | CmaMode::Always => {
-                let cb = self.seg.control(peer);
+                let cb = self.control(peer);
                 cma::probe(cb.pid(), cb.probe())
             }
         }
@@ -456,7 +464,7 @@ impl Transport {
 
     /// The process id of `peer`.
     pub fn pid_of(&self, peer: usize) -> u32 {
-        self.seg.control(peer).pid()
+        self.control(peer).pid()
     }
 
     /// Removes this rank's pool file (finalize: every rendezvous from it
@@ -602,18 +610,21 @@ impl Transport {
     }
 
     fn tx(&mut self, peer: usize) -> &mut Tx {
-        assert!(peer < self.size() && peer != self.me, "bad peer {peer}");
+        assert!(peer < self.tx.len() && peer != self.me, "bad peer {peer}");
         if self.tx[peer].is_none() {
-            let (h, d) = self.layout.ring(self.me, peer);
-            let cap = self.layout.ring_capacity();
-            let hp = ring_header(&self.seg, h);
-            let owner: ring::Owner = self.seg.clone();
+            let (seg, layout, from, to) = self.ring_home(peer);
+            let (h, d) = layout.ring(from, to);
+            let cap = layout.ring_capacity();
+            let hp = ring_header(&seg, h);
+            let data = ring_data(&seg, d, cap);
+            let owner: ring::Owner = seg;
             // SAFETY: the peer initialised this header and reserved its
-            // region before the start barrier, which every transport user
+            // region before the start barrier (a bridge's before the
+            // connection's handshake ended), which every transport user
             // passes before sending; this rank is the only producer of ring
             // me → peer; the segment outlives the handle via `owner`.
-            let prod = unsafe { ring::producer_at(hp, ring_data(&self.seg, d, cap), owner) }
-                .expect("layout gives valid rings");
+            let prod =
+                unsafe { ring::producer_at(hp, data, owner) }.expect("layout gives valid rings");
             self.tx[peer] = Some(Tx {
                 prod,
                 hdr: HeaderPtr(hp),
@@ -626,6 +637,35 @@ impl Transport {
             });
         }
         self.tx[peer].as_mut().expect("just made")
+    }
+
+    /// Where the ring from this rank to `peer` lives: the segment, its
+    /// layout, and the sender's and receiver's indices in it.
+    fn ring_home(&self, peer: usize) -> (Arc<Segment>, Layout, usize, usize) {
+        match peer.checked_sub(self.size()) {
+            None => (self.seg.clone(), self.layout, self.me, peer),
+            Some(i) => {
+                let f = self.far[i].as_ref().expect("a peer of a removed bridge");
+                let b = self.bridges[f.bridge]
+                    .as_ref()
+                    .expect("bridge of a live peer");
+                (b.seg.clone(), b.layout, b.me, f.at)
+            }
+        }
+    }
+
+    /// The control block of `peer` (in its own job's segment).
+    fn control(&self, peer: usize) -> &crate::shm::ControlBlock {
+        match peer.checked_sub(self.size()) {
+            None => self.seg.control(peer),
+            Some(i) => {
+                let f = self.far[i].as_ref().expect("a peer of a removed bridge");
+                let b = self.bridges[f.bridge]
+                    .as_ref()
+                    .expect("bridge of a live peer");
+                b.remote.control(f.rank)
+            }
+        }
     }
 
     /// Sends `data` to `peer` if the ring has room, as far as it has room.
@@ -802,6 +842,16 @@ impl Transport {
 
     #[inline]
     fn notify(&mut self, peer: usize) {
+        if peer >= self.size() {
+            // SYNC(watched): as below; a bridge ring is always watched (its
+            // receiver polls it on every pass and its sleeper watches its
+            // tail), so no pending bit.
+            fence(Ordering::SeqCst);
+            let cb = self.control(peer);
+            doorbell::ring(&Kernel, cb.doorbell(), cb.sleepers());
+            self.owed[peer] = 0;
+            return;
+        }
         let cb = self.seg.control(peer);
         // SYNC(watched): SeqCst fence between publishing the frames
         // (Release header stores above) and reading the consumer's
@@ -831,7 +881,7 @@ impl Transport {
         // (`Frame::release`), paired with a blocked producer's sleeper
         // increment + fence + SeqCst load of `head` (`Sleeper::has_work`).
         fence(Ordering::SeqCst);
-        let cb = self.seg.control(peer);
+        let cb = self.control(peer);
         doorbell::ring(&Kernel, cb.doorbell(), cb.sleepers());
         self.owed[peer] = 0;
     }
@@ -917,6 +967,12 @@ impl Transport {
         }
         for peer in full.into_iter().filter(|&p| p != usize::MAX) {
             self.local[peer / 64] |= 1u64 << (peer % 64);
+        }
+        // Bridge rings have no pending bits: look at each.
+        for i in 0..self.far.len() {
+            if self.far[i].is_some() {
+                work += self.drain_ring(self.size() + i, budget, handler).0;
+            }
         }
         work
     }
@@ -1108,19 +1164,48 @@ impl Transport {
             fence(Ordering::SeqCst);
             for peer in 0..self.owed.len() {
                 if self.owed[peer] > 0 {
-                    let cb = self.seg.control(peer);
+                    let cb = self.control(peer);
                     doorbell::ring(&Kernel, cb.doorbell(), cb.sleepers());
                     self.owed[peer] = 0;
                 }
             }
         }
-        let blocked = self
-            .tx
+        let n = self.size();
+        let blocked = self.tx[..n]
             .iter()
             .flatten()
             .filter(|t| t.stalled || !t.queue.is_empty())
             .map(|t| (t.header_off, t.prod.head_seen()))
             .collect();
+        // Bridge rings: every incoming one (new frames move its tail), and
+        // outgoing ones this rank waits for room in (their head).
+        let mut far = Vec::new();
+        for (i, f) in self.far.iter().enumerate() {
+            let Some(f) = f else { continue };
+            let Some(b) = self.bridges[f.bridge].as_ref() else {
+                continue;
+            };
+            if let Some(rx) = self.rx[n + i].as_ref() {
+                let (h, _) = b.layout.ring(f.at, b.me);
+                far.push(bridge::FarWatch {
+                    seg: b.seg.clone(),
+                    header: h,
+                    seen: rx.cons.position(),
+                    head: false,
+                });
+            }
+            if let Some(t) = self.tx[n + i]
+                .as_ref()
+                .filter(|t| t.stalled || !t.queue.is_empty())
+            {
+                far.push(bridge::FarWatch {
+                    seg: b.seg.clone(),
+                    header: t.header_off,
+                    seen: t.prod.head_seen(),
+                    head: true,
+                });
+            }
+        }
         let mut direct = [Watch::Tail(0, 0); DIRECT_MAX];
         let mut ndirect = 0;
         for (&p, rx) in self
@@ -1143,6 +1228,7 @@ impl Transport {
             blocked,
             direct,
             ndirect,
+            far,
         }
     }
 
@@ -1224,6 +1310,8 @@ pub struct Sleeper {
     /// What to watch on each directly polled ring.
     direct: [Watch; DIRECT_MAX],
     ndirect: usize,
+    /// Rings in bridges to other jobs.
+    far: Vec<bridge::FarWatch>,
 }
 
 /// How a sleeper sees a new frame on a directly polled ring.
@@ -1276,6 +1364,7 @@ impl Sleeper {
         // SYNC(doorbell): SeqCst loads after the sleeper's store + fence,
         // its half of the Dekker pairs (see `shm::doorbell`).
         (0..self.words).any(|w| cb.pending(w).load(Ordering::SeqCst) != 0)
+            || self.far.iter().any(bridge::FarWatch::moved)
             || self.blocked.iter().any(|&(off, seen)| {
                 // SAFETY: `off` came from the layout and lies in the mapping
                 // that `seg` keeps alive; headers are all atomics.
@@ -1291,7 +1380,7 @@ impl Sleeper {
         // A consumer rings a blocked producer only in bulk or when it
         // idles (see `Transport::drain_ring`): a producer waiting for room
         // looks again every millisecond.
-        let timeout = if self.blocked.is_empty() {
+        let timeout = if self.blocked.is_empty() && !self.far.iter().any(|w| w.head) {
             timeout
         } else {
             timeout.min(BLOCKED_SLEEP)
