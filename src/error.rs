@@ -75,6 +75,9 @@ pub enum ErrorClass {
     RmaSync,
     /// `MPI_ERR_WIN`: invalid window.
     Win,
+    /// `MPI_ERR_PROC_FAILED`: a process the operation involves has died
+    /// (a member of a connected job, `docs/connect.md`).
+    ProcFailed,
 }
 
 impl ErrorClass {
@@ -113,6 +116,7 @@ impl ErrorClass {
             ErrorClass::RmaRange => "MPI_ERR_RMA_RANGE",
             ErrorClass::RmaSync => "MPI_ERR_RMA_SYNC",
             ErrorClass::Win => "MPI_ERR_WIN",
+            ErrorClass::ProcFailed => "MPI_ERR_PROC_FAILED",
         }
     }
 
@@ -152,6 +156,7 @@ impl ErrorClass {
             ErrorClass::Win => 60,
             ErrorClass::Unsupported => 58,
             ErrorClass::Errhandler => 61,
+            ErrorClass::ProcFailed => 62,
         }
     }
 
@@ -162,7 +167,7 @@ impl ErrorClass {
 }
 
 /// Every class, for lookups by C value.
-const ALL: [ErrorClass; 32] = [
+const ALL: [ErrorClass; 33] = [
     ErrorClass::Buffer,
     ErrorClass::Count,
     ErrorClass::Type,
@@ -195,6 +200,7 @@ const ALL: [ErrorClass; 32] = [
     ErrorClass::RmaRange,
     ErrorClass::RmaSync,
     ErrorClass::Win,
+    ErrorClass::ProcFailed,
 ];
 
 impl fmt::Display for ErrorClass {

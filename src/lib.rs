@@ -66,6 +66,7 @@ pub use group::{Comparison, Group, UNDEFINED};
 pub use p2p::{Status, ANY_SOURCE, ANY_TAG, PROC_NULL, TAG_UB};
 #[cfg(not(loom))]
 pub use transport::rma::Exposed;
+#[cfg(not(loom))]
 pub use transport::SharedBuf;
 #[cfg(not(loom))]
 pub use universe::{init, Protocols, Threading, Universe};

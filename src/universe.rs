@@ -295,6 +295,8 @@ impl Universe {
         self.proc_.p2p.wait_until(None, |e| {
             (0..n).all(|p| e.transport().is_idle(p)).then_some(Ok(()))
         })?;
+        // Collective over connected processes: other jobs first.
+        crate::comm::meet_connected(&self.proc_)?;
         self.world.barrier()?;
         // Every rendezvous from this rank's pool has been acked (the sends
         // completed above), and no rank reads it after the barrier.

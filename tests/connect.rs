@@ -314,3 +314,307 @@ fn jobs_connect_talk_disconnect_and_survive_each_other() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+const DOOMED: &str = "connect-test doomed";
+
+fn doomed_acceptor(u: &shmpi::Universe) {
+    let w = u.world();
+    let port = (w.rank() == 0).then(|| names::Port::open().expect("open a port"));
+    if let Some(p) = &port {
+        names::publish_name(DOOMED, p.name()).expect("publish");
+    }
+    let inter = w.accept(port.as_ref(), 0).expect("accept");
+    if let Some(p) = &port {
+        names::unpublish_name(DOOMED, p.name()).expect("unpublish");
+    }
+    inter.set_errhandler(shmpi::ErrHandler::Return);
+    let me = inter.rank();
+    // The other job's rank 1 says it is about to die, then dies (its
+    // launcher then ends its rank 0 too).
+    let mut word = [0u8; 5];
+    inter.recv(&mut word, 1, 1).unwrap();
+    assert_eq!(&word, b"dying");
+    let t0 = Instant::now();
+    let mut buf = [0u8; 8];
+    let e = inter.recv(&mut buf, me, 2).unwrap_err();
+    let took = t0.elapsed();
+    assert_eq!(e.class(), shmpi::ErrorClass::ProcFailed, "{e}");
+    println!(
+        "rank {me}: ProcFailed after {:.0} ms",
+        took.as_secs_f64() * 1e3
+    );
+    assert!(took < Duration::from_secs(3), "noticed after {took:?}");
+    // A send to the dead job fails too (or completes locally into the
+    // ring, which MPI allows); it never hangs.
+    let big = vec![1u8; 4 << 20];
+    let r = inter.send(&big[..], me, 3);
+    assert!(r.is_err_and(|e| e.class() == shmpi::ErrorClass::ProcFailed));
+    // This job goes on.
+    let mut sum = [0i32];
+    w.allreduce(&[1], &mut sum, &shmpi::Op::Sum).unwrap();
+    assert_eq!(sum[0], 2);
+    println!("survivor done");
+}
+
+fn doomed_connector(u: &shmpi::Universe) {
+    let w = u.world();
+    let mut name = String::new();
+    if w.rank() == 0 {
+        let start = Instant::now();
+        name = loop {
+            match names::lookup_name(DOOMED) {
+                Ok(p) => break p,
+                Err(_) if start.elapsed() < Duration::from_secs(60) => {
+                    std::thread::sleep(Duration::from_millis(5))
+                }
+                Err(e) => panic!("never published: {e}"),
+            }
+        };
+    }
+    let inter = w
+        .connect(&name, 0, Duration::from_secs(30))
+        .expect("connect");
+    if w.rank() == 1 {
+        for r in 0..2 {
+            inter.send(b"dying", r, 1).unwrap();
+        }
+        let _ = std::process::Command::new("kill")
+            .arg("-KILL")
+            .arg(std::process::id().to_string())
+            .status();
+    }
+    std::thread::sleep(Duration::from_secs(10));
+}
+
+#[test]
+fn connect_doomed_acceptor() {
+    if support::is_rank_of("connect_doomed_acceptor") {
+        let u = shmpi::init().expect("init");
+        doomed_acceptor(&u);
+        u.finalize().expect("finalize");
+    }
+}
+
+#[test]
+fn connect_doomed_connector() {
+    if support::is_rank_of("connect_doomed_connector") {
+        let u = shmpi::init().expect("init");
+        doomed_connector(&u);
+        u.finalize().expect("finalize");
+    }
+}
+
+/// Connected and never disconnected: when the other job dies, calls that
+/// involve it fail with `ProcFailed` (under `ERRORS_RETURN`) instead of
+/// hanging, and this job finishes.
+#[test]
+fn a_dead_connected_job_fails_calls_with_proc_failed() {
+    let dir = std::env::temp_dir().join(format!("shmpi-doomed-test-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let d = dir.to_string_lossy().into_owned();
+    let d2 = d.clone();
+    let a = std::thread::spawn(move || {
+        support::launch(
+            2,
+            "connect_doomed_acceptor",
+            &[],
+            &[("SHMPI_RUNTIME_DIR", &d)],
+            Duration::from_secs(90),
+        )
+    });
+    let b = support::launch(
+        2,
+        "connect_doomed_connector",
+        &[],
+        &[("SHMPI_RUNTIME_DIR", &d2)],
+        Duration::from_secs(90),
+    );
+    let a = a.join().unwrap();
+    assert_eq!(a.code, Some(0), "the survivor:\n{}\n{}", a.stdout, a.stderr);
+    assert!(a.stdout.contains("survivor done"), "{}", a.stdout);
+    for l in a.stdout.lines().filter(|l| l.contains("ProcFailed after")) {
+        println!("{l}");
+    }
+    assert_ne!(b.code, Some(0));
+    support::assert_no_segments_left();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+const LINGER: &str = "connect-test linger";
+
+fn marker() -> std::path::PathBuf {
+    std::path::PathBuf::from(std::env::var("SHMPI_RUNTIME_DIR").unwrap()).join("finalizing")
+}
+
+#[test]
+fn connect_linger_acceptor() {
+    if support::is_rank_of("connect_linger_acceptor") {
+        let u = shmpi::init().expect("init");
+        let w = u.world();
+        let port = (w.rank() == 0).then(|| names::Port::open().expect("open a port"));
+        if let Some(p) = &port {
+            names::publish_name(LINGER, p.name()).expect("publish");
+        }
+        let inter = w.accept(port.as_ref(), 0).expect("accept");
+        if let Some(p) = &port {
+            names::unpublish_name(LINGER, p.name()).expect("unpublish");
+        }
+        // Freed, not disconnected: still connected (MPI 4.1 §11.10.4).
+        drop(inter);
+        assert!(u.connected_to_other_jobs());
+        u.finalize().expect("finalize");
+        // Finalize waited for the other job to reach its finalize.
+        assert!(
+            marker().exists(),
+            "finalize returned before the other job finalized"
+        );
+        println!("lingered");
+    }
+}
+
+#[test]
+fn connect_linger_connector() {
+    if support::is_rank_of("connect_linger_connector") {
+        let u = shmpi::init().expect("init");
+        let w = u.world();
+        let mut name = String::new();
+        if w.rank() == 0 {
+            let start = Instant::now();
+            name = loop {
+                match names::lookup_name(LINGER) {
+                    Ok(p) => break p,
+                    Err(_) if start.elapsed() < Duration::from_secs(60) => {
+                        std::thread::sleep(Duration::from_millis(5))
+                    }
+                    Err(e) => panic!("never published: {e}"),
+                }
+            };
+        }
+        let inter = w
+            .connect(&name, 0, Duration::from_secs(30))
+            .expect("connect");
+        drop(inter);
+        std::thread::sleep(Duration::from_millis(300));
+        if w.rank() == 0 {
+            std::fs::write(marker(), b"yes").unwrap();
+        }
+        u.finalize().expect("finalize");
+    }
+}
+
+/// Two jobs still connected (a communicator freed without disconnect)
+/// meet at finalize: the first to finalize waits for the other.
+#[test]
+fn finalize_waits_for_a_still_connected_job() {
+    let dir = std::env::temp_dir().join(format!("shmpi-linger-test-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let d = dir.to_string_lossy().into_owned();
+    let d2 = d.clone();
+    let a = std::thread::spawn(move || {
+        support::launch(
+            2,
+            "connect_linger_acceptor",
+            &[],
+            &[("SHMPI_RUNTIME_DIR", &d)],
+            Duration::from_secs(90),
+        )
+    });
+    let b = support::launch(
+        2,
+        "connect_linger_connector",
+        &[],
+        &[("SHMPI_RUNTIME_DIR", &d2)],
+        Duration::from_secs(90),
+    );
+    let a = a.join().unwrap();
+    assert_eq!(b.code, Some(0), "connector:\n{}\n{}", b.stdout, b.stderr);
+    assert_eq!(a.code, Some(0), "acceptor:\n{}\n{}", a.stdout, a.stderr);
+    assert!(a.stdout.contains("lingered"));
+    support::assert_no_segments_left();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+const ABORTS: &str = "connect-test aborts";
+
+#[test]
+fn connect_abort_acceptor() {
+    if support::is_rank_of("connect_abort_acceptor") {
+        let u = shmpi::init().expect("init");
+        let w = u.world();
+        let port = (w.rank() == 0).then(|| names::Port::open().expect("open a port"));
+        if let Some(p) = &port {
+            names::publish_name(ABORTS, p.name()).expect("publish");
+        }
+        let inter = w.accept(port.as_ref(), 0).expect("accept");
+        if let Some(p) = &port {
+            names::unpublish_name(ABORTS, p.name()).expect("unpublish");
+        }
+        inter.barrier().unwrap();
+        if w.rank() == 0 {
+            inter.abort(9);
+        }
+        std::thread::sleep(Duration::from_secs(30));
+    }
+}
+
+#[test]
+fn connect_abort_connector() {
+    if support::is_rank_of("connect_abort_connector") {
+        let u = shmpi::init().expect("init");
+        let w = u.world();
+        let mut name = String::new();
+        if w.rank() == 0 {
+            let start = Instant::now();
+            name = loop {
+                match names::lookup_name(ABORTS) {
+                    Ok(p) => break p,
+                    Err(_) if start.elapsed() < Duration::from_secs(60) => {
+                        std::thread::sleep(Duration::from_millis(5))
+                    }
+                    Err(e) => panic!("never published: {e}"),
+                }
+            };
+        }
+        let inter = w
+            .connect(&name, 0, Duration::from_secs(30))
+            .expect("connect");
+        inter.barrier().unwrap();
+        // Blocked here when the other job aborts over the connection.
+        let mut b = [0u8; 1];
+        let _ = w.recv(&mut b, 1 - w.rank(), 5);
+        std::thread::sleep(Duration::from_secs(30));
+    }
+}
+
+/// `abort` on a communicator that reaches another job ends both jobs with
+/// its code (the other through its launcher, which sees the mark); the
+/// launch bound would give no code at all.
+#[test]
+fn abort_over_a_connection_ends_both_jobs() {
+    let dir = std::env::temp_dir().join(format!("shmpi-abort-test-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let d = dir.to_string_lossy().into_owned();
+    let d2 = d.clone();
+    let a = std::thread::spawn(move || {
+        support::launch(
+            2,
+            "connect_abort_acceptor",
+            &[],
+            &[("SHMPI_RUNTIME_DIR", &d)],
+            Duration::from_secs(25),
+        )
+    });
+    let b = support::launch(
+        2,
+        "connect_abort_connector",
+        &[],
+        &[("SHMPI_RUNTIME_DIR", &d2)],
+        Duration::from_secs(25),
+    );
+    let a = a.join().unwrap();
+    assert_eq!(a.code, Some(9), "acceptor:\n{}\n{}", a.stdout, a.stderr);
+    assert_eq!(b.code, Some(9), "connector:\n{}\n{}", b.stdout, b.stderr);
+    support::assert_no_segments_left();
+    let _ = std::fs::remove_dir_all(&dir);
+}

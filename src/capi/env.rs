@@ -153,7 +153,10 @@ pub unsafe extern "C" fn MPI_Finalize() -> c_int {
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Abort(comm: *mut c_void, code: c_int) -> c_int {
-    let _ = comm;
+    // A communicator that reaches other jobs ends them too (best effort).
+    if let Ok(obj) = super::comm_obj(h(comm)) {
+        obj.comm.abort(code);
+    }
     crate::error::say(format_args!(
         "shmpi: rank {}: MPI_Abort with error code {code}",
         world_rank()

@@ -89,6 +89,7 @@ impl Coll<'_> {
             tag,
             as_bytes(data),
             from as i32,
+            Some(self.ctx.ranks[from]),
             tag,
             as_bytes_mut(buf),
         )?;

@@ -107,18 +107,21 @@ impl<T: Scalar> Sched<T> {
         }
         for (peer, range, _) in &r.recvs {
             let cap = std::mem::size_of::<T>() * range.len();
+            let from = Some(self.ranks[*peer]);
             self.recvs
-                .push(e.post_recv(self.cid, *peer as i32, self.tag, cap));
+                .push(e.post_recv_from(self.cid, *peer as i32, from, self.tag, cap));
         }
         self.started = true;
     }
 
     fn finish_round(&mut self, e: &mut Engine) -> Result<()> {
+        let mut first_err = None;
         for id in self.sends.drain(..) {
-            e.finish_send(id);
+            if let Err(err) = e.finish_send(id) {
+                first_err.get_or_insert(err);
+            }
         }
         let r = std::mem::take(&mut self.rounds[self.cur]);
-        let mut first_err = None;
         for ((peer, range, act), id) in r.recvs.into_iter().zip(self.recvs.drain(..)) {
             let want = std::mem::size_of::<T>() * range.len();
             let mut tmp: Vec<T> = self.work[range.clone()].to_vec();

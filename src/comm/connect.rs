@@ -107,6 +107,15 @@ impl Links {
     pub(crate) fn any(&self) -> bool {
         self.0.iter().any(|l| !l.peers.is_empty())
     }
+
+    /// The peers of every bridge still held or kept.
+    fn live(&self) -> Vec<Range<usize>> {
+        self.0
+            .iter()
+            .filter(|l| !l.peers.is_empty())
+            .map(|l| l.peers.clone())
+            .collect()
+    }
 }
 
 /// A writer of handshake messages.
@@ -621,6 +630,34 @@ impl Communicator {
         Ok(j)
     }
 
+    /// `MPI_Abort` on this communicator: ends this job and, best effort,
+    /// the jobs of its members in other jobs (their launchers see the
+    /// mark and end them); an independent job is never touched.
+    pub fn abort(&self, code: i32) -> ! {
+        let job = self.proc_.segment().header().nranks() as usize;
+        let mut members: Vec<usize> = self.inner.group.world_ranks().to_vec();
+        if let Kind::Inter { remote, .. } = &self.inner.kind {
+            members.extend_from_slice(remote.world_ranks());
+        }
+        let homes: Vec<_> = {
+            let e = self.proc_.p2p.lock();
+            members
+                .into_iter()
+                .filter(|&p| p >= job && e.transport().is_peer(p))
+                .map(|p| e.transport().home_of(p))
+                .collect()
+        };
+        for (seg, r) in homes {
+            crate::job::bootstrap::abort_mark(&seg, r, code);
+        }
+        let me = self.proc_.p2p.world_rank();
+        crate::job::bootstrap::abort_mark(self.proc_.segment(), me, code);
+        crate::error::say(format_args!(
+            "shmpi: rank {me} called abort with error code {code}"
+        ));
+        std::process::exit(if code == 0 { 1 } else { code & 0xff });
+    }
+
     /// Marks this communicator disconnected (its links are let go without
     /// keeping the jobs connected when its last handle goes).
     pub(crate) fn mark_disconnected(&self) {
@@ -649,6 +686,52 @@ fn ring_capacity_of(spec: &SegmentSpec, n: usize) -> Result<usize> {
         ));
     }
     Ok(cap)
+}
+
+/// The context of the finalize meeting between connected jobs (bit 29,
+/// which no communicator's id has).
+const MEET_CTX: u32 = super::context::FOREIGN_BIT;
+
+/// `finalize` is collective over connected processes (MPI 4.1 §11.10.4):
+/// before its job's own barrier, a process that is still connected to
+/// other jobs (communicators freed without `disconnect`) sends every
+/// member of those jobs it has a bridge to a token and waits for theirs;
+/// a member that died is passed over (its token fails with
+/// `ProcFailed`). The other job's members do the same in their
+/// `finalize`, and each job's barrier spreads the wait to its other
+/// ranks.
+///
+/// # Errors
+/// A failed send or receive other than a dead peer's.
+pub(crate) fn meet_connected(proc_: &super::Process) -> Result<()> {
+    let live = lock(&proc_.links).live();
+    if live.is_empty() {
+        return Ok(());
+    }
+    let sh = &proc_.p2p;
+    let pos: Vec<(usize, usize, usize)> = {
+        let e = sh.lock();
+        live.into_iter()
+            .flatten()
+            .filter_map(|p| {
+                let (me, at) = e.transport().bridge_position(p)?;
+                (!e.transport().is_dead(p)).then_some((p, me, at))
+            })
+            .collect()
+    };
+    for &(p, me, _) in &pos {
+        match sh.send_bytes(MEET_CTX, me as u32, p, 0, &[], false) {
+            Err(e) if e.class() != ErrorClass::ProcFailed => return Err(e),
+            _ => {}
+        }
+    }
+    for &(p, _, at) in &pos {
+        match sh.recv_bytes(MEET_CTX, at as i32, Some(p), 0, &mut []) {
+            Err(e) if e.class() != ErrorClass::ProcFailed => return Err(e),
+            _ => {}
+        }
+    }
+    Ok(())
 }
 
 /// Lets go of the links a communicator's last handle held.

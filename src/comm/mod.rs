@@ -22,6 +22,7 @@ pub mod win;
 
 pub use attr::Keyval;
 pub use collective::ROOT;
+pub(crate) use connect::meet_connected;
 pub use create::SplitType;
 pub use errhandler::ErrHandler;
 pub use request::{test_all, wait_all, wait_all_each, wait_any, wait_some, Message, Request};
@@ -630,7 +631,11 @@ impl Communicator {
         let Some(cid) = self.recv_route(src, tag, coll)? else {
             return Ok(Request::done(&self.proc_, Status::null()));
         };
-        let id = self.shared().lock().post_recv(cid, src, tag, buf.len());
+        let peer = (src >= 0).then(|| self.ctx.ranks[src as usize]);
+        let id = self
+            .shared()
+            .lock()
+            .post_recv_from(cid, src, peer, tag, buf.len());
         Ok(Request::recv(&self.proc_, id, buf))
     }
 
@@ -766,6 +771,7 @@ impl Communicator {
                 stag,
                 data,
                 src,
+                (src >= 0).then(|| self.ctx.ranks[src as usize]),
                 rtag,
                 buf,
             ),

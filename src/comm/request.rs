@@ -82,10 +82,7 @@ impl<'a> Request<'a> {
     fn finish(&mut self, e: &mut crate::p2p::Engine) -> Result<Status> {
         match self.op.take().expect("finish on a live request") {
             Op::Done(st) => Ok(st),
-            Op::Send(id) => {
-                e.finish_send(id);
-                Ok(Status::null())
-            }
+            Op::Send(id) => e.finish_send(id).map(|()| Status::null()),
             Op::Recv(id, buf) => e.finish_recv(id, buf),
             Op::Coll(id, fin) => finish_coll(e, id, fin),
         }
@@ -226,10 +223,7 @@ pub fn wait_all_each(mut reqs: Vec<Request<'_>>) -> Vec<Result<Status>> {
         .map(|op| match op {
             None => Ok(Status::null()),
             Some(Op::Done(st)) => Ok(st),
-            Some(Op::Send(id)) => {
-                e.finish_send(id);
-                Ok(Status::null())
-            }
+            Some(Op::Send(id)) => e.finish_send(id).map(|()| Status::null()),
             Some(Op::Recv(id, buf)) => e.finish_recv(id, buf),
             Some(Op::Coll(id, fin)) => finish_coll(&mut e, id, fin),
         })

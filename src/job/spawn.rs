@@ -223,6 +223,21 @@ fn supervise(n: usize, children: &mut [Option<Child>], seg: &Segment) -> JobOutc
         for (rank, slot) in children.iter_mut().enumerate() {
             let Some(child) = slot.as_mut() else { continue };
             let Ok(Some(st)) = child.try_wait() else {
+                // Alive, but marked aborted: by itself on its way out, or
+                // by a process of a connected job whose MPI_Abort reached
+                // this job (`docs/connect.md`).
+                let cb = seg.control(rank);
+                if cb.state() == RankState::Aborted && outcome.failure.is_none() {
+                    outcome.failure = Some(format!(
+                        "rank {rank} was aborted with error code {}",
+                        cb.exit_code()
+                    ));
+                    outcome.code = match cb.exit_code() & 0xff {
+                        0 => 1,
+                        c => c,
+                    };
+                    failed = true;
+                }
                 continue;
             };
             *slot = None;

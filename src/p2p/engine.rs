@@ -104,6 +104,9 @@ struct Slot {
     /// A send by rendezvous: the receiver reads the sender's buffer until
     /// it acks, so the buffer must stay as it is until completion.
     rendezvous: bool,
+    /// The peer a receive waits on (a specific source) or a send waits
+    /// for (its ack): when it dies, the operation fails (`fail_peer`).
+    peer: Option<usize>,
 }
 
 /// A matched rendezvous whose bytes are still in the sender's memory: the
@@ -190,6 +193,7 @@ impl Matcher {
             s.orphan = false;
             s.err = None;
             s.rendezvous = false;
+            s.peer = None;
             id
         } else {
             self.slots.push(Slot {
@@ -200,6 +204,7 @@ impl Matcher {
                 orphan: false,
                 err: None,
                 rendezvous: false,
+                peer: None,
             });
             self.slots.len() - 1
         }
@@ -809,6 +814,7 @@ impl Engine {
             hdr.token = token;
             let id = self.m.alloc(SlotState::AwaitAck { ticket: None }, 0);
             self.m.slots[id].rendezvous = rdv;
+            self.m.slots[id].peer = Some(dest);
             self.m.awaiting.insert(token, id);
             id
         });
@@ -878,6 +884,86 @@ impl Engine {
 
     /// Posts a receive of at most `cap` bytes. If an unexpected message
     /// matches, it is taken at once.
+    pub fn post_recv_from(
+        &mut self,
+        ctx: u32,
+        src: i32,
+        peer: Option<usize>,
+        tag: i32,
+        cap: usize,
+    ) -> SlotId {
+        let id = self.post_recv(ctx, src, tag, cap);
+        if src >= 0 {
+            self.m.slots[id].peer = peer;
+            if peer.is_some_and(|p| self.t.is_dead(p)) {
+                self.fail_slots(peer.unwrap_or(usize::MAX));
+            }
+        }
+        id
+    }
+
+    /// Fails every operation that waits on `peer` (dead): receives from
+    /// it (posted or half received), sends queued to it or waiting for
+    /// its ack. Their owners get `ProcFailed`.
+    pub fn fail_peer(&mut self, peer: usize) {
+        self.fail_slots(peer);
+    }
+
+    fn fail_slots(&mut self, peer: usize) {
+        let err = Error::new(
+            ErrorClass::ProcFailed,
+            format!("a process of a connected job (peer {peer} of this process) has died"),
+        );
+        let filling = match self.m.inbound.get(peer) {
+            Some(Inbound::Slot(id)) => Some(*id),
+            _ => None,
+        };
+        for id in 0..self.m.slots.len() {
+            let s = &self.m.slots[id];
+            let (recv, hit) = match s.state {
+                SlotState::Posted { .. } => (true, s.peer == Some(peer)),
+                SlotState::Filling { .. } => (true, filling == Some(id)),
+                SlotState::Queued(t) => (false, t.peer() == peer),
+                SlotState::AwaitAck { .. } => (false, s.peer == Some(peer)),
+                _ => (false, false),
+            };
+            if !hit {
+                continue;
+            }
+            if recv {
+                if let Some(pos) = self.m.posted.iter().position(|&p| p == id) {
+                    self.m.posted.remove(pos);
+                }
+                self.m.slots[id].state = SlotState::Done {
+                    status: Status::null(),
+                };
+            } else {
+                self.m.awaiting.retain(|_, v| *v != id);
+                self.m.slots[id].state = SlotState::Sent;
+            }
+            self.m.slots[id].err = Some(err.clone());
+            if self.m.slots[id].orphan {
+                self.m.release(id);
+            }
+        }
+        if let Some(i) = self.m.inbound.get_mut(peer) {
+            *i = Inbound::Idle;
+        }
+    }
+
+    /// Looks at the peers of other jobs for life (at most every
+    /// `bridge::FAR_CHECK`) and fails what waits on a dead one.
+    #[inline]
+    pub fn check_failures(&mut self) {
+        if !self.t.has_far_peers() {
+            return;
+        }
+        for p in self.t.check_far() {
+            self.fail_slots(p);
+        }
+    }
+
+    /// Posts a receive (see [`post_recv_from`](Self::post_recv_from)).
     pub fn post_recv(&mut self, ctx: u32, src: i32, tag: i32, cap: usize) -> SlotId {
         let id = self.m.alloc(SlotState::Posted { ctx, src, tag }, cap);
         if let Some(pos) = self.m.find_unexpected(ctx, src, tag) {
@@ -1051,8 +1137,13 @@ impl Engine {
     }
 
     /// Frees a completed send's slot.
-    pub fn finish_send(&mut self, id: SlotId) {
+    ///
+    /// # Errors
+    /// `ProcFailed` when the receiver died first (a connected job).
+    pub fn finish_send(&mut self, id: SlotId) -> Result<()> {
+        let err = self.m.slots[id].err.take();
         self.m.release(id);
+        err.map_or(Ok(()), Err)
     }
 
     /// The handle of slot `id` is gone: cancel a posted receive, or let the

@@ -97,6 +97,14 @@ impl Context {
     }
 }
 
+/// The error of an operation whose peer (of a connected job) died.
+fn proc_failed(peer: usize) -> Error {
+    Error::new(
+        ErrorClass::ProcFailed,
+        format!("a process of a connected job (peer {peer} of this process) has died"),
+    )
+}
+
 /// Checks a send tag.
 ///
 /// # Errors
@@ -242,6 +250,7 @@ impl Shared {
             // of the watched rings (nobody else wants the lock, and no other
             // thread can consume from those rings meanwhile).
             let sleep_for = loop {
+                e.check_failures();
                 if let Some(r) = done(&mut e, sinks) {
                     return r;
                 }
@@ -299,15 +308,17 @@ impl Shared {
             e.start_send(cid, src, dest, tag, data, sync, Hold::Pipelined)
         };
         if let SendStart::Partial(mut out) = start {
-            self.wait_until(None, |e| e.resume_send(&mut out, data).then_some(Ok(())))?;
+            self.wait_until(None, |e| {
+                if e.resume_send(&mut out, data) {
+                    return Some(Ok(()));
+                }
+                e.transport()
+                    .is_dead(out.peer())
+                    .then(|| Err(proc_failed(out.peer())))
+            })?;
         }
         if let Some(id) = ack {
-            self.wait_until(None, |e| {
-                e.is_complete(id).then(|| {
-                    e.finish_send(id);
-                    Ok(())
-                })
-            })?;
+            self.wait_until(None, |e| e.is_complete(id).then(|| e.finish_send(id)))?;
         }
         Ok(())
     }
@@ -337,7 +348,7 @@ impl Shared {
             // Post and make one round of progress under one lock: a
             // message already in the ring completes here.
             let mut e = self.lock();
-            let id = e.post_recv(cid, src, tag, buf.len());
+            let id = e.post_recv_from(cid, src, peer, tag, buf.len());
             if !e.is_complete(id) {
                 self.progress(&mut e, &mut [(id, &mut *buf)]);
             }
@@ -369,10 +380,13 @@ impl Shared {
         stag: i32,
         data: &[u8],
         src: i32,
+        src_peer: Option<usize>,
         rtag: i32,
         rbuf: &mut [u8],
     ) -> Result<Status> {
-        let id = self.lock().post_recv(cid, src, rtag, rbuf.len());
+        let id = self
+            .lock()
+            .post_recv_from(cid, src, src_peer, rtag, rbuf.len());
         // The send as in `send_bytes`, but with `rbuf` lent to progress
         // while it waits, so the peer's message lands there directly.
         let (start, ack) =
@@ -380,15 +394,17 @@ impl Shared {
                 .start_send(cid, me, dest, stag, data, false, Hold::Pipelined);
         if let SendStart::Partial(mut out) = start {
             self.wait_until_into(None, &mut [(id, &mut *rbuf)], |e, _| {
-                e.resume_send(&mut out, data).then_some(Ok(()))
+                if e.resume_send(&mut out, data) {
+                    return Some(Ok(()));
+                }
+                e.transport()
+                    .is_dead(out.peer())
+                    .then(|| Err(proc_failed(out.peer())))
             })?;
         }
         if let Some(ack) = ack {
             self.wait_until_into(None, &mut [(id, &mut *rbuf)], |e, _| {
-                e.is_complete(ack).then(|| {
-                    e.finish_send(ack);
-                    Ok(())
-                })
+                e.is_complete(ack).then(|| e.finish_send(ack))
             })?;
         }
         self.wait_until_into(None, &mut [(id, rbuf)], |e, sinks| {

@@ -28,6 +28,10 @@ use crate::sync::Ordering;
 use std::ops::Range;
 use std::sync::Arc;
 
+/// How often a waiting process looks at its far peers for life: a dead
+/// one is noticed within this (plus the wait's longest sleep, 100 ms).
+pub const FAR_CHECK: std::time::Duration = std::time::Duration::from_millis(50);
+
 /// A process's name across jobs: job id in the high 64 bits, rank in the
 /// job in the low ones.
 pub type Gpid = u128;
@@ -58,6 +62,8 @@ pub(super) struct Far {
     pub(super) at: usize,
     /// Its rank in its own job.
     pub(super) rank: usize,
+    /// Found dead (`check_far`).
+    pub(super) dead: bool,
 }
 
 /// A bridge ring a sleeper watches: a new frame moves its `tail`
@@ -166,6 +172,7 @@ impl Transport {
                 bridge: id,
                 at,
                 rank,
+                dead: false,
             }));
         }
         let peers = first..first + members.len();
@@ -201,6 +208,83 @@ impl Transport {
             self.direct.retain(|&d| d != p);
         }
         self.bridges[id] = None;
+    }
+
+    /// Whether any peer of another job is reachable (waits then check
+    /// them for life: [`check_far`](Self::check_far)).
+    #[inline]
+    pub fn has_far_peers(&self) -> bool {
+        self.far.iter().any(Option::is_some)
+    }
+
+    /// The far peers found dead since the last call: a peer whose process
+    /// is gone, or whose control block says it aborted. Looks at most
+    /// every [`FAR_CHECK`] (a `kill(pid, 0)` per peer); sends queued to a
+    /// dead peer are dropped (their owners fail them).
+    pub fn check_far(&mut self) -> Vec<usize> {
+        let now = std::time::Instant::now();
+        if self.far_checked.is_some_and(|t| now - t < FAR_CHECK) {
+            return Vec::new();
+        }
+        self.far_checked = Some(now);
+        let n = self.size();
+        let mut dead = Vec::new();
+        for i in 0..self.far.len() {
+            let Some(f) = self.far[i].as_ref() else {
+                continue;
+            };
+            let Some(b) = self.bridges[f.bridge].as_ref() else {
+                continue;
+            };
+            if f.dead {
+                continue;
+            }
+            let cb = b.remote.control(f.rank);
+            let gone = cb.state() == crate::shm::RankState::Aborted
+                || !crate::shm::os::process_alive(cb.pid());
+            if gone {
+                if let Some(f) = self.far[i].as_mut() {
+                    f.dead = true;
+                }
+                dead.push(n + i);
+            }
+        }
+        for &p in &dead {
+            self.drop_sends_to(p);
+        }
+        dead
+    }
+
+    /// This process's and `peer`'s positions in their bridge's layout, for
+    /// a peer of another job.
+    pub fn bridge_position(&self, peer: usize) -> Option<(usize, usize)> {
+        let f = self.far.get(peer.checked_sub(self.size())?)?.as_ref()?;
+        let b = self.bridges[f.bridge].as_ref()?;
+        Some((b.me, f.at))
+    }
+
+    /// Whether `peer` was found dead.
+    pub fn is_dead(&self, peer: usize) -> bool {
+        peer >= self.size()
+            && self
+                .far
+                .get(peer - self.size())
+                .and_then(Option::as_ref)
+                .is_some_and(|f| f.dead)
+    }
+
+    /// Forgets everything queued or open towards `peer` (dead): its ring
+    /// will never drain.
+    fn drop_sends_to(&mut self, peer: usize) {
+        if let Some(tx) = self.tx[peer].as_mut() {
+            let dropped = tx.queue.len();
+            tx.queue.clear();
+            tx.open = None;
+            tx.stalled = false;
+            tx.done_seq = tx.next_seq;
+            self.queued -= dropped;
+        }
+        self.owed[peer] = 0;
     }
 
     /// All peer indices given out so far (this job's ranks, then every

@@ -164,6 +164,13 @@ pub struct Ticket {
     seq: u64,
 }
 
+impl Ticket {
+    /// The peer the message goes to.
+    pub fn peer(&self) -> usize {
+        self.peer
+    }
+}
+
 #[derive(Debug)]
 struct Queued {
     msg: OutMsg,
@@ -275,6 +282,8 @@ pub struct Transport {
     /// The peers beyond this job's ranks (peer index `size() + i`): which
     /// bridge and where (`None` once their bridge is removed).
     far: Vec<Option<bridge::Far>>,
+    /// When the far peers were last checked for life.
+    far_checked: Option<std::time::Instant>,
 }
 
 fn ring_header(seg: &Segment, off: usize) -> NonNull<RingHeader> {
@@ -392,6 +401,7 @@ impl Transport {
             peer_pools: (0..n).map(|_| std::sync::OnceLock::new()).collect(),
             bridges: Vec::new(),
             far: Vec::new(),
+            far_checked: None,
         })
     }
 
