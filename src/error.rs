@@ -78,6 +78,8 @@ pub enum ErrorClass {
     /// `MPI_ERR_PROC_FAILED`: a process the operation involves has died
     /// (a member of a connected job, `docs/connect.md`).
     ProcFailed,
+    /// `MPI_ERR_SPAWN`: the processes could not be started.
+    Spawn,
 }
 
 impl ErrorClass {
@@ -117,6 +119,7 @@ impl ErrorClass {
             ErrorClass::RmaSync => "MPI_ERR_RMA_SYNC",
             ErrorClass::Win => "MPI_ERR_WIN",
             ErrorClass::ProcFailed => "MPI_ERR_PROC_FAILED",
+            ErrorClass::Spawn => "MPI_ERR_SPAWN",
         }
     }
 
@@ -157,6 +160,7 @@ impl ErrorClass {
             ErrorClass::Unsupported => 58,
             ErrorClass::Errhandler => 61,
             ErrorClass::ProcFailed => 62,
+            ErrorClass::Spawn => 56,
         }
     }
 
@@ -167,7 +171,7 @@ impl ErrorClass {
 }
 
 /// Every class, for lookups by C value.
-const ALL: [ErrorClass; 33] = [
+const ALL: [ErrorClass; 34] = [
     ErrorClass::Buffer,
     ErrorClass::Count,
     ErrorClass::Type,
@@ -201,6 +205,7 @@ const ALL: [ErrorClass; 33] = [
     ErrorClass::RmaSync,
     ErrorClass::Win,
     ErrorClass::ProcFailed,
+    ErrorClass::Spawn,
 ];
 
 impl fmt::Display for ErrorClass {

@@ -43,6 +43,8 @@ pub struct Universe {
     rank: usize,
     start: Instant,
     done: bool,
+    /// The intercommunicator to the job that spawned this one.
+    parent: Option<Communicator>,
 }
 
 /// Initialises shmpi (`MPI_Init`).
@@ -123,6 +125,8 @@ fn init_inner() -> Result<Universe> {
         },
         "MPI_COMM_SELF",
     );
+    // A spawned job connects to its parent before anything else.
+    let parent = crate::comm::connect_parent(&world)?;
     Ok(Universe {
         proc_,
         seg,
@@ -131,6 +135,7 @@ fn init_inner() -> Result<Universe> {
         rank: contract.rank,
         start: Instant::now(),
         done: false,
+        parent,
     })
 }
 
@@ -251,6 +256,35 @@ impl Universe {
     pub fn alloc_mem(&self, len: usize) -> Result<crate::transport::SharedBuf> {
         self.proc_.check()?;
         self.proc_.p2p.lock().transport().alloc_shared(len)
+    }
+
+    /// The intercommunicator to the job that spawned this one
+    /// (`MPI_Comm_get_parent`), if it was spawned.
+    pub fn parent(&self) -> Option<&Communicator> {
+        self.parent.as_ref()
+    }
+
+    /// Takes the parent intercommunicator out (to disconnect it, which
+    /// consumes it); `parent()` is `None` afterwards, as
+    /// `MPI_Comm_get_parent` gives `MPI_COMM_NULL` after a disconnect.
+    pub fn take_parent(&mut self) -> Option<Communicator> {
+        self.parent.take()
+    }
+
+    /// This rank's application index in a multi-program job or
+    /// `spawn_multiple` (`MPI_APPNUM`); 0 for a single program.
+    pub fn appnum(&self) -> usize {
+        std::env::var(crate::job::env::APPNUM)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)
+    }
+
+    /// How many processes this node can usefully run
+    /// (`MPI_UNIVERSE_SIZE`): its cores, or the job's size if larger.
+    pub fn universe_size(&self) -> usize {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        cores.max(self.world.size() as usize)
     }
 
     /// Whether this process is still connected to another job (a

@@ -1020,6 +1020,7 @@ fn launch_self(o: &Opts, args: &[String], nranks: usize) -> Result<i32, String> 
         env: Vec::new(),
         cpus,
         shm_dir: job::env::shm_dir(),
+        more: Vec::new(),
     };
     let shape = SegmentShape {
         size: layout.size() as u64,

@@ -20,7 +20,7 @@ use std::process::ExitCode;
 
 const USAGE: &str = "usage: shmpiexec -n N [--tag-output] [-x VAR[=VAL]]... [--cpu-list LIST] \
 [--map-by LEVEL] [--bind-to LEVEL|none] [--report-bindings] [--ring-size BYTES] [--shm-dir DIR] \
-PROG [ARGS...]";
+PROG [ARGS...] [: -n N PROG2 [ARGS...]]...";
 
 /// What the command line asks of placement.
 #[derive(Default)]
@@ -35,6 +35,27 @@ fn parse_cpu_list(s: &str) -> Result<Vec<usize>, String> {
     })
 }
 
+/// One application after a `:`: `-n N program args...`.
+fn parse_app(p: &[String]) -> Result<job::spawn::App, String> {
+    match p {
+        [flag, n, program, args @ ..] if matches!(flag.as_str(), "-n" | "-np" | "--np") => {
+            let count = n
+                .parse()
+                .ok()
+                .filter(|&c: &usize| c > 0)
+                .ok_or_else(|| format!("{flag}: {n:?} is not a positive number"))?;
+            Ok(job::spawn::App {
+                count,
+                program: program.clone(),
+                args: args.to_vec(),
+            })
+        }
+        _ => Err(format!(
+            "after ':' give -n N and a program (MPMD: prog1 args : -n N prog2 args)\n{USAGE}"
+        )),
+    }
+}
+
 fn parse(args: &[String]) -> Result<(JobSpec, Option<usize>, Placing), String> {
     let mut n: Option<usize> = None;
     let mut placing = Placing::default();
@@ -47,6 +68,7 @@ fn parse(args: &[String]) -> Result<(JobSpec, Option<usize>, Placing), String> {
         env: Vec::new(),
         cpus: Vec::new(),
         shm_dir: job::env::shm_dir(),
+        more: Vec::new(),
     };
     let mut ring = None;
     let mut i = 0;
@@ -102,8 +124,14 @@ fn parse(args: &[String]) -> Result<(JobSpec, Option<usize>, Placing), String> {
                 return Err(format!("unknown option {a}\n{USAGE}"))
             }
             _ => {
+                // `prog args : -n N prog2 args2 : ...` (MPMD).
+                let mut parts = args[i..].split(|x| x == ":");
+                let first = parts.next().unwrap_or_default();
                 spec.program = a.to_string();
-                spec.args = args[i + 1..].to_vec();
+                spec.args = first[1..].to_vec();
+                for p in parts {
+                    spec.more.push(parse_app(p)?);
+                }
                 break;
             }
         }
@@ -113,6 +141,7 @@ fn parse(args: &[String]) -> Result<(JobSpec, Option<usize>, Placing), String> {
     if spec.nranks == 0 {
         return Err("-n must be at least 1".into());
     }
+    spec.nranks += spec.more.iter().map(|a| a.count).sum::<usize>();
     if spec.program.is_empty() {
         return Err(format!("no program given\n{USAGE}"));
     }

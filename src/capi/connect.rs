@@ -197,3 +197,180 @@ pub unsafe extern "C" fn MPI_Comm_join(fd: c_int, intercomm: *mut *mut c_void) -
         out(intercomm, to_handle(handle), "intercomm")
     })
 }
+
+/// The strings of a NULL-terminated C `argv` (`MPI_ARGV_NULL`: none).
+fn argv_of(argv: *const *const c_char) -> Result<Vec<String>> {
+    let mut v = Vec::new();
+    if argv.is_null() {
+        return Ok(v);
+    }
+    for i in 0.. {
+        // SAFETY: MPI makes `argv` a NULL-terminated array of strings; we
+        // stop at the NULL.
+        let p = unsafe { *argv.wrapping_add(i) };
+        if p.is_null() {
+            break;
+        }
+        v.push(c_str(p, "argv")?);
+        if i > 4096 {
+            return Err(super::arg("argv (no terminating NULL in 4096 entries)"));
+        }
+    }
+    Ok(v)
+}
+
+/// The counts an info `soft` value allows (MPI 4.1 §11.8.4: a comma
+/// separated list of `a`, `a:b` or `a:b:c` ranges).
+fn soft_counts(v: &str) -> Result<Vec<usize>> {
+    let bad = || {
+        Error::new(
+            ErrorClass::InfoValue,
+            format!("soft = {v:?}: expected a list of a, a:b or a:b:c"),
+        )
+    };
+    let mut out = Vec::new();
+    for item in v.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let nums: Vec<usize> = item
+            .split(':')
+            .map(|x| x.trim().parse().map_err(|_| bad()))
+            .collect::<Result<_>>()?;
+        match nums[..] {
+            [a] => out.push(a),
+            [a, b] => out.extend(a..=b),
+            [a, b, c] if c > 0 => out.extend((a..=b).step_by(c)),
+            _ => return Err(bad()),
+        }
+    }
+    Ok(out)
+}
+
+/// One command of a spawn from its C arguments (significant at the root).
+fn command_of(
+    program: *const c_char,
+    argv: *const *const c_char,
+    maxprocs: c_int,
+    info: *mut c_void,
+) -> Result<crate::comm::SpawnCommand> {
+    let pairs = super::env::info_pairs(h(info))?;
+    let soft = match pairs.iter().find(|(k, _)| k == "soft") {
+        Some((_, v)) => soft_counts(v)?,
+        None => Vec::new(),
+    };
+    Ok(crate::comm::SpawnCommand {
+        program: c_str(program, "command")?,
+        args: argv_of(argv)?,
+        maxprocs: usize::try_from(maxprocs)
+            .map_err(|_| Error::new(ErrorClass::Arg, format!("maxprocs {maxprocs} < 0")))?,
+        soft,
+    })
+}
+
+/// Fills `errcodes` (if given) for `n` requested processes of which
+/// `started` started.
+fn fill_errcodes(errcodes: *mut c_int, n: usize, started: usize) -> Result<()> {
+    if errcodes.is_null() || n == 0 {
+        return Ok(());
+    }
+    let codes = super::array_mut(errcodes, n, "array_of_errcodes")?;
+    for (i, c) in codes.iter_mut().enumerate() {
+        *c = if i < started {
+            super::SUCCESS
+        } else {
+            ErrorClass::Spawn.code()
+        };
+    }
+    Ok(())
+}
+
+#[allow(clippy::too_many_arguments)]
+fn spawn_c(
+    call: &str,
+    cmds: impl FnOnce() -> Result<Vec<crate::comm::SpawnCommand>>,
+    requested: usize,
+    root: c_int,
+    comm: *mut c_void,
+    intercomm: *mut *mut c_void,
+    errcodes: *mut c_int,
+) -> c_int {
+    guard(call, h(comm), || {
+        let obj = comm_obj(h(comm))?;
+        if intercomm.is_null() {
+            return Err(super::arg("intercomm"));
+        }
+        // The commands count at the root only; elsewhere they may be
+        // anything.
+        let list = if obj.comm.rank() == root {
+            cmds()?
+        } else {
+            Vec::new()
+        };
+        let opts = crate::comm::SpawnOptions::default();
+        let c = obj.comm.spawn_multiple(&list, &opts, root)?;
+        let started = c.remote_size()? as usize;
+        fill_errcodes(errcodes, requested, started)?;
+        let handle = register_comm(c, obj.errh(), Vec::new());
+        out(intercomm, to_handle(handle), "intercomm")
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_spawn(
+    command: *const c_char,
+    argv: *const *const c_char,
+    maxprocs: c_int,
+    info: *mut c_void,
+    root: c_int,
+    comm: *mut c_void,
+    intercomm: *mut *mut c_void,
+    errcodes: *mut c_int,
+) -> c_int {
+    spawn_c(
+        "MPI_Comm_spawn",
+        || Ok(vec![command_of(command, argv, maxprocs, info)?]),
+        usize::try_from(maxprocs).unwrap_or(0),
+        root,
+        comm,
+        intercomm,
+        errcodes,
+    )
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_spawn_multiple(
+    count: c_int,
+    commands: *const *const c_char,
+    argvs: *const *const *const c_char,
+    maxprocs: *const c_int,
+    infos: *const *mut c_void,
+    root: c_int,
+    comm: *mut c_void,
+    intercomm: *mut *mut c_void,
+    errcodes: *mut c_int,
+) -> c_int {
+    let n = usize::try_from(count).unwrap_or(0);
+    let requested = super::array(maxprocs, n, "array_of_maxprocs")
+        .map(|m| m.iter().map(|&x| usize::try_from(x).unwrap_or(0)).sum())
+        .unwrap_or(0);
+    spawn_c(
+        "MPI_Comm_spawn_multiple",
+        || {
+            let cmds = super::array(commands, n, "array_of_commands")?;
+            let counts = super::array(maxprocs, n, "array_of_maxprocs")?;
+            let infos = super::array(infos, n, "array_of_info")?;
+            // MPI_ARGVS_NULL: no arguments for any command.
+            let argv = if argvs.is_null() {
+                vec![std::ptr::null(); n]
+            } else {
+                super::array(argvs, n, "array_of_argv")?.to_vec()
+            };
+            (0..n)
+                .map(|i| command_of(cmds[i], argv[i], counts[i], infos[i]))
+                .collect()
+        },
+        requested,
+        root,
+        comm,
+        intercomm,
+        errcodes,
+    )
+}

@@ -737,15 +737,17 @@ const UNIVERSE_SIZE: c_int = 10007;
 
 fn predefined_attr(k: c_int) -> Option<*const c_int> {
     static VALUES: OnceLock<[c_int; 8]> = OnceLock::new();
-    let size = WORLD.get().map_or(1, |w| w.comm.size());
     let v = VALUES.get_or_init(|| {
+        let (appnum, universe) = lock(&UNIVERSE)
+            .as_ref()
+            .map_or((0, 1), |u| (u.appnum(), u.universe_size()));
         [
             crate::p2p::TAG_UB,
             super::ANY_SOURCE, // MPI_IO: every process can do I/O
             super::PROC_NULL,  // MPI_HOST: no host process
             0,                 // MPI_WTIME_IS_GLOBAL: clocks are per process
-            0,                 // MPI_APPNUM: one application
-            size,              // MPI_UNIVERSE_SIZE
+            appnum as c_int,   // MPI_APPNUM: this rank's application
+            universe as c_int, // MPI_UNIVERSE_SIZE: the node's cores
             0,
             0,
         ]
@@ -973,5 +975,33 @@ pub unsafe extern "C" fn MPI_Comm_delete_attr(comm: *mut c_void, k: c_int) -> c_
                 format!("the communicator has no attribute with key {k}"),
             )),
         }
+    })
+}
+
+// ---- the parent of a spawned job ----------------------------------------
+
+/// `MPI_Comm_get_parent`'s handle: made at the first call (the Rust parent
+/// moves into the handle table, so disconnecting it from C lets the
+/// bridge go), `COMM_NULL` once it is freed or disconnected.
+static PARENT: Mutex<Option<usize>> = Mutex::new(None);
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_get_parent(parent: *mut *mut c_void) -> c_int {
+    guard("MPI_Comm_get_parent", COMM_NULL, || {
+        let mut p = lock(&PARENT);
+        let h = match *p {
+            Some(h) if state().comms.get(h).is_some() => h,
+            Some(_) => COMM_NULL,
+            None => {
+                let taken = lock(&UNIVERSE).as_mut().and_then(|u| u.take_parent());
+                let h = match taken {
+                    Some(c) => super::register_comm(c, Errh::Fatal, Vec::new()),
+                    None => COMM_NULL,
+                };
+                *p = Some(h);
+                h
+            }
+        };
+        out(parent, to_handle(h), "parent")
     })
 }

@@ -382,7 +382,7 @@ impl Communicator {
         self.ret("MPI_Comm_join", r)
     }
 
-    fn join_jobs(
+    pub(super) fn join_jobs(
         &self,
         root: i32,
         accepting: bool,

@@ -18,6 +18,7 @@ pub mod errhandler;
 mod inter;
 mod request;
 mod scope;
+mod spawn;
 pub mod win;
 
 pub use attr::Keyval;
@@ -27,6 +28,8 @@ pub use create::SplitType;
 pub use errhandler::ErrHandler;
 pub use request::{test_all, wait_all, wait_all_each, wait_any, wait_some, Message, Request};
 pub use scope::{scope, Scope};
+pub(crate) use spawn::connect_parent;
+pub use spawn::{SpawnCommand, SpawnOptions};
 pub use win::{Flavor, LockType, WinOptions, Window};
 
 pub use crate::group::{Comparison, Group, UNDEFINED};

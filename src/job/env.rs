@@ -24,6 +24,14 @@ pub const CPUSET: &str = "SHMPI_CPUSET";
 /// How long a rank waits at the start barrier for the others, seconds.
 pub const START_TIMEOUT: &str = "SHMPI_START_TIMEOUT";
 
+/// This rank's application index in a multi-program job (`MPI_APPNUM`).
+pub const APPNUM: &str = "SHMPI_APPNUM";
+/// The launcher that started this rank (what `comm_spawn` runs).
+pub const LAUNCHER: &str = "SHMPI_LAUNCHER";
+/// A port of the parent job to connect to at init (`comm_spawn`'s
+/// children; `comm_get_parent`).
+pub const PARENT_PORT: &str = "SHMPI_PARENT_PORT";
+
 /// The default directory for segments.
 pub const DEFAULT_SHM_DIR: &str = "/dev/shm";
 

@@ -48,6 +48,41 @@ pub struct JobSpec {
     pub cpusets: Vec<Vec<usize>>,
     /// Directory for the segment.
     pub shm_dir: PathBuf,
+    /// Further applications (MPMD, `prog1 : -n 2 prog2`, and
+    /// `comm_spawn_multiple`): after the first `nranks - sum of their
+    /// counts` ranks, which run `program`, each runs its count of ranks.
+    /// Rank r's application index is its `MPI_APPNUM` (`SHMPI_APPNUM`).
+    pub more: Vec<App>,
+}
+
+/// One application of a multi-program job.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct App {
+    /// Ranks that run it.
+    pub count: usize,
+    /// Program.
+    pub program: String,
+    /// Its arguments.
+    pub args: Vec<String>,
+}
+
+impl JobSpec {
+    /// The program, arguments and application index of `rank`.
+    pub fn app_of(&self, rank: usize) -> (&str, &[String], usize) {
+        let extra: usize = self.more.iter().map(|a| a.count).sum();
+        let first = self.nranks.saturating_sub(extra);
+        if rank < first {
+            return (&self.program, &self.args, 0);
+        }
+        let mut at = first;
+        for (i, a) in self.more.iter().enumerate() {
+            if rank < at + a.count {
+                return (&a.program, &a.args, i + 1);
+            }
+            at += a.count;
+        }
+        (&self.program, &self.args, 0)
+    }
 }
 
 /// How the job ended.
@@ -153,8 +188,13 @@ pub fn run(spec: &JobSpec, shape: SegmentShape) -> Result<JobOutcome, String> {
             cpuset: (!spec.cpusets.is_empty())
                 .then(|| spec.cpusets[rank % spec.cpusets.len()].clone()),
         };
-        let mut cmd = Command::new(&spec.program);
-        cmd.args(&spec.args);
+        let (program, args, appnum) = spec.app_of(rank);
+        let mut cmd = Command::new(program);
+        cmd.args(args);
+        cmd.env(env::APPNUM, appnum.to_string());
+        if let Ok(me) = std::env::current_exe() {
+            cmd.env(env::LAUNCHER, me);
+        }
         for (k, v) in &spec.env {
             match v {
                 Some(v) => cmd.env(k, v),
@@ -185,7 +225,7 @@ pub fn run(spec: &JobSpec, shape: SegmentShape) -> Result<JobOutcome, String> {
                 children.push(Some(child));
             }
             Err(e) => {
-                let msg = format!("shmpiexec: cannot start {}: {e}", spec.program);
+                let msg = format!("shmpiexec: cannot start {program}: {e}");
                 terminate(&mut children, &seg);
                 return Err(msg);
             }
