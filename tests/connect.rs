@@ -11,6 +11,16 @@ use std::time::{Duration, Instant};
 
 const SERVICE: &str = "connect-test service";
 
+/// Nothing left in runtime directory `dir`: no socket, no published name.
+fn assert_runtime_clean(dir: &std::path::Path) {
+    for sub in ["ports", "names"] {
+        let left: Vec<_> = std::fs::read_dir(dir.join(sub))
+            .map(|r| r.flatten().map(|e| e.file_name()).collect())
+            .unwrap_or_default();
+        assert!(left.is_empty(), "{sub} left behind: {left:?}");
+    }
+}
+
 fn server() {
     let port = names::Port::open().expect("open a port");
     names::publish_name(SERVICE, port.name()).expect("publish");
@@ -311,6 +321,7 @@ fn jobs_connect_talk_disconnect_and_survive_each_other() {
             b.stderr
         );
         support::assert_no_segments_left();
+        assert_runtime_clean(&dir);
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -344,6 +355,10 @@ fn doomed_acceptor(u: &shmpi::Universe) {
         took.as_secs_f64() * 1e3
     );
     assert!(took < Duration::from_secs(3), "noticed after {took:?}");
+    // A receive from any source on a communicator with dead members
+    // fails too.
+    let e = inter.recv(&mut buf, shmpi::ANY_SOURCE, 4).unwrap_err();
+    assert_eq!(e.class(), shmpi::ErrorClass::ProcFailed, "{e}");
     // A send to the dead job fails too (or completes locally into the
     // ring, which MPI allows); it never hangs.
     let big = vec![1u8; 4 << 20];
@@ -437,6 +452,7 @@ fn a_dead_connected_job_fails_calls_with_proc_failed() {
     }
     assert_ne!(b.code, Some(0));
     support::assert_no_segments_left();
+    assert_runtime_clean(&dir);
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -532,6 +548,7 @@ fn finalize_waits_for_a_still_connected_job() {
     assert_eq!(a.code, Some(0), "acceptor:\n{}\n{}", a.stdout, a.stderr);
     assert!(a.stdout.contains("lingered"));
     support::assert_no_segments_left();
+    assert_runtime_clean(&dir);
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -616,5 +633,7 @@ fn abort_over_a_connection_ends_both_jobs() {
     assert_eq!(a.code, Some(9), "acceptor:\n{}\n{}", a.stdout, a.stderr);
     assert_eq!(b.code, Some(9), "connector:\n{}\n{}", b.stdout, b.stderr);
     support::assert_no_segments_left();
+    // The aborted rank's port is gone too (its launcher removed it).
+    assert_runtime_clean(&dir);
     let _ = std::fs::remove_dir_all(&dir);
 }

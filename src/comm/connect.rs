@@ -734,6 +734,35 @@ pub(crate) fn meet_connected(proc_: &super::Process) -> Result<()> {
     Ok(())
 }
 
+/// Tells the engine which members of a communicator's contexts are in
+/// other jobs (`add`), or that the contexts are gone: an `ANY_SOURCE`
+/// receive there fails when one of them dies.
+pub(super) fn note_far_contexts(
+    proc_: &super::Process,
+    ctx: &crate::p2p::Context,
+    kind: &Kind,
+    add: bool,
+) {
+    let job = proc_.segment().header().nranks() as usize;
+    let far = |ranks: &[usize]| -> Vec<usize> {
+        if add {
+            ranks.iter().copied().filter(|&w| w >= job).collect()
+        } else {
+            Vec::new()
+        }
+    };
+    let mut e = proc_.p2p.lock();
+    let mut note = |c: &crate::p2p::Context| {
+        let f = far(&c.ranks);
+        e.note_far_members(c.id, f.clone());
+        e.note_far_members(c.coll_id(), f);
+    };
+    note(ctx);
+    if let Kind::Inter { local, .. } = kind {
+        note(local);
+    }
+}
+
 /// Lets go of the links a communicator's last handle held.
 pub(super) fn release_links(c: &super::Inner) {
     if c.links.is_empty() {
@@ -742,11 +771,21 @@ pub(super) fn release_links(c: &super::Inner) {
     // Relaxed: see `mark_disconnected`.
     let disconnected = c.disconnected.load(crate::sync::Ordering::Relaxed) != 0;
     let gone = lock(&c.proc_.links).release(&c.links, disconnected);
-    if !gone.is_empty() {
-        let mut e = c.proc_.p2p.lock();
-        for peers in gone {
-            e.remove_bridge(peers);
+    let mut e = c.proc_.p2p.lock();
+    if let Some(i) = c.index {
+        use super::context::INTER_LOCAL_BIT;
+        use crate::p2p::COLL_BIT;
+        for id in [
+            i,
+            i | COLL_BIT,
+            i | INTER_LOCAL_BIT,
+            i | INTER_LOCAL_BIT | COLL_BIT,
+        ] {
+            e.note_far_members(id, Vec::new());
         }
+    }
+    for peers in gone {
+        e.remove_bridge(peers);
     }
 }
 

@@ -254,6 +254,9 @@ impl Communicator {
         errh: ErrHandler,
     ) -> Communicator {
         let links = connect::hold_links(&proc_, &group, &kind);
+        if !links.is_empty() {
+            connect::note_far_contexts(&proc_, &ctx, &kind, true);
+        }
         Communicator {
             inner: Arc::new(Inner {
                 proc_: proc_.clone(),

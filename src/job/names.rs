@@ -254,6 +254,48 @@ fn read_name(path: &Path) -> Option<(String, bool)> {
     Some((port, os::process_alive(pid)))
 }
 
+/// Removes what the processes `pids` left in the runtime directory: their
+/// port sockets and the names they published (the launcher calls it when
+/// its job ends, so a killed rank leaves nothing behind). Errors are
+/// ignored: this is cleanup.
+pub fn forget_processes(pids: &[u32]) {
+    let Ok(dir) = runtime_dir() else { return };
+    forget_processes_in(&dir, pids);
+}
+
+/// As [`forget_processes`], in runtime directory `dir`.
+pub fn forget_processes_in(dir: &Path, pids: &[u32]) {
+    if pids.is_empty() {
+        return;
+    }
+    let entries = |sub: &str| {
+        std::fs::read_dir(dir.join(sub))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path())
+            .collect::<Vec<_>>()
+    };
+    for p in entries("ports") {
+        let owner = p
+            .file_name()
+            .and_then(|n| n.to_str())
+            .and_then(|n| n.split('-').next())
+            .and_then(|pid| pid.parse::<u32>().ok());
+        if owner.is_some_and(|o| pids.contains(&o)) {
+            let _ = std::fs::remove_file(&p);
+        }
+    }
+    for p in entries("names") {
+        let owner = std::fs::read_to_string(&p)
+            .ok()
+            .and_then(|t| t.lines().nth(1).and_then(|l| l.parse::<u32>().ok()));
+        if owner.is_some_and(|o| pids.contains(&o)) {
+            let _ = std::fs::remove_file(&p);
+        }
+    }
+}
+
 /// Publishes `port` under `service` (`MPI_Publish_name`), node-local.
 ///
 /// # Errors

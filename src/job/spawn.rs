@@ -231,7 +231,11 @@ pub fn run(spec: &JobSpec, shape: SegmentShape) -> Result<JobOutcome, String> {
             }
         }
     }
-    Ok(supervise(spec.nranks, &mut children, &seg))
+    let pids: Vec<u32> = children.iter().flatten().map(Child::id).collect();
+    let outcome = supervise(spec.nranks, &mut children, &seg);
+    // Ports and names a killed rank could not take away.
+    super::names::forget_processes(&pids);
+    Ok(outcome)
 }
 
 fn supervise(n: usize, children: &mut [Option<Child>], seg: &Segment) -> JobOutcome {

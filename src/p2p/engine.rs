@@ -147,6 +147,9 @@ enum Inbound {
 #[derive(Debug)]
 struct Matcher {
     me: usize,
+    /// The members of other jobs of each context that has some (an
+    /// `ANY_SOURCE` receive there fails when one of them dies).
+    far_ctx: HashMap<u32, Vec<usize>>,
     slots: Vec<Slot>,
     free: Vec<SlotId>,
     posted: VecDeque<SlotId>,
@@ -545,6 +548,7 @@ impl Engine {
             t,
             m: Matcher {
                 me,
+                far_ctx: HashMap::new(),
                 slots: Vec::new(),
                 free: Vec::new(),
                 posted: VecDeque::new(),
@@ -898,8 +902,23 @@ impl Engine {
             if peer.is_some_and(|p| self.t.is_dead(p)) {
                 self.fail_slots(peer.unwrap_or(usize::MAX));
             }
+        } else if let Some(far) = self.m.far_ctx.get(&ctx) {
+            // ANY_SOURCE where a member already died.
+            if let Some(&p) = far.iter().find(|&&p| self.t.is_dead(p)) {
+                self.fail_slots(p);
+            }
         }
         id
+    }
+
+    /// Notes the members of other jobs in context `ctx` (or forgets the
+    /// context, with none).
+    pub fn note_far_members(&mut self, ctx: u32, far: Vec<usize>) {
+        if far.is_empty() {
+            self.m.far_ctx.remove(&ctx);
+        } else {
+            self.m.far_ctx.insert(ctx, far);
+        }
     }
 
     /// Fails every operation that waits on `peer` (dead): receives from
@@ -921,7 +940,11 @@ impl Engine {
         for id in 0..self.m.slots.len() {
             let s = &self.m.slots[id];
             let (recv, hit) = match s.state {
-                SlotState::Posted { .. } => (true, s.peer == Some(peer)),
+                SlotState::Posted { ctx, src, .. } => (
+                    true,
+                    s.peer == Some(peer)
+                        || (src < 0 && self.m.far_ctx.get(&ctx).is_some_and(|f| f.contains(&peer))),
+                ),
                 SlotState::Filling { .. } => (true, filling == Some(id)),
                 SlotState::Queued(t) => (false, t.peer() == peer),
                 SlotState::AwaitAck { .. } => (false, s.peer == Some(peer)),
