@@ -356,8 +356,28 @@ fn doomed_acceptor(u: &shmpi::Universe) {
     );
     assert!(took < Duration::from_secs(3), "noticed after {took:?}");
     // A receive from any source on a communicator with dead members
-    // fails too.
+    // fails too, and so do a synchronous send started after the death
+    // was seen and a receive request polled with test.
     let e = inter.recv(&mut buf, shmpi::ANY_SOURCE, 4).unwrap_err();
+    assert_eq!(e.class(), shmpi::ErrorClass::ProcFailed, "{e}");
+    let e = inter.ssend(&[1u8], me, 5).unwrap_err();
+    assert_eq!(e.class(), shmpi::ErrorClass::ProcFailed, "{e}");
+    let mut late = [0u8; 4];
+    let mut req = inter.irecv(&mut late, me, 6).unwrap();
+    let polled = Instant::now();
+    let e = loop {
+        match req.test() {
+            Ok(None) => {
+                assert!(
+                    polled.elapsed() < Duration::from_secs(10),
+                    "test never failed"
+                );
+                std::thread::yield_now();
+            }
+            Ok(Some(_)) => panic!("a receive from a dead process completed"),
+            Err(e) => break e,
+        }
+    };
     assert_eq!(e.class(), shmpi::ErrorClass::ProcFailed, "{e}");
     // A send to the dead job fails too (or completes locally into the
     // ring, which MPI allows); it never hangs.

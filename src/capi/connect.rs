@@ -111,7 +111,18 @@ fn accept_or_connect(
         }
         let at_root = obj.comm.rank() == root;
         let name = if at_root {
-            c_str(port_name, "port_name")?
+            match c_str(port_name, "port_name") {
+                Ok(n) => n,
+                Err(e) => {
+                    // The others still take part, and fail too.
+                    let _ = if accepting {
+                        obj.comm.accept(None, root)
+                    } else {
+                        obj.comm.connect("", root, std::time::Duration::ZERO)
+                    };
+                    return Err(e);
+                }
+            }
         } else {
             String::new()
         };
@@ -219,29 +230,36 @@ fn argv_of(argv: *const *const c_char) -> Result<Vec<String>> {
     Ok(v)
 }
 
-/// The counts an info `soft` value allows (MPI 4.1 §11.8.4: a comma
-/// separated list of `a`, `a:b` or `a:b:c` ranges).
-fn soft_counts(v: &str) -> Result<Vec<usize>> {
+/// The largest count at most `max` that an info `soft` value allows
+/// (MPI 4.1 §11.8.4: a comma separated list of `a`, `a:b` or `a:b:c`
+/// ranges); `None` when it allows none.
+fn soft_best(v: &str, max: usize) -> Result<Option<usize>> {
     let bad = || {
         Error::new(
             ErrorClass::InfoValue,
             format!("soft = {v:?}: expected a list of a, a:b or a:b:c"),
         )
     };
-    let mut out = Vec::new();
+    let mut best: Option<usize> = None;
     for item in v.split(',').map(str::trim).filter(|s| !s.is_empty()) {
         let nums: Vec<usize> = item
             .split(':')
             .map(|x| x.trim().parse().map_err(|_| bad()))
             .collect::<Result<_>>()?;
-        match nums[..] {
-            [a] => out.push(a),
-            [a, b] => out.extend(a..=b),
-            [a, b, c] if c > 0 => out.extend((a..=b).step_by(c)),
+        let (a, b, c) = match nums[..] {
+            [a] => (a, a, 1),
+            [a, b] => (a, b, 1),
+            [a, b, c] if c > 0 => (a, b, c),
             _ => return Err(bad()),
+        };
+        if a > max || a > b {
+            continue;
         }
+        // The last value of a, a + c, ... that is at most min(b, max).
+        let top = a + (b.min(max) - a) / c * c;
+        best = best.max(Some(top));
     }
-    Ok(out)
+    Ok(best)
 }
 
 /// One command of a spawn from its C arguments (significant at the root).
@@ -252,15 +270,17 @@ fn command_of(
     info: *mut c_void,
 ) -> Result<crate::comm::SpawnCommand> {
     let pairs = super::env::info_pairs(h(info))?;
+    let max = usize::try_from(maxprocs)
+        .map_err(|_| Error::new(ErrorClass::Arg, format!("maxprocs {maxprocs} < 0")))?;
     let soft = match pairs.iter().find(|(k, _)| k == "soft") {
-        Some((_, v)) => soft_counts(v)?,
+        // No allowed count: zero, which spawn refuses with MPI_ERR_SPAWN.
+        Some((_, v)) => vec![soft_best(v, max)?.unwrap_or(0)],
         None => Vec::new(),
     };
     Ok(crate::comm::SpawnCommand {
         program: c_str(program, "command")?,
         args: argv_of(argv)?,
-        maxprocs: usize::try_from(maxprocs)
-            .map_err(|_| Error::new(ErrorClass::Arg, format!("maxprocs {maxprocs} < 0")))?,
+        maxprocs: max,
         soft,
     })
 }
@@ -299,12 +319,20 @@ fn spawn_c(
         }
         // The commands count at the root only; elsewhere they may be
         // anything.
+        let opts = crate::comm::SpawnOptions::default();
         let list = if obj.comm.rank() == root {
-            cmds()?
+            match cmds() {
+                Ok(l) => l,
+                Err(e) => {
+                    // The others still take part (an empty list fails at
+                    // the root, and they get its error).
+                    let _ = obj.comm.spawn_multiple(&[], &opts, root);
+                    return Err(e);
+                }
+            }
         } else {
             Vec::new()
         };
-        let opts = crate::comm::SpawnOptions::default();
         let c = obj.comm.spawn_multiple(&list, &opts, root)?;
         let started = c.remote_size()? as usize;
         fill_errcodes(errcodes, requested, started)?;

@@ -980,26 +980,42 @@ pub unsafe extern "C" fn MPI_Comm_delete_attr(comm: *mut c_void, k: c_int) -> c_
 
 // ---- the parent of a spawned job ----------------------------------------
 
-/// `MPI_Comm_get_parent`'s handle: made at the first call (the Rust parent
-/// moves into the handle table, so disconnecting it from C lets the
-/// bridge go), `COMM_NULL` once it is freed or disconnected.
-static PARENT: Mutex<Option<usize>> = Mutex::new(None);
+/// `MPI_Comm_get_parent`'s handle and object: made at the first call (the
+/// Rust parent moves into the handle table, so disconnecting it from C
+/// lets the bridge go); `COMM_NULL` once it is freed or disconnected, even
+/// if its handle is given to a new communicator later.
+static PARENT: Mutex<Option<(usize, std::sync::Weak<super::CommObj>)>> = Mutex::new(None);
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Comm_get_parent(parent: *mut *mut c_void) -> c_int {
     guard("MPI_Comm_get_parent", COMM_NULL, || {
         let mut p = lock(&PARENT);
-        let h = match *p {
-            Some(h) if state().comms.get(h).is_some() => h,
-            Some(_) => COMM_NULL,
+        let h = match p.as_ref() {
+            Some((h, obj)) => {
+                let same = match (obj.upgrade(), state().comms.get(*h)) {
+                    (Some(a), Some(b)) => Arc::ptr_eq(&a, b),
+                    _ => false,
+                };
+                if same {
+                    *h
+                } else {
+                    COMM_NULL
+                }
+            }
             None => {
                 let taken = lock(&UNIVERSE).as_mut().and_then(|u| u.take_parent());
-                let h = match taken {
-                    Some(c) => super::register_comm(c, Errh::Fatal, Vec::new()),
-                    None => COMM_NULL,
-                };
-                *p = Some(h);
-                h
+                match taken {
+                    Some(c) => {
+                        let h = super::register_comm(c, Errh::Fatal, Vec::new());
+                        let obj = state().comms.get(h).map(Arc::downgrade).unwrap_or_default();
+                        *p = Some((h, obj));
+                        h
+                    }
+                    None => {
+                        *p = Some((COMM_NULL, std::sync::Weak::new()));
+                        COMM_NULL
+                    }
+                }
             }
         };
         out(parent, to_handle(h), "parent")

@@ -423,12 +423,9 @@ pub unsafe extern "C" fn MPI_Win_free(win: *mut *mut c_void) -> c_int {
         obj.freed.store(1, crate::sync::Ordering::Relaxed);
         LAST.with(|l| *l.borrow_mut() = None);
         out(win, to_handle(WIN_NULL), "win")?;
-        match Arc::try_unwrap(obj) {
-            Ok(o) => o.win.free(),
-            // Another thread still uses it (erroneous): meet the others
-            // anyway so the call stays collective.
-            Err(o) => o.win.comm().barrier(),
-        }
+        // The memory goes with the last reference (this call's, or a
+        // cache of another thread that used the window).
+        obj.win.free_shared()
     })
 }
 

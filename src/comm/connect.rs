@@ -20,10 +20,19 @@
 //! 3. Each root broadcasts what it learnt to its group; every member maps
 //!    the bridge and the other segment and joins the bridge (its incoming
 //!    rings are ready then).
-//! 4. Each group meets in a barrier, the roots swap a last word, each
-//!    group meets again: from then on anyone may send. The accepting root
-//!    removes the bridge's file name (every member has it mapped), so
-//!    nothing is left in /dev/shm whatever happens later.
+//! 4. Each group gathers whether all its members joined; the roots swap
+//!    "ready" (or "fail!"), and each root broadcasts whether both groups
+//!    are ready: from then on anyone may send. The accepting root removes
+//!    the bridge's file name (every member has it mapped), so nothing is
+//!    left in /dev/shm whatever happens later. When anything fails part
+//!    way, every member leaves the bridge and gives its bit of the claimed
+//!    context index back (a root whose group never learnt the index takes
+//!    back the bits the claim set), and both groups get the error.
+//!
+//! The bridge's rings are at least as large as either job's own, so every
+//! fragment either side cuts fits them. The connecting root also names the
+//! jobs it is bridged to already, and a second bridge between two jobs is
+//! refused (`Unsupported`).
 //!
 //! # Links
 //!
@@ -41,7 +50,7 @@ use crate::job::names::{self, Port};
 use crate::shm::{segment_path, Segment, SegmentSpec};
 use crate::transport::bridge::BridgeSpec;
 use crate::transport::Layout;
-use std::io::{Read, Write};
+use std::io::Read;
 use std::ops::Range;
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
@@ -198,8 +207,10 @@ fn port_err(what: &str, e: std::io::Error) -> Error {
 }
 
 fn send_msg(s: &mut UnixStream, m: &[u8]) -> Result<()> {
-    s.write_all(&(m.len() as u64).to_le_bytes())
-        .and_then(|_| s.write_all(m))
+    use std::os::fd::AsRawFd;
+    let fd = s.as_raw_fd();
+    crate::shm::os::send_all(fd, &(m.len() as u64).to_le_bytes())
+        .and_then(|()| crate::shm::os::send_all(fd, m))
         .map_err(|e| port_err("write", e))
 }
 
@@ -256,9 +267,13 @@ struct Joined {
     /// other side's.
     mine_at: usize,
     theirs_at: usize,
+    /// The bridge's ring capacity.
+    cap: usize,
     /// At the accepting root: the bridge it made (its name goes once both
     /// sides have mapped it).
     made: Option<Segment>,
+    /// At a root: the peers it got by joining the bridge.
+    peers: Option<Range<usize>>,
 }
 
 impl Joined {
@@ -271,7 +286,8 @@ impl Joined {
             .spec(&self.remote_spec)
             .ranks(&self.remote_ranks)
             .u64(self.mine_at as u64)
-            .u64(self.theirs_at as u64);
+            .u64(self.theirs_at as u64)
+            .u64(self.cap as u64);
         m.0
     }
 
@@ -287,7 +303,9 @@ impl Joined {
             remote_ranks: r.ranks()?,
             mine_at: r.u64()? as usize,
             theirs_at: r.u64()? as usize,
+            cap: r.u64()? as usize,
             made: None,
+            peers: None,
         })
     }
 }
@@ -404,11 +422,13 @@ impl Communicator {
         let c = self.coll();
         let job_size = self.proc_.segment().header().nranks() as usize;
         let mine = self.inner.group.world_ranks().to_vec();
+        let at_root = self.ctx.rank == root;
         // The root does the talking; the others learn the outcome.
         let mut msg = Vec::new();
         let mut stream = None;
         let mut made = None;
-        if self.ctx.rank == root {
+        let mut root_peers = None;
+        if at_root {
             let r = if mine.iter().any(|&w| w >= job_size) {
                 Err(Error::new(
                     ErrorClass::Unsupported,
@@ -416,57 +436,101 @@ impl Communicator {
                 ))
             } else {
                 socket().and_then(|mut s| {
-                    s.set_read_timeout(Some(HANDSHAKE))
-                        .map_err(|e| port_err("socket", e))?;
                     let mut j = if accepting {
+                        s.set_read_timeout(Some(HANDSHAKE))
+                            .map_err(|e| port_err("socket", e))?;
                         self.accept_root(&mut s, &mine)?
                     } else {
                         self.connect_root(&mut s, &mine)?
                     };
                     stream = Some(s);
                     made = j.made.take();
+                    root_peers = j.peers.take();
                     Ok(j)
                 })
             };
             msg = outcome_msg(&r);
         }
-        super::inter::bcast_vec(&c, root, &mut msg)?;
+        if let Err(e) = super::inter::bcast_vec(&c, root, &mut msg) {
+            self.undo_join(root_peers, None);
+            return Err(e);
+        }
         let j = read_outcome(&msg)?;
-        let index = super::create::read_verdict(&j.verdict, what)?;
+        let index = match super::create::read_verdict(&j.verdict, what) {
+            Ok(i) => i,
+            Err(e) => {
+                self.undo_join(root_peers, None);
+                return Err(e);
+            }
+        };
         // Every member joins the bridge (the root did already); within
         // one job the other group's members are world ranks already.
         let same_job = j.remote_spec.job_id == self.proc_.segment().spec().job_id;
-        let peers: Vec<usize> = if same_job {
-            j.remote_ranks.clone()
-        } else if self.ctx.rank == root {
-            self.proc_
-                .p2p
-                .lock()
-                .transport()
-                .peer_range_of(j.remote_spec.job_id)
-                .ok_or_else(garbled)?
-                .collect()
+        let joined: Result<Vec<usize>> = if same_job {
+            Ok(j.remote_ranks.clone())
+        } else if at_root {
+            root_peers
+                .clone()
+                .map(Iterator::collect)
+                .ok_or_else(garbled)
         } else {
-            self.join_bridge(&j, self.ctx.rank)?.collect()
+            self.join_bridge(&j, self.ctx.rank).map(|p| {
+                root_peers = Some(p.clone());
+                p.collect()
+            })
         };
-        // Both groups ready before anyone sends.
-        c.barrier()?;
+        // Whether every member of this group joined; then whether both
+        // groups did (the roots swap a word). Nobody sends before both.
+        let mut oks = vec![0u8; self.size() as usize];
+        let gathered = c.allgather_t(&[u8::from(joined.is_ok())], &mut oks);
+        let mine_ok = gathered.is_ok() && oks.iter().all(|&o| o == 1);
+        let mut both = [u8::from(mine_ok)];
         if let Some(s) = stream.as_mut() {
-            send_msg(s, b"ready")?;
-            if recv_msg(s)? != b"ready" {
-                return Err(garbled());
-            }
-            if let Some(b) = made.take() {
-                b.unlink();
+            let word: &[u8] = if mine_ok { b"ready" } else { b"fail!" };
+            let theirs_ok = send_msg(s, word)
+                .and_then(|()| recv_msg(s))
+                .is_ok_and(|w| w == b"ready");
+            both[0] = u8::from(mine_ok && theirs_ok);
+            if both[0] == 1 {
+                if let Some(b) = made.take() {
+                    b.unlink();
+                }
             }
         }
-        c.barrier()?;
-        Ok(self.inter_child(
-            index,
-            self.inner.group.clone(),
-            peers,
-            attr::Cache::default(),
-        ))
+        let told = c.bcast_t(root, &mut both);
+        match (joined, gathered, told, both[0]) {
+            (Ok(peers), Ok(()), Ok(()), 1) => Ok(self.inter_child(
+                index,
+                self.inner.group.clone(),
+                peers,
+                attr::Cache::default(),
+            )),
+            (joined, gathered, told, _) => {
+                self.undo_join(if same_job { None } else { root_peers }, Some(index));
+                Err(joined
+                    .err()
+                    .or(gathered.err())
+                    .or(told.err())
+                    .unwrap_or_else(|| {
+                        Error::new(
+                            ErrorClass::Port,
+                            format!("{what}: a member of one of the two groups could not join"),
+                        )
+                    }))
+            }
+        }
+    }
+
+    /// Undoes a join that failed part way: leaves the bridge (`peers`) and
+    /// gives back this process's bit of the claimed context `index`.
+    fn undo_join(&self, peers: Option<Range<usize>>, index: Option<u32>) {
+        if let Some(p) = peers {
+            lock(&self.proc_.links).0.retain(|l| l.peers != p);
+            self.proc_.p2p.lock().remove_bridge(p);
+        }
+        if let Some(i) = index {
+            super::context::release(&self.proc_.p2p, i);
+        }
     }
 
     /// Maps the bridge and the other job's segment and joins the bridge at
@@ -475,8 +539,13 @@ impl Communicator {
         let bridge = attach(&j.bridge, j.bridge_spec, "the bridge")?;
         let remote = attach(&j.remote, j.remote_spec, "the other job's segment")?;
         let n = j.bridge_spec.nranks as usize;
-        let cap = ring_capacity_of(&j.bridge_spec, n)?;
-        let layout = Layout::new(n, cap).map_err(|e| Error::new(ErrorClass::Intern, e))?;
+        let layout = Layout::new(n, j.cap).map_err(|e| Error::new(ErrorClass::Intern, e))?;
+        if layout.digest() != j.bridge_spec.layout_digest {
+            return Err(Error::new(
+                ErrorClass::Intern,
+                "the bridge's layout differs from this process's (different shmpi builds?)",
+            ));
+        }
         let members = j
             .remote_ranks
             .iter()
@@ -498,22 +567,45 @@ impl Communicator {
         Ok(peers)
     }
 
-    /// The connecting root's half of the handshake.
+    /// The connecting root's half of the handshake: sends how to reach
+    /// this job, its group, its ring capacity and the jobs it is bridged
+    /// to already; waits (without a bound, as MPI's connect does once the
+    /// port exists) for the answer, and joins the bridge.
     fn connect_root(&self, s: &mut UnixStream, mine: &[usize]) -> Result<Joined> {
         let seg = self.proc_.segment();
+        let (cap, bridged) = {
+            let e = self.proc_.p2p.lock();
+            (e.transport().ring_capacity(), e.transport().bridged_jobs())
+        };
         let mut m = Msg::default();
-        m.path(&held_path(seg)).spec(seg.spec()).ranks(mine);
+        m.path(&held_path(seg))
+            .spec(seg.spec())
+            .ranks(mine)
+            .u64(cap as u64)
+            .u64(bridged.len() as u64);
+        for b in &bridged {
+            m.u64(*b);
+        }
         send_msg(s, &m.0)?;
         let j = read_outcome(&recv_msg(s)?)?;
-        super::create::read_verdict(&j.verdict, "MPI_Comm_connect")?;
+        s.set_read_timeout(Some(HANDSHAKE))
+            .map_err(|e| port_err("socket", e))?;
+        let index = super::create::read_verdict(&j.verdict, "MPI_Comm_connect")?;
         // The acceptor wrote it from its side: turn it round.
-        let j = Joined {
+        let mut j = Joined {
             mine_at: j.theirs_at,
             theirs_at: j.mine_at,
             ..j
         };
         if j.remote_spec.job_id != seg.spec().job_id {
-            self.join_bridge(&j, self.ctx.rank)?;
+            match self.join_bridge(&j, self.ctx.rank) {
+                Ok(p) => j.peers = Some(p),
+                Err(e) => {
+                    // The group never learns the index: take its bits back.
+                    super::context::unclaim(&self.proc_.p2p, mine, index);
+                    return Err(e);
+                }
+            }
         }
         Ok(j)
     }
@@ -523,6 +615,10 @@ impl Communicator {
         let hello = recv_msg(s)?;
         let mut r = Rd(&hello);
         let (remote, remote_spec, theirs) = (r.path()?, r.spec()?, r.ranks()?);
+        let their_cap = r.u64()? as usize;
+        let their_bridges: Vec<u64> = (0..r.u64()?.min(4096))
+            .map(|_| r.u64())
+            .collect::<Result<_>>()?;
         let seg = self.proc_.segment();
         let outcome = (|| {
             if remote_spec.job_id == seg.spec().job_id {
@@ -546,17 +642,21 @@ impl Communicator {
                     remote_ranks: theirs.clone(),
                     mine_at: 0,
                     theirs_at: 0,
+                    cap: 0,
                     made: None,
+                    peers: None,
                 });
             }
-            if self
-                .proc_
-                .p2p
-                .lock()
-                .transport()
-                .peer_range_of(remote_spec.job_id)
-                .is_some()
-            {
+            let (my_cap, already) = {
+                let e = self.proc_.p2p.lock();
+                let t = e.transport();
+                (
+                    t.ring_capacity(),
+                    t.peer_range_of(remote_spec.job_id).is_some()
+                        || their_bridges.contains(&seg.spec().job_id),
+                )
+            };
+            if already {
                 return Err(Error::new(
                     ErrorClass::Unsupported,
                     "this job is already connected to that job (a second connection between \
@@ -565,7 +665,11 @@ impl Communicator {
             }
             let (a, b) = (mine.len(), theirs.len());
             let n = a + b;
-            let cap = crate::transport::default_ring_capacity(n);
+            // At least either job's own ring: every fragment either side
+            // cuts fits a bridge ring.
+            let cap = crate::transport::default_ring_capacity(n)
+                .max(my_cap)
+                .max(their_cap);
             let layout = Layout::new(n, cap).map_err(|e| Error::new(ErrorClass::Other, e))?;
             let id = bridge_id();
             let path = segment_path(&crate::job::env::shm_dir(), id);
@@ -585,23 +689,22 @@ impl Communicator {
                 remote_ranks: theirs.clone(),
                 mine_at: 0,
                 theirs_at: a,
+                cap,
                 made: Some(made),
+                peers: None,
             };
-            let peers = match self.join_bridge(&j, self.ctx.rank) {
-                Ok(p) => p,
-                Err(e) => {
-                    let _ = std::fs::remove_file(&path);
-                    return Err(e);
-                }
-            };
+            // (A failure drops `made`, which removes the file.)
+            let peers = self.join_bridge(&j, self.ctx.rank)?;
             // One index in the maps of every member of both sides.
             let mut all = mine.to_vec();
-            all.extend(peers);
+            all.extend(peers.clone());
             let index = super::context::claim(&self.proc_.p2p, &all);
-            j.verdict = super::create::verdict(&index);
-            if index.is_err() {
-                let _ = std::fs::remove_file(&path);
+            if let Err(e) = index {
+                self.undo_join(Some(peers), None);
+                return Err(e);
             }
+            j.verdict = super::create::verdict(&index);
+            j.peers = Some(peers);
             Ok(j)
         })();
         let j = match outcome {
@@ -623,10 +726,21 @@ impl Communicator {
             remote_ranks: mine.to_vec(),
             mine_at: j.mine_at,
             theirs_at: j.theirs_at,
+            cap: j.cap,
             made: None,
+            peers: None,
         };
-        send_msg(s, &outcome_msg(&Ok(reply)))?;
-        super::create::read_verdict(&j.verdict, "MPI_Comm_accept")?;
+        if let Err(e) = send_msg(s, &outcome_msg(&Ok(reply))) {
+            // The connector went away: nobody learns the index, so take
+            // back every bit the claim set, then leave the bridge.
+            if let Ok(i) = super::create::read_verdict(&j.verdict, "MPI_Comm_accept") {
+                let mut all = mine.to_vec();
+                all.extend(j.peers.clone().into_iter().flatten());
+                super::context::unclaim(&self.proc_.p2p, &all, i);
+            }
+            self.undo_join(j.peers.clone(), None);
+            return Err(e);
+        }
         Ok(j)
     }
 
@@ -674,20 +788,6 @@ fn held_path(seg: &Segment) -> PathBuf {
     PathBuf::from(format!("/proc/{}/fd/{}", std::process::id(), seg.fd()))
 }
 
-/// The ring capacity of a bridge of `n` ranks with `spec` (the acceptor
-/// chose the default for `n`).
-fn ring_capacity_of(spec: &SegmentSpec, n: usize) -> Result<usize> {
-    let cap = crate::transport::default_ring_capacity(n);
-    let layout = Layout::new(n, cap).map_err(|e| Error::new(ErrorClass::Intern, e))?;
-    if layout.digest() != spec.layout_digest {
-        return Err(Error::new(
-            ErrorClass::Intern,
-            "the bridge's layout differs from this process's (different shmpi builds?)",
-        ));
-    }
-    Ok(cap)
-}
-
 /// The context of the finalize meeting between connected jobs (bit 29,
 /// which no communicator's id has).
 const MEET_CTX: u32 = super::context::FOREIGN_BIT;
@@ -709,24 +809,26 @@ pub(crate) fn meet_connected(proc_: &super::Process) -> Result<()> {
         return Ok(());
     }
     let sh = &proc_.p2p;
-    let pos: Vec<(usize, usize, usize)> = {
+    // Source: the position in the bridge; tag: the bridge's own, so the
+    // tokens of different bridges never match each other.
+    let pos: Vec<(usize, usize, usize, i32)> = {
         let e = sh.lock();
         live.into_iter()
             .flatten()
             .filter_map(|p| {
-                let (me, at) = e.transport().bridge_position(p)?;
-                (!e.transport().is_dead(p)).then_some((p, me, at))
+                let (me, at, tag) = e.transport().bridge_position(p)?;
+                (!e.transport().is_dead(p)).then_some((p, me, at, tag))
             })
             .collect()
     };
-    for &(p, me, _) in &pos {
-        match sh.send_bytes(MEET_CTX, me as u32, p, 0, &[], false) {
+    for &(p, me, _, tag) in &pos {
+        match sh.send_bytes(MEET_CTX, me as u32, p, tag, &[], false) {
             Err(e) if e.class() != ErrorClass::ProcFailed => return Err(e),
             _ => {}
         }
     }
-    for &(p, _, at) in &pos {
-        match sh.recv_bytes(MEET_CTX, at as i32, Some(p), 0, &mut []) {
+    for &(p, _, at, tag) in &pos {
+        match sh.recv_bytes(MEET_CTX, at as i32, Some(p), tag, &mut []) {
             Err(e) if e.class() != ErrorClass::ProcFailed => return Err(e),
             _ => {}
         }

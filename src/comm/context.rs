@@ -162,3 +162,20 @@ pub fn release(sh: &Shared, index: u32) {
     sh.lock().purge_contexts(&ids);
     sh.segment().id_map(sh.world_rank()).release(index);
 }
+
+/// Takes back `index` from the maps of `members` (any job's) after a claim
+/// whose members never learnt it (a connection that failed part way):
+/// the claimer clears the bits it set, as a claim that backs out does.
+pub fn unclaim(sh: &Shared, members: &[usize], index: u32) {
+    let homes: Vec<_> = {
+        let e = sh.lock();
+        members
+            .iter()
+            .filter(|&&p| e.transport().is_peer(p))
+            .map(|&p| e.transport().home_of(p))
+            .collect()
+    };
+    for (seg, r) in homes {
+        seg.id_map(r).release(index);
+    }
+}

@@ -300,8 +300,18 @@ impl Communicator {
             let m = if r == me {
                 Memory::own(own.clone())
             } else if kind == IN_POOL && world[r] < job {
-                let view = self.proc_.p2p.lock().transport().pool_view(world[r])?;
-                Memory::in_pool(Arc::new(view), off as usize, len)?
+                let view = self.proc_.p2p.lock().transport().pool_view(world[r]);
+                match view.and_then(|v| Memory::in_pool(Arc::new(v), off as usize, len)) {
+                    Ok(m) => m,
+                    Err(e) => {
+                        // Told to every member below, like a refusal.
+                        refused.get_or_insert(format!(
+                            "rank {me} cannot map rank {r}'s pool: {}",
+                            e.detail()
+                        ));
+                        Memory::cma(pid as u32, addr, len)
+                    }
+                }
             } else {
                 // Ordinary memory, or a pool of another job (whose pool
                 // files this job does not know): by system call.
@@ -764,6 +774,16 @@ impl Window {
     /// # Errors
     /// As the barrier.
     pub fn free(self) -> Result<()> {
+        self.free_shared()
+    }
+
+    /// `free` through a shared reference (the C layer, whose handle table
+    /// and per-thread caches may still hold the window): the collective
+    /// part; the memory goes with the last reference.
+    ///
+    /// # Errors
+    /// As the barrier.
+    pub fn free_shared(&self) -> Result<()> {
         fence(Ordering::SeqCst);
         let r = self.comm.barrier();
         // Every access is complete and every member is here: letting go

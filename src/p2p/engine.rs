@@ -784,6 +784,16 @@ impl Engine {
         sync: bool,
         hold: Hold,
     ) -> (SendStart, Option<SlotId>) {
+        if self.t.is_dead(dest) {
+            // A peer of another job already known dead: the send fails
+            // (through a completed slot carrying the error).
+            let id = self.m.alloc(SlotState::Sent, 0);
+            self.m.slots[id].err = Some(Error::new(
+                ErrorClass::ProcFailed,
+                format!("a process of a connected job (peer {dest} of this process) has died"),
+            ));
+            return (SendStart::Done, Some(id));
+        }
         // A buffer in this rank's shared pool goes by rendezvous, copied
         // once out of the pool by the receiver; else single copy by CMA
         // where the policy says so.
@@ -872,6 +882,16 @@ impl Engine {
     }
 
     fn queued_slot(&mut self, ticket: Ticket, ack_slot: Option<SlotId>) -> SlotId {
+        let id = self.queued_slot_of(ticket, ack_slot);
+        if self.t.is_dead(ticket.peer()) {
+            // Its peer died meanwhile: the queue will never drain.
+            self.t.drop_sends_to(ticket.peer());
+            self.fail_slots(ticket.peer());
+        }
+        id
+    }
+
+    fn queued_slot_of(&mut self, ticket: Ticket, ack_slot: Option<SlotId>) -> SlotId {
         match ack_slot {
             Some(id) => {
                 if let SlotState::AwaitAck { ticket: t } = &mut self.m.slots[id].state {
@@ -972,6 +992,8 @@ impl Engine {
         if let Some(i) = self.m.inbound.get_mut(peer) {
             *i = Inbound::Idle;
         }
+        // Half-received messages from it will never be whole.
+        self.m.unexpected.retain(|u| u.peer != peer || u.complete);
     }
 
     /// Looks at the peers of other jobs for life (at most every

@@ -65,6 +65,31 @@ pub fn process_alive(pid: u32) -> bool {
     rc == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
 }
 
+/// Writes all of `buf` to the connected socket `fd` without raising
+/// SIGPIPE when the other end has gone (`send` with `MSG_NOSIGNAL`: a C
+/// program keeps the default SIGPIPE action, which would kill it).
+///
+/// # Errors
+/// The OS error (`EPIPE` when the other end has gone).
+pub fn send_all(fd: i32, buf: &[u8]) -> std::io::Result<()> {
+    let mut done = 0;
+    while done < buf.len() {
+        let rest = &buf[done..];
+        // SAFETY: `rest` is a live slice of `rest.len()` readable bytes;
+        // send(2) only reads them.
+        let n = unsafe { libc::send(fd, rest.as_ptr().cast(), rest.len(), libc::MSG_NOSIGNAL) };
+        if n < 0 {
+            let e = std::io::Error::last_os_error();
+            if e.kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
+        }
+        done += n as usize;
+    }
+    Ok(())
+}
+
 /// This process's real user id.
 pub fn uid() -> u32 {
     // SAFETY: getuid has no preconditions and cannot fail.

@@ -200,6 +200,7 @@ impl Transport {
             return;
         };
         for p in peers {
+            self.drop_sends_to(p);
             self.rx[p] = None;
             self.tx[p] = None;
             self.far[p - n] = None;
@@ -255,12 +256,13 @@ impl Transport {
         dead
     }
 
-    /// This process's and `peer`'s positions in their bridge's layout, for
-    /// a peer of another job.
-    pub fn bridge_position(&self, peer: usize) -> Option<(usize, usize)> {
+    /// This process's and `peer`'s positions in their bridge's layout, and
+    /// a tag both ends derive from the bridge (its id), for a peer of
+    /// another job.
+    pub fn bridge_position(&self, peer: usize) -> Option<(usize, usize, i32)> {
         let f = self.far.get(peer.checked_sub(self.size())?)?.as_ref()?;
         let b = self.bridges[f.bridge].as_ref()?;
-        Some((b.me, f.at))
+        Some((b.me, f.at, (b.seg.spec().job_id & 0x3fff_ffff) as i32))
     }
 
     /// Whether `peer` was found dead.
@@ -273,9 +275,9 @@ impl Transport {
                 .is_some_and(|f| f.dead)
     }
 
-    /// Forgets everything queued or open towards `peer` (dead): its ring
-    /// will never drain.
-    fn drop_sends_to(&mut self, peer: usize) {
+    /// Forgets everything queued or open towards `peer` (dead, or its
+    /// bridge gone): its ring will never drain.
+    pub fn drop_sends_to(&mut self, peer: usize) {
         if let Some(tx) = self.tx[peer].as_mut() {
             let dropped = tx.queue.len();
             tx.queue.clear();
@@ -319,6 +321,15 @@ impl Transport {
                 (b.remote.clone(), f.rank)
             }
         }
+    }
+
+    /// The job ids of the other ends of this process's live bridges.
+    pub fn bridged_jobs(&self) -> Vec<u64> {
+        self.bridges
+            .iter()
+            .flatten()
+            .map(|b| b.remote.spec().job_id)
+            .collect()
     }
 
     /// The peers of the live bridge to job `job`, if there is one.
