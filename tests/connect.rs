@@ -355,9 +355,12 @@ fn doomed_acceptor(u: &shmpi::Universe) {
         took.as_secs_f64() * 1e3
     );
     assert!(took < Duration::from_secs(3), "noticed after {took:?}");
-    // A receive from any source on a communicator with dead members
-    // fails too, and so do a synchronous send started after the death
-    // was seen and a receive request polled with test.
+    // A collective over a communicator with dead members fails at every
+    // live member (none is left waiting for another), a receive from any
+    // source fails too, and so do a synchronous send started after the
+    // death was seen and a receive request polled with test.
+    let e = inter.barrier().unwrap_err();
+    assert_eq!(e.class(), shmpi::ErrorClass::ProcFailed, "{e}");
     let e = inter.recv(&mut buf, shmpi::ANY_SOURCE, 4).unwrap_err();
     assert_eq!(e.class(), shmpi::ErrorClass::ProcFailed, "{e}");
     let e = inter.ssend(&[1u8], me, 5).unwrap_err();

@@ -837,8 +837,11 @@ pub(crate) fn meet_connected(proc_: &super::Process) -> Result<()> {
 }
 
 /// Tells the engine which members of a communicator's contexts are in
-/// other jobs (`add`), or that the contexts are gone: an `ANY_SOURCE`
-/// receive there fails when one of them dies.
+/// other jobs (`add`), or that the contexts are gone. When one of them
+/// dies, an `ANY_SOURCE` receive on the point-to-point context fails, and
+/// every receive on its collective contexts (a collective over a
+/// communicator with a dead member fails at every live member instead of
+/// leaving some waiting for the others).
 pub(super) fn note_far_contexts(
     proc_: &super::Process,
     ctx: &crate::p2p::Context,
@@ -853,15 +856,16 @@ pub(super) fn note_far_contexts(
             Vec::new()
         }
     };
-    let mut e = proc_.p2p.lock();
-    let mut note = |c: &crate::p2p::Context| {
-        let f = far(&c.ranks);
-        e.note_far_members(c.id, f.clone());
-        e.note_far_members(c.coll_id(), f);
-    };
-    note(ctx);
+    let mut all = far(&ctx.ranks);
     if let Kind::Inter { local, .. } = kind {
-        note(local);
+        all.extend(far(&local.ranks));
+    }
+    let mut e = proc_.p2p.lock();
+    e.note_far_members(ctx.id, far(&ctx.ranks));
+    e.note_far_members(ctx.coll_id(), all.clone());
+    if let Kind::Inter { local, .. } = kind {
+        e.note_far_members(local.id, all.clone());
+        e.note_far_members(local.coll_id(), all);
     }
 }
 

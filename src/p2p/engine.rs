@@ -922,9 +922,15 @@ impl Engine {
             if peer.is_some_and(|p| self.t.is_dead(p)) {
                 self.fail_slots(peer.unwrap_or(usize::MAX));
             }
-        } else if let Some(far) = self.m.far_ctx.get(&ctx) {
-            // ANY_SOURCE where a member already died.
-            if let Some(&p) = far.iter().find(|&&p| self.t.is_dead(p)) {
+        }
+        // ANY_SOURCE, or a collective, where a member already died.
+        if src < 0 || ctx & crate::p2p::COLL_BIT != 0 {
+            if let Some(&p) = self
+                .m
+                .far_ctx
+                .get(&ctx)
+                .and_then(|far| far.iter().find(|&&p| self.t.is_dead(p)))
+            {
                 self.fail_slots(p);
             }
         }
@@ -963,7 +969,8 @@ impl Engine {
                 SlotState::Posted { ctx, src, .. } => (
                     true,
                     s.peer == Some(peer)
-                        || (src < 0 && self.m.far_ctx.get(&ctx).is_some_and(|f| f.contains(&peer))),
+                        || ((src < 0 || ctx & crate::p2p::COLL_BIT != 0)
+                            && self.m.far_ctx.get(&ctx).is_some_and(|f| f.contains(&peer))),
                 ),
                 SlotState::Filling { .. } => (true, filling == Some(id)),
                 SlotState::Queued(t) => (false, t.peer() == peer),
@@ -1003,7 +1010,14 @@ impl Engine {
         if !self.t.has_far_peers() {
             return;
         }
-        for p in self.t.check_far() {
+        let dead = self.t.check_far();
+        if dead.is_empty() {
+            return;
+        }
+        // What a dead peer sent before it died still counts: take all of
+        // it from its rings first (it writes no more).
+        while self.progress_into(&mut []) > 0 {}
+        for p in dead {
             self.fail_slots(p);
         }
     }
@@ -1138,6 +1152,9 @@ impl Engine {
             && matches!(self.m.inbound.get(peer), Some(Inbound::Idle))
             && self.m.find_unexpected(ctx, src, tag).is_none()
             && self.t.sends_idle()
+            // A context with members of other jobs takes the posted path,
+            // where their failure is noticed.
+            && (self.m.far_ctx.is_empty() || !self.m.far_ctx.contains_key(&ctx))
     }
 
     /// The receive fast path, valid after [`direct_ok`](Self::direct_ok)
