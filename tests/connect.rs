@@ -104,6 +104,74 @@ fn two_jobs_find_each_other_by_name_and_talk_over_a_port() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Dies as a crash does (SIGKILL: no finalize, no cleanup).
+fn kill_self() {
+    let _ = std::process::Command::new("kill")
+        .arg("-KILL")
+        .arg(std::process::id().to_string())
+        .status();
+}
+
+/// The port published as `service`, waiting (bounded) for it to appear.
+fn lookup(service: &str) -> String {
+    let start = Instant::now();
+    loop {
+        match names::lookup_name(service) {
+            Ok(p) => return p,
+            Err(_) if start.elapsed() < Duration::from_secs(60) => {
+                std::thread::sleep(Duration::from_millis(5))
+            }
+            Err(e) => panic!("{service:?} was never published: {e}"),
+        }
+    }
+}
+
+/// `WORLD` accepts a connection on a port that rank 0 opens and publishes
+/// as `service` (withdrawn once accepted).
+fn accept_as(w: &shmpi::Communicator, service: &str) -> shmpi::Communicator {
+    let port = (w.rank() == 0).then(|| names::Port::open().expect("open a port"));
+    if let Some(p) = &port {
+        names::publish_name(service, p.name()).expect("publish");
+    }
+    let inter = w.accept(port.as_ref(), 0).expect("accept");
+    if let Some(p) = &port {
+        names::unpublish_name(service, p.name()).expect("unpublish");
+    }
+    inter
+}
+
+/// `WORLD` connects to the port published as `service`.
+fn connect_to(w: &shmpi::Communicator, service: &str) -> shmpi::Communicator {
+    let name = if w.rank() == 0 {
+        lookup(service)
+    } else {
+        String::new()
+    };
+    w.connect(&name, 0, Duration::from_secs(30))
+        .expect("connect")
+}
+
+/// Runs cases `a` and `b` as two jobs of 2 ranks (two launches) sharing a
+/// private runtime directory; their outcomes, after checking that nothing
+/// is left in /dev/shm or in that directory.
+fn two_jobs(a: &str, b: &str, bound: Duration) -> (support::Outcome, support::Outcome) {
+    let dir = std::env::temp_dir().join(format!("shmpi-{a}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let d = dir.to_string_lossy().into_owned();
+    let d2 = d.clone();
+    let a = a.to_string();
+    let ta = std::thread::spawn(move || {
+        support::launch(2, &a, &[], &[("SHMPI_RUNTIME_DIR", &d)], bound)
+    });
+    let ob = support::launch(2, b, &[], &[("SHMPI_RUNTIME_DIR", &d2)], bound);
+    let oa = ta.join().unwrap();
+    support::assert_no_segments_left();
+    assert_runtime_clean(&dir);
+    let _ = std::fs::remove_dir_all(&dir);
+    (oa, ob)
+}
+
 const JOINED: &str = "connect-test joined";
 
 fn pattern(seed: u64, n: usize) -> Vec<u8> {
@@ -203,14 +271,7 @@ fn talk(inter: shmpi::Communicator, accepting: bool) {
 
 fn acceptor_job(u: &shmpi::Universe) {
     let w = u.world();
-    let port = (w.rank() == 0).then(|| names::Port::open().expect("open a port"));
-    if let Some(p) = &port {
-        names::publish_name(JOINED, p.name()).expect("publish");
-    }
-    let inter = w.accept(port.as_ref(), 0).expect("accept");
-    if let Some(p) = &port {
-        names::unpublish_name(JOINED, p.name()).expect("unpublish");
-    }
+    let inter = accept_as(&w, JOINED);
     talk(inter, true);
     assert!(!u.connected_to_other_jobs(), "independent after disconnect");
     // The other job kills itself now; this one carries on alone.
@@ -224,31 +285,13 @@ fn acceptor_job(u: &shmpi::Universe) {
 
 fn connector_job(u: &shmpi::Universe) {
     let w = u.world();
-    let mut name = String::new();
-    if w.rank() == 0 {
-        let start = Instant::now();
-        name = loop {
-            match names::lookup_name(JOINED) {
-                Ok(p) => break p,
-                Err(_) if start.elapsed() < Duration::from_secs(60) => {
-                    std::thread::sleep(Duration::from_millis(5))
-                }
-                Err(e) => panic!("never published: {e}"),
-            }
-        };
-    }
-    let inter = w
-        .connect(&name, 0, Duration::from_secs(30))
-        .expect("connect");
+    let inter = connect_to(&w, JOINED);
     talk(inter, false);
     assert!(!u.connected_to_other_jobs(), "independent after disconnect");
     w.barrier().unwrap();
     // Independent again: a crash here must not touch the other job.
     if w.rank() == 1 {
-        let _ = std::process::Command::new("kill")
-            .arg("-KILL")
-            .arg(std::process::id().to_string())
-            .status();
+        kill_self();
     }
     std::thread::sleep(Duration::from_secs(5));
 }
@@ -280,32 +323,18 @@ fn jobs_connect_talk_disconnect_and_survive_each_other() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(20);
-    let dir = std::env::temp_dir().join(format!("shmpi-join-test-{}", std::process::id()));
     for round in 0..rounds {
-        let _ = std::fs::remove_dir_all(&dir);
-        let d = dir.to_string_lossy().into_owned();
-        let d2 = d.clone();
-        let a = std::thread::spawn(move || {
-            support::launch(
-                2,
-                "connect_acceptor_job",
-                &[],
-                &[("SHMPI_RUNTIME_DIR", &d)],
-                Duration::from_secs(90),
-            )
-        });
-        let b = support::launch(
-            2,
+        let (a, b) = two_jobs(
+            "connect_acceptor_job",
             "connect_connector_job",
-            &[],
-            &[("SHMPI_RUNTIME_DIR", &d2)],
             Duration::from_secs(90),
         );
-        let a = a.join().unwrap();
         assert_eq!(
             a.code,
             Some(0),
-            "round {round}: the acceptor job failed:\n{}\n{}",
+            "round {round}: the acceptor job failed:
+{}
+{}",
             a.stdout,
             a.stderr
         );
@@ -320,24 +349,14 @@ fn jobs_connect_talk_disconnect_and_survive_each_other() {
             "round {round}: connector: {}",
             b.stderr
         );
-        support::assert_no_segments_left();
-        assert_runtime_clean(&dir);
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 const DOOMED: &str = "connect-test doomed";
 
 fn doomed_acceptor(u: &shmpi::Universe) {
     let w = u.world();
-    let port = (w.rank() == 0).then(|| names::Port::open().expect("open a port"));
-    if let Some(p) = &port {
-        names::publish_name(DOOMED, p.name()).expect("publish");
-    }
-    let inter = w.accept(port.as_ref(), 0).expect("accept");
-    if let Some(p) = &port {
-        names::unpublish_name(DOOMED, p.name()).expect("unpublish");
-    }
+    let inter = accept_as(&w, DOOMED);
     inter.set_errhandler(shmpi::ErrHandler::Return);
     let me = inter.rank();
     // The other job's rank 1 says it is about to die, then dies (its
@@ -396,30 +415,12 @@ fn doomed_acceptor(u: &shmpi::Universe) {
 
 fn doomed_connector(u: &shmpi::Universe) {
     let w = u.world();
-    let mut name = String::new();
-    if w.rank() == 0 {
-        let start = Instant::now();
-        name = loop {
-            match names::lookup_name(DOOMED) {
-                Ok(p) => break p,
-                Err(_) if start.elapsed() < Duration::from_secs(60) => {
-                    std::thread::sleep(Duration::from_millis(5))
-                }
-                Err(e) => panic!("never published: {e}"),
-            }
-        };
-    }
-    let inter = w
-        .connect(&name, 0, Duration::from_secs(30))
-        .expect("connect");
+    let inter = connect_to(&w, DOOMED);
     if w.rank() == 1 {
         for r in 0..2 {
             inter.send(b"dying", r, 1).unwrap();
         }
-        let _ = std::process::Command::new("kill")
-            .arg("-KILL")
-            .arg(std::process::id().to_string())
-            .status();
+        kill_self();
     }
     std::thread::sleep(Duration::from_secs(10));
 }
@@ -447,36 +448,17 @@ fn connect_doomed_connector() {
 /// hanging, and this job finishes.
 #[test]
 fn a_dead_connected_job_fails_calls_with_proc_failed() {
-    let dir = std::env::temp_dir().join(format!("shmpi-doomed-test-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    let d = dir.to_string_lossy().into_owned();
-    let d2 = d.clone();
-    let a = std::thread::spawn(move || {
-        support::launch(
-            2,
-            "connect_doomed_acceptor",
-            &[],
-            &[("SHMPI_RUNTIME_DIR", &d)],
-            Duration::from_secs(90),
-        )
-    });
-    let b = support::launch(
-        2,
+    let (a, b) = two_jobs(
+        "connect_doomed_acceptor",
         "connect_doomed_connector",
-        &[],
-        &[("SHMPI_RUNTIME_DIR", &d2)],
         Duration::from_secs(90),
     );
-    let a = a.join().unwrap();
     assert_eq!(a.code, Some(0), "the survivor:\n{}\n{}", a.stdout, a.stderr);
     assert!(a.stdout.contains("survivor done"), "{}", a.stdout);
     for l in a.stdout.lines().filter(|l| l.contains("ProcFailed after")) {
         println!("{l}");
     }
     assert_ne!(b.code, Some(0));
-    support::assert_no_segments_left();
-    assert_runtime_clean(&dir);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 const LINGER: &str = "connect-test linger";
@@ -490,14 +472,7 @@ fn connect_linger_acceptor() {
     if support::is_rank_of("connect_linger_acceptor") {
         let u = shmpi::init().expect("init");
         let w = u.world();
-        let port = (w.rank() == 0).then(|| names::Port::open().expect("open a port"));
-        if let Some(p) = &port {
-            names::publish_name(LINGER, p.name()).expect("publish");
-        }
-        let inter = w.accept(port.as_ref(), 0).expect("accept");
-        if let Some(p) = &port {
-            names::unpublish_name(LINGER, p.name()).expect("unpublish");
-        }
+        let inter = accept_as(&w, LINGER);
         // Freed, not disconnected: still connected (MPI 4.1 §11.10.4).
         drop(inter);
         assert!(u.connected_to_other_jobs());
@@ -516,22 +491,7 @@ fn connect_linger_connector() {
     if support::is_rank_of("connect_linger_connector") {
         let u = shmpi::init().expect("init");
         let w = u.world();
-        let mut name = String::new();
-        if w.rank() == 0 {
-            let start = Instant::now();
-            name = loop {
-                match names::lookup_name(LINGER) {
-                    Ok(p) => break p,
-                    Err(_) if start.elapsed() < Duration::from_secs(60) => {
-                        std::thread::sleep(Duration::from_millis(5))
-                    }
-                    Err(e) => panic!("never published: {e}"),
-                }
-            };
-        }
-        let inter = w
-            .connect(&name, 0, Duration::from_secs(30))
-            .expect("connect");
+        let inter = connect_to(&w, LINGER);
         drop(inter);
         std::thread::sleep(Duration::from_millis(300));
         if w.rank() == 0 {
@@ -545,34 +505,14 @@ fn connect_linger_connector() {
 /// meet at finalize: the first to finalize waits for the other.
 #[test]
 fn finalize_waits_for_a_still_connected_job() {
-    let dir = std::env::temp_dir().join(format!("shmpi-linger-test-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let d = dir.to_string_lossy().into_owned();
-    let d2 = d.clone();
-    let a = std::thread::spawn(move || {
-        support::launch(
-            2,
-            "connect_linger_acceptor",
-            &[],
-            &[("SHMPI_RUNTIME_DIR", &d)],
-            Duration::from_secs(90),
-        )
-    });
-    let b = support::launch(
-        2,
+    let (a, b) = two_jobs(
+        "connect_linger_acceptor",
         "connect_linger_connector",
-        &[],
-        &[("SHMPI_RUNTIME_DIR", &d2)],
         Duration::from_secs(90),
     );
-    let a = a.join().unwrap();
     assert_eq!(b.code, Some(0), "connector:\n{}\n{}", b.stdout, b.stderr);
     assert_eq!(a.code, Some(0), "acceptor:\n{}\n{}", a.stdout, a.stderr);
     assert!(a.stdout.contains("lingered"));
-    support::assert_no_segments_left();
-    assert_runtime_clean(&dir);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 const ABORTS: &str = "connect-test aborts";
@@ -582,14 +522,7 @@ fn connect_abort_acceptor() {
     if support::is_rank_of("connect_abort_acceptor") {
         let u = shmpi::init().expect("init");
         let w = u.world();
-        let port = (w.rank() == 0).then(|| names::Port::open().expect("open a port"));
-        if let Some(p) = &port {
-            names::publish_name(ABORTS, p.name()).expect("publish");
-        }
-        let inter = w.accept(port.as_ref(), 0).expect("accept");
-        if let Some(p) = &port {
-            names::unpublish_name(ABORTS, p.name()).expect("unpublish");
-        }
+        let inter = accept_as(&w, ABORTS);
         inter.barrier().unwrap();
         if w.rank() == 0 {
             inter.abort(9);
@@ -603,22 +536,7 @@ fn connect_abort_connector() {
     if support::is_rank_of("connect_abort_connector") {
         let u = shmpi::init().expect("init");
         let w = u.world();
-        let mut name = String::new();
-        if w.rank() == 0 {
-            let start = Instant::now();
-            name = loop {
-                match names::lookup_name(ABORTS) {
-                    Ok(p) => break p,
-                    Err(_) if start.elapsed() < Duration::from_secs(60) => {
-                        std::thread::sleep(Duration::from_millis(5))
-                    }
-                    Err(e) => panic!("never published: {e}"),
-                }
-            };
-        }
-        let inter = w
-            .connect(&name, 0, Duration::from_secs(30))
-            .expect("connect");
+        let inter = connect_to(&w, ABORTS);
         inter.barrier().unwrap();
         // Blocked here when the other job aborts over the connection.
         let mut b = [0u8; 1];
@@ -632,31 +550,48 @@ fn connect_abort_connector() {
 /// launch bound would give no code at all.
 #[test]
 fn abort_over_a_connection_ends_both_jobs() {
-    let dir = std::env::temp_dir().join(format!("shmpi-abort-test-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    let d = dir.to_string_lossy().into_owned();
-    let d2 = d.clone();
-    let a = std::thread::spawn(move || {
-        support::launch(
-            2,
-            "connect_abort_acceptor",
-            &[],
-            &[("SHMPI_RUNTIME_DIR", &d)],
-            Duration::from_secs(25),
-        )
-    });
-    let b = support::launch(
-        2,
+    let (a, b) = two_jobs(
+        "connect_abort_acceptor",
         "connect_abort_connector",
-        &[],
-        &[("SHMPI_RUNTIME_DIR", &d2)],
         Duration::from_secs(25),
     );
-    let a = a.join().unwrap();
     assert_eq!(a.code, Some(9), "acceptor:\n{}\n{}", a.stdout, a.stderr);
     assert_eq!(b.code, Some(9), "connector:\n{}\n{}", b.stdout, b.stderr);
-    support::assert_no_segments_left();
-    // The aborted rank's port is gone too (its launcher removed it).
-    assert_runtime_clean(&dir);
-    let _ = std::fs::remove_dir_all(&dir);
+    // (two_jobs checked that the aborted rank's port is gone too: its
+    // launcher removed it.)
+}
+
+#[test]
+fn connect_doomed_fatal_acceptor() {
+    if support::is_rank_of("connect_doomed_fatal_acceptor") {
+        let u = shmpi::init().expect("init");
+        let w = u.world();
+        // The default error handler: MPI_ERRORS_ARE_FATAL.
+        let inter = accept_as(&w, DOOMED);
+        let mut word = [0u8; 5];
+        inter.recv(&mut word, 1, 1).unwrap();
+        let mut buf = [0u8; 8];
+        let _ = inter.recv(&mut buf, inter.rank(), 2);
+        unreachable!("the failure aborts this job");
+    }
+}
+
+/// Under `ERRORS_ARE_FATAL`, a connected job's death aborts this job (with
+/// `MPI_ERR_PROC_FAILED`'s code) instead of hanging it.
+#[test]
+fn a_dead_connected_job_aborts_a_job_with_fatal_errors() {
+    let (a, b) = two_jobs(
+        "connect_doomed_fatal_acceptor",
+        "connect_doomed_connector",
+        Duration::from_secs(90),
+    );
+    assert_eq!(
+        a.code,
+        Some(62),
+        "the survivor:\n{}\n{}",
+        a.stdout,
+        a.stderr
+    );
+    assert!(a.stderr.contains("MPI_ERR_PROC_FAILED"), "{}", a.stderr);
+    assert_ne!(b.code, Some(0));
 }
