@@ -45,6 +45,27 @@ fn shmpi_bench_latency_prints_one_positive_row_per_size() {
     assert!(r.iter().all(|r| r.len() == 2 && r[1] > 0.0), "{out}");
 }
 
+/// `--across-jobs`: the second rank is a spawned job; the rows come over
+/// the bridge, and nothing is left behind.
+#[test]
+fn shmpi_bench_latency_across_jobs_runs_over_a_bridge() {
+    let out = bench(&[
+        "latency",
+        "--across-jobs",
+        "--max-size",
+        "65536",
+        "--iterations",
+        "100",
+        "--warmup",
+        "10",
+    ]);
+    assert!(out.contains("across two jobs"), "{out}");
+    let r = rows(&out);
+    assert_eq!(r.len(), 18, "sizes 0 to 64 KiB: {out}");
+    assert!(r.iter().all(|r| r.len() == 2 && r[1] > 0.0), "{out}");
+    support::assert_no_segments_left();
+}
+
 #[test]
 fn shmpi_bench_comm_times_dup_split_and_create_for_each_rank_count() {
     let out = bench(&[

@@ -97,10 +97,14 @@ struct Opts {
     /// `--alloc-mem`: bandwidth from a send buffer of `alloc_mem` (the
     /// shared pool: the receiver copies once out of it), plain `isend`s.
     alloc_mem: bool,
+    /// `--across-jobs`: the two ranks are two jobs, the second spawned by
+    /// the first, talking over a bridge (`docs/connect.md`).
+    across_jobs: bool,
 }
 
 const USAGE: &str = "usage: shmpi-bench latency|bw|bibw [--min-size N] [--max-size N] \
-[--iterations N] [--warmup N] [--cpus A,B] [--format osu|csv|json] [--floor] [--plain-isend] [--alloc-mem]\n       \
+[--iterations N] [--warmup N] [--cpus A,B] [--format osu|csv|json] [--floor] [--plain-isend] [--alloc-mem] \
+[--across-jobs]\n       \
 shmpi-bench comm [--ranks 2,4,8] [--iterations N] [--warmup N]\n       \
 shmpi-bench latency --ranks N ...  (ranks 0 and 1 ping-pong, the others idle)\n       \
 shmpi-bench floor [--cpus A,B] [--iterations N]\n       \
@@ -152,6 +156,7 @@ fn parse(args: &[String]) -> Result<Opts, String> {
         floor: false,
         plain_isend: false,
         alloc_mem: false,
+        across_jobs: false,
         ranks: if matches!(test, Test::Coll(_)) {
             vec![2]
         } else {
@@ -161,10 +166,14 @@ fn parse(args: &[String]) -> Result<Opts, String> {
     let mut i = 1;
     while i < args.len() {
         let flag = args[i].as_str();
-        if flag == "--floor" || flag == "--plain-isend" || flag == "--alloc-mem" {
+        if matches!(
+            flag,
+            "--floor" | "--plain-isend" | "--alloc-mem" | "--across-jobs"
+        ) {
             o.floor |= flag == "--floor";
             o.plain_isend |= flag == "--plain-isend";
             o.alloc_mem |= flag == "--alloc-mem";
+            o.across_jobs |= flag == "--across-jobs";
             i += 1;
             continue;
         }
@@ -516,6 +525,9 @@ fn run_rank(o: &Opts) -> Result<(), String> {
         rma(o, &u.world(), k)?;
         return u.finalize().map_err(|e| e.to_string());
     }
+    if o.across_jobs {
+        return across_jobs(o, u);
+    }
     let w = u.world();
     if w.size() != 2 && !(o.test == Test::Latency && w.size() > 2) {
         return Err(format!(
@@ -544,6 +556,56 @@ fn run_rank(o: &Opts) -> Result<(), String> {
     }
     run_pair(o, &w, &u)?;
     u.finalize().map_err(|e| e.to_string())
+}
+
+/// `--across-jobs`: this one-rank job spawns a second one (the same
+/// command), the two merge their intercommunicator and run the pair
+/// benchmark over it: every message crosses the bridge between the jobs.
+/// Each binds itself to its CPU of `--cpus` (default the first two).
+fn across_jobs(o: &Opts, mut u: shmpi::Universe) -> Result<(), String> {
+    let r = across_jobs_pair(o, &mut u);
+    if let Err(m) = &r {
+        // The other job waits for this one (connected processes finalize
+        // together): end both rather than hang.
+        eprintln!("shmpi-bench: {m}");
+        u.abort(1);
+    }
+    u.finalize().map_err(|e| e.to_string())
+}
+
+fn across_jobs_pair(o: &Opts, u: &mut shmpi::Universe) -> Result<(), String> {
+    let e = |e: shmpi::Error| e.to_string();
+    let cpus: Vec<usize> = o
+        .cpus
+        .as_deref()
+        .and_then(shmpi::job::env::parse_cpus)
+        .unwrap_or_else(|| vec![0, 1]);
+    let (inter, child) = match u.take_parent() {
+        Some(p) => (p, true),
+        None => {
+            let cmd = shmpi::comm::SpawnCommand {
+                program: std::env::current_exe()
+                    .map_err(|e| e.to_string())?
+                    .display()
+                    .to_string(),
+                args: std::env::args().skip(1).collect(),
+                maxprocs: 1,
+                soft: Vec::new(),
+            };
+            let opts = shmpi::comm::SpawnOptions::default();
+            (u.self_comm().spawn(&cmd, &opts, 0).map_err(e)?, false)
+        }
+    };
+    if let Some(&c) = cpus.get(usize::from(child)) {
+        shmpi::job::bootstrap::bind_set(Some(&[c])).map_err(|x| format!("bind to CPU {c}: {x}"))?;
+    }
+    let pair = inter.intercomm_merge(child).map_err(e)?;
+    if !child && o.format == Format::Osu {
+        println!("# across two jobs: a spawned job, every message over the bridge between them");
+    }
+    run_pair(o, &pair, u)?;
+    pair.disconnect().map_err(e)?;
+    inter.disconnect().map_err(e)
 }
 
 /// The point-to-point benchmark between the two ranks of `w`.
@@ -1095,6 +1157,9 @@ fn main() -> ExitCode {
             2
         };
         launch_self(&o, &args, n)
+    } else if o.across_jobs {
+        // One rank here; it spawns the other job.
+        launch_self(&o, &args, 1)
     } else if o.test == Test::Latency && args.iter().any(|a| a == "--ranks") {
         // A ping-pong between ranks 0 and 1 inside a larger, idle job.
         launch_self(&o, &args, o.ranks[0].max(2))

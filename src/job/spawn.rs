@@ -192,8 +192,12 @@ pub fn run(spec: &JobSpec, shape: SegmentShape) -> Result<JobOutcome, String> {
         let mut cmd = Command::new(program);
         cmd.args(args);
         cmd.env(env::APPNUM, appnum.to_string());
+        // What `comm_spawn` runs: this launcher, when it is `shmpiexec`
+        // (a tool that runs jobs itself, like shmpi-bench, is not one).
         if let Ok(me) = std::env::current_exe() {
-            cmd.env(env::LAUNCHER, me);
+            if me.file_name().is_some_and(|n| n == "shmpiexec") {
+                cmd.env(env::LAUNCHER, me);
+            }
         }
         for (k, v) in &spec.env {
             match v {

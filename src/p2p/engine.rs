@@ -1152,9 +1152,6 @@ impl Engine {
             && matches!(self.m.inbound.get(peer), Some(Inbound::Idle))
             && self.m.find_unexpected(ctx, src, tag).is_none()
             && self.t.sends_idle()
-            // A context with members of other jobs takes the posted path,
-            // where their failure is noticed.
-            && (self.m.far_ctx.is_empty() || !self.m.far_ctx.contains_key(&ctx))
     }
 
     /// The receive fast path, valid after [`direct_ok`](Self::direct_ok)
