@@ -285,19 +285,25 @@ fn command_of(
     })
 }
 
-/// Fills `errcodes` (if given) for `n` requested processes of which
-/// `started` started.
-fn fill_errcodes(errcodes: *mut c_int, n: usize, started: usize) -> Result<()> {
+/// Fills `errcodes` (if given): per command, `(requested, started)`, in
+/// command order, its first `started` entries succeeded and the rest got
+/// `MPI_ERR_SPAWN`.
+fn fill_errcodes(errcodes: *mut c_int, per_command: &[(usize, usize)]) -> Result<()> {
+    let n: usize = per_command.iter().map(|p| p.0).sum();
     if errcodes.is_null() || n == 0 {
         return Ok(());
     }
     let codes = super::array_mut(errcodes, n, "array_of_errcodes")?;
-    for (i, c) in codes.iter_mut().enumerate() {
-        *c = if i < started {
-            super::SUCCESS
-        } else {
-            ErrorClass::Spawn.code()
-        };
+    let mut at = 0;
+    for &(requested, started) in per_command {
+        for (i, c) in codes[at..at + requested].iter_mut().enumerate() {
+            *c = if i < started {
+                super::SUCCESS
+            } else {
+                ErrorClass::Spawn.code()
+            };
+        }
+        at += requested;
     }
     Ok(())
 }
@@ -334,8 +340,19 @@ fn spawn_c(
             Vec::new()
         };
         let c = obj.comm.spawn_multiple(&list, &opts, root)?;
-        let started = c.remote_size()? as usize;
-        fill_errcodes(errcodes, requested, started)?;
+        // The root knows each command's count; the others (whose
+        // arguments MPI ignores) see the total the job started.
+        let per_command: Vec<(usize, usize)> = if list.is_empty() {
+            vec![(requested, c.remote_size()? as usize)]
+        } else {
+            list.iter()
+                .map(|cmd| {
+                    let started = crate::comm::started_count(cmd).unwrap_or(0);
+                    (cmd.maxprocs, started)
+                })
+                .collect()
+        };
+        fill_errcodes(errcodes, &per_command)?;
         let handle = register_comm(c, obj.errh(), Vec::new());
         out(intercomm, to_handle(handle), "intercomm")
     })

@@ -28,7 +28,7 @@ pub use create::SplitType;
 pub use errhandler::ErrHandler;
 pub use request::{test_all, wait_all, wait_all_each, wait_any, wait_some, Message, Request};
 pub use scope::{scope, Scope};
-pub(crate) use spawn::connect_parent;
+pub(crate) use spawn::{connect_parent, count_of as started_count};
 pub use spawn::{SpawnCommand, SpawnOptions};
 pub use win::{Flavor, LockType, WinOptions, Window};
 

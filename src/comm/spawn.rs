@@ -67,8 +67,11 @@ fn spawn_err(m: String) -> Error {
     Error::new(ErrorClass::Spawn, m)
 }
 
-/// The number of ranks `c` gets.
-fn count_of(c: &SpawnCommand) -> Result<usize> {
+/// The number of ranks `c` gets (`maxprocs`, or the `soft` choice).
+///
+/// # Errors
+/// `Spawn` when it allows none.
+pub(crate) fn count_of(c: &SpawnCommand) -> Result<usize> {
     let n = if c.soft.is_empty() {
         c.maxprocs
     } else {

@@ -116,10 +116,22 @@ int main(int argc, char **argv)
     char *cmds[2] = {argv[0], argv[0]};
     char *multi[] = {"multi", NULL};
     char **argvs[2] = {multi, multi};
-    int counts[2] = {1, 2};
+    /* The second command asks for 3 but its `soft` allows 1 or 2. */
+    int counts[2] = {1, 3};
     MPI_Info infos[2] = {MPI_INFO_NULL, MPI_INFO_NULL};
+    MPI_Info_create(&infos[1]);
+    MPI_Info_set(infos[1], "soft", "1:2");
+    int mcodes[4] = {-1, -1, -1, -1};
     CHECK_OK(MPI_Comm_spawn_multiple(2, cmds, argvs, counts, infos, 0, MPI_COMM_WORLD, &inter,
-                                     MPI_ERRCODES_IGNORE));
+                                     mcodes));
+    MPI_Info_free(&infos[1]);
+    int me = -1;
+    MPI_Comm_rank(MPI_COMM_WORLD, &me);
+    if (me == 0)
+        CHECK(mcodes[0] == MPI_SUCCESS && mcodes[1] == MPI_SUCCESS && mcodes[2] == MPI_SUCCESS &&
+                  mcodes[3] == MPI_ERR_SPAWN,
+              "spawn_multiple errcodes per command: %d %d %d %d", mcodes[0], mcodes[1],
+              mcodes[2], mcodes[3]);
     talk(inter, 3, "spawn_multiple");
 
     MPI_Info soft;
