@@ -187,6 +187,13 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    // What the ranks' `comm_spawn` runs: this launcher.
+    if let Ok(me) = std::env::current_exe() {
+        spec.env.push((
+            job::env::LAUNCHER.to_string(),
+            Some(me.display().to_string()),
+        ));
+    }
     if let Err(m) = apply_placement(&mut spec, &placing) {
         eprintln!("shmpiexec: {m}");
         return ExitCode::from(2);

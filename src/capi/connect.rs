@@ -95,7 +95,6 @@ fn connect_timeout() -> std::time::Duration {
     std::time::Duration::from_secs_f64(s)
 }
 
-#[allow(clippy::too_many_arguments)]
 fn accept_or_connect(
     call: &str,
     port_name: *const c_char,

@@ -245,16 +245,6 @@ fn attach(path: &Path, spec: SegmentSpec, what: &str) -> Result<Arc<Segment>> {
     })
 }
 
-/// A fresh bridge id (a job id no launcher gives: the high bit set).
-fn bridge_id() -> u64 {
-    let t = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as u64);
-    let mut x = t ^ (u64::from(std::process::id()) << 29) ^ 0x2545_f491_4f6c_dd1d;
-    x = (x ^ (x >> 31)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    (x ^ (x >> 29)) | (1 << 63)
-}
-
 /// What a root learns in the handshake, as its group gets it.
 struct Joined {
     verdict: [u8; 8],
@@ -671,7 +661,8 @@ impl Communicator {
                 .max(my_cap)
                 .max(their_cap);
             let layout = Layout::new(n, cap).map_err(|e| Error::new(ErrorClass::Other, e))?;
-            let id = bridge_id();
+            // Named like a job segment, with a fresh id of the launcher's kind.
+            let id = crate::job::spawn::job_id();
             let path = segment_path(&crate::job::env::shm_dir(), id);
             let spec = layout.spec(id);
             let made = Segment::create(&path, spec).map_err(|e| {
@@ -837,25 +828,15 @@ pub(crate) fn meet_connected(proc_: &super::Process) -> Result<()> {
 }
 
 /// Tells the engine which members of a communicator's contexts are in
-/// other jobs (`add`), or that the contexts are gone. When one of them
+/// other jobs (`release_links` forgets them with the communicator). When one of them
 /// dies, an `ANY_SOURCE` receive on the point-to-point context fails, and
 /// every receive on its collective contexts (a collective over a
 /// communicator with a dead member fails at every live member instead of
 /// leaving some waiting for the others).
-pub(super) fn note_far_contexts(
-    proc_: &super::Process,
-    ctx: &crate::p2p::Context,
-    kind: &Kind,
-    add: bool,
-) {
+pub(super) fn note_far_contexts(proc_: &super::Process, ctx: &crate::p2p::Context, kind: &Kind) {
     let job = proc_.segment().header().nranks() as usize;
-    let far = |ranks: &[usize]| -> Vec<usize> {
-        if add {
-            ranks.iter().copied().filter(|&w| w >= job).collect()
-        } else {
-            Vec::new()
-        }
-    };
+    let far =
+        |ranks: &[usize]| -> Vec<usize> { ranks.iter().copied().filter(|&w| w >= job).collect() };
     let mut all = far(&ctx.ranks);
     if let Kind::Inter { local, .. } = kind {
         all.extend(far(&local.ranks));

@@ -255,7 +255,7 @@ impl Communicator {
     ) -> Communicator {
         let links = connect::hold_links(&proc_, &group, &kind);
         if !links.is_empty() {
-            connect::note_far_contexts(&proc_, &ctx, &kind, true);
+            connect::note_far_contexts(&proc_, &ctx, &kind);
         }
         Communicator {
             inner: Arc::new(Inner {

@@ -363,14 +363,19 @@ impl Window {
     /// # Errors
     /// `Rank` for a member out of range.
     pub fn shared_query(&self, rank: i32) -> Result<(*mut u8, usize, usize)> {
-        let (m, unit) = self.part(rank)?;
+        let (m, unit) = self.member(rank)?;
         Ok(match m.mapped() {
             Some(p) => (p, m.len(), unit),
             None => (std::ptr::null_mut(), 0, unit),
         })
     }
 
-    fn part(&self, rank: i32) -> Result<(&Memory, usize)> {
+    /// Member `rank`'s memory (how this process reaches it; its length is
+    /// the member's size) and displacement unit.
+    ///
+    /// # Errors
+    /// `Rank` for a member out of range.
+    pub fn member(&self, rank: i32) -> Result<(&Memory, usize)> {
         usize::try_from(rank)
             .ok()
             .and_then(|r| self.parts.get(r))
@@ -386,15 +391,6 @@ impl Window {
             })
     }
 
-    /// Member `rank`'s memory, its size and displacement unit (how this
-    /// process reaches it).
-    ///
-    /// # Errors
-    /// `Rank` for a member out of range.
-    pub fn member(&self, rank: i32) -> Result<(&Memory, usize)> {
-        self.part(rank)
-    }
-
     /// Checks an access of `len` bytes at displacement `disp` of member
     /// `rank`: inside an epoch that reaches it, inside its memory. The
     /// byte offset in the member's memory.
@@ -402,7 +398,7 @@ impl Window {
     /// # Errors
     /// `Rank`, `RmaSync`, `RmaRange`.
     pub fn access(&self, rank: i32, disp: usize, len: usize) -> Result<usize> {
-        let (m, unit) = self.part(rank)?;
+        let (m, unit) = self.member(rank)?;
         let size = m.len();
         // Relaxed: a flag of this process's own epochs, set and cleared by
         // its own calls (MPI makes a window's epochs per process).
@@ -582,7 +578,7 @@ impl Window {
     /// `Rank`; `RmaSync` if this process already holds a lock on it.
     pub fn lock(&self, kind: LockType, rank: i32) -> Result<()> {
         let r = (|| {
-            self.part(rank)?;
+            self.member(rank)?;
             let r = rank as usize;
             if lock(&self.epochs).locks.contains_key(&r) {
                 return Err(Error::new(
@@ -688,7 +684,7 @@ impl Window {
                 ));
             }
             for &o in origins {
-                self.part(o)?;
+                self.member(o)?;
                 self.comm.send(&[0u8; 0], o, TAG_POST)?;
             }
             e.posted = origins.to_vec();
@@ -711,7 +707,7 @@ impl Window {
                 ));
             }
             for &t in targets {
-                self.part(t)?;
+                self.member(t)?;
                 self.comm.recv(&mut [0u8; 0], t, TAG_POST)?;
             }
             lock(&self.epochs).started = targets.to_vec();

@@ -147,7 +147,8 @@ fn forward(rank: usize, src: impl std::io::Read + Send + 'static, err: bool) {
     });
 }
 
-fn job_id() -> u64 {
+/// A fresh job id (also a bridge's between jobs, `comm::connect`).
+pub(crate) fn job_id() -> u64 {
     let t = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64);
@@ -192,13 +193,6 @@ pub fn run(spec: &JobSpec, shape: SegmentShape) -> Result<JobOutcome, String> {
         let mut cmd = Command::new(program);
         cmd.args(args);
         cmd.env(env::APPNUM, appnum.to_string());
-        // What `comm_spawn` runs: this launcher, when it is `shmpiexec`
-        // (a tool that runs jobs itself, like shmpi-bench, is not one).
-        if let Ok(me) = std::env::current_exe() {
-            if me.file_name().is_some_and(|n| n == "shmpiexec") {
-                cmd.env(env::LAUNCHER, me);
-            }
-        }
         for (k, v) in &spec.env {
             match v {
                 Some(v) => cmd.env(k, v),

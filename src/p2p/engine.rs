@@ -788,10 +788,7 @@ impl Engine {
             // A peer of another job already known dead: the send fails
             // (through a completed slot carrying the error).
             let id = self.m.alloc(SlotState::Sent, 0);
-            self.m.slots[id].err = Some(Error::new(
-                ErrorClass::ProcFailed,
-                format!("a process of a connected job (peer {dest} of this process) has died"),
-            ));
+            self.m.slots[id].err = Some(super::proc_failed(dest));
             return (SendStart::Done, Some(id));
         }
         // A buffer in this rank's shared pool goes by rendezvous, copied
@@ -886,7 +883,7 @@ impl Engine {
         if self.t.is_dead(ticket.peer()) {
             // Its peer died meanwhile: the queue will never drain.
             self.t.drop_sends_to(ticket.peer());
-            self.fail_slots(ticket.peer());
+            self.fail_peer(ticket.peer());
         }
         id
     }
@@ -920,18 +917,19 @@ impl Engine {
         if src >= 0 {
             self.m.slots[id].peer = peer;
             if peer.is_some_and(|p| self.t.is_dead(p)) {
-                self.fail_slots(peer.unwrap_or(usize::MAX));
+                self.fail_peer(peer.unwrap_or(usize::MAX));
             }
         }
-        // ANY_SOURCE, or a collective, where a member already died.
-        if src < 0 || ctx & crate::p2p::COLL_BIT != 0 {
+        // ANY_SOURCE, or a collective, where a member already died (no
+        // lookup at all while no context reaches another job).
+        if !self.m.far_ctx.is_empty() && (src < 0 || ctx & crate::p2p::COLL_BIT != 0) {
             if let Some(&p) = self
                 .m
                 .far_ctx
                 .get(&ctx)
                 .and_then(|far| far.iter().find(|&&p| self.t.is_dead(p)))
             {
-                self.fail_slots(p);
+                self.fail_peer(p);
             }
         }
         id
@@ -951,14 +949,7 @@ impl Engine {
     /// it (posted or half received), sends queued to it or waiting for
     /// its ack. Their owners get `ProcFailed`.
     pub fn fail_peer(&mut self, peer: usize) {
-        self.fail_slots(peer);
-    }
-
-    fn fail_slots(&mut self, peer: usize) {
-        let err = Error::new(
-            ErrorClass::ProcFailed,
-            format!("a process of a connected job (peer {peer} of this process) has died"),
-        );
+        let err = super::proc_failed(peer);
         let filling = match self.m.inbound.get(peer) {
             Some(Inbound::Slot(id)) => Some(*id),
             _ => None,
@@ -1018,7 +1009,7 @@ impl Engine {
         // it from its rings first (it writes no more).
         while self.progress_into(&mut []) > 0 {}
         for p in dead {
-            self.fail_slots(p);
+            self.fail_peer(p);
         }
     }
 

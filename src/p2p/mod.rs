@@ -98,7 +98,7 @@ impl Context {
 }
 
 /// The error of an operation whose peer (of a connected job) died.
-fn proc_failed(peer: usize) -> Error {
+pub(crate) fn proc_failed(peer: usize) -> Error {
     Error::new(
         ErrorClass::ProcFailed,
         format!("a process of a connected job (peer {peer} of this process) has died"),

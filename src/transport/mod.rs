@@ -472,11 +472,6 @@ impl Transport {
         }
     }
 
-    /// The process id of `peer`.
-    pub fn pid_of(&self, peer: usize) -> u32 {
-        self.control(peer).pid()
-    }
-
     /// Removes this rank's pool file (finalize: every rendezvous from it
     /// has been acked).
     pub fn unlink_pool(&self) {
