@@ -157,11 +157,13 @@ fn two_threads_random_sizes_nothing_lost_reordered_or_corrupted() {
     assert!(c.peek().is_none());
 }
 
-/// Payload made of words that look exactly like data-frame headers: if a
-/// frame ever started on stale payload that no one cleared or guarded,
-/// the consumer would read one of these as a frame.
-fn header_lookalikes(len: usize, fake_len: u32) -> Vec<u8> {
-    let word = (1u64 << 32) | fake_len as u64; // kind 1 (data), length
+/// Payload made of words that look exactly like data-frame headers of the
+/// lap after `lap` (the lap tag, lap number + 1, in bits 40..64, see
+/// `ring/frame.rs`): if a frame of the next lap ever started on this stale
+/// payload without a guard, the consumer would read one of these as a
+/// frame.
+fn header_lookalikes(len: usize, fake_len: u32, lap: u64) -> Vec<u8> {
+    let word = ((lap + 2) << 40) | (1u64 << 32) | fake_len as u64; // kind 1 (data)
     (0..len).map(|i| word.to_le_bytes()[i % 8]).collect()
 }
 
@@ -182,10 +184,19 @@ fn frames_starting_on_stale_payload_of_earlier_laps_are_never_misread() {
         f.release();
         true
     };
-    let (mut p, mut c) = heap_ring(4096).unwrap();
+    const CAP: u64 = 4096;
+    let (mut p, mut c) = heap_ring(CAP as usize).unwrap();
     let mut got = 0u64;
+    // The producer's position, followed as the ring moves it (a frame that
+    // would cross the end of the lap starts the next one), for the lap.
+    let mut pos = 0u64;
     for round in 0..400u64 {
-        let data = header_lookalikes(len_of(round), (round % 50) as u32);
+        let fp = shmpi::ring::footprint(8 + len_of(round)) as u64;
+        if fp > CAP - pos % CAP {
+            pos += CAP - pos % CAP;
+        }
+        let data = header_lookalikes(len_of(round), (round % 50) as u32, pos / CAP);
+        pos += fp;
         while p.push(&[&round.to_le_bytes(), &data]).is_err() {
             // Full: take one frame.
             assert!(take_checked(&mut c, got), "a full ring has a frame");

@@ -18,6 +18,8 @@ pub struct Consumer {
     mem: std::sync::Arc<super::HeapRing>,
     mask: usize,
     capacity: usize,
+    /// log2 of the capacity: a position's lap is `pos >> shift`.
+    shift: u32,
     /// Position of the next frame to read. The shared `head` mirrors it.
     head: u64,
 }
@@ -51,6 +53,7 @@ impl Consumer {
             _owner: owner,
             mask: capacity - 1,
             capacity,
+            shift: capacity.trailing_zeros(),
             head,
         }
     }
@@ -61,6 +64,7 @@ impl Consumer {
             mem,
             mask: capacity - 1,
             capacity,
+            shift: capacity.trailing_zeros(),
             head: 0,
         }
     }
@@ -99,7 +103,7 @@ impl Consumer {
             // `Reservation::commit` and `Producer::reserve` (wrap marker):
             // the payload is visible after this.
             let word = self.region().word(off).load(Ordering::Acquire);
-            match frame::kind(word) {
+            match frame::kind_in(word, frame::lap(self.head, self.shift)) {
                 frame::KIND_DATA => {
                     let len = frame::len(word);
                     // The word was written by another process: a length
@@ -119,7 +123,6 @@ impl Consumer {
                 }
                 frame::KIND_WRAP => {
                     let skip = self.capacity - off;
-                    self.clear_header(off);
                     self.advance(skip);
                 }
                 0 => return None,
@@ -134,28 +137,20 @@ impl Consumer {
     }
 
     /// Offset in the data region of the header word the next frame will
-    /// start with: a sleeper may watch that word (see the transport's
-    /// `Sleeper`).
-    pub fn next_word_offset(&self) -> usize {
-        (self.head as usize) & self.mask
+    /// start with, and that frame's lap: a sleeper may watch that word
+    /// (see the transport's `Sleeper`) and test it with
+    /// [`is_frame`](super::is_frame).
+    pub fn next_word(&self) -> (usize, u64) {
+        (
+            (self.head as usize) & self.mask,
+            frame::lap(self.head, self.shift),
+        )
     }
 
     /// Whether a frame is waiting (a peek without holding it).
     #[inline]
     pub fn has_frame(&mut self) -> bool {
         self.peek().is_some()
-    }
-
-    /// Clears the header word of a frame (or wrap marker) being released,
-    /// in the line this consumer read first: the next lap finds "empty"
-    /// there until the producer publishes a frame. Other frame positions
-    /// inside a large frame hold payload; the producer guards them
-    /// (`Reservation::commit`), so the consumer need not pull every line
-    /// of a large frame back into its cache. Relaxed: published to the
-    /// producer by the Release of `head` in `advance` (`SYNC(ring.head)`).
-    #[inline]
-    fn clear_header(&self, off: usize) {
-        self.region().word(off).store(0, Ordering::Relaxed);
     }
 
     #[inline]
@@ -222,12 +217,10 @@ impl Frame<'_> {
         }
     }
 
-    /// Gives the frame's bytes back to the producer (clearing its header
-    /// word first).
+    /// Gives the frame's bytes back to the producer.
     #[inline]
     pub fn release(self) {
         let fp = frame::footprint(self.len);
-        self.consumer.clear_header(self.off);
         self.consumer.advance(fp);
     }
 }

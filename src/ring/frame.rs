@@ -9,28 +9,37 @@
 //! ```text
 //! bits 0..32   payload length in bytes
 //! bits 32..40  kind: 0 = empty (not yet written), 1 = data, 2 = wrap marker
-//! bits 40..64  reserved, zero
+//! bits 40..64  lap: the number of the ring lap the frame was written in,
+//!              plus one, modulo 2^24 (position / capacity + 1)
 //! ```
 //!
 //! The consumer finds frames by reading the header word at its head
-//! position: zero means "nothing yet". Both ends keep that true, each for
-//! the words it knows about:
+//! position: a frame is there when the kind is not zero and the lap is the
+//! lap of the head position; anything else means "nothing yet". The
+//! consumer never writes into the data region (a released frame's line
+//! stays where the producer will write next: no line travels back to the
+//! consumer's side and then again to the producer's for a clear, which on
+//! x86 delays the consumer's next store, its reply, by a line transfer).
+//! What the consumer may find at its head position before the producer
+//! writes there:
 //!
-//! - the *consumer* clears the header word of every frame (or wrap marker)
-//!   it releases: one store, in the line it read first;
-//! - the *producer* remembers which frame positions hold payload of large
-//!   frames it wrote (a bit per 64-byte position) and, when a frame's next
-//!   position is one of them, zeroes that word (a guard) before it
-//!   publishes the frame; `reserve` keeps a line free past every frame for
-//!   it.
+//! - a header of an earlier lap (the last lap in which a frame started
+//!   there): its lap differs, it reads "empty";
+//! - payload of a large frame of an earlier lap, or bytes of a lap's
+//!   skipped end (after a wrap marker): the producer remembers those
+//!   positions (a bit per 64-byte position, "dirty") and, when a frame
+//!   ends at one, zeroes its word (a guard) before it publishes the frame;
+//!   `reserve` keeps a line free past every frame for it. So a position
+//!   holds zero or the header of its last lap as a frame start, and since
+//!   then every lap in which no frame started there made it dirty: when
+//!   the consumer arrives, the word is zero, the previous lap's header or
+//!   the new frame (one bit of lap would do; 24 make a stray word
+//!   unlikely to pass).
 //!
-//! So a small message is still one line written by the producer and one
-//! word cleared by the consumer, and a large frame costs the consumer one
-//! store instead of a store into every line it read (which pulled each
-//! line back into its cache, modified, on its critical path) and the
-//! producer at most one guard. A wrap marker tells the consumer to skip to
-//! the start of the data region; every lap starts with a frame at offset
-//! 0, whose header the consumer cleared.
+//! A small message is thus one line written by the producer and read by
+//! the consumer, as in a minimal sequence-word ring. A wrap marker tells
+//! the consumer to skip to the start of the data region; every lap starts
+//! with a frame at offset 0.
 
 /// Bytes of the frame header word.
 pub const FRAME_HEADER: usize = 8;
@@ -46,9 +55,32 @@ pub const fn footprint(len: usize) -> usize {
     (FRAME_HEADER + len + FRAME_ALIGN - 1) & !(FRAME_ALIGN - 1)
 }
 
+/// Bits of the lap number a header word carries.
+const LAP_BITS: u32 = 24;
+const LAP_MASK: u64 = (1 << LAP_BITS) - 1;
+
+/// The lap tag of frames starting at ring position `pos` in a ring of
+/// `1 << shift` bytes: the lap number plus one, so that lap 0's tag is not
+/// the zero of a fresh region (a zero kind is empty anyway).
 #[inline]
-pub(crate) const fn encode(kind: u64, len: u32) -> u64 {
-    (kind << 32) | len as u64
+pub(crate) const fn lap(pos: u64, shift: u32) -> u64 {
+    ((pos >> shift) + 1) & LAP_MASK
+}
+
+#[inline]
+pub(crate) const fn encode(kind: u64, len: u32, lap: u64) -> u64 {
+    (lap << 40) | (kind << 32) | len as u64
+}
+
+/// The kind of the frame whose header word is `word` when it was written
+/// in lap `lap`, else 0 (empty: nothing written there yet this lap).
+#[inline]
+pub(crate) const fn kind_in(word: u64, lap: u64) -> u64 {
+    if word >> 40 == lap {
+        kind(word)
+    } else {
+        0
+    }
 }
 
 #[inline]

@@ -45,13 +45,16 @@ pub struct Producer {
     mem: std::sync::Arc<super::HeapRing>,
     mask: usize,
     capacity: usize,
+    /// log2 of the capacity: a position's lap is `pos >> shift`.
+    shift: u32,
     /// Position of the next frame. The shared `tail` mirrors it.
     tail: u64,
     /// Last `head` read from the consumer; may lag behind the real one.
     cached_head: u64,
     /// One bit per frame position (64-byte offset): set while the word
-    /// there is payload of a frame this producer wrote (not a header the
-    /// consumer clears), so a frame starting there next needs a guard.
+    /// there is payload of a frame this producer wrote or in a lap end it
+    /// skipped (not a header of an earlier lap, which reads as empty), so
+    /// a frame ending there next needs a guard.
     dirty: Vec<u64>,
 }
 
@@ -88,6 +91,7 @@ impl Producer {
             _owner: owner,
             mask: capacity - 1,
             capacity,
+            shift: capacity.trailing_zeros(),
             tail,
             cached_head,
             dirty: vec![0; capacity.div_ceil(FRAME_ALIGN * 64)],
@@ -100,6 +104,7 @@ impl Producer {
             mem,
             mask: capacity - 1,
             capacity,
+            shift: capacity.trailing_zeros(),
             tail: 0,
             cached_head: 0,
             dirty: vec![0; capacity.div_ceil(FRAME_ALIGN * 64)],
@@ -234,19 +239,20 @@ impl Producer {
         let contiguous = self.capacity - off;
         if fp > contiguous {
             // The frame would straddle the end: mark the rest of the lap as
-            // skipped and start over at offset 0. Needs the rest of the lap
-            // (offset 0 reads "empty": every lap starts with a frame there,
-            // whose header the consumer cleared when it released it).
+            // skipped and start over at offset 0 (every lap starts with a
+            // frame there).
             if !self.has_room(contiguous) {
                 return Err(RingReserveError::TooFewBytes(self.cached_room()));
             }
-            // The marker's word is a header the consumer clears.
+            // The marker's word is a header; the skipped positions after it
+            // keep words of earlier laps, which a later frame ending there
+            // guards (see `frame.rs`).
             self.mark_clean(off);
+            self.mark_dirty(off + FRAME_ALIGN, contiguous - FRAME_ALIGN);
             // SYNC(ring.frame): Release; pairs with the Acquire in
             // `Consumer::peek`.
-            self.region()
-                .word(off)
-                .store(frame::encode(frame::KIND_WRAP, 0), Ordering::Release);
+            let word = frame::encode(frame::KIND_WRAP, 0, frame::lap(self.tail, self.shift));
+            self.region().word(off).store(word, Ordering::Release);
             self.tail = self.tail.wrapping_add(contiguous as u64);
             off = 0;
         }
@@ -326,17 +332,16 @@ impl Reservation<'_> {
     pub fn commit(self) {
         let p = self.producer;
         let fp = frame::footprint(self.len);
-        // The frame's header word will be cleared by the consumer; its
-        // other frame positions now hold payload.
+        // The frame's other positions now hold payload.
         p.mark_clean(self.off);
         if fp > FRAME_ALIGN {
             p.mark_dirty(self.off + FRAME_ALIGN, fp - FRAME_ALIGN);
         }
-        // The word where the next frame will start must read "empty" once
-        // the consumer looks there: a header of the previous lap was
-        // cleared by the consumer, but payload a large frame left there
-        // gets a guard (`reserve` kept its line free). Relaxed: published
-        // by the Release below.
+        // The word where the next frame will start must not read as a
+        // frame of the lap the consumer will be in when it looks there: a
+        // header of an earlier lap cannot, but payload or skipped bytes
+        // an earlier lap left there get a guard (`reserve` kept its line
+        // free). Relaxed: published by the Release below.
         let next = (self.off + fp) & p.mask;
         if p.is_dirty(next) {
             p.region().word(next).store(0, Ordering::Relaxed);
@@ -345,10 +350,12 @@ impl Reservation<'_> {
         // SYNC(ring.frame): Release; pairs with the Acquire in
         // `Consumer::peek`: the payload (and guard) written above is
         // visible to the consumer once it sees this header word.
-        p.region().word(self.off).store(
-            frame::encode(frame::KIND_DATA, self.len as u32),
-            Ordering::Release,
+        let word = frame::encode(
+            frame::KIND_DATA,
+            self.len as u32,
+            frame::lap(p.tail, p.shift),
         );
+        p.region().word(self.off).store(word, Ordering::Release);
         p.tail = p.tail.wrapping_add(fp as u64);
         p.publish_tail();
     }

@@ -139,6 +139,8 @@ impl Layout {
             RING_HEADER,
             crate::sync::CACHE_LINE,
             super::wire::WIRE_HEADER,
+            super::wire::SOLE_HEADER,
+            crate::ring::FORMAT,
         ] {
             for b in (v as u64).to_le_bytes() {
                 h ^= b as u64;

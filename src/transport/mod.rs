@@ -51,7 +51,7 @@ pub const DEFAULT_POOL_THRESHOLD: usize = 16 << 10;
 pub use layout::{default_ring_capacity, Layout};
 pub use lend::{lend, Lender, Lent};
 pub use wait::{Rung, WaitPolicy, Waiter};
-pub use wire::{Envelope, WIRE_HEADER};
+pub use wire::{Envelope, SOLE_HEADER, WIRE_HEADER};
 
 use crate::ring::{self, Consumer, Producer, RingHeader, RingReserveError};
 use crate::shm::doorbell::{self, Kernel};
@@ -711,11 +711,11 @@ impl Transport {
         if tx.open.is_some() || !tx.queue.is_empty() {
             return false;
         }
-        let Ok(mut r) = tx.prod.reserve(WIRE_HEADER + data.len()) else {
+        let Ok(mut r) = tx.prod.reserve(SOLE_HEADER + data.len()) else {
             return false;
         };
-        r.write(0, &wire::encode(Kind::Sole, data.len() as u64, env));
-        r.write(WIRE_HEADER, data);
+        r.write(0, &wire::encode_sole(env));
+        r.write(SOLE_HEADER, data);
         r.commit();
         tx.stalled = false;
         self.notify(peer);
@@ -1002,9 +1002,8 @@ impl Transport {
                 break;
             };
             let bytes = f.bytes();
-            let (kind, word, envelope) =
+            let (kind, word, envelope, data) =
                 wire::decode(bytes).expect("peer wrote a frame without a wire header");
-            let data = &bytes[WIRE_HEADER..];
             let (total, offset) = match kind {
                 Kind::Sole => (data.len(), 0),
                 Kind::First => {
@@ -1054,10 +1053,10 @@ impl Transport {
             return Front::Empty;
         };
         let bytes = f.bytes();
-        let Some((Kind::Sole, _, envelope)) = wire::decode(bytes) else {
+        let Some((Kind::Sole, _, envelope, data)) = wire::decode(bytes) else {
             return Front::Other;
         };
-        if !take(&envelope, &bytes[WIRE_HEADER..]) {
+        if !take(&envelope, data) {
             return Front::Other;
         }
         let fp = ring::footprint(bytes.len());
@@ -1220,7 +1219,8 @@ impl Transport {
         {
             let (h, _) = self.layout.ring(p, self.me);
             direct[ndirect] = if precise {
-                Watch::Word(rx.data_off + rx.cons.next_word_offset())
+                let (off, lap) = rx.cons.next_word();
+                Watch::Word(rx.data_off + off, lap)
             } else {
                 Watch::Tail(h, rx.cons.position())
             };
@@ -1285,7 +1285,12 @@ fn push_frames(
         } else {
             (Kind::More, out.sent as u64, frag.min(out.total - out.sent))
         };
-        let mut r = match prod.reserve(WIRE_HEADER + len) {
+        let hlen = if kind == Kind::Sole {
+            SOLE_HEADER
+        } else {
+            WIRE_HEADER
+        };
+        let mut r = match prod.reserve(hlen + len) {
             Ok(r) => r,
             Err(RingReserveError::TooFewBytes(_)) => {
                 full = true;
@@ -1293,9 +1298,13 @@ fn push_frames(
             }
             Err(e @ RingReserveError::TooLarge(_)) => unreachable!("fragment exceeds ring: {e}"),
         };
-        r.write(0, &wire::encode(kind, word, &out.env));
+        if kind == Kind::Sole {
+            r.write(0, &wire::encode_sole(&out.env));
+        } else {
+            r.write(0, &wire::encode(kind, word, &out.env));
+        }
         let from = out.sent - base;
-        r.write(WIRE_HEADER, &data[from..from + len]);
+        r.write(hlen, &data[from..from + len]);
         r.commit();
         frames += 1;
         out.sent += len;
@@ -1325,8 +1334,9 @@ enum Watch {
     /// The segment offset of the header word the next frame starts with:
     /// the cheapest signal (the line the receiver will read anyway). Only
     /// sound while no other thread consumes from the ring, since a stale
-    /// offset may be reused for payload.
-    Word(usize),
+    /// offset may be reused for payload. With it, the lap a frame there
+    /// carries (`ring::is_frame`).
+    Word(usize, u64),
     /// The ring header at this offset, and the consumer position seen: a
     /// new frame moves the producer's `tail` past it. Always sound.
     Tail(usize, u64),
@@ -1341,7 +1351,7 @@ impl Sleeper {
             return true;
         }
         let direct = self.direct[..self.ndirect].iter().any(|w| match *w {
-            Watch::Word(off) => {
+            Watch::Word(off, lap) => {
                 assert!(off % 8 == 0 && off + 8 <= seg.len());
                 let p = seg.base().as_ptr().wrapping_add(off).cast::<u64>();
                 // SAFETY: `p` is an 8-aligned frame header word inside the
@@ -1353,7 +1363,7 @@ impl Sleeper {
                 // SYNC(watched): after the sleeper's increment + fence
                 // (when sleeping); pairs with the producer's fence in
                 // `notify`.
-                w.load(Ordering::SeqCst) != 0
+                crate::ring::is_frame(w.load(Ordering::SeqCst), lap)
             }
             Watch::Tail(off, seen) => {
                 // SAFETY: `off` came from the layout and lies in the mapping
