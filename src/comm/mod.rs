@@ -54,6 +54,16 @@ pub(crate) struct Process {
     pub(crate) links: Mutex<connect::Links>,
 }
 
+/// The error of a call after finalize, out of line.
+#[cold]
+#[inline(never)]
+fn finalized() -> Error {
+    Error::new(
+        ErrorClass::Other,
+        "shmpi is finalized: no communication is allowed after finalize",
+    )
+}
+
 impl Process {
     pub(crate) fn new(p2p: Shared) -> Process {
         Process {
@@ -63,14 +73,12 @@ impl Process {
         }
     }
 
+    #[inline]
     pub(crate) fn check(&self) -> Result<()> {
         // Relaxed: a flag set by this process's own finalize; calls that
         // race with finalize from another thread are erroneous in MPI.
         if self.finalized.load(Ordering::Relaxed) != 0 {
-            return Err(Error::new(
-                ErrorClass::Other,
-                "shmpi is finalized: no communication is allowed after finalize",
-            ));
+            return Err(finalized());
         }
         Ok(())
     }

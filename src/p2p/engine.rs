@@ -473,9 +473,20 @@ impl Matcher {
 /// A receive's result: its status, or MPI's truncation error (the message
 /// is consumed; the error carries its envelope and full length) when it
 /// was longer than the `cap`-byte buffer.
+#[inline]
 fn received(status: Status, cap: usize) -> Result<Status> {
     if status.bytes > cap {
-        return Err(Error::new(
+        return Err(truncated(status, cap));
+    }
+    Ok(status)
+}
+
+/// The error of [`received`], out of line.
+#[cold]
+#[inline(never)]
+fn truncated(status: Status, cap: usize) -> Error {
+    {
+        Error::new(
             ErrorClass::Truncate,
             format!(
                 "message of {} bytes from rank {} (tag {}) does not fit the {cap}-byte receive buffer",
@@ -486,9 +497,8 @@ fn received(status: Status, cap: usize) -> Result<Status> {
             source: status.source,
             tag: status.tag,
             bytes: status.bytes,
-        }));
+        })
     }
-    Ok(status)
 }
 
 /// Moves what a slot holds in its own buffer into the lent `sink`.
@@ -1165,7 +1175,7 @@ impl Engine {
                 return false;
             }
             let n = data.len().min(buf.len());
-            buf[..n].copy_from_slice(&data[..n]);
+            crate::ring::copy_bytes(&mut buf[..n], &data[..n]);
             status = Some(Status {
                 source: hdr.src as i32,
                 tag: hdr.tag,

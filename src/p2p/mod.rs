@@ -59,42 +59,45 @@ impl Context {
     ///
     /// # Errors
     /// `Rank` when out of range.
+    #[inline]
     pub fn dest(&self, rank: i32) -> Result<Option<usize>> {
-        if rank == PROC_NULL {
-            return Ok(None);
+        match self.ranks.get(rank as usize) {
+            Some(&w) if rank >= 0 => Ok(Some(w)),
+            _ if rank == PROC_NULL => Ok(None),
+            _ => Err(bad_rank(rank, self.size(), "rank", "")),
         }
-        if rank < 0 || rank as usize >= self.size() {
-            return Err(Error::new(
-                ErrorClass::Rank,
-                format!(
-                    "rank {rank} is out of range for a communicator of size {}",
-                    self.size()
-                ),
-            ));
-        }
-        Ok(Some(self.ranks[rank as usize]))
     }
 
     /// Checks a receive source: `Ok(false)` for `PROC_NULL`.
     ///
     /// # Errors
     /// `Rank` when out of range and not `ANY_SOURCE`.
+    #[inline]
     pub fn source(&self, rank: i32) -> Result<bool> {
+        if Engine::valid_source(rank, self.size()) {
+            return Ok(true);
+        }
         if rank == PROC_NULL {
             return Ok(false);
         }
-        if !Engine::valid_source(rank, self.size()) {
-            return Err(Error::new(
-                ErrorClass::Rank,
-                format!(
-                    "source rank {rank} is out of range for a communicator of size {} \
-                     (and is not ANY_SOURCE)",
-                    self.size()
-                ),
-            ));
-        }
-        Ok(true)
+        Err(bad_rank(
+            rank,
+            self.size(),
+            "source rank",
+            " (and is not ANY_SOURCE)",
+        ))
     }
+}
+
+/// The error of a rank out of range, out of line (the checks above sit on
+/// every message's path).
+#[cold]
+#[inline(never)]
+fn bad_rank(rank: i32, size: usize, what: &str, also: &str) -> Error {
+    Error::new(
+        ErrorClass::Rank,
+        format!("{what} {rank} is out of range for a communicator of size {size}{also}"),
+    )
 }
 
 /// The error of an operation whose peer (of a connected job) died.
@@ -109,26 +112,32 @@ pub(crate) fn proc_failed(peer: usize) -> Error {
 ///
 /// # Errors
 /// `Tag` unless `0 <= tag <= TAG_UB`.
+#[inline]
 pub fn check_send_tag(tag: i32) -> Result<()> {
     if tag < 0 {
-        return Err(Error::new(
-            ErrorClass::Tag,
-            format!("tag {tag} is invalid for a send: tags are 0..={TAG_UB}"),
-        ));
+        return Err(bad_tag(tag, "a send: tags are 0..="));
     }
     Ok(())
+}
+
+/// The error of an invalid tag, out of line.
+#[cold]
+#[inline(never)]
+fn bad_tag(tag: i32, what: &str) -> Error {
+    Error::new(
+        ErrorClass::Tag,
+        format!("tag {tag} is invalid for {what}{TAG_UB}"),
+    )
 }
 
 /// Checks a receive tag.
 ///
 /// # Errors
 /// `Tag` unless `0 <= tag <= TAG_UB` or `tag == ANY_TAG`.
+#[inline]
 pub fn check_recv_tag(tag: i32) -> Result<()> {
     if tag < 0 && tag != ANY_TAG {
-        return Err(Error::new(
-            ErrorClass::Tag,
-            format!("tag {tag} is invalid for a receive: tags are 0..={TAG_UB} or ANY_TAG"),
-        ));
+        return Err(bad_tag(tag, "a receive: tags are ANY_TAG or 0..="));
     }
     Ok(())
 }
@@ -437,6 +446,7 @@ impl Shared {
     /// receive must take the general path (post, progress, sleep): the
     /// ring's front holds something else, another thread uses the engine,
     /// or the spinning time is over.
+    #[inline(always)]
     pub fn recv_direct(
         &self,
         ctx: u32,
@@ -453,15 +463,19 @@ impl Shared {
         if !e.direct_ok(ctx, src, peer, tag) {
             return None;
         }
+        // The message is often there already: no waiter until it is not.
+        if let Some(r) = e.recv_direct(ctx, src, peer, tag, buf) {
+            return r;
+        }
         let mut waiter = Waiter::new(self.policy);
         loop {
-            if let Some(r) = e.recv_direct(ctx, src, peer, tag, buf) {
-                return r;
-            }
             // Relaxed: as above; a thread that wants the engine sets it
             // before it waits for the lock.
             if self.multi.load(Ordering::Relaxed) != 0 || waiter.pause(None) != Rung::Spin {
                 return None;
+            }
+            if let Some(r) = e.recv_direct(ctx, src, peer, tag, buf) {
+                return r;
             }
         }
     }

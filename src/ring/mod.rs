@@ -31,6 +31,42 @@ mod region;
 pub use consumer::{Consumer, Frame};
 pub use frame::{footprint, FRAME_ALIGN, FRAME_HEADER};
 
+/// Copies `src` into `dst` (equal lengths). Up to 32 bytes it moves two
+/// overlapping fixed-size pieces inline instead of calling `memcpy`, whose
+/// call and size dispatch cost more than the copy of a small message;
+/// longer copies go to `memcpy`.
+///
+/// # Panics
+/// If the lengths differ.
+#[inline(always)]
+pub fn copy_bytes(dst: &mut [u8], src: &[u8]) {
+    let n = src.len();
+    assert_eq!(dst.len(), n, "copy between slices of different lengths");
+    // The first and the last `K` bytes, overlapping when n < 2K (bytes in
+    // the overlap are written twice, with the same value).
+    #[inline(always)]
+    fn ends<const K: usize>(dst: &mut [u8], src: &[u8]) {
+        let n = src.len();
+        let a: [u8; K] = src[..K].try_into().expect("n >= K");
+        let b: [u8; K] = src[n - K..].try_into().expect("n >= K");
+        dst[..K].copy_from_slice(&a);
+        dst[n - K..].copy_from_slice(&b);
+    }
+    match n {
+        0 => {}
+        1..=3 => {
+            let (a, b, c) = (src[0], src[n / 2], src[n - 1]);
+            dst[0] = a;
+            dst[n / 2] = b;
+            dst[n - 1] = c;
+        }
+        4..=7 => ends::<4>(dst, src),
+        8..=15 => ends::<8>(dst, src),
+        16..=32 => ends::<16>(dst, src),
+        _ => dst.copy_from_slice(src),
+    }
+}
+
 /// Whether `word`, read at a consumer's next header position, is a frame
 /// (or wrap marker) of that position's lap `lap`, as
 /// [`Consumer::next_word`] gives them.

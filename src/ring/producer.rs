@@ -229,42 +229,56 @@ impl Producer {
     /// [`RingReserveError::TooLarge`] if `len` exceeds
     /// [`max_payload`](Self::max_payload); [`RingReserveError::TooFewBytes`]
     /// if the consumer has not released enough bytes yet (nothing changes).
-    #[inline]
+    #[inline(always)]
     pub fn reserve(&mut self, len: usize) -> Result<Reservation<'_>, RingReserveError> {
         if len > self.max_payload() {
             return Err(RingReserveError::TooLarge(self.max_payload()));
         }
         let fp = frame::footprint(len);
         let mut off = (self.tail as usize) & self.mask;
-        let contiguous = self.capacity - off;
-        if fp > contiguous {
-            // The frame would straddle the end: mark the rest of the lap as
-            // skipped and start over at offset 0 (every lap starts with a
-            // frame there).
-            if !self.has_room(contiguous) {
-                return Err(RingReserveError::TooFewBytes(self.cached_room()));
-            }
-            // The marker's word is a header; the skipped positions after it
-            // keep words of earlier laps, which a later frame ending there
-            // guards (see `frame.rs`).
-            self.mark_clean(off);
-            self.mark_dirty(off + FRAME_ALIGN, contiguous - FRAME_ALIGN);
-            // SYNC(ring.frame): Release; pairs with the Acquire in
-            // `Consumer::peek`.
-            let word = frame::encode(frame::KIND_WRAP, 0, frame::lap(self.tail, self.shift));
-            self.region().word(off).store(word, Ordering::Release);
-            self.tail = self.tail.wrapping_add(contiguous as u64);
-            off = 0;
+        if fp > self.capacity - off {
+            off = self.wrap()?;
         }
         if !self.has_room(fp + GUARD) {
-            self.publish_tail();
-            return Err(RingReserveError::TooFewBytes(self.cached_room()));
+            return Err(self.too_few());
         }
         Ok(Reservation {
             producer: self,
             off,
             len,
         })
+    }
+
+    /// A frame would straddle the end of the region: marks the rest of the
+    /// lap as skipped and starts over at offset 0 (every lap starts with a
+    /// frame there). Returns the new offset, 0.
+    #[cold]
+    #[inline(never)]
+    fn wrap(&mut self) -> Result<usize, RingReserveError> {
+        let off = (self.tail as usize) & self.mask;
+        let contiguous = self.capacity - off;
+        if !self.has_room(contiguous) {
+            return Err(RingReserveError::TooFewBytes(self.cached_room()));
+        }
+        // The marker's word is a header; the skipped positions after it
+        // keep words of earlier laps, which a later frame ending there
+        // guards (see `frame.rs`).
+        self.mark_clean(off);
+        self.mark_dirty(off + FRAME_ALIGN, contiguous - FRAME_ALIGN);
+        // SYNC(ring.frame): Release; pairs with the Acquire in
+        // `Consumer::peek`.
+        let word = frame::encode(frame::KIND_WRAP, 0, frame::lap(self.tail, self.shift));
+        self.region().word(off).store(word, Ordering::Release);
+        self.tail = self.tail.wrapping_add(contiguous as u64);
+        Ok(0)
+    }
+
+    /// The error of a reserve that found too little room, out of line.
+    #[cold]
+    #[inline(never)]
+    fn too_few(&mut self) -> RingReserveError {
+        self.publish_tail();
+        RingReserveError::TooFewBytes(self.cached_room())
     }
 
     /// Copies `parts` into one frame and commits it.
@@ -314,7 +328,7 @@ impl Reservation<'_> {
     ///
     /// # Panics
     /// If `at + src.len()` exceeds the reserved length.
-    #[inline]
+    #[inline(always)]
     pub fn write(&mut self, at: usize, src: &[u8]) {
         assert!(at + src.len() <= self.len, "write past the reserved frame");
         // SAFETY: `reserve` checked that the frame's bytes are
@@ -328,7 +342,7 @@ impl Reservation<'_> {
     }
 
     /// Publishes the frame to the consumer.
-    #[inline]
+    #[inline(always)]
     pub fn commit(self) {
         let p = self.producer;
         let fp = frame::footprint(self.len);

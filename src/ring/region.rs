@@ -53,14 +53,14 @@ mod real {
         #[inline]
         pub(crate) unsafe fn write(&self, off: usize, src: &[u8]) {
             debug_assert!(off + src.len() <= self.len);
-            // SAFETY: delegated to the caller (see # Safety); bounds are
-            // checked above in debug builds and by the producer's reserve.
-            unsafe {
-                self.base
-                    .as_ptr()
-                    .wrapping_add(off)
-                    .copy_from_nonoverlapping(src.as_ptr(), src.len())
+            // SAFETY: delegated to the caller (see # Safety): the caller
+            // owns these bytes, so no one else reads or writes them while
+            // the slice lives; bounds are checked above in debug builds and
+            // by the producer's reserve.
+            let dst = unsafe {
+                std::slice::from_raw_parts_mut(self.base.as_ptr().wrapping_add(off), src.len())
             };
+            super::super::copy_bytes(dst, src);
         }
 
         /// A view of `off..off + len`.

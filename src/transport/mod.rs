@@ -254,6 +254,11 @@ pub struct Transport {
     next_msg: u64,
     /// Messages waiting in all per-peer queues.
     queued: usize,
+    /// False only while no ring to a peer is known to hold an open message
+    /// or to have been found full: set where either starts, cleared when
+    /// [`sends_idle`](Transport::sends_idle) looks and finds neither (so
+    /// that test, on every direct receive, is one load while idle).
+    maybe_busy: bool,
     /// A queued message was completed since the last `take_completed`.
     completed: bool,
     /// First CPU of each rank's binding (see `set_rank_cpus`).
@@ -389,6 +394,7 @@ impl Transport {
             pooled: 0,
             next_msg: 0,
             queued: 0,
+            maybe_busy: false,
             completed: false,
             cpus: Vec::new(),
             cma_mode,
@@ -614,34 +620,41 @@ impl Transport {
         self.fragment
     }
 
+    #[inline(always)]
     fn tx(&mut self, peer: usize) -> &mut Tx {
         assert!(peer < self.tx.len() && peer != self.me, "bad peer {peer}");
         if self.tx[peer].is_none() {
-            let (seg, layout, from, to) = self.ring_home(peer);
-            let (h, d) = layout.ring(from, to);
-            let cap = layout.ring_capacity();
-            let hp = ring_header(&seg, h);
-            let data = ring_data(&seg, d, cap);
-            let owner: ring::Owner = seg;
-            // SAFETY: the peer initialised this header and reserved its
-            // region before the start barrier (a bridge's before the
-            // connection's handshake ended), which every transport user
-            // passes before sending; this rank is the only producer of ring
-            // me → peer; the segment outlives the handle via `owner`.
-            let prod =
-                unsafe { ring::producer_at(hp, data, owner) }.expect("layout gives valid rings");
-            self.tx[peer] = Some(Tx {
-                prod,
-                hdr: HeaderPtr(hp),
-                header_off: h,
-                open: None,
-                stalled: false,
-                queue: VecDeque::new(),
-                next_seq: 0,
-                done_seq: 0,
-            });
+            self.open_tx(peer);
         }
         self.tx[peer].as_mut().expect("just made")
+    }
+
+    /// Makes the producer end of the ring to `peer` (on its first use).
+    #[cold]
+    #[inline(never)]
+    fn open_tx(&mut self, peer: usize) {
+        let (seg, layout, from, to) = self.ring_home(peer);
+        let (h, d) = layout.ring(from, to);
+        let cap = layout.ring_capacity();
+        let hp = ring_header(&seg, h);
+        let data = ring_data(&seg, d, cap);
+        let owner: ring::Owner = seg;
+        // SAFETY: the peer initialised this header and reserved its
+        // region before the start barrier (a bridge's before the
+        // connection's handshake ended), which every transport user
+        // passes before sending; this rank is the only producer of ring
+        // me → peer; the segment outlives the handle via `owner`.
+        let prod = unsafe { ring::producer_at(hp, data, owner) }.expect("layout gives valid rings");
+        self.tx[peer] = Some(Tx {
+            prod,
+            hdr: HeaderPtr(hp),
+            header_off: h,
+            open: None,
+            stalled: false,
+            queue: VecDeque::new(),
+            next_seq: 0,
+            done_seq: 0,
+        });
     }
 
     /// Where the ring from this rank to `peer` lives: the segment, its
@@ -679,7 +692,7 @@ impl Transport {
     ///
     /// # Panics
     /// If `peer` is this rank or out of range (the layer above checks).
-    #[inline]
+    #[inline(always)]
     pub fn send(&mut self, peer: usize, env: &Envelope, data: &[u8]) -> Sent {
         // The common case first: a message that fits one frame, to a peer
         // with nothing queued or open, into a ring with room.
@@ -687,6 +700,12 @@ impl Transport {
             self.next_msg += 1;
             return Sent::Done;
         }
+        self.send_slow(peer, env, data)
+    }
+
+    /// [`send`](Self::send) for a message that is not one sole frame now.
+    #[inline(never)]
+    fn send_slow(&mut self, peer: usize, env: &Envelope, data: &[u8]) -> Sent {
         let mut out = OutMsg {
             peer,
             env: *env,
@@ -705,7 +724,7 @@ impl Transport {
 
     /// Pushes `data` as one sole frame if nothing stands before it and the
     /// ring has room; false (nothing done) otherwise.
-    #[inline]
+    #[inline(always)]
     fn try_sole(&mut self, peer: usize, env: &Envelope, data: &[u8]) -> bool {
         let tx = self.tx(peer);
         if tx.open.is_some() || !tx.queue.is_empty() {
@@ -748,6 +767,7 @@ impl Transport {
             }
             _ => {}
         }
+        self.maybe_busy |= full || !out.is_complete();
         if pushed > 0 {
             self.notify(peer);
         }
@@ -1100,13 +1120,18 @@ impl Transport {
     /// Whether nothing of this rank's sending is left to progress: no
     /// queued, open or stalled send.
     #[inline]
-    pub fn sends_idle(&self) -> bool {
-        self.queued == 0
-            && self
+    pub fn sends_idle(&mut self) -> bool {
+        if self.queued != 0 {
+            return false;
+        }
+        if self.maybe_busy {
+            self.maybe_busy = self
                 .tx
                 .iter()
                 .flatten()
-                .all(|t| t.open.is_none() && !t.stalled)
+                .any(|t| t.open.is_some() || t.stalled);
+        }
+        !self.maybe_busy
     }
 
     /// Whether an enqueued message completed since the last call.
@@ -1138,6 +1163,7 @@ impl Transport {
                 };
                 pushed += n;
                 tx.stalled = full;
+                self.maybe_busy |= full;
                 if !q.msg.is_complete() {
                     break;
                 }
