@@ -776,6 +776,29 @@ impl Engine {
         self.t.sleeper(precise)
     }
 
+    /// The eager fast path of a standard-mode send: a short message to a
+    /// rank of this job, put in the ring as one frame if nothing stands
+    /// before it there. False: nothing done, call
+    /// [`start_send`](Self::start_send).
+    #[inline(always)]
+    pub fn try_send_eager(
+        &mut self,
+        ctx: u32,
+        src: u32,
+        dest: usize,
+        tag: i32,
+        data: &[u8],
+    ) -> bool {
+        let hdr = Header {
+            ctx,
+            src,
+            tag,
+            kind: FrameKind::Data,
+            token: 0,
+        };
+        self.t.try_send_eager(dest, &hdr.pack(), data)
+    }
+
     /// Starts sending `data` from this process to world rank `dest`.
     /// `sync` makes it a synchronous send whose completion needs the
     /// receiver's match (returned as a slot to wait on). `hold` says how

@@ -279,6 +279,10 @@ pub struct Transport {
     /// Messages of at least this many bytes from a pool buffer go by
     /// rendezvous, copied once out of the pool (`SHMPI_POOL_THRESHOLD`).
     pool_threshold: usize,
+    /// Messages shorter than this go as one sole frame whatever holds
+    /// their buffer (below the fragment size and both thresholds above):
+    /// [`try_send_eager`](Transport::try_send_eager).
+    eager_below: usize,
     /// Read-only views of the peers' pools, mapped at the first
     /// rendezvous from each.
     peer_pools: Vec<std::sync::OnceLock<pool::PeerPool>>,
@@ -404,6 +408,7 @@ impl Transport {
             shared: std::sync::OnceLock::new(),
             pool_len,
             pool_threshold,
+            eager_below: (fragment + 1).min(cma_threshold).min(pool_threshold),
             peer_pools: (0..n).map(|_| std::sync::OnceLock::new()).collect(),
             bridges: Vec::new(),
             far: Vec::new(),
@@ -722,6 +727,23 @@ impl Transport {
         }
     }
 
+    /// The eager fast path: sends `data` to `peer`, a rank of this job, as
+    /// one sole frame when it is short enough that neither single copy nor
+    /// the pool could apply, nothing stands before it and the ring has
+    /// room. False: nothing done; [`send`](Self::send) decides.
+    #[inline(always)]
+    pub fn try_send_eager(&mut self, peer: usize, env: &Envelope, data: &[u8]) -> bool {
+        if data.len() < self.eager_below
+            && peer < self.size()
+            && peer != self.me
+            && self.try_sole(peer, env, data)
+        {
+            self.next_msg += 1;
+            return true;
+        }
+        false
+    }
+
     /// Pushes `data` as one sole frame if nothing stands before it and the
     /// ring has room; false (nothing done) otherwise.
     #[inline(always)]
@@ -865,17 +887,10 @@ impl Transport {
             .is_none_or(|t| t.queue.is_empty())
     }
 
-    #[inline]
+    #[inline(always)]
     fn notify(&mut self, peer: usize) {
         if peer >= self.size() {
-            // SYNC(watched): as below; a bridge ring is always watched (its
-            // receiver polls it on every pass and its sleeper watches its
-            // tail), so no pending bit.
-            fence(Ordering::SeqCst);
-            let cb = self.control(peer);
-            doorbell::ring(&Kernel, cb.doorbell(), cb.sleepers());
-            self.owed[peer] = 0;
-            return;
+            return self.notify_far(peer);
         }
         let cb = self.seg.control(peer);
         // SYNC(watched): SeqCst fence between publishing the frames
@@ -897,6 +912,18 @@ impl Transport {
         }
         doorbell::ring(&Kernel, cb.doorbell(), cb.sleepers());
         // That ring also told `peer` about room released on its ring.
+        self.owed[peer] = 0;
+    }
+
+    /// [`notify`](Self::notify) for a peer of another job.
+    #[inline(never)]
+    fn notify_far(&mut self, peer: usize) {
+        // SYNC(watched): as in `notify`; a bridge ring is always watched
+        // (its receiver polls it on every pass and its sleeper watches its
+        // tail), so no pending bit.
+        fence(Ordering::SeqCst);
+        let cb = self.control(peer);
+        doorbell::ring(&Kernel, cb.doorbell(), cb.sleepers());
         self.owed[peer] = 0;
     }
 
