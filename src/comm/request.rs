@@ -195,8 +195,8 @@ pub fn wait_all_each(mut reqs: Vec<Request<'_>>) -> Vec<Result<Status>> {
     };
     let mut ops: Vec<Option<Op<'_>>> = reqs.iter_mut().map(|r| r.op.take()).collect();
     // Lend every receive buffer to progress for the whole wait.
-    let mut sinks: Vec<(SlotId, &mut [u8])> = Vec::new();
-    let mut sends = Vec::new();
+    let mut sinks: Vec<(SlotId, &mut [u8])> = Vec::with_capacity(ops.len());
+    let mut sends = Vec::with_capacity(ops.len());
     for op in ops.iter_mut() {
         match op {
             Some(Op::Recv(id, buf)) => sinks.push((*id, &mut **buf)),
@@ -244,7 +244,7 @@ fn finish_coll(e: &mut crate::p2p::Engine, id: SlotId, fin: Option<Finish<'_>>) 
 /// The statuses of finished requests in order, or the first error (every
 /// request is finished either way; a failed one's status is empty).
 fn collect(results: impl Iterator<Item = Result<Status>>) -> Result<Vec<Status>> {
-    let mut out = Vec::new();
+    let mut out = Vec::with_capacity(results.size_hint().0);
     let mut first_err = None;
     for r in results {
         match r {

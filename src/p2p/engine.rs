@@ -176,6 +176,10 @@ struct Matcher {
     /// From how many bytes in flight receives stream (see `store` and
     /// `Transport::stream_threshold`).
     stream: usize,
+    /// Where in the lent sinks the last lookup found its slot: a wait
+    /// lends its receives' buffers in posting order, which is the order
+    /// they match in, so the next lookup starts there (`store`).
+    sink_hint: usize,
 }
 
 /// The point-to-point engine of one process.
@@ -251,6 +255,7 @@ impl Matcher {
         data: &[u8],
         sinks: Sinks<'_, '_>,
         stream: usize,
+        hint: &mut usize,
     ) {
         let s = &mut slots[id];
         let end = (off + data.len()).min(s.cap);
@@ -264,7 +269,11 @@ impl Matcher {
         // bother to look.
         let streaming = data.len() >= STREAM_FRAGMENT_MIN
             && (total >= stream || sinks.iter().map(|(_, b)| b.len()).sum::<usize>() >= stream);
-        if let Some((_, sink)) = sinks.iter_mut().find(|(i, _)| *i == id) {
+        let n = sinks.len();
+        let at = (0..n).map(|k| (*hint + k) % n).find(|&j| sinks[j].0 == id);
+        if let Some(j) = at {
+            *hint = j + 1;
+            let sink = &mut *sinks[j].1;
             flush(s, sink);
             // A matched probe's slot has no capacity of its own: the sink
             // (the mrecv buffer) bounds it, and the rest is truncated.
@@ -274,7 +283,7 @@ impl Matcher {
                 if streaming {
                     crate::transport::bytes::copy_streaming(dst, src);
                 } else {
-                    dst.copy_from_slice(src);
+                    crate::ring::copy_bytes(dst, src);
                 }
             }
             s.base = end.max(off);
@@ -308,7 +317,16 @@ impl Matcher {
         };
         s.buf.clear();
         s.base = 0;
-        Self::store(&mut self.slots, id, 0, total, data, sinks, self.stream);
+        Self::store(
+            &mut self.slots,
+            id,
+            0,
+            total,
+            data,
+            sinks,
+            self.stream,
+            &mut self.sink_hint,
+        );
         if hdr.kind == FrameKind::Sync {
             self.acks.push((peer, hdr.ctx, hdr.token));
         }
@@ -326,6 +344,7 @@ impl Matcher {
                         inc.data,
                         sinks,
                         self.stream,
+                        &mut self.sink_hint,
                     );
                     if inc.is_last() {
                         self.inbound[inc.peer] = Inbound::Idle;
@@ -392,7 +411,12 @@ impl Matcher {
                 _ => false,
             });
         if let Some(pos) = hit {
-            let id = self.posted.remove(pos).expect("position is valid");
+            let id = if pos == 0 {
+                self.posted.pop_front()
+            } else {
+                self.posted.remove(pos)
+            }
+            .expect("position is valid");
             self.start_into(id, &hdr, peer, total, data, sinks);
             if let Some(rts) = rts {
                 self.pulls.push(Pull {
@@ -575,6 +599,7 @@ impl Engine {
                 rdv_sent: 0,
                 rdv_received: 0,
                 stream,
+                sink_hint: 0,
             },
         }
     }
