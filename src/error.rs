@@ -227,8 +227,15 @@ pub struct ErrorStatus {
 }
 
 /// An error: its MPI class and a message that names the bad value.
+///
+/// One pointer wide: the class, message and status live behind a box, so
+/// that `Result<(), Error>` is a register and `Result<Status, Error>`
+/// stays small on the message path, where the error is the rare case.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Error(Box<Inner>);
+
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Error {
+struct Inner {
     class: ErrorClass,
     detail: String,
     status: Option<ErrorStatus>,
@@ -237,39 +244,49 @@ pub struct Error {
 impl Error {
     /// Makes an error of `class` with a human-readable `detail`.
     pub fn new(class: ErrorClass, detail: impl Into<String>) -> Self {
-        Error {
+        Error(Box::new(Inner {
             class,
             detail: detail.into(),
             status: None,
-        }
+        }))
     }
 
     /// Attaches the envelope of the message the error is about.
     pub fn with_status(mut self, status: ErrorStatus) -> Self {
-        self.status = Some(status);
+        self.0.status = Some(status);
         self
     }
 
     /// The envelope of the message the error is about, if any (a
     /// truncated receive has one).
     pub fn status(&self) -> Option<ErrorStatus> {
-        self.status
+        self.0.status
     }
 
     /// The MPI error class.
     pub fn class(&self) -> ErrorClass {
-        self.class
+        self.0.class
     }
 
     /// The message, without the class name.
     pub fn detail(&self) -> &str {
-        &self.detail
+        &self.0.detail
+    }
+}
+
+impl fmt::Debug for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Error")
+            .field("class", &self.0.class)
+            .field("detail", &self.0.detail)
+            .field("status", &self.0.status)
+            .finish()
     }
 }
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.class, self.detail)
+        write!(f, "{}: {}", self.0.class, self.0.detail)
     }
 }
 
@@ -302,5 +319,6 @@ mod tests {
             "MPI_ERR_RANK: rank 9 is out of range for a communicator of size 4"
         );
         assert_eq!(e.class().code(), 6);
+        assert_eq!(std::mem::size_of::<Result<()>>(), 8, "one pointer");
     }
 }
