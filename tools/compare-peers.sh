@@ -16,8 +16,13 @@
 #      into target/peers/.  A peer whose
 #      compiler or launcher is missing is skipped with a message.
 #   2. Runs the contenders - shmpi (target/release/shmpi-bench, or $SHMPI_BENCH),
-#      MPICH, Open MPI - each with 2 ranks pinned to 2 cores, all printing the
-#      same OSU column format ("# ..." comments, then "size value" rows).
+#      shmpi-C (latency and bw only: the same osu_pingpong.c built with
+#      tools/shmpicc and run by shmpiexec, when target/release has
+#      libshmpi.so), MPICH, Open MPI - each with 2 ranks pinned to 2 cores,
+#      all printing the same OSU column format ("# ..." comments, then
+#      "size value" rows). shmpi-bench's bw receives a window into 64
+#      buffers (safe Rust cannot lend one buffer to 64 receives); the C
+#      program, like OSU, into one, which stays in the cache.
 #   3. Prints, per size, the median over the rounds for every contender and
 #      the ratios shmpi/MPICH and shmpi/OpenMPI; then the same table for the
 #      best round of each (lowest latency, highest bandwidth).  On this VM
@@ -136,6 +141,26 @@ else
         "continuing with the peers only"
 fi
 
+# shmpi under the peers' own C program (built with tools/shmpicc against
+# target/release/libshmpi.so), for latency and bw: the same source for
+# all three libraries. It receives a window into one buffer, as OSU does,
+# where shmpi-bench (safe Rust) needs 64 buffers.
+SHMPI_C=$OUTDIR/osu_pingpong.shmpi
+if [ -x target/release/shmpiexec ] && [ -e target/release/libshmpi.so ]; then
+    mkdir -p "$OUTDIR"
+    if [ ! -x "$SHMPI_C" ] || [ "$SRC" -nt "$SHMPI_C" ] || [ target/release/libshmpi.so -nt "$SHMPI_C" ]; then
+        echo "build $SHMPI_C (tools/shmpicc)"
+        SHMPI_LIBDIR="$ROOT/target/release" tools/shmpicc -O2 -Wall -o "$SHMPI_C" "$SRC" || rm -f "$SHMPI_C"
+    fi
+    if [ -x "$SHMPI_C" ]; then
+        NAMES+=(shmpi-C)
+        CMDS+=("target/release/shmpiexec -n @N@ --bind-to core $SHMPI_C")
+    fi
+else
+    echo "note: target/release/shmpiexec or libshmpi.so missing - no shmpi-C contender" \
+        "(cargo build --release)"
+fi
+
 NPEERS=0
 if build_peer MPICH "$MPICH_CC" "$MPICH_RUN" "$OUTDIR/osu_pingpong.mpich"; then
     NAMES+=(MPICH)
@@ -222,6 +247,9 @@ run_one() {
         fi
         read -r -a cmd <<<"$line"
     fi
+    if [ "$name" = shmpi-C ] && [ "$bin" != osu_pingpong ]; then
+        return 0 # the C contender runs latency and bw only
+    fi
     echo "  round $round/$ROUNDS  $name $mode"
     shm_snapshot >"$WORK/shm.before"
     # -k: if TERM is ignored, KILL 10 s later.
@@ -303,7 +331,7 @@ report() {
             hdr = sprintf("%-10s", "# Size")
             for (c = 1; c <= nc; c++) hdr = hdr sprintf("%14s", nm[c])
             if (have_shmpi) {
-                for (c = 1; c <= nc; c++) if (nm[c] != "shmpi") hdr = hdr sprintf("%16s", "shmpi/" nm[c])
+                for (c = 1; c <= nc; c++) if (nm[c] != "shmpi" && nm[c] != "shmpi-C") hdr = hdr sprintf("%16s", "shmpi/" nm[c])
             }
             print hdr
             short = 0
@@ -315,7 +343,7 @@ report() {
                     if (((nm[c], s) in cnt) && cnt[nm[c], s] < rounds) short = 1
                 }
                 if (have_shmpi)
-                    for (c = 1; c <= nc; c++) if (nm[c] != "shmpi") row = row sprintf("%16s", ratio("shmpi", nm[c], s))
+                    for (c = 1; c <= nc; c++) if (nm[c] != "shmpi" && nm[c] != "shmpi-C") row = row sprintf("%16s", ratio("shmpi", nm[c], s))
                 print row
             }
             if (short) print "# note: some cells have fewer than " rounds " samples (failed runs)"

@@ -17,15 +17,20 @@
 #   1. Builds shmpi-bench (cargo build --release).
 #   2. Runs tools/compare-peers.sh all: our OSU-style C ping-pong and
 #      window-bandwidth program (tools/peers/osu_pingpong.c) built with
-#      mpicc.mpich and mpicc.openmpi, and shmpi-bench, alternating
-#      (A B C A B C ...), 2 ranks pinned to 2 cores. A peer that is not
-#      installed is skipped (Debian: apt-get install mpich libmpich-dev
-#      openmpi-bin libopenmpi-dev).
+#      mpicc.mpich and mpicc.openmpi, shmpi-bench, and the same C program
+#      built with tools/shmpicc ("C": shmpi under the peers' own program),
+#      alternating (A B C D A B C D ...), 2 ranks pinned to 2 cores. A peer
+#      that is not installed is skipped (Debian: apt-get install mpich
+#      libmpich-dev openmpi-bin libopenmpi-dev).
 #   3. From the raw samples prints one table: per size the median of each
 #      contender's rounds, and shmpi's ratio to the better peer (latency:
-#      below 1 is shmpi faster; bandwidth: above 1 is shmpi faster), then
-#      the same for each contender's best round (these VMs are bimodal:
-#      the two vCPUs share a die in most runs and not in some).
+#      below 1 is shmpi faster; bandwidth: above 1 is shmpi faster), for
+#      shmpi-bench and for the C program, then the same for each
+#      contender's best round (these VMs are bimodal: the two vCPUs share
+#      a die in most runs and not in some). The two shmpi columns differ
+#      in one way that matters for bandwidth: shmpi-bench receives a
+#      window into 64 buffers (safe Rust cannot lend one buffer to 64
+#      receives), the C program into one, as OSU does.
 #   4. Plots the medians with gnuplot (apt-get install gnuplot-nox); without
 #      gnuplot the table is still printed and the plot is skipped.
 #
@@ -58,7 +63,7 @@ while [ $# -gt 0 ]; do
     shift
 done
 
-[ "$AGAIN" = 1 ] || cargo build --release --quiet --bin shmpi-bench
+[ "$AGAIN" = 1 ] || cargo build --release --quiet --lib --bin shmpi-bench --bin shmpiexec
 
 cpu=$(lscpu 2>/dev/null | sed -n 's/^Model name: *//p' | head -1)
 ncpu=$(nproc)
@@ -112,7 +117,7 @@ stats() {
         END { flush() }' | awk '
         { v[$1 " " $2] = $3; s[$2] = 1 }
         function get(c, x) { return ((c " " x) in v) ? v[c " " x] : "?" }
-        END { for (x in s) print x, get("shmpi", x), get("MPICH", x), get("OpenMPI", x) }' |
+        END { for (x in s) print x, get("shmpi", x), get("MPICH", x), get("OpenMPI", x), get("shmpi-C", x) }' |
         sort -n
 }
 
@@ -121,9 +126,10 @@ table() { # table KIND
     stats target/peers/last-latency.dat "$kind" >"target/peers/lat-$kind.dat"
     stats target/peers/last-bw.dat "$kind" >"target/peers/bw-$kind.dat"
     echo
-    echo "# $kind of $ROUNDS rounds; lat in us (ratio < 1: shmpi faster), bw in MB/s (ratio > 1: shmpi faster); ratio = shmpi / the better peer"
-    printf "%-10s %9s %9s %9s %7s   %9s %9s %9s %7s\n" size lat:shmpi MPICH OpenMPI ratio bw:shmpi MPICH OpenMPI ratio
-    join -a1 -e '?' -o 0,1.2,1.3,1.4,2.2,2.3,2.4 \
+    echo "# $kind of $ROUNDS rounds; lat in us (ratio < 1: shmpi faster), bw in MB/s (ratio > 1: shmpi faster); ratio = shmpi / the better peer;"
+    echo "# shmpi = shmpi-bench (Rust); C = the peers' own C program on shmpi (tools/shmpicc), C/p = C / the better peer"
+    printf "%-8s %8s %8s %8s %6s %8s %6s   %9s %9s %9s %6s %9s %6s\n" size lat:shmpi MPICH OpenMPI ratio C C/p bw:shmpi MPICH OpenMPI ratio C C/p
+    join -a1 -e '?' -o 0,1.2,1.3,1.4,1.5,2.2,2.3,2.4,2.5 \
         <(sort -k1,1 "target/peers/lat-$kind.dat") <(sort -k1,1 "target/peers/bw-$kind.dat") |
         sort -n | awk '
         function best(a, b, lower) {
@@ -132,8 +138,8 @@ table() { # table KIND
             return lower ? (a < b ? a : b) : (a > b ? a : b)
         }
         function ratio(x, p) { return (x == "?" || p == "?" || p == 0) ? "-" : sprintf("%.2f", x / p) }
-        { lb = best($3, $4, 1); bb = best($6, $7, 0)
-          printf "%-10s %9s %9s %9s %7s   %9s %9s %9s %7s\n", $1, $2, $3, $4, ratio($2, lb), $5, $6, $7, ratio($5, bb) }'
+        { lb = best($3, $4, 1); bb = best($7, $8, 0)
+          printf "%-8s %8s %8s %8s %6s %8s %6s   %9s %9s %9s %6s %9s %6s\n", $1, $2, $3, $4, ratio($2, lb), $5, ratio($5, lb), $6, $7, $8, ratio($6, bb), $9, ratio($9, bb) }'
 }
 table median
 table best
@@ -159,13 +165,15 @@ set ylabel "one-way latency (us), lower is better"
 set title "osu latency (ping-pong)"
 plot "target/peers/lat-median.dat" using (\$1 > 0 ? \$1 : 1/0):2 with linespoints lw 2 pt 7 title "shmpi", \
      "" using (\$1 > 0 ? \$1 : 1/0):3 with linespoints lw 2 pt 5 title "MPICH", \
-     "" using (\$1 > 0 ? \$1 : 1/0):4 with linespoints lw 2 pt 9 title "Open MPI"
+     "" using (\$1 > 0 ? \$1 : 1/0):4 with linespoints lw 2 pt 9 title "Open MPI", \
+     "" using (\$1 > 0 ? \$1 : 1/0):5 with linespoints lw 1 dt 2 pt 6 title "shmpi, the peers' C program"
 set ylabel "bandwidth (MB/s), higher is better"
 set title "osu bw (window of 64 nonblocking sends)"
 set key top left
-plot "target/peers/bw-median.dat" using (\$1 > 0 ? \$1 : 1/0):2 with linespoints lw 2 pt 7 title "shmpi", \
+plot "target/peers/bw-median.dat" using (\$1 > 0 ? \$1 : 1/0):2 with linespoints lw 2 pt 7 title "shmpi (64 receive buffers)", \
      "" using (\$1 > 0 ? \$1 : 1/0):3 with linespoints lw 2 pt 5 title "MPICH", \
-     "" using (\$1 > 0 ? \$1 : 1/0):4 with linespoints lw 2 pt 9 title "Open MPI"
+     "" using (\$1 > 0 ? \$1 : 1/0):4 with linespoints lw 2 pt 9 title "Open MPI", \
+     "" using (\$1 > 0 ? \$1 : 1/0):5 with linespoints lw 1 dt 2 pt 6 title "shmpi, the peers' C program (one receive buffer)"
 unset multiplot
 EOF
 echo

@@ -231,7 +231,9 @@ static double run_bw(char *sbuf, char *rbuf, int size, long iters, long warm)
 
 int main(int argc, char **argv)
 {
-    struct opts o;
+    /* Zeroed: parse_args sets only what it is given (an uninitialised
+     * alloc_mem made runs use MPI_Alloc_mem buffers at random). */
+    struct opts o = {0};
     int nranks;
 
     MPI_Init(&argc, &argv);
