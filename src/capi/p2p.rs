@@ -203,7 +203,7 @@ pub(crate) enum ReqState {
     Live {
         req: Request<'static>,
         fin: Fin,
-        keep: Vec<u8>,
+        keep: Keep,
     },
     /// Complete, with this status (or error).
     Done(std::result::Result<CStatus, Error>),
@@ -215,6 +215,16 @@ pub(crate) enum ReqState {
     /// A nonblocking collective built here (`nbc`): several messages and
     /// a last local step.
     Multi(Box<super::nbc::Multi>),
+}
+
+/// What a live request owns besides its Rust request: a staging buffer,
+/// and the lend of its send buffer to the transport. Field order
+/// matters: the lend (which copies what the transport still holds from
+/// the buffer it lends, which may be `bytes`) drops first.
+#[derive(Debug, Default)]
+pub(crate) struct Keep {
+    _lend: Option<crate::transport::RawLend>,
+    _bytes: Vec<u8>,
 }
 
 /// A C request. Field order matters: `state` (which may borrow the
@@ -233,11 +243,24 @@ unsafe impl Send for Req {}
 
 impl Req {
     pub(crate) fn live(comm: &Arc<CommObj>, req: Request<'_>, fin: Fin, keep: Vec<u8>) -> Req {
+        Self::live_keeping(
+            comm,
+            req,
+            fin,
+            Keep {
+                _lend: None,
+                _bytes: keep,
+            },
+        )
+    }
+
+    fn live_keeping(comm: &Arc<CommObj>, req: Request<'_>, fin: Fin, keep: Keep) -> Req {
         // SAFETY: lifetime erasure only. `req` borrows (a) the process
         // state behind `comm`, kept alive by the `Arc` stored beside it,
         // (b) the C program's buffer, which MPI requires to stay valid
         // until the request completes, or (c) `fin`'s / `keep`'s heap
-        // buffers, owned by this `Req` and dropped after `req`.
+        // buffers, owned by this `Req` and dropped after `req` (`keep`'s
+        // lend first, copying what the transport still holds).
         let req = unsafe { std::mem::transmute::<Request<'_>, Request<'static>>(req) };
         Req {
             comm: comm.clone(),
@@ -520,11 +543,40 @@ fn start_send(
         // dropped after it.
         None => unsafe { std::slice::from_raw_parts(packed.as_ptr(), packed.len()) },
     };
-    let r = match mode {
-        Mode::Ssend => obj.comm.issend(data, dest, tag)?,
-        _ => obj.comm.isend(data, dest, tag)?,
-    };
-    Ok(Req::live(obj, r, Fin::None, packed))
+    // MPI keeps the send buffer untouched until the request completes
+    // (MPI 4.1 §3.7.2), and `packed` lives in the request: the rest of a
+    // message that does not fit the ring is pushed from it later, not
+    // copied. Dropping the request (MPI_Request_free) copies what is
+    // still unsent.
+    // SAFETY: `data` is the C program's buffer, which the MPI contract
+    // keeps alive and unwritten until this request completes or is freed,
+    // or `packed`, which the `Keep` below holds and drops after the lend.
+    let lend = unsafe { crate::transport::RawLend::new(data) };
+    let r = obj.comm.isend_bytes(
+        data,
+        dest,
+        tag,
+        mode == Mode::Ssend,
+        false,
+        Some(crate::comm::Lending::Raw(&lend)),
+    );
+    let r = obj.comm.ret(
+        if mode == Mode::Ssend {
+            "MPI_Issend"
+        } else {
+            "MPI_Isend"
+        },
+        r,
+    )?;
+    Ok(Req::live_keeping(
+        obj,
+        r,
+        Fin::None,
+        Keep {
+            _lend: Some(lend),
+            _bytes: packed,
+        },
+    ))
 }
 
 /// A buffered send: the data is copied, sent in the background, and

@@ -54,6 +54,17 @@ pub(crate) struct Process {
     pub(crate) links: Mutex<connect::Links>,
 }
 
+/// Where a nonblocking send's buffer is lent from, for the rest that
+/// progress pushes later (see `transport::lend`).
+#[derive(Debug, Clone, Copy)]
+pub enum Lending<'a, 'env> {
+    /// A lending scope (`comm::scope`).
+    Scope(&'a crate::transport::Lender<'env>),
+    /// A buffer lent under the caller's promise to keep it until the
+    /// request completes (the C API's requests, as MPI requires of them).
+    Raw(&'a crate::transport::RawLend),
+}
+
 /// The error of a call after finalize, out of line.
 #[cold]
 #[inline(never)]
@@ -416,7 +427,7 @@ impl Communicator {
     /// Passes `r` through the error handler: a fatal handler ends the job
     /// when `r` is an error, a user handler is called with it.
     #[inline]
-    fn ret<T>(&self, call: &str, r: Result<T>) -> Result<T> {
+    pub(crate) fn ret<T>(&self, call: &str, r: Result<T>) -> Result<T> {
         if let Err(e) = &r {
             self.on_error(call, e);
         }
@@ -593,15 +604,18 @@ impl Communicator {
         tag: i32,
         sync: bool,
         coll: bool,
-        lender: Option<&crate::transport::Lender<'env>>,
+        lender: Option<Lending<'_, 'env>>,
     ) -> Result<Request<'a>> {
         let Some((world, cid)) = self.send_route(dest, tag, coll)? else {
             return Ok(Request::done(&self.proc_, Status::null()));
         };
-        let hold = if lender.is_some() {
-            Hold::Lent
-        } else {
-            Hold::Borrowed
+        let hold = match lender {
+            Some(Lending::Scope(_)) => Hold::Lent,
+            // The caller keeps the buffer until the request completes:
+            // pushed from it like a blocking send's (by the pool or the
+            // ring pipeline; single copy only under SHMPI_CMA=always).
+            Some(Lending::Raw(_)) => Hold::Pipelined,
+            None => Hold::Borrowed,
         };
         let mut e = self.shared().lock();
         if !sync && e.try_send_eager(cid, self.ctx.rank as u32, world, tag, data) {
@@ -617,7 +631,8 @@ impl Communicator {
             }
             (SendStart::Done, Some(id)) => id,
             (SendStart::Partial(out), ack) => match lender {
-                Some(l) => e.queue_send_lent(out, l.lend(data), ack),
+                Some(Lending::Scope(l)) => e.queue_send_lent(out, l.lend(data), ack),
+                Some(Lending::Raw(r)) => e.queue_send_lent(out, r.lent(), ack),
                 None => e.queue_send(out, data, ack),
             },
         };

@@ -85,7 +85,14 @@ impl<'env> Scope<'_, 'env> {
         tag: i32,
         sync: bool,
     ) -> Result<Request<'c>> {
-        let r = comm.isend_bytes(data, dest, tag, sync, false, Some(self.lender));
+        let r = comm.isend_bytes(
+            data,
+            dest,
+            tag,
+            sync,
+            false,
+            Some(super::Lending::Scope(self.lender)),
+        );
         comm.ret(if sync { "MPI_Issend" } else { "MPI_Isend" }, r)
     }
 }

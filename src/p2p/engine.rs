@@ -264,11 +264,13 @@ impl Matcher {
         }
         let data = &data[..end - off];
         // Stream (non-temporal stores) when what this wait receives cannot
-        // stay in the cache anyway: a message, or the lent buffers
-        // together, of at least `stream` bytes. Only large fragments
-        // bother to look.
-        let streaming = data.len() >= STREAM_FRAGMENT_MIN
-            && (total >= stream || sinks.iter().map(|(_, b)| b.len()).sum::<usize>() >= stream);
+        // stay in the cache anyway: a message, or the memory the lent
+        // buffers span, of at least `stream` bytes (a span, not a sum: the
+        // C API lets a window of receives share one buffer, as OSU's
+        // bandwidth test does, and that buffer stays in the cache). Only
+        // large fragments bother to look.
+        let streaming =
+            data.len() >= STREAM_FRAGMENT_MIN && (total >= stream || sinks_span(sinks) >= stream);
         let n = sinks.len();
         let at = (0..n).map(|k| (*hint + k) % n).find(|&j| sinks[j].0 == id);
         if let Some(j) = at {
@@ -523,6 +525,16 @@ fn truncated(status: Status, cap: usize) -> Error {
             bytes: status.bytes,
         })
     }
+}
+
+/// Bytes of address space from the lowest lent buffer's start to the
+/// highest one's end.
+fn sinks_span(sinks: &[(SlotId, &mut [u8])]) -> usize {
+    let (lo, hi) = sinks.iter().fold((usize::MAX, 0), |(lo, hi), (_, b)| {
+        let p = b.as_ptr() as usize;
+        (lo.min(p), hi.max(p + b.len()))
+    });
+    hi.saturating_sub(lo)
 }
 
 /// Moves what a slot holds in its own buffer into the lent `sink`.

@@ -34,8 +34,9 @@ enum Data {
 // SAFETY: the pointer is only dereferenced as a shared slice, under the
 // cell's mutex, while the `Lender` that made it guarantees the borrow
 // (`Lender::lend` takes `&'env [u8]`, and `'env` outlives `lend`, which
-// detaches every cell before returning); shared reads from any thread are
-// what a `&[u8]` (which is `Sync`) allows.
+// detaches every cell before returning), or while the `RawLend` that made
+// it lives (its caller's promise; its drop detaches); shared reads from
+// any thread are what a `&[u8]` (which is `Sync`) allows.
 unsafe impl Send for Data {}
 
 /// A lent send buffer, as the transport's queue holds it.
@@ -129,6 +130,43 @@ impl<'env> Lender<'env> {
     }
 }
 
+/// A buffer lent under a caller's promise instead of a scope: the C API's
+/// nonblocking sends, whose buffer MPI requires to stay alive and
+/// unchanged until the request completes or is freed (MPI 4.1 §3.7.2,
+/// §3.7.3). The C request owns it and drops it after the Rust request:
+/// whatever the transport still holds then is copied, as at the end of a
+/// [`lend`] scope.
+#[derive(Debug)]
+pub struct RawLend(Lent);
+
+impl RawLend {
+    /// Lends `data` until the returned value is dropped.
+    ///
+    /// # Safety
+    /// `data` stays alive and is not written until the `RawLend` is
+    /// dropped (its lifetime is not tracked).
+    pub unsafe fn new(data: &[u8]) -> RawLend {
+        RawLend(Lent(Arc::new(Mutex::new(Data::Borrowed(
+            data.as_ptr(),
+            data.len(),
+        )))))
+    }
+
+    /// The cell to hand to the transport's queue.
+    pub fn lent(&self) -> Lent {
+        self.0.clone()
+    }
+}
+
+impl Drop for RawLend {
+    fn drop(&mut self) {
+        // Only this handle left: the transport is done with the buffer.
+        if Arc::strong_count(&(self.0).0) > 1 {
+            self.0.detach();
+        }
+    }
+}
+
 /// Runs `f` with a [`Lender`]; every buffer lent through it that the
 /// transport still holds when `f` returns (or unwinds) is copied first.
 pub fn lend<'env, R>(f: impl for<'s> FnOnce(&'s Lender<'env>) -> R) -> R {
@@ -196,6 +234,23 @@ mod tests {
             }
             assert!(l.cells.lock().unwrap().len() <= 1);
         });
+    }
+
+    #[test]
+    fn a_raw_lend_reads_the_buffer_until_dropped_then_the_copy() {
+        let mut buf = vec![4u8, 5, 6];
+        // SAFETY: `buf` is neither freed nor written until `raw` drops.
+        let raw = unsafe { RawLend::new(&buf) };
+        let cell = raw.lent();
+        assert!(cell.is_borrowed());
+        drop(raw);
+        buf[0] = 0;
+        assert!(!cell.is_borrowed());
+        assert_eq!(cell.with(|b| b.to_vec()), vec![4, 5, 6]);
+        // Nobody else holding the cell: nothing to copy.
+        // SAFETY: as above.
+        let alone = unsafe { RawLend::new(&buf) };
+        drop(alone);
     }
 
     #[test]

@@ -49,7 +49,7 @@ pub use pool::SharedBuf;
 /// `docs/tuning.md`).
 pub const DEFAULT_POOL_THRESHOLD: usize = 16 << 10;
 pub use layout::{default_ring_capacity, Layout};
-pub use lend::{lend, Lender, Lent};
+pub use lend::{lend, Lender, Lent, RawLend};
 pub use wait::{Rung, WaitPolicy, Waiter};
 pub use wire::{Envelope, SOLE_HEADER, WIRE_HEADER};
 
