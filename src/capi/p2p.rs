@@ -548,17 +548,19 @@ fn start_send(
     // message that does not fit the ring is pushed from it later, not
     // copied. Dropping the request (MPI_Request_free) copies what is
     // still unsent.
+    // A short message goes into the ring at once (or, the ring full, is
+    // copied): no lend to allocate.
     // SAFETY: `data` is the C program's buffer, which the MPI contract
     // keeps alive and unwritten until this request completes or is freed,
     // or `packed`, which the `Keep` below holds and drops after the lend.
-    let lend = unsafe { crate::transport::RawLend::new(data) };
+    let lend = (data.len() > LEND_FROM).then(|| unsafe { crate::transport::RawLend::new(data) });
     let r = obj.comm.isend_bytes(
         data,
         dest,
         tag,
         mode == Mode::Ssend,
         false,
-        Some(crate::comm::Lending::Raw(&lend)),
+        lend.as_ref().map(crate::comm::Lending::Raw),
     );
     let r = obj.comm.ret(
         if mode == Mode::Ssend {
@@ -573,11 +575,15 @@ fn start_send(
         r,
         Fin::None,
         Keep {
-            _lend: Some(lend),
+            _lend: lend,
             _bytes: packed,
         },
     ))
 }
+
+/// From this many bytes a C nonblocking send lends its buffer to the
+/// transport (`start_send`); shorter ones are copied if the ring is full.
+const LEND_FROM: usize = 4096;
 
 /// A buffered send: the data is copied, sent in the background, and
 /// counted against the attached buffer.
