@@ -57,7 +57,7 @@ pub(crate) struct Process {
 /// Where a nonblocking send's buffer is lent from, for the rest that
 /// progress pushes later (see `transport::lend`).
 #[derive(Debug, Clone, Copy)]
-pub enum Lending<'a, 'env> {
+pub(crate) enum Lending<'a, 'env> {
     /// A lending scope (`comm::scope`).
     Scope(&'a crate::transport::Lender<'env>),
     /// A buffer lent under the caller's promise to keep it until the

@@ -191,9 +191,11 @@ unsafe fn parts(
 }
 
 /// A pointer to the shared header, valid while the owner lives.
+#[cfg(not(loom))]
 #[derive(Debug)]
 pub(crate) struct HeaderRef(std::ptr::NonNull<RingHeader>);
 
+#[cfg(not(loom))]
 impl HeaderRef {
     #[inline]
     pub(crate) fn get(&self) -> &RingHeader {
