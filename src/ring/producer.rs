@@ -197,8 +197,8 @@ impl Producer {
         self.dirty[i / 64] & (1 << (i % 64)) != 0
     }
 
-    /// Marks the one frame position `off` clean (a header the consumer
-    /// will clear, or a guard just written).
+    /// Marks the one frame position `off` clean (a header, which reads as
+    /// empty once its lap is over, or a guard just written).
     #[inline]
     fn mark_clean(&mut self, off: usize) {
         let i = off / FRAME_ALIGN;
