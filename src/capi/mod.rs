@@ -187,7 +187,7 @@ pub(crate) struct State {
     pub(crate) groups: Table<Arc<crate::group::Group>>,
     pub(crate) types: Table<Arc<TypeObj>>,
     pub(crate) ops: Table<Arc<types::OpObj>>,
-    pub(crate) reqs: Table<Box<p2p::Req>>,
+    pub(crate) reqs: Table<p2p::Req>,
     pub(crate) infos: Table<env::Info>,
     pub(crate) errhs: Table<Errh>,
     pub(crate) msgs: Table<p2p::Msg>,

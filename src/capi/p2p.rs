@@ -392,7 +392,7 @@ pub(crate) fn give_request(req: Req, p: *mut *mut c_void) -> Result<()> {
     if p.is_null() {
         return Err(super::arg("request"));
     }
-    let handle = state().reqs.insert(Box::new(req));
+    let handle = state().reqs.insert(req);
     out(p, to_handle(handle), "request")
 }
 
@@ -991,7 +991,7 @@ fn start_one(handle: usize) -> std::result::Result<(), (Option<Arc<CommObj>>, Er
     if let Some(Req {
         state: ReqState::Persistent { active, .. },
         ..
-    }) = st.reqs.get_mut(handle).map(|b| &mut **b)
+    }) = st.reqs.get_mut(handle)
     {
         *active = Some(Box::new(r));
     }
@@ -1540,13 +1540,13 @@ pub unsafe extern "C" fn MPI_Request_free(request: *mut *mut c_void) -> c_int {
         let hd = h(read(request, "request")?);
         let req = state().reqs.release(hd).ok_or_else(|| bad_request(hd))?;
         let active = match req.state {
-            ReqState::Persistent { active, .. } => active,
+            ReqState::Persistent { active, .. } => active.map(|a| *a),
             ReqState::Done(_) => None,
             _ => Some(req),
         };
         if let Some(a) = active {
             // It completes in the background (MPI 4.1 §3.7.3).
-            lock(&ORPHANS).push(*a);
+            lock(&ORPHANS).push(a);
         }
         out(request, to_handle(REQUEST_NULL), "request")
     })
