@@ -546,8 +546,10 @@ fn start_send(
     // MPI keeps the send buffer untouched until the request completes
     // (MPI 4.1 §3.7.2), and `packed` lives in the request: the rest of a
     // message that does not fit the ring is pushed from it later, not
-    // copied. Dropping the request (MPI_Request_free) copies what is
-    // still unsent.
+    // copied. A request the program frees (MPI_Request_free) finishes in
+    // the background from the same buffer, which MPI lets the program
+    // reuse only once it knows the send completed (§3.7.3); a `Req`
+    // dropped before its send is done copies what is still unsent.
     // A short message goes into the ring at once (or, the ring full, is
     // copied): no lend to allocate.
     // SAFETY: `data` is the C program's buffer, which the MPI contract
