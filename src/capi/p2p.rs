@@ -543,6 +543,19 @@ fn start_send(
         // dropped after it.
         None => unsafe { std::slice::from_raw_parts(packed.as_ptr(), packed.len()) },
     };
+    isend_req(obj, data, dest, tag, mode == Mode::Ssend, packed)
+}
+
+/// The nonblocking send of `data` (the C program's buffer, or `packed`,
+/// which the returned request keeps) as a request.
+fn isend_req(
+    obj: &Arc<CommObj>,
+    data: &[u8],
+    dest: c_int,
+    tag: i32,
+    sync: bool,
+    packed: Vec<u8>,
+) -> Result<Req> {
     // MPI keeps the send buffer untouched until the request completes
     // (MPI 4.1 §3.7.2), and `packed` lives in the request: the rest of a
     // message that does not fit the ring is pushed from it later, not
@@ -560,18 +573,13 @@ fn start_send(
         data,
         dest,
         tag,
-        mode == Mode::Ssend,
+        sync,
         false,
         lend.as_ref().map(crate::comm::Lending::Raw),
     );
-    let r = obj.comm.ret(
-        if mode == Mode::Ssend {
-            "MPI_Issend"
-        } else {
-            "MPI_Isend"
-        },
-        r,
-    )?;
+    let r = obj
+        .comm
+        .ret(if sync { "MPI_Issend" } else { "MPI_Isend" }, r)?;
     Ok(Req::live_keeping(
         obj,
         r,
@@ -868,6 +876,23 @@ macro_rules! isend_fn {
             comm: *mut c_void,
             request: *mut *mut c_void,
         ) -> c_int {
+            // The fast path, as MPI_Send's: a predefined communicator, a
+            // builtin contiguous type, valid count, tag and request.
+            if $mode == Mode::Send || $mode == Mode::Ssend {
+                if let (Some(w), Some(sz)) = (predefined(h(comm)), super::types::simple_size(h(t)))
+                {
+                    let len = n.max(0) as usize * sz;
+                    if n >= 0 && tag >= 0 && !request.is_null() && (len == 0 || !buf.is_null()) {
+                        let r = catch_unwind(AssertUnwindSafe(|| {
+                            let data = super::bytes(buf, len)?;
+                            let r =
+                                isend_req(w, data, dest, tag, $mode == Mode::Ssend, Vec::new())?;
+                            give_request(r, request)
+                        }));
+                        return finish_fast(w, $call, r);
+                    }
+                }
+            }
             guard($call, h(comm), || {
                 let obj = comm_obj(h(comm))?;
                 let n = count(n, "count")?;
@@ -896,6 +921,22 @@ pub unsafe extern "C" fn MPI_Irecv(
     comm: *mut c_void,
     request: *mut *mut c_void,
 ) -> c_int {
+    // The fast path, as MPI_Recv's.
+    if let (Some(w), Some(sz)) = (predefined(h(comm)), super::types::simple_size(h(t))) {
+        let len = n.max(0) as usize * sz;
+        if n >= 0
+            && (tag >= 0 || tag == ANY_TAG)
+            && !request.is_null()
+            && (len == 0 || !buf.is_null())
+        {
+            let r = catch_unwind(AssertUnwindSafe(|| {
+                let b = super::bytes_mut(buf, len)?;
+                let r = w.comm.irecv(b, src, rtag(tag)?)?;
+                give_request(Req::live(w, r, Fin::None, Vec::new()), request)
+            }));
+            return finish_fast(w, "MPI_Irecv", r);
+        }
+    }
     guard("MPI_Irecv", h(comm), || {
         let obj = comm_obj(h(comm))?;
         let n = count(n, "count")?;
