@@ -1216,6 +1216,57 @@ fn wait_live_together(reqs: &[*mut c_void]) {
     }
 }
 
+/// Finishes, under one lock, the longest prefix of `reqs` that is null or
+/// complete and not persistent (what `wait_live_together` leaves after a
+/// window of sends and receives), as [`complete`] would one by one:
+/// their outcomes, in order; each slot set to `MPI_REQUEST_NULL` and its
+/// handle freed. The requests are dropped after the lock is let go (a
+/// request may hold the last reference to a communicator).
+fn take_done(reqs: &mut [*mut c_void]) -> Vec<Outcome> {
+    let mut outs = Vec::with_capacity(reqs.len());
+    let mut gone = Vec::with_capacity(reqs.len());
+    {
+        let mut st = state();
+        for slot in reqs.iter_mut() {
+            let hd = h(*slot);
+            if hd == REQUEST_NULL {
+                outs.push(Outcome {
+                    status: CStatus::empty(),
+                    err: None,
+                });
+                continue;
+            }
+            if !matches!(
+                st.reqs.get(hd),
+                Some(Req {
+                    state: ReqState::Done(_),
+                    ..
+                })
+            ) {
+                break;
+            }
+            let req = st.reqs.release(hd).expect("checked just above");
+            let ReqState::Done(r) = &req.state else {
+                unreachable!("checked just above")
+            };
+            outs.push(match r {
+                Ok(status) => Outcome {
+                    status: *status,
+                    err: None,
+                },
+                Err(e) => Outcome {
+                    status: err_status(e),
+                    err: Some((req.comm.clone(), e.clone())),
+                },
+            });
+            *slot = to_handle(REQUEST_NULL);
+            gone.push(req);
+        }
+    }
+    drop(gone);
+    outs
+}
+
 /// Backs off between rounds of a polling wait: spin, then yield, then
 /// sleep (growing to 1 ms) so a long wait does not burn a core.
 pub(crate) fn backoff(round: &mut u32) {
@@ -1302,11 +1353,12 @@ fn all(
                     }
                 }
             }
+            let mut outs = Vec::with_capacity(n);
             if block {
                 wait_live_together(reqs);
+                outs = take_done(reqs);
             }
-            let mut outs = Vec::with_capacity(n);
-            for slot in reqs.iter_mut() {
+            for slot in reqs[outs.len()..].iter_mut() {
                 outs.push(complete(slot, true)?.expect("blocking"));
             }
             Ok(Some(outs))
