@@ -1097,20 +1097,26 @@ fn complete(slot: &mut *mut c_void, block: bool) -> std::result::Result<Option<O
         state().reqs.put_back(hd, req);
         return Ok(None);
     };
-    let comm = req.comm.clone();
+    let out = outcome(r, &req.comm);
     if req.is_persistent() {
         state().reqs.put_back(hd, req);
     } else {
         state().reqs.release_taken(hd);
         *slot = to_handle(REQUEST_NULL);
     }
-    Ok(Some(match r {
+    Ok(Some(out))
+}
+
+/// A finished request's outcome: its status, or its error with the
+/// communicator whose handler raises it.
+fn outcome(r: std::result::Result<CStatus, Error>, comm: &Arc<CommObj>) -> Outcome {
+    match r {
         Ok(status) => Outcome { status, err: None },
         Err(e) => Outcome {
             status: err_status(&e),
-            err: Some((comm, e)),
+            err: Some((comm.clone(), e)),
         },
-    }))
+    }
 }
 
 /// Whether the request at `slot` is null or an inactive persistent one.
@@ -1249,16 +1255,7 @@ fn take_done(reqs: &mut [*mut c_void]) -> Vec<Outcome> {
             let ReqState::Done(r) = &req.state else {
                 unreachable!("checked just above")
             };
-            outs.push(match r {
-                Ok(status) => Outcome {
-                    status: *status,
-                    err: None,
-                },
-                Err(e) => Outcome {
-                    status: err_status(e),
-                    err: Some((req.comm.clone(), e.clone())),
-                },
-            });
+            outs.push(outcome(r.clone(), &req.comm));
             *slot = to_handle(REQUEST_NULL);
             gone.push(req);
         }

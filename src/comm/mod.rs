@@ -618,11 +618,6 @@ impl Communicator {
             None => Hold::Borrowed,
         };
         let mut e = self.shared().lock();
-        if !sync && e.try_send_eager(cid, self.ctx.rank as u32, world, tag, data) {
-            // In the ring already: the buffer is free at once.
-            drop(e);
-            return Ok(Request::done(&self.proc_, Status::null()));
-        }
         let (start, ack) = e.start_send(cid, self.ctx.rank as u32, world, tag, data, sync, hold);
         let slot = match (start, ack) {
             (SendStart::Done, None) => {

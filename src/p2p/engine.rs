@@ -511,20 +511,18 @@ fn received(status: Status, cap: usize) -> Result<Status> {
 #[cold]
 #[inline(never)]
 fn truncated(status: Status, cap: usize) -> Error {
-    {
-        Error::new(
-            ErrorClass::Truncate,
-            format!(
-                "message of {} bytes from rank {} (tag {}) does not fit the {cap}-byte receive buffer",
-                status.bytes, status.source, status.tag,
-            ),
-        )
-        .with_status(ErrorStatus {
-            source: status.source,
-            tag: status.tag,
-            bytes: status.bytes,
-        })
-    }
+    Error::new(
+        ErrorClass::Truncate,
+        format!(
+            "message of {} bytes from rank {} (tag {}) does not fit the {cap}-byte receive buffer",
+            status.bytes, status.source, status.tag,
+        ),
+    )
+    .with_status(ErrorStatus {
+        source: status.source,
+        tag: status.tag,
+        bytes: status.bytes,
+    })
 }
 
 /// Bytes of address space from the lowest lent buffer's start to the
@@ -813,29 +811,6 @@ impl Engine {
         self.t.sleeper(precise)
     }
 
-    /// The eager fast path of a standard-mode send: a short message to a
-    /// rank of this job, put in the ring as one frame if nothing stands
-    /// before it there. False: nothing done, call
-    /// [`start_send`](Self::start_send).
-    #[inline(always)]
-    pub fn try_send_eager(
-        &mut self,
-        ctx: u32,
-        src: u32,
-        dest: usize,
-        tag: i32,
-        data: &[u8],
-    ) -> bool {
-        let hdr = Header {
-            ctx,
-            src,
-            tag,
-            kind: FrameKind::Data,
-            token: 0,
-        };
-        self.t.try_send_eager(dest, &hdr.pack(), data)
-    }
-
     /// Starts sending `data` from this process to world rank `dest`.
     /// `sync` makes it a synchronous send whose completion needs the
     /// receiver's match (returned as a slot to wait on). `hold` says how
@@ -843,8 +818,42 @@ impl Engine {
     /// to completion may go by rendezvous: only its address travels, the
     /// receiver copies it out of this process's memory when it matches,
     /// and the slot completes on its ack.
+    ///
+    /// A standard-mode message short enough that no rendezvous could apply
+    /// to it, to a rank of this job, goes straight into the ring as one
+    /// frame when nothing stands before it there (the eager fast path,
+    /// inlined into the callers; the rest is out of line).
     #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
     pub fn start_send(
+        &mut self,
+        ctx: u32,
+        src: u32,
+        dest: usize,
+        tag: i32,
+        data: &[u8],
+        sync: bool,
+        hold: Hold,
+    ) -> (SendStart, Option<SlotId>) {
+        if !sync {
+            let hdr = Header {
+                ctx,
+                src,
+                tag,
+                kind: FrameKind::Data,
+                token: 0,
+            };
+            if self.t.try_send_eager(dest, &hdr.pack(), data) {
+                return (SendStart::Done, None);
+            }
+        }
+        self.start_send_general(ctx, src, dest, tag, data, sync, hold)
+    }
+
+    /// [`start_send`](Self::start_send) past the eager fast path.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(never)]
+    fn start_send_general(
         &mut self,
         ctx: u32,
         src: u32,

@@ -313,9 +313,6 @@ impl Shared {
     ) -> Result<()> {
         let (start, ack) = {
             let mut e = self.lock();
-            if !sync && e.try_send_eager(cid, src, dest, tag, data) {
-                return Ok(());
-            }
             e.start_send(cid, src, dest, tag, data, sync, Hold::Pipelined)
         };
         if let SendStart::Partial(mut out) = start {

@@ -18,8 +18,6 @@ pub struct Consumer {
     mem: std::sync::Arc<super::HeapRing>,
     mask: usize,
     capacity: usize,
-    /// log2 of the capacity: a position's lap is `pos >> shift`.
-    shift: u32,
     /// Position of the next frame to read. The shared `head` mirrors it.
     head: u64,
 }
@@ -53,7 +51,6 @@ impl Consumer {
             _owner: owner,
             mask: capacity - 1,
             capacity,
-            shift: capacity.trailing_zeros(),
             head,
         }
     }
@@ -64,7 +61,6 @@ impl Consumer {
             mem,
             mask: capacity - 1,
             capacity,
-            shift: capacity.trailing_zeros(),
             head: 0,
         }
     }
@@ -93,6 +89,12 @@ impl Consumer {
         self.capacity
     }
 
+    /// log2 of the capacity: a position's lap is `pos >> shift`.
+    #[inline]
+    fn shift(&self) -> u32 {
+        self.capacity.trailing_zeros()
+    }
+
     /// The next frame, if the producer has committed one. The frame stays
     /// in the ring until [`Frame::release`].
     #[inline]
@@ -103,7 +105,7 @@ impl Consumer {
             // `Reservation::commit` and `Producer::reserve` (wrap marker):
             // the payload is visible after this.
             let word = self.region().word(off).load(Ordering::Acquire);
-            match frame::kind_in(word, frame::lap(self.head, self.shift)) {
+            match frame::kind_in(word, frame::lap(self.head, self.shift())) {
                 frame::KIND_DATA => {
                     let len = frame::len(word);
                     // The word was written by another process: a length
@@ -143,7 +145,7 @@ impl Consumer {
     pub fn next_word(&self) -> (usize, u64) {
         (
             (self.head as usize) & self.mask,
-            frame::lap(self.head, self.shift),
+            frame::lap(self.head, self.shift()),
         )
     }
 

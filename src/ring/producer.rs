@@ -45,8 +45,6 @@ pub struct Producer {
     mem: std::sync::Arc<super::HeapRing>,
     mask: usize,
     capacity: usize,
-    /// log2 of the capacity: a position's lap is `pos >> shift`.
-    shift: u32,
     /// Position of the next frame. The shared `tail` mirrors it.
     tail: u64,
     /// Last `head` read from the consumer; may lag behind the real one.
@@ -91,7 +89,6 @@ impl Producer {
             _owner: owner,
             mask: capacity - 1,
             capacity,
-            shift: capacity.trailing_zeros(),
             tail,
             cached_head,
             dirty: vec![0; capacity.div_ceil(FRAME_ALIGN * 64)],
@@ -104,7 +101,6 @@ impl Producer {
             mem,
             mask: capacity - 1,
             capacity,
-            shift: capacity.trailing_zeros(),
             tail: 0,
             cached_head: 0,
             dirty: vec![0; capacity.div_ceil(FRAME_ALIGN * 64)],
@@ -133,6 +129,12 @@ impl Producer {
     /// Capacity of the data region in bytes.
     pub fn capacity(&self) -> usize {
         self.capacity
+    }
+
+    /// log2 of the capacity: a position's lap is `pos >> shift`.
+    #[inline]
+    fn shift(&self) -> u32 {
+        self.capacity.trailing_zeros()
     }
 
     /// The consumer position this producer last saw: a sleeper waiting for
@@ -267,7 +269,7 @@ impl Producer {
         self.mark_dirty(off + FRAME_ALIGN, contiguous - FRAME_ALIGN);
         // SYNC(ring.frame): Release; pairs with the Acquire in
         // `Consumer::peek`.
-        let word = frame::encode(frame::KIND_WRAP, 0, frame::lap(self.tail, self.shift));
+        let word = frame::encode(frame::KIND_WRAP, 0, frame::lap(self.tail, self.shift()));
         self.region().word(off).store(word, Ordering::Release);
         self.tail = self.tail.wrapping_add(contiguous as u64);
         Ok(0)
@@ -367,7 +369,7 @@ impl Reservation<'_> {
         let word = frame::encode(
             frame::KIND_DATA,
             self.len as u32,
-            frame::lap(p.tail, p.shift),
+            frame::lap(p.tail, p.shift()),
         );
         p.region().word(self.off).store(word, Ordering::Release);
         p.tail = p.tail.wrapping_add(fp as u64);

@@ -247,10 +247,6 @@ mod tests {
         buf[0] = 0;
         assert!(!cell.is_borrowed());
         assert_eq!(cell.with(|b| b.to_vec()), vec![4, 5, 6]);
-        // Nobody else holding the cell: nothing to copy.
-        // SAFETY: as above.
-        let alone = unsafe { RawLend::new(&buf) };
-        drop(alone);
     }
 
     #[test]
