@@ -19,6 +19,16 @@ pub use crossbeam_utils::{Backoff, CachePadded};
 /// prefetcher pulls lines in pairs).
 pub const CACHE_LINE: usize = core::mem::align_of::<CachePadded<u8>>();
 
+/// A compiler-only fence (SeqCst): no instruction, but no memory access
+/// moves across it at compile time. The light side of an asymmetric
+/// barrier (`transport::owner`, which loom builds leave out); a no-op
+/// under loom, which does not model it.
+#[inline(always)]
+pub fn compiler_fence() {
+    #[cfg(not(loom))]
+    std::sync::atomic::compiler_fence(Ordering::SeqCst);
+}
+
 /// A hint to the CPU that we are spinning (PAUSE on x86).
 #[inline(always)]
 pub fn spin_hint() {

@@ -21,9 +21,10 @@ pub use status::Status;
 
 use crate::error::{Error, ErrorClass, Result};
 use crate::shm::Segment;
-use crate::sync::{fence, AtomicU32, AtomicU64, Ordering};
+use crate::sync::{fence, AtomicU64, Ordering};
+use crate::transport::owner::{Guard, OwnerLock};
 use crate::transport::{Rung, WaitPolicy, Waiter};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::time::Instant;
 
 /// What matching and collectives need from a communicator: its context
@@ -145,30 +146,22 @@ pub fn check_recv_tag(tag: i32) -> Result<()> {
 /// The engine behind its lock, plus the wait ladder. One per process.
 #[derive(Debug)]
 pub struct Shared {
-    engine: Mutex<Engine>,
+    /// The engine. Its first thread locks it with plain loads and stores
+    /// (`transport::owner`). Once a second thread uses it
+    /// ([`OwnerLock::is_multi`], for good), waiters spin without the lock,
+    /// watching ring tails rather than next-frame words (see
+    /// `transport::Sleeper`), and progress wakes the rank's sleeping
+    /// threads.
+    engine: OwnerLock<Engine>,
     policy: WaitPolicy,
     /// The engine's segment, reachable without the lock (for spinning and
     /// sleeping on lock-free views of it).
     seg: Arc<Segment>,
-    /// The token of the first thread that used the engine (0: none yet).
-    owner: AtomicU64,
-    /// Set for good once a second thread uses the engine: from then on
-    /// waiters spin without the lock, watching ring tails rather than
-    /// next-frame words (see `transport::Sleeper`), and progress wakes the
-    /// rank's sleeping threads.
-    multi: AtomicU32,
     /// Bumped by progress that did work while several threads use the
     /// engine, so a thread about to sleep notices another thread's progress.
     epoch: AtomicU64,
     /// This process's world rank.
     rank: usize,
-}
-
-static NEXT_TOKEN: AtomicU64 = AtomicU64::new(1);
-
-thread_local! {
-    /// A small unique number per thread (cheaper than `thread::current()`).
-    static TOKEN: u64 = NEXT_TOKEN.fetch_add(1, Ordering::Relaxed);
 }
 
 impl Shared {
@@ -178,11 +171,9 @@ impl Shared {
         let rank = engine.world_rank();
         Shared {
             rank,
-            engine: Mutex::new(engine),
+            engine: OwnerLock::new(engine),
             policy,
             seg,
-            owner: AtomicU64::new(0),
-            multi: AtomicU32::new(0),
             epoch: AtomicU64::new(0),
         }
     }
@@ -200,31 +191,14 @@ impl Shared {
     /// Locks the engine. A panic in another thread while it held the lock
     /// does not poison this process's communication.
     #[inline]
-    pub fn lock(&self) -> MutexGuard<'_, Engine> {
-        let t = TOKEN.with(|t| *t);
-        // Relaxed: only compared with this thread's own token.
-        if self.owner.load(Ordering::Relaxed) != t {
-            self.note_thread(t);
-        }
-        self.engine.lock().unwrap_or_else(|e| e.into_inner())
+    pub fn lock(&self) -> Guard<'_, Engine> {
+        self.engine.lock()
     }
 
-    /// A thread that is not the first user: switch to the multi-threaded
-    /// mode for good. An owner spinning under the lock sees the flag and
-    /// lets go (`wait_until_into`), so this thread's lock attempt does not
-    /// wait long; from then on waiters spin and sleep without the lock.
-    #[cold]
-    fn note_thread(&self, t: u64) {
-        if self
-            .owner
-            .compare_exchange(0, t, Ordering::Relaxed, Ordering::Relaxed)
-            .is_ok()
-        {
-            return;
-        }
-        // Relaxed: the owner polls it while spinning; nothing is published
-        // through it (the lock orders everything else).
-        self.multi.store(1, Ordering::Relaxed);
+    /// Whether a second thread has used the engine (for good).
+    #[inline]
+    fn multi(&self) -> bool {
+        self.engine.is_multi()
     }
 
     /// Drives progress until `done` holds, spinning, yielding and then
@@ -266,9 +240,9 @@ impl Shared {
                     waiter.reset();
                     continue;
                 }
-                // Relaxed: a thread that wants the lock sets it first and
-                // then waits for the lock; this only decides to let go.
-                if self.multi.load(Ordering::Relaxed) != 0 {
+                // A thread that wants the engine sets it, then waits for
+                // this one to let go (`transport::owner`).
+                if self.multi() {
                     break None;
                 }
                 match self.spin_locked(&mut waiter, &e.sleeper(true), deadline)? {
@@ -455,8 +429,8 @@ impl Shared {
         tag: i32,
         buf: &mut [u8],
     ) -> Option<Result<Status>> {
-        // Relaxed: see `wait_until_into`.
-        if self.multi.load(Ordering::Relaxed) != 0 {
+        // See `wait_until_into`.
+        if self.multi() {
             return None;
         }
         let mut e = self.lock();
@@ -469,9 +443,9 @@ impl Shared {
         }
         let mut waiter = Waiter::new(self.policy);
         loop {
-            // Relaxed: as above; a thread that wants the engine sets it
-            // before it waits for the lock.
-            if self.multi.load(Ordering::Relaxed) != 0 || waiter.pause(None) != Rung::Spin {
+            // As above: a thread that wants the engine waits for this
+            // one to let go.
+            if self.multi() || waiter.pause(None) != Rung::Spin {
                 return None;
             }
             if let Some(r) = e.recv_direct(ctx, src, peer, tag, buf) {
@@ -526,7 +500,7 @@ impl Shared {
         // waits alike); nothing to do without bridges.
         e.check_failures();
         let work = e.progress_into(sinks);
-        if work > 0 && self.multi.load(Ordering::Relaxed) != 0 {
+        if work > 0 && self.multi() {
             // SYNC(epoch): SeqCst RMW and fence, then the doorbell: a
             // thread of this rank about to sleep sees the new epoch or is
             // woken.
@@ -547,8 +521,8 @@ impl Shared {
         deadline: Option<Instant>,
     ) -> Result<Spun> {
         loop {
-            // Relaxed: see `wait_until_into`.
-            if self.multi.load(Ordering::Relaxed) != 0 {
+            // See `wait_until_into`.
+            if self.multi() {
                 return Ok(Spun::LetGo);
             }
             if sleeper.has_work(&self.seg) {

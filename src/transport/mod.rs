@@ -35,6 +35,7 @@ pub mod bytes;
 pub mod cma;
 pub mod layout;
 pub mod lend;
+pub mod owner;
 pub mod pool;
 pub mod rma;
 pub mod shmcoll;
