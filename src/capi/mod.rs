@@ -590,15 +590,13 @@ pub(crate) fn array_mut<'a, T>(p: *mut T, n: usize, what: &str) -> Result<&'a mu
 
 /// The bytes `[p, p + n)` of a message buffer (may be unaligned; null is
 /// allowed only for zero bytes).
+#[inline]
 pub(crate) fn bytes<'a>(p: *const c_void, n: usize) -> Result<&'a [u8]> {
     if n == 0 {
         return Ok(&[]);
     }
     if p.is_null() {
-        return Err(Error::new(
-            ErrorClass::Buffer,
-            format!("the buffer is a null pointer but holds {n} bytes"),
-        ));
+        return Err(null_buffer(n));
     }
     // SAFETY: not null; MPI requires the buffer to hold `n` bytes of data
     // for the count and datatype given.
@@ -606,19 +604,28 @@ pub(crate) fn bytes<'a>(p: *const c_void, n: usize) -> Result<&'a [u8]> {
 }
 
 /// The writable bytes `[p, p + n)` of a message buffer.
+#[inline]
 pub(crate) fn bytes_mut<'a>(p: *mut c_void, n: usize) -> Result<&'a mut [u8]> {
     if n == 0 {
         return Ok(&mut []);
     }
     if p.is_null() {
-        return Err(Error::new(
-            ErrorClass::Buffer,
-            format!("the buffer is a null pointer but holds {n} bytes"),
-        ));
+        return Err(null_buffer(n));
     }
     // SAFETY: not null; MPI requires a receive buffer to be writable for
     // the count and datatype given, and not aliased by the send buffer.
     Ok(unsafe { std::slice::from_raw_parts_mut(p.cast::<u8>(), n) })
+}
+
+/// The error of a null buffer that should hold `n` bytes (out of line:
+/// the buffer views sit on the message path).
+#[cold]
+#[inline(never)]
+fn null_buffer(n: usize) -> Error {
+    Error::new(
+        ErrorClass::Buffer,
+        format!("the buffer is a null pointer but holds {n} bytes"),
+    )
 }
 
 /// A NUL-terminated C string argument.
