@@ -16,7 +16,9 @@
 //! return a complete request (`docs/c-abi.md` says what that means for
 //! programs).
 
-use super::p2p::{done_request, give_request, nbytes, staging_buf, words_bytes, Fin, Ptr, Req};
+use super::p2p::{
+    done_request, give_request, nbytes, staging_buf, words_bytes, Fin, Ptr, Req, Unpack, Words,
+};
 use super::types::{committed, OpObj, Prim, Reduction, TypeObj};
 use super::{
     array, bytes, bytes_mut, comm_obj, count, guard, h, CommObj, IN_PLACE, PROC_NULL, ROOT,
@@ -1147,13 +1149,13 @@ pub unsafe extern "C" fn MPI_Ibcast(
                 Req::live(
                     &obj,
                     req,
-                    Fin::Unpack {
+                    Fin::Unpack(Box::new(Unpack {
                         staging,
                         dst: Ptr(buf),
                         count: n,
                         ty: ty.arc(),
                         whole: true,
-                    },
+                    })),
                     Vec::new(),
                 )
             }
@@ -1254,13 +1256,13 @@ fn ireduce(
         let req =
             req.ok_or_else(|| Error::new(ErrorClass::Intern, "typed reduction refused"))??;
         let fin = if receives {
-            Fin::Words {
+            Fin::Words(Box::new(Words {
                 staging,
                 len,
                 dst: Ptr(rbuf),
                 count: n,
                 ty: r.ty.clone(),
-            }
+            }))
         } else {
             Fin::None
         };

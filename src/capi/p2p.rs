@@ -133,28 +133,33 @@ impl Ptr {
     }
 }
 
-/// What to do when a request completes.
+/// What to do when a request completes. The rare kinds are boxed, so a
+/// request (moved in and out of the handle table) stays small.
 pub(crate) enum Fin {
     None,
-    /// A receive into `staging` to unpack into `count` instances at `dst`:
-    /// as many bytes as the status says, or all of `staging` when `whole`
-    /// (a collective, whose status carries no length).
-    Unpack {
-        staging: Vec<u8>,
-        dst: Ptr,
-        count: usize,
-        ty: Arc<TypeObj>,
-        whole: bool,
-    },
-    /// As `Unpack`, from an 8-byte aligned staging buffer of `len` bytes
-    /// (typed reductions).
-    Words {
-        staging: Vec<u64>,
-        len: usize,
-        dst: Ptr,
-        count: usize,
-        ty: Arc<TypeObj>,
-    },
+    Unpack(Box<Unpack>),
+    Words(Box<Words>),
+}
+
+/// A receive into `staging` to unpack into `count` instances at `dst`: as
+/// many bytes as the status says, or all of `staging` when `whole` (a
+/// collective, whose status carries no length).
+pub(crate) struct Unpack {
+    pub(crate) staging: Vec<u8>,
+    pub(crate) dst: Ptr,
+    pub(crate) count: usize,
+    pub(crate) ty: Arc<TypeObj>,
+    pub(crate) whole: bool,
+}
+
+/// As [`Unpack`], from an 8-byte aligned staging buffer of `len` bytes
+/// (typed reductions).
+pub(crate) struct Words {
+    pub(crate) staging: Vec<u64>,
+    pub(crate) len: usize,
+    pub(crate) dst: Ptr,
+    pub(crate) count: usize,
+    pub(crate) ty: Arc<TypeObj>,
 }
 
 /// The bytes of an 8-byte aligned buffer.
@@ -168,8 +173,8 @@ impl std::fmt::Debug for Fin {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
             Fin::None => "None",
-            Fin::Unpack { .. } => "Unpack",
-            Fin::Words { .. } => "Words",
+            Fin::Unpack(_) => "Unpack",
+            Fin::Words(_) => "Words",
         })
     }
 }
@@ -218,13 +223,33 @@ pub(crate) enum ReqState {
 }
 
 /// What a live request owns besides its Rust request: a staging buffer,
-/// and the lend of its send buffer to the transport. Field order
-/// matters: the lend (which copies what the transport still holds from
-/// the buffer it lends, which may be `bytes`) drops first.
+/// and the lend of its send buffer to the transport; nothing (no box) for
+/// most requests.
 #[derive(Debug, Default)]
 pub(crate) struct Keep {
+    _kept: Option<Box<Kept>>,
+}
+
+/// Field order matters: the lend (which copies what the transport still
+/// holds from the buffer it lends, which may be `bytes`) drops first.
+#[derive(Debug)]
+struct Kept {
     _lend: Option<crate::transport::RawLend>,
     _bytes: Vec<u8>,
+}
+
+impl Keep {
+    fn new(lend: Option<crate::transport::RawLend>, bytes: Vec<u8>) -> Keep {
+        if lend.is_none() && bytes.capacity() == 0 {
+            return Keep { _kept: None };
+        }
+        Keep {
+            _kept: Some(Box::new(Kept {
+                _lend: lend,
+                _bytes: bytes,
+            })),
+        }
+    }
 }
 
 /// A C request. Field order matters: `state` (which may borrow the
@@ -243,15 +268,7 @@ unsafe impl Send for Req {}
 
 impl Req {
     pub(crate) fn live(comm: &Arc<CommObj>, req: Request<'_>, fin: Fin, keep: Vec<u8>) -> Req {
-        Self::live_keeping(
-            comm,
-            req,
-            fin,
-            Keep {
-                _lend: None,
-                _bytes: keep,
-            },
-        )
+        Self::live_keeping(comm, req, fin, Keep::new(None, keep))
     }
 
     fn live_keeping(comm: &Arc<CommObj>, req: Request<'_>, fin: Fin, keep: Keep) -> Req {
@@ -357,31 +374,19 @@ impl Req {
 fn finish(r: Result<Status>, fin: Fin) -> std::result::Result<CStatus, Error> {
     match fin {
         Fin::None => r.map(|s| CStatus::from_rust(&s)),
-        Fin::Unpack {
-            staging,
-            dst,
-            count,
-            ty,
-            whole,
-        } => {
+        Fin::Unpack(u) => {
             let st = r?;
-            let n = if whole {
-                staging.len()
+            let n = if u.whole {
+                u.staging.len()
             } else {
-                st.bytes.min(staging.len())
+                st.bytes.min(u.staging.len())
             };
-            ty.unpack(&staging[..n], dst.0, count)?;
+            u.ty.unpack(&u.staging[..n], u.dst.0, u.count)?;
             Ok(CStatus::from_rust(&st))
         }
-        Fin::Words {
-            mut staging,
-            len,
-            dst,
-            count,
-            ty,
-        } => {
+        Fin::Words(mut w) => {
             let st = r?;
-            ty.unpack(&words_bytes(&mut staging)[..len], dst.0, count)?;
+            w.ty.unpack(&words_bytes(&mut w.staging)[..w.len], w.dst.0, w.count)?;
             Ok(CStatus::from_rust(&st))
         }
     }
@@ -584,10 +589,7 @@ fn isend_req(
         obj,
         r,
         Fin::None,
-        Keep {
-            _lend: lend,
-            _bytes: packed,
-        },
+        Keep::new(lend, packed),
     ))
 }
 
@@ -654,13 +656,13 @@ fn start_recv(
             Ok(Req::live(
                 obj,
                 r,
-                Fin::Unpack {
+                Fin::Unpack(Box::new(Unpack {
                     staging,
                     dst: Ptr(buf),
                     count: n,
                     ty: ty.clone(),
                     whole: false,
-                },
+                })),
                 Vec::new(),
             ))
         }
@@ -1222,6 +1224,93 @@ fn wait_live_together(reqs: &[*mut c_void]) {
     }
 }
 
+/// `MPI_Waitall`'s common case: every request is null, or live and not
+/// persistent (a window of `MPI_Isend`/`MPI_Irecv`). Takes them out of
+/// the table under one lock, waits for them together, finishes each, and
+/// frees their handles under a second lock: the outcomes in order, each
+/// slot set to `MPI_REQUEST_NULL`. `None`, with nothing done, when any
+/// request is of another kind, not a valid handle, or given twice: the
+/// general path (`wait_live_together`, `take_done`, `complete`) then
+/// handles them, and reports what is wrong.
+fn wait_all_taken(reqs: &mut [*mut c_void]) -> Option<Vec<Outcome>> {
+    // (index in `reqs`, the request), in order.
+    let mut taken: Vec<(usize, Req)> = Vec::with_capacity(reqs.len());
+    {
+        let mut st = state();
+        let live = |st: &super::State, hd: usize| {
+            hd == REQUEST_NULL
+                || matches!(
+                    st.reqs.get(hd),
+                    Some(Req {
+                        state: ReqState::Live { .. },
+                        ..
+                    })
+                )
+        };
+        if !reqs.iter().all(|&r| live(&st, h(r))) {
+            return None;
+        }
+        for (i, &r) in reqs.iter().enumerate() {
+            let hd = h(r);
+            if hd == REQUEST_NULL {
+                continue;
+            }
+            match st.reqs.take(hd) {
+                Some(req) => taken.push((i, req)),
+                None => {
+                    // Given twice: put everything back untouched.
+                    for (j, req) in taken {
+                        st.reqs.put_back(h(reqs[j]), req);
+                    }
+                    return None;
+                }
+            }
+        }
+    }
+    // What the Rust requests borrow (`fin`'s and `keep`'s buffers) is
+    // declared first, so it outlives them even on unwinding.
+    let mut held = Vec::with_capacity(taken.len());
+    let mut rust = Vec::with_capacity(taken.len());
+    for (i, req) in taken {
+        let Req {
+            state: ReqState::Live { req, fin, keep },
+            comm,
+        } = req
+        else {
+            unreachable!("checked live under the lock")
+        };
+        rust.push(req);
+        held.push((i, fin, keep, comm));
+    }
+    let results = crate::comm::wait_all_each(rust);
+    let mut outs: Vec<Outcome> = (0..reqs.len())
+        .map(|_| Outcome {
+            status: CStatus::empty(),
+            err: None,
+        })
+        .collect();
+    // The communicators are let go after the lock (one may be the last
+    // reference, whose drop takes the lock).
+    let mut comms = Vec::with_capacity(held.len());
+    let mut done = Vec::with_capacity(held.len());
+    for ((i, fin, keep, comm), r) in held.into_iter().zip(results) {
+        let res = finish(r, fin);
+        drop(keep);
+        outs[i] = outcome(res, &comm);
+        comms.push(comm);
+        done.push(i);
+    }
+    {
+        let mut st = state();
+        for &i in &done {
+            st.reqs.release_taken(h(reqs[i]));
+            reqs[i] = to_handle(REQUEST_NULL);
+        }
+    }
+    drop(comms);
+    Some(outs)
+}
+
 /// Finishes, under one lock, the longest prefix of `reqs` that is null or
 /// complete and not persistent (what `wait_live_together` leaves after a
 /// window of sends and receives), as [`complete`] would one by one:
@@ -1348,6 +1437,11 @@ fn all(
                     if !complete {
                         return Ok(None);
                     }
+                }
+            }
+            if block {
+                if let Some(outs) = wait_all_taken(reqs) {
+                    return Ok(Some(outs));
                 }
             }
             let mut outs = Vec::with_capacity(n);
