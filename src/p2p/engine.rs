@@ -835,19 +835,33 @@ impl Engine {
         sync: bool,
         hold: Hold,
     ) -> (SendStart, Option<SlotId>) {
-        if !sync {
-            let hdr = Header {
-                ctx,
-                src,
-                tag,
-                kind: FrameKind::Data,
-                token: 0,
-            };
-            if self.t.try_send_eager(dest, &hdr.pack(), data) {
-                return (SendStart::Done, None);
-            }
+        if !sync && self.try_send_eager(ctx, src, dest, tag, data) {
+            return (SendStart::Done, None);
         }
         self.start_send_general(ctx, src, dest, tag, data, sync, hold)
+    }
+
+    /// The eager fast path alone: a standard-mode message that fits one
+    /// frame goes straight into `dest`'s ring when nothing stands before
+    /// it there. False: nothing done, [`start_send`](Self::start_send)
+    /// decides.
+    #[inline(always)]
+    pub fn try_send_eager(
+        &mut self,
+        ctx: u32,
+        src: u32,
+        dest: usize,
+        tag: i32,
+        data: &[u8],
+    ) -> bool {
+        let hdr = Header {
+            ctx,
+            src,
+            tag,
+            kind: FrameKind::Data,
+            token: 0,
+        };
+        self.t.try_send_eager(dest, &hdr.pack(), data)
     }
 
     /// [`start_send`](Self::start_send) past the eager fast path.

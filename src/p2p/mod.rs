@@ -285,6 +285,24 @@ impl Shared {
         data: &[u8],
         sync: bool,
     ) -> Result<()> {
+        // The eager fast path in a small frame; the rest out of line.
+        if !sync && self.lock().try_send_eager(cid, src, dest, tag, data) {
+            return Ok(());
+        }
+        self.send_bytes_general(cid, src, dest, tag, data, sync)
+    }
+
+    /// [`send_bytes`](Self::send_bytes) past the eager fast path.
+    #[inline(never)]
+    fn send_bytes_general(
+        &self,
+        cid: u32,
+        src: u32,
+        dest: usize,
+        tag: i32,
+        data: &[u8],
+        sync: bool,
+    ) -> Result<()> {
         let (start, ack) = {
             let mut e = self.lock();
             e.start_send(cid, src, dest, tag, data, sync, Hold::Pipelined)

@@ -313,6 +313,7 @@ impl Segment {
     ///
     /// # Panics
     /// If `rank` is not below the segment's rank count.
+    #[inline]
     pub fn control(&self, rank: usize) -> &ControlBlock {
         assert!(rank < self.spec.nranks as usize, "rank {rank} out of range");
         let off = CONTROL_OFFSET + rank * core::mem::size_of::<ControlBlock>();
