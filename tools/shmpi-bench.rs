@@ -243,9 +243,22 @@ fn counts(o: &Opts, size: usize) -> (usize, usize) {
     (o.iters.unwrap_or(i), o.warmup.unwrap_or(w))
 }
 
+/// A buffer of `size` bytes filled with `fill`, starting on a page
+/// boundary, carved out of `store`: OSU's benchmarks (and the peers' C
+/// program) align their buffers to the page, and the copies in and out of
+/// the ring run at different speeds by the buffers' alignment.
+fn page_aligned(store: &mut Vec<u8>, size: usize, fill: u8) -> &mut [u8] {
+    const PAGE: usize = 4096;
+    *store = vec![fill; size + PAGE];
+    let off = (PAGE - store.as_ptr() as usize % PAGE) % PAGE;
+    &mut store[off..off + size]
+}
+
 fn latency(w: &shmpi::Communicator, size: usize, iters: usize, warm: usize) -> f64 {
-    let sbuf = vec![b'a'; size];
-    let mut rbuf = vec![b'b'; size];
+    let mut sstore = Vec::new();
+    let mut rstore = Vec::new();
+    let sbuf = &*page_aligned(&mut sstore, size, b'a');
+    let rbuf = page_aligned(&mut rstore, size, b'b');
     let me = w.rank();
     w.barrier().unwrap();
     let mut t0 = Instant::now();
@@ -254,11 +267,11 @@ fn latency(w: &shmpi::Communicator, size: usize, iters: usize, warm: usize) -> f
             t0 = Instant::now();
         }
         if me == 0 {
-            w.send(&sbuf, 1, 1).unwrap();
-            w.recv(&mut rbuf, 1, 1).unwrap();
+            w.send(sbuf, 1, 1).unwrap();
+            w.recv(rbuf, 1, 1).unwrap();
         } else {
-            w.recv(&mut rbuf, 0, 1).unwrap();
-            w.send(&sbuf, 0, 1).unwrap();
+            w.recv(rbuf, 0, 1).unwrap();
+            w.send(sbuf, 0, 1).unwrap();
         }
     }
     t0.elapsed().as_secs_f64() * 1e6 / (2.0 * iters as f64)
@@ -280,14 +293,17 @@ fn bandwidth(
         b.fill(b'a');
         b
     });
-    let heap = if pooled.is_none() {
-        vec![b'a'; size]
-    } else {
-        Vec::new()
+    let mut heap = Vec::new();
+    let sbuf: &[u8] = match pooled.as_deref() {
+        Some(b) => b,
+        None => page_aligned(&mut heap, size, b'a'),
     };
-    let sbuf: &[u8] = pooled.as_deref().unwrap_or(&heap);
     let plain = plain || pooled.is_some();
-    let mut rbufs: Vec<Vec<u8>> = (0..WINDOW).map(|_| vec![b'b'; size]).collect();
+    let mut rstores: Vec<Vec<u8>> = (0..WINDOW).map(|_| Vec::new()).collect();
+    let mut rbufs: Vec<&mut [u8]> = rstores
+        .iter_mut()
+        .map(|st| page_aligned(st, size, b'b'))
+        .collect();
     let me = w.rank();
     let peer = 1 - me;
     let mut ack = [0u8; 4];
