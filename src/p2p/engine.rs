@@ -33,7 +33,10 @@ pub type SlotId = usize;
 /// [`Engine::finish_recv`].
 pub type Sinks<'a, 'b> = &'a mut [(SlotId, &'b mut [u8])];
 
-#[derive(Debug)]
+/// A slot's state: plain data (`Copy`), so that the transitions on the
+/// message path are plain stores with no drop glue; a task's box and
+/// result live in the slot beside it.
+#[derive(Clone, Copy, Debug)]
 enum SlotState {
     Free,
     /// A receive waiting in the posted queue.
@@ -59,11 +62,9 @@ enum SlotState {
     /// A send that is complete.
     Sent,
     /// A multi-step operation the engine drives (a nonblocking
-    /// collective's schedule); `result` once it has finished.
-    Task {
-        task: Option<TaskBox>,
-        result: Option<Result<()>>,
-    },
+    /// collective's schedule), in the slot's `task`; `finished` once its
+    /// result is in the slot's `task_result`.
+    Task { finished: bool },
 }
 
 /// A multi-step operation that the engine advances on every progress
@@ -107,6 +108,10 @@ struct Slot {
     /// The peer a receive waits on (a specific source) or a send waits
     /// for (its ack): when it dies, the operation fails (`fail_peer`).
     peer: Option<usize>,
+    /// A task slot's task (out of it while it steps) and, once finished,
+    /// its result.
+    task: Option<TaskBox>,
+    task_result: Option<Result<()>>,
 }
 
 /// A matched rendezvous whose bytes are still in the sender's memory: the
@@ -212,6 +217,8 @@ impl Matcher {
                 err: None,
                 rendezvous: false,
                 peer: None,
+                task: None,
+                task_result: None,
             });
             self.slots.len() - 1
         }
@@ -219,6 +226,10 @@ impl Matcher {
 
     fn release(&mut self, id: SlotId) {
         let s = &mut self.slots[id];
+        if let SlotState::Task { .. } = s.state {
+            s.task = None;
+            s.task_result = None;
+        }
         s.state = SlotState::Free;
         if s.buf.capacity() > 1 << 20 {
             s.buf = Vec::new();
@@ -663,13 +674,8 @@ impl Engine {
     /// complete ([`is_complete`](Self::is_complete)) when the task has
     /// finished, and [`finish_task`](Self::finish_task) hands it back.
     pub fn start_task(&mut self, task: Box<dyn Task>) -> SlotId {
-        let id = self.m.alloc(
-            SlotState::Task {
-                task: Some(TaskBox(task)),
-                result: None,
-            },
-            0,
-        );
+        let id = self.m.alloc(SlotState::Task { finished: false }, 0);
+        self.m.slots[id].task = Some(TaskBox(task));
         self.m.tasks.push(id);
         self.run_tasks();
         id
@@ -681,18 +687,18 @@ impl Engine {
         let ids = std::mem::take(&mut self.m.tasks);
         let mut still = Vec::with_capacity(ids.len());
         for id in ids {
-            let SlotState::Task { task, .. } = &mut self.m.slots[id].state else {
-                unreachable!("a running task's slot holds it");
-            };
-            let mut t = task.take().expect("a running task is in its slot");
+            debug_assert!(matches!(self.m.slots[id].state, SlotState::Task { .. }));
+            let mut t = self.m.slots[id]
+                .task
+                .take()
+                .expect("a running task is in its slot");
             let r = t.0.step(self);
-            let SlotState::Task { task, result } = &mut self.m.slots[id].state else {
-                unreachable!("a running task's slot holds it");
-            };
-            *task = Some(t);
+            let slot = &mut self.m.slots[id];
+            slot.task = Some(t);
             match r {
                 Some(r) => {
-                    *result = Some(r);
+                    slot.task_result = Some(r);
+                    slot.state = SlotState::Task { finished: true };
                     finished += 1;
                     if self.m.slots[id].orphan {
                         self.m.release(id);
@@ -713,11 +719,13 @@ impl Engine {
     /// # Panics
     /// If the slot is not a finished task.
     pub fn finish_task(&mut self, id: SlotId) -> (Box<dyn Task>, Result<()>) {
-        let SlotState::Task { task, result } = &mut self.m.slots[id].state else {
-            panic!("slot {id} is not a task");
-        };
-        let r = result.take().expect("the task has finished");
-        let t = task.take().expect("a finished task is in its slot");
+        let slot = &mut self.m.slots[id];
+        assert!(
+            matches!(slot.state, SlotState::Task { finished: true }),
+            "slot {id} is not a finished task"
+        );
+        let r = slot.task_result.take().expect("the task has finished");
+        let t = slot.task.take().expect("a finished task is in its slot");
         self.m.release(id);
         (t.0, r)
     }
@@ -1177,12 +1185,7 @@ impl Engine {
     pub fn is_complete(&self, id: SlotId) -> bool {
         matches!(
             self.m.slots[id].state,
-            SlotState::Done { .. }
-                | SlotState::Sent
-                | SlotState::Task {
-                    result: Some(_),
-                    ..
-                }
+            SlotState::Done { .. } | SlotState::Sent | SlotState::Task { finished: true }
         )
     }
 
@@ -1301,9 +1304,7 @@ impl Engine {
             }
             SlotState::Done { .. }
             | SlotState::Sent
-            | SlotState::Task {
-                result: Some(_), ..
-            } => self.m.release(id),
+            | SlotState::Task { finished: true } => self.m.release(id),
             SlotState::Free => {}
             _ => self.m.slots[id].orphan = true,
         }
