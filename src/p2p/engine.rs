@@ -416,13 +416,16 @@ impl Matcher {
             Some(r) => (r.len as usize, &[][..]),
             None => (total, data),
         };
-        let hit = self
-            .posted
-            .iter()
-            .position(|&id| match self.slots[id].state {
-                SlotState::Posted { ctx, src, tag } => hdr.matches(ctx, src, tag),
-                _ => false,
-            });
+        let matches = |id: SlotId| match self.slots[id].state {
+            SlotState::Posted { ctx, src, tag } => hdr.matches(ctx, src, tag),
+            _ => false,
+        };
+        // The front first: a window of receives is matched in order.
+        let hit = match self.posted.front() {
+            Some(&id) if matches(id) => Some(0),
+            Some(_) => self.posted.iter().position(|&id| matches(id)),
+            None => None,
+        };
         if let Some(pos) = hit {
             let id = if pos == 0 {
                 self.posted.pop_front()
