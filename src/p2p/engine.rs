@@ -64,7 +64,9 @@ enum SlotState {
     /// A multi-step operation the engine drives (a nonblocking
     /// collective's schedule), in the slot's `task`; `finished` once its
     /// result is in the slot's `task_result`.
-    Task { finished: bool },
+    Task {
+        finished: bool,
+    },
 }
 
 /// A multi-step operation that the engine advances on every progress
@@ -1305,9 +1307,9 @@ impl Engine {
                 }
                 self.m.release(id);
             }
-            SlotState::Done { .. }
-            | SlotState::Sent
-            | SlotState::Task { finished: true } => self.m.release(id),
+            SlotState::Done { .. } | SlotState::Sent | SlotState::Task { finished: true } => {
+                self.m.release(id)
+            }
             SlotState::Free => {}
             _ => self.m.slots[id].orphan = true,
         }
