@@ -1233,54 +1233,40 @@ fn wait_live_together(reqs: &[*mut c_void]) {
 /// general path (`wait_live_together`, `take_done`, `complete`) then
 /// handles them, and reports what is wrong.
 fn wait_all_taken(reqs: &mut [*mut c_void]) -> Option<Vec<Outcome>> {
-    // (index in `reqs`, the request), in order.
-    let mut taken: Vec<(usize, Req)> = Vec::with_capacity(reqs.len());
+    // What the Rust requests borrow (`fin`'s and `keep`'s buffers) is
+    // declared first, so it outlives them even on unwinding.
+    let mut held: Vec<(usize, Fin, Keep, Arc<CommObj>)> = Vec::with_capacity(reqs.len());
+    let mut rust = Vec::with_capacity(reqs.len());
     {
         let mut st = state();
-        let live = |st: &super::State, hd: usize| {
-            hd == REQUEST_NULL
-                || matches!(
-                    st.reqs.get(hd),
-                    Some(Req {
-                        state: ReqState::Live { .. },
-                        ..
-                    })
-                )
-        };
-        if !reqs.iter().all(|&r| live(&st, h(r))) {
-            return None;
-        }
         for (i, &r) in reqs.iter().enumerate() {
             let hd = h(r);
             if hd == REQUEST_NULL {
                 continue;
             }
-            match st.reqs.take(hd) {
-                Some(req) => taken.push((i, req)),
-                None => {
-                    // Given twice: put everything back untouched.
-                    for (j, req) in taken {
-                        st.reqs.put_back(h(reqs[j]), req);
-                    }
-                    return None;
+            let live = matches!(
+                st.reqs.get(hd),
+                Some(Req {
+                    state: ReqState::Live { .. },
+                    ..
+                })
+            );
+            let Some(Req {
+                state: ReqState::Live { req, fin, keep },
+                comm,
+            }) = live.then(|| st.reqs.take(hd)).flatten()
+            else {
+                // Another kind, or given twice: put back what was taken,
+                // untouched, for the general path.
+                for ((j, fin, keep, comm), req) in held.drain(..).zip(rust.drain(..)) {
+                    let state = ReqState::Live { req, fin, keep };
+                    st.reqs.put_back(h(reqs[j]), Req { state, comm });
                 }
-            }
+                return None;
+            };
+            rust.push(req);
+            held.push((i, fin, keep, comm));
         }
-    }
-    // What the Rust requests borrow (`fin`'s and `keep`'s buffers) is
-    // declared first, so it outlives them even on unwinding.
-    let mut held = Vec::with_capacity(taken.len());
-    let mut rust = Vec::with_capacity(taken.len());
-    for (i, req) in taken {
-        let Req {
-            state: ReqState::Live { req, fin, keep },
-            comm,
-        } = req
-        else {
-            unreachable!("checked live under the lock")
-        };
-        rust.push(req);
-        held.push((i, fin, keep, comm));
     }
     let results = crate::comm::wait_all_each(rust);
     let mut outs: Vec<Outcome> = (0..reqs.len())
@@ -1292,17 +1278,15 @@ fn wait_all_taken(reqs: &mut [*mut c_void]) -> Option<Vec<Outcome>> {
     // The communicators are let go after the lock (one may be the last
     // reference, whose drop takes the lock).
     let mut comms = Vec::with_capacity(held.len());
-    let mut done = Vec::with_capacity(held.len());
     for ((i, fin, keep, comm), r) in held.into_iter().zip(results) {
         let res = finish(r, fin);
         drop(keep);
         outs[i] = outcome(res, &comm);
-        comms.push(comm);
-        done.push(i);
+        comms.push((i, comm));
     }
     {
         let mut st = state();
-        for &i in &done {
+        for &(i, _) in &comms {
             st.reqs.release_taken(h(reqs[i]));
             reqs[i] = to_handle(REQUEST_NULL);
         }
