@@ -4,15 +4,18 @@
 //! (MPI_THREAD_SINGLE and FUNNELED programs, and most MULTIPLE ones
 //! between phases). A `std::sync::Mutex` costs that thread two locked
 //! instructions per call (`lock cmpxchg` in, `xchg` out), and each drains
-//! the store buffer: on the small-message path that is one lock per send
-//! and one per receive, about 10% of a one-way message on these machines
-//! (`docs/benchmarks.md`).
+//! the store buffer: one lock per send and one per receive on the
+//! small-message path, which issue 6 wants free of locks. (Measured on
+//! the Zen 4 VM of `docs/benchmarks.md`: a mutex around each side of a
+//! pinned-thread ring ping-pong cost 6-8 ns of 65; in the whole message
+//! path the change was neutral within the noise.)
 //!
 //! [`OwnerLock`] gives the first thread that locks it (the *owner*) a path
 //! of plain loads and stores: it marks itself `busy`, and checks that no
 //! other thread has come since. A second thread (a *newcomer*) switches
-//! the lock to the mutex for good: under the mutex it sets `multi`, runs
-//! an asymmetric barrier (`membarrier(2)`, `MEMBARRIER_CMD_PRIVATE_EXPEDITED`:
+//! the lock to the mutex for good: it sets the state to `MULTI`, takes
+//! the mutex, runs (the first newcomer only) an asymmetric barrier
+//! (`membarrier(2)`, `MEMBARRIER_CMD_PRIVATE_EXPEDITED`:
 //! a full barrier on every running thread of this process, so the owner's
 //! side needs only a compiler fence), and waits until the owner is no
 //! longer `busy`. This is the Dekker pattern with the expensive fence moved
