@@ -271,7 +271,7 @@ run_one() {
     # comments, blank and malformed lines.
     awk -v n="$name" '
         /^[[:space:]]*#/ { next }
-        /^[0-9]+,/ { gsub(",", " "); $0 = $0 }
+        /^[0-9]+,/ { gsub(",", " ") }
         $1 ~ /^[0-9]+$/ && $2 ~ /^[0-9.eE+-]+$/ { print n, $1, $2 }
     ' "$out" >"$WORK/run.rows"
     if [ ! -s "$WORK/run.rows" ]; then

@@ -62,11 +62,9 @@ enum SlotState {
     /// A send that is complete.
     Sent,
     /// A multi-step operation the engine drives (a nonblocking
-    /// collective's schedule), in the slot's `task`; `finished` once its
+    /// collective's schedule), in the slot's `task`; finished once its
     /// result is in the slot's `task_result`.
-    Task {
-        finished: bool,
-    },
+    Task,
 }
 
 /// A multi-step operation that the engine advances on every progress
@@ -228,7 +226,7 @@ impl Matcher {
 
     fn release(&mut self, id: SlotId) {
         let s = &mut self.slots[id];
-        if let SlotState::Task { .. } = s.state {
+        if let SlotState::Task = s.state {
             s.task = None;
             s.task_result = None;
         }
@@ -679,7 +677,7 @@ impl Engine {
     /// complete ([`is_complete`](Self::is_complete)) when the task has
     /// finished, and [`finish_task`](Self::finish_task) hands it back.
     pub fn start_task(&mut self, task: Box<dyn Task>) -> SlotId {
-        let id = self.m.alloc(SlotState::Task { finished: false }, 0);
+        let id = self.m.alloc(SlotState::Task, 0);
         self.m.slots[id].task = Some(TaskBox(task));
         self.m.tasks.push(id);
         self.run_tasks();
@@ -692,7 +690,7 @@ impl Engine {
         let ids = std::mem::take(&mut self.m.tasks);
         let mut still = Vec::with_capacity(ids.len());
         for id in ids {
-            debug_assert!(matches!(self.m.slots[id].state, SlotState::Task { .. }));
+            debug_assert!(matches!(self.m.slots[id].state, SlotState::Task));
             let mut t = self.m.slots[id]
                 .task
                 .take()
@@ -703,7 +701,6 @@ impl Engine {
             match r {
                 Some(r) => {
                     slot.task_result = Some(r);
-                    slot.state = SlotState::Task { finished: true };
                     finished += 1;
                     if self.m.slots[id].orphan {
                         self.m.release(id);
@@ -726,7 +723,7 @@ impl Engine {
     pub fn finish_task(&mut self, id: SlotId) -> (Box<dyn Task>, Result<()>) {
         let slot = &mut self.m.slots[id];
         assert!(
-            matches!(slot.state, SlotState::Task { finished: true }),
+            matches!(slot.state, SlotState::Task) && slot.task_result.is_some(),
             "slot {id} is not a finished task"
         );
         let r = slot.task_result.take().expect("the task has finished");
@@ -877,7 +874,8 @@ impl Engine {
         self.t.try_send_eager(dest, &hdr.pack(), data)
     }
 
-    /// [`start_send`](Self::start_send) past the eager fast path.
+    /// [`start_send`](Self::start_send) past the eager fast path (for a
+    /// caller that already tried [`try_send_eager`](Self::try_send_eager)).
     #[allow(clippy::too_many_arguments)]
     #[inline(never)]
     fn start_send_general(
@@ -1188,10 +1186,12 @@ impl Engine {
 
     /// Whether slot `id`'s operation is complete.
     pub fn is_complete(&self, id: SlotId) -> bool {
-        matches!(
-            self.m.slots[id].state,
-            SlotState::Done { .. } | SlotState::Sent | SlotState::Task { finished: true }
-        )
+        let s = &self.m.slots[id];
+        match s.state {
+            SlotState::Done { .. } | SlotState::Sent => true,
+            SlotState::Task => s.task_result.is_some(),
+            _ => false,
+        }
     }
 
     /// Finishes a completed receive: copies its bytes into `dst`, frees
@@ -1307,9 +1307,8 @@ impl Engine {
                 }
                 self.m.release(id);
             }
-            SlotState::Done { .. } | SlotState::Sent | SlotState::Task { finished: true } => {
-                self.m.release(id)
-            }
+            SlotState::Done { .. } | SlotState::Sent => self.m.release(id),
+            SlotState::Task if self.m.slots[id].task_result.is_some() => self.m.release(id),
             SlotState::Free => {}
             _ => self.m.slots[id].orphan = true,
         }

@@ -336,7 +336,6 @@ mod tests {
             // The owner: this thread, first.
             *lock.lock() += 1;
             assert!(!lock.is_multi());
-            let stop = Arc::new(AtomicU32::new(0));
             let others: Vec<_> = (0..3)
                 .map(|_| {
                     let lock = lock.clone();
@@ -353,16 +352,13 @@ mod tests {
                 })
                 .collect();
             let mut mine = 1;
-            // Relaxed: only ends the loop.
-            while stop.load(Ordering::Relaxed) == 0 && mine < 200_000 {
+            // The owner keeps locking while the others run (bounded).
+            while mine < 200_000 && !others.iter().all(|h| h.is_finished()) {
                 let mut g = lock.lock();
                 let v = *g;
                 std::hint::black_box(&v);
                 *g = v + 1;
                 mine += 1;
-                if others.iter().all(|h| h.is_finished()) {
-                    stop.store(1, Ordering::Relaxed);
-                }
             }
             for h in others {
                 h.join().expect("a locking thread");
