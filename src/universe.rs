@@ -170,9 +170,16 @@ pub struct Protocols {
     /// (`SHMPI_EAGER_LIMIT`); larger ones are pipelined as fragments of
     /// this size, or go by rendezvous.
     pub eager_limit: usize,
-    /// The size from which a send may go by rendezvous and single copy
-    /// (`SHMPI_CMA_THRESHOLD`).
+    /// The size from which a send that would be copied (a plain `isend`)
+    /// goes by rendezvous and single copy; under `SHMPI_CMA=always`, every
+    /// send (`SHMPI_CMA_THRESHOLD`).
     pub cma_threshold: usize,
+    /// Under `SHMPI_CMA=auto`, the size from which a blocking send goes by
+    /// rendezvous (`SHMPI_CMA_BLOCKING`; `None`: never).
+    pub cma_blocking: Option<usize>,
+    /// The size from which the receiver of a rendezvous shares the copy
+    /// with its sender (`SHMPI_CMA_SPLIT`; `None`: never).
+    pub cma_split: Option<usize>,
     /// `SHMPI_CMA`: `auto`, `always`, `off` or `refuse`.
     pub cma_mode: &'static str,
 }
@@ -231,6 +238,8 @@ impl Universe {
             ring: t.ring_capacity(),
             eager_limit: t.fragment_size(),
             cma_threshold: t.cma_threshold(),
+            cma_blocking: t.blocking_threshold(),
+            cma_split: t.split_threshold(),
             cma_mode: t.cma_mode().name(),
         }
     }
@@ -240,6 +249,13 @@ impl Universe {
     /// through the rings.
     pub fn rendezvous_counts(&self) -> (u64, u64) {
         self.proc_.p2p.lock().rendezvous_counts()
+    }
+
+    /// This process's rendezvous copies shared with the other side so far
+    /// (`SHMPI_CMA_SPLIT`): offers made as a receiver, offers it revoked
+    /// and copied itself, back parts written as a sender.
+    pub fn split_counts(&self) -> crate::p2p::SplitCounts {
+        self.proc_.p2p.lock().split_counts()
     }
 
     /// `len` bytes of memory the ranks share (`MPI_Alloc_mem`): a buffer

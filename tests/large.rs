@@ -156,12 +156,19 @@ fn suite(u: &shmpi::Universe, path: Path) {
     }
     w.barrier().unwrap();
     let (sent, received) = u.rendezvous_counts();
+    let split = u.split_counts();
     match (path, u.single_copy()) {
         (Path::SingleCopy, SingleCopy::Usable) => {
             assert!(
                 sent > 0 && received > 0,
                 "no rendezvous: {sent} sent, {received} received"
-            )
+            );
+            // Every size from SHMPI_CMA_SPLIT (64 KiB by default) shares
+            // its copy: the largest sizes always reach it.
+            if std::env::var("SHMPI_CMA_SPLIT").as_deref() != Ok("0") {
+                assert!(split.offered > 0, "no shared copy: {split:?}");
+                assert!(split.revoked <= split.offered, "{split:?}");
+            }
         }
         (Path::SingleCopy, state) => {
             // This kernel refused the self-test: everything went through
@@ -170,6 +177,7 @@ fn suite(u: &shmpi::Universe, path: Path) {
             assert_eq!((sent, received), (0, 0));
         }
         (Path::Rings, state) => {
+            assert_eq!(split, Default::default(), "a shared copy despite SHMPI_CMA");
             assert_eq!(state, SingleCopy::Refused);
             assert_eq!((sent, received), (0, 0), "a rendezvous despite SHMPI_CMA");
         }
@@ -195,6 +203,78 @@ fn every_message_by_rendezvous_from_zero_bytes_arrives_intact() {
         &[],
         &[("SHMPI_CMA", "always"), ("SHMPI_CMA_THRESHOLD", "0")],
         |u| suite(u, Path::SingleCopy),
+    );
+}
+
+#[test]
+fn every_rendezvous_copy_shared_with_the_sender_arrives_intact() {
+    // From 1 byte: parts of every size, down to an empty back part.
+    run_ranks_with(
+        2,
+        "every_rendezvous_copy_shared_with_the_sender_arrives_intact",
+        &[],
+        &[("SHMPI_CMA_THRESHOLD", "1"), ("SHMPI_CMA_SPLIT", "1")],
+        |u| suite(u, Path::SingleCopy),
+    );
+}
+
+#[test]
+fn rendezvous_without_a_shared_copy_arrives_intact() {
+    run_ranks_with(
+        2,
+        "rendezvous_without_a_shared_copy_arrives_intact",
+        &[],
+        &[("SHMPI_CMA_SPLIT", "0")],
+        |u| {
+            suite(u, Path::SingleCopy);
+            assert_eq!(u.split_counts(), Default::default());
+        },
+    );
+}
+
+#[test]
+fn a_receiver_copies_the_whole_message_when_its_sender_is_not_in_mpi() {
+    // The sender makes no MPI call between its isend and the receiver's
+    // completion (they meet through a file): it cannot claim the back
+    // part, so the receiver revokes its offer and copies everything.
+    run_ranks_with(
+        2,
+        "a_receiver_copies_the_whole_message_when_its_sender_is_not_in_mpi",
+        &[],
+        &[],
+        |u| {
+            let w = u.world();
+            let n = (3 << 20) + 5;
+            let job = std::env::var("SHMPI_JOB_ID").expect("launched by shmpiexec");
+            let flag = std::env::temp_dir().join(format!("shmpi-split-test-{job}"));
+            if w.rank() == 0 {
+                let d = unaligned(77, n, 3);
+                let s = w.isend(&d[3..3 + n], 1, 1).unwrap();
+                let deadline = std::time::Instant::now() + TIMEOUT;
+                while !flag.exists() {
+                    assert!(std::time::Instant::now() < deadline, "no word from rank 1");
+                    std::thread::sleep(std::time::Duration::from_millis(2));
+                }
+                s.wait().unwrap();
+                let _ = std::fs::remove_file(&flag);
+                if u.single_copy() == SingleCopy::Usable {
+                    assert_eq!(
+                        u.split_counts().written,
+                        0,
+                        "wrote after the receiver was done"
+                    );
+                }
+            } else {
+                let mut b = vec![0u8; n];
+                w.recv(&mut b, 0, 1).unwrap();
+                std::fs::write(&flag, b"done").unwrap();
+                assert!(b == pattern(77, n), "{n} bytes arrived corrupted");
+                if u.single_copy() == SingleCopy::Usable {
+                    let c = u.split_counts();
+                    assert_eq!((c.offered, c.revoked), (1, 1), "{c:?}");
+                }
+            }
+        },
     );
 }
 

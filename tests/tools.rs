@@ -174,7 +174,19 @@ fn shmpi_bench_floor_and_protocols_print_their_tables() {
         assert!(v > 0.0, "{out}");
         assert!(out.contains("memcpy bandwidth"), "{out}");
     }
-    let out = bench(&["protocols", "--max-size", "1048576"]);
+    // The thresholds set, since their defaults depend on the CPU: a
+    // blocking send on the ring, a plain isend by single copy from
+    // 256 KiB, shared with the sender from 512 KiB.
+    let o = support::output_bounded(
+        Command::new(env!("CARGO_BIN_EXE_shmpi-bench"))
+            .args(["protocols", "--max-size", "1048576"])
+            .env("SHMPI_CMA_BLOCKING", "0")
+            .env("SHMPI_CMA_THRESHOLD", "262144")
+            .env("SHMPI_CMA_SPLIT", "524288"),
+        Duration::from_secs(60),
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let out = String::from_utf8(o.stdout).unwrap();
     let row = |size: &str| {
         out.lines()
             .find(|l| l.split_whitespace().next() == Some(size))
@@ -188,13 +200,39 @@ fn shmpi_bench_floor_and_protocols_print_their_tables() {
     assert!(row("65536").contains("eager"), "{out}");
     assert!(row("131072").contains("pipelined"), "{out}");
     assert!(row("512").contains("messages"), "{out}");
+    assert!(out.contains("from never for a blocking send"), "{out}");
     // A plain isend from the single-copy threshold: rendezvous when this
-    // machine's self-test passed, else copied.
-    let big = row("1048576");
+    // machine's self-test passed, else copied; shared from 512 KiB.
+    let (mid, big) = (row("262144"), row("1048576"));
     if out.contains("single copy (process_vm_readv): usable") {
-        assert!(big.contains("rendezvous: single copy"), "{out}");
+        assert!(mid.contains("rendezvous: single copy"), "{out}");
+        assert!(big.contains("rendezvous: copy shared"), "{out}");
+        assert!(
+            big.contains("pipelined"),
+            "blocking stays on the ring: {out}"
+        );
     } else {
         assert!(big.contains("copied first"), "{out}");
+    }
+    // SHMPI_CMA_BLOCKING takes blocking sends to the rendezvous.
+    let o = support::output_bounded(
+        Command::new(env!("CARGO_BIN_EXE_shmpi-bench"))
+            .args(["protocols", "--max-size", "16384"])
+            .env("SHMPI_CMA_BLOCKING", "8192")
+            .env("SHMPI_CMA_SPLIT", "0"),
+        Duration::from_secs(60),
+    );
+    let out = String::from_utf8_lossy(&o.stdout).to_string();
+    assert!(out.contains("from 8192 B for a blocking send"), "{out}");
+    assert!(out.contains("shared with the sender from never"), "{out}");
+    if out.contains("single copy (process_vm_readv): usable") {
+        let r = out
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some("16384"))
+            .unwrap();
+        // The first column (after the 10-wide size and two spaces) is
+        // the blocking send's.
+        assert!(r[12..].starts_with("rendezvous: single copy"), "{out}");
     }
     // Forced off, nothing is single copy.
     let off = support::output_bounded(

@@ -201,3 +201,70 @@ fn segment_file_is_private_to_its_user() {
     );
     drop(seg);
 }
+
+/// The claim word of a shared rendezvous copy (`shm::Split`), between two
+/// transports of one process (single copy to its own pid): every way it
+/// can settle. The sender writes the back part and the receiver takes it;
+/// the receiver revokes first and a late claim fails; a claim of an older
+/// offer fails; a failed write gives the part back to the receiver.
+#[test]
+fn a_shared_copy_settles_every_way_and_a_late_or_stale_claim_writes_nothing() {
+    let job = 0x5917_0000_0000 | std::process::id() as u64;
+    let path = segment_path(std::path::Path::new("/dev/shm"), job);
+    let spec = Layout::new(2, RING).unwrap().spec(job);
+    let seg = Segment::create(&path, spec).unwrap();
+    let other = std::thread::spawn({
+        let path = path.clone();
+        move || open(Segment::attach(&path, spec).unwrap(), 1)
+    });
+    let (seg, sender) = open(seg, 0);
+    let (_seg1, mut receiver) = other.join().unwrap();
+    seg.unlink();
+    if sender.can_reach(1).is_err() {
+        println!("single copy unavailable here: nothing to share");
+        return;
+    }
+    let src: Vec<u8> = (0..40_000u32).map(|i| (i * 7 + 3) as u8).collect();
+    let at = |v: &[u8], off: usize| v.as_ptr() as u64 + off as u64;
+    // Where the sender may write: an address from a mutable borrow.
+    let to = |v: &mut [u8], off: usize| v.as_mut_ptr() as u64 + off as u64;
+
+    // 1. Offered, claimed and written by the sender: the receiver sees
+    //    `Done` and has the bytes.
+    let mut dst = vec![0u8; src.len()];
+    let gen = receiver.split_offer();
+    assert!(sender.split_write(1, gen, at(&src, 12_288), 27_712, to(&mut dst, 12_288)));
+    assert!(
+        !receiver.split_settle(0, gen).unwrap(),
+        "the sender wrote it"
+    );
+    assert!(dst[12_288..] == src[12_288..], "the written part differs");
+    assert!(
+        dst[..12_288].iter().all(|&b| b == 0),
+        "wrote before its part"
+    );
+
+    // 2. The receiver revokes first: it copies the part itself, and the
+    //    sender's late claim writes nothing.
+    let mut dst = vec![0u8; src.len()];
+    let gen = receiver.split_offer();
+    assert!(receiver.split_settle(0, gen).unwrap(), "revoked");
+    assert!(!sender.split_write(1, gen, at(&src, 0), 4096, to(&mut dst, 0)));
+    assert!(dst.iter().all(|&b| b == 0), "a revoked offer was written");
+
+    // 3. A claim of an older generation fails against a new offer.
+    let old = gen;
+    let gen = receiver.split_offer();
+    assert!(!sender.split_write(1, old, at(&src, 0), 4096, to(&mut dst, 0)));
+    assert!(dst.iter().all(|&b| b == 0), "a stale offer was written");
+    assert!(receiver.split_settle(0, gen).unwrap());
+
+    // 4. A write the kernel refuses (an unmapped address) gives the part
+    //    back: the receiver revokes and copies it.
+    let gen = receiver.split_offer();
+    assert!(!sender.split_write(1, gen, at(&src, 0), 4096, 8));
+    assert!(
+        receiver.split_settle(0, gen).unwrap(),
+        "given back, then revoked"
+    );
+}

@@ -918,31 +918,49 @@ fn protocols(o: &Opts, u: &shmpi::Universe) {
         }
         shmpi::shm::SingleCopy::Unknown => "not tested",
     };
+    let size = |v: Option<usize>| v.map_or("never".to_string(), |n| format!("{n} B"));
     println!(
         "# shmpi-bench protocols: 2 ranks on this machine, ring {} B, eager limit {} B, \
-         single-copy threshold {} B (SHMPI_CMA={})",
-        p.ring, p.eager_limit, p.cma_threshold, p.cma_mode
+         single copy from {} B for a plain isend, from {} for a blocking send, \
+         shared with the sender from {} (SHMPI_CMA={})",
+        p.ring,
+        p.eager_limit,
+        p.cma_threshold,
+        size(p.cma_blocking),
+        size(p.cma_split),
+        p.cma_mode
     );
     println!("# single copy (process_vm_readv): {single}");
     println!("# Size      send / blocking or scoped isend        plain isend (buffer kept by the request)      small collectives (per member)");
     let usable = u.single_copy() == shmpi::shm::SingleCopy::Usable;
+    let on = p.cma_mode == "auto" || p.cma_mode == "always";
+    let rdv = |s: usize| {
+        if p.cma_split.is_some_and(|t| s >= t) {
+            "rendezvous: copy shared, 2 cores"
+        } else {
+            "rendezvous: single copy"
+        }
+    };
     let mut s = 0usize;
     while s <= o.max {
-        let (blocking, nonblocking) = if s <= p.eager_limit {
-            ("eager: one ring frame", "eager: one ring frame")
+        let blocking_from = if p.cma_mode == "always" {
+            Some(p.cma_threshold)
         } else {
-            let rdv = usable && s >= p.cma_threshold;
-            let blocking = if rdv && p.cma_mode == "always" {
-                "rendezvous: single copy"
-            } else {
-                "pipelined: ring fragments, 2 copies"
-            };
-            let nonblocking = if rdv && p.cma_mode != "off" && p.cma_mode != "refuse" {
-                "rendezvous: single copy"
-            } else {
-                "ring fragments, the rest copied first"
-            };
-            (blocking, nonblocking)
+            p.cma_blocking
+        };
+        let blocking = if usable && on && blocking_from.is_some_and(|t| s >= t) {
+            rdv(s)
+        } else if s <= p.eager_limit {
+            "eager: one ring frame"
+        } else {
+            "pipelined: ring fragments, 2 copies"
+        };
+        let nonblocking = if usable && on && s >= p.cma_threshold {
+            rdv(s)
+        } else if s <= p.eager_limit {
+            "eager: one ring frame"
+        } else {
+            "ring fragments, the rest copied first"
         };
         let coll = if s <= 48 {
             "collective region, in the flag line"

@@ -8,7 +8,7 @@
 //! ring per pair), so two messages from one sender on one communicator
 //! never overtake each other.
 
-use super::envelope::{FrameKind, Header, Rts, ANY_SOURCE};
+use super::envelope::{Cts, FrameKind, Header, Rts, ANY_SOURCE};
 use super::status::Status;
 use crate::error::{Error, ErrorClass, ErrorStatus, Result};
 use crate::transport::{Front, Incoming, OutMsg, Sent, Sleeper, Ticket, Transport};
@@ -105,6 +105,9 @@ struct Slot {
     /// A send by rendezvous: the receiver reads the sender's buffer until
     /// it acks, so the buffer must stay as it is until completion.
     rendezvous: bool,
+    /// A rendezvous send's bytes in this process (address, length): the
+    /// part a receiver's shared-copy offer ([`Cts`]) may name.
+    rdv_span: (u64, u64),
     /// The peer a receive waits on (a specific source) or a send waits
     /// for (its ack): when it dies, the operation fails (`fail_peer`).
     peer: Option<usize>,
@@ -174,10 +177,19 @@ struct Matcher {
     tasks: Vec<SlotId>,
     /// Matched rendezvous messages to copy (see [`Pull`]).
     pulls: Vec<Pull>,
+    /// Shared-copy offers from receivers of this rank's rendezvous sends:
+    /// (world peer, token, offer); see [`Engine::run_splits`].
+    splits: Vec<(usize, u32, Cts)>,
     /// Rendezvous messages sent and received so far (see
     /// [`Engine::rendezvous_counts`]).
     rdv_sent: u64,
     rdv_received: u64,
+    /// Shared copies: offers this rank made as a receiver, the back
+    /// parts it copied itself after revoking, and back parts it wrote as
+    /// a sender (see [`Engine::split_counts`]).
+    split_offered: u64,
+    split_revoked: u64,
+    split_written: u64,
     /// From how many bytes in flight receives stream (see `store` and
     /// `Transport::stream_threshold`).
     stream: usize,
@@ -186,6 +198,24 @@ struct Matcher {
     /// they match in, so the next lookup starts there (`store`).
     sink_hint: usize,
 }
+
+/// Shared rendezvous copies of one process so far
+/// ([`Engine::split_counts`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SplitCounts {
+    /// Back parts this rank offered to its senders, as a receiver.
+    pub offered: u64,
+    /// Offers it revoked and copied itself (the sender had not claimed
+    /// them when its own front part was done).
+    pub revoked: u64,
+    /// Back parts it wrote into its receivers' buffers, as a sender.
+    pub written: u64,
+}
+
+/// How many more bytes than the sender a receiver copies of a shared
+/// rendezvous copy: about what it copies while the offer travels to the
+/// sender and the sender's progress finds it.
+const SPLIT_HEAD: usize = 8 << 10;
 
 /// The point-to-point engine of one process.
 #[derive(Debug)]
@@ -205,6 +235,7 @@ impl Matcher {
             s.orphan = false;
             s.err = None;
             s.rendezvous = false;
+            s.rdv_span = (0, 0);
             s.peer = None;
             id
         } else {
@@ -216,6 +247,7 @@ impl Matcher {
                 orphan: false,
                 err: None,
                 rendezvous: false,
+                rdv_span: (0, 0),
                 peer: None,
                 task: None,
                 task_result: None,
@@ -395,6 +427,11 @@ impl Matcher {
                     _ => self.complete_send(id),
                 }
             }
+            return;
+        }
+        if hdr.kind == FrameKind::Cts {
+            let c = Cts::decode(inc.data).expect("peer wrote a malformed shared-copy offer");
+            self.splits.push((inc.peer, hdr.tag as u32, c));
             return;
         }
         self.arrive(hdr, inc.peer, inc.total, inc.data, inc.is_last(), sinks);
@@ -620,8 +657,12 @@ impl Engine {
                 streak: 0,
                 tasks: Vec::new(),
                 pulls: Vec::new(),
+                splits: Vec::new(),
                 rdv_sent: 0,
                 rdv_received: 0,
+                split_offered: 0,
+                split_revoked: 0,
+                split_written: 0,
                 stream,
                 sink_hint: 0,
             },
@@ -664,6 +705,7 @@ impl Engine {
     pub fn progress_into(&mut self, sinks: Sinks<'_, '_>) -> usize {
         let m = &mut self.m;
         let mut work = self.t.poll(POLL_BUDGET, &mut |inc| m.on_frame(inc, sinks));
+        work += self.run_splits();
         work += self.run_pulls(sinks);
         work += self.flush_acks();
         work += self.reap_queued();
@@ -751,20 +793,118 @@ impl Engine {
                 Some((_, sink)) => {
                     let got = want.min(sink.len());
                     s.base = got;
-                    self.t.read_from(p.peer, p.rts.addr, &mut sink[..got])
+                    Self::pull(
+                        &mut self.t,
+                        &p,
+                        &mut sink[..got],
+                        &mut self.m.split_offered,
+                        &mut self.m.split_revoked,
+                    )
                 }
                 None => {
                     s.base = 0;
                     s.buf.resize(want, 0);
-                    self.t.read_from(p.peer, p.rts.addr, &mut s.buf)
+                    Self::pull(
+                        &mut self.t,
+                        &p,
+                        &mut s.buf,
+                        &mut self.m.split_offered,
+                        &mut self.m.split_revoked,
+                    )
                 }
             };
+            let s = &mut self.m.slots[p.slot];
             if let Err(e) = r {
                 s.buf.clear();
                 s.err = Some(e);
             }
             self.m.acks.push((p.peer, p.ctx, p.token));
             self.m.complete_recv(p.slot);
+        }
+        n
+    }
+
+    /// Copies rendezvous message `p` into `dst`: alone, or, from the
+    /// shared-copy size on, with its sender. Then the receiver offers the
+    /// back part in a [`Cts`] frame and reads the front; the sender, when
+    /// it sees the offer in time, claims the back and writes it into
+    /// `dst` from its side, else the receiver revokes the offer and reads
+    /// the back too (`Transport::split_settle`). Either way the whole
+    /// message is in `dst` when this returns, and no write of the sender's
+    /// can come later.
+    fn pull(
+        t: &mut Transport,
+        p: &Pull,
+        dst: &mut [u8],
+        offered: &mut u64,
+        revoked: &mut u64,
+    ) -> Result<()> {
+        let n = dst.len();
+        if !t.split_ok(p.peer, p.rts.addr, n) {
+            return t.read_from(p.peer, p.rts.addr, dst);
+        }
+        // The receiver starts a frame's trip earlier than the sender, so
+        // it takes that much more; page-aligned, so the two pin no page
+        // in common.
+        let front = ((n + SPLIT_HEAD) / 2).next_multiple_of(4096).min(n);
+        let gen = t.split_offer();
+        *offered += 1;
+        let offer = Cts {
+            gen,
+            off: front as u64,
+            len: (n - front) as u64,
+            dst: dst.as_mut_ptr() as u64 + front as u64,
+        }
+        .encode();
+        let hdr = Header {
+            ctx: p.ctx,
+            src: 0,
+            tag: p.token as i32,
+            kind: FrameKind::Cts,
+            token: 0,
+        };
+        if let Sent::Partial(out) = t.send(p.peer, &hdr.pack(), &offer) {
+            let _ = t.enqueue(out, &offer);
+        }
+        let (head, tail) = dst.split_at_mut(front);
+        let r = t.read_from(p.peer, p.rts.addr, head);
+        // Settle even after a failed read: a claim may be in progress.
+        if t.split_settle(p.peer, gen)? {
+            *revoked += 1;
+            t.read_from(p.peer, p.rts.addr + front as u64, tail)?;
+        }
+        r
+    }
+
+    /// Answers receivers' shared-copy offers ([`Cts`]) for this rank's
+    /// rendezvous sends still awaiting their ack: claims each back part
+    /// and writes it into the receiver's buffer, unless the receiver
+    /// revoked first. An offer for a send that is no longer waiting, or
+    /// that names bytes outside it, is ignored (the receiver copies
+    /// everything itself).
+    fn run_splits(&mut self) -> usize {
+        if self.m.splits.is_empty() {
+            return 0;
+        }
+        let offers = std::mem::take(&mut self.m.splits);
+        let n = offers.len();
+        for (peer, token, c) in offers {
+            let Some(&id) = self.m.awaiting.get(&token) else {
+                continue;
+            };
+            let s = &self.m.slots[id];
+            let (addr, len) = s.rdv_span;
+            let inside = c.off <= len && c.len <= len - c.off;
+            if s.rendezvous
+                && s.peer == Some(peer)
+                && inside
+                && !self.is_complete(id)
+                && self
+                    .t
+                    .split_write(peer, c.gen, addr + c.off, c.len as usize, c.dst)
+            {
+                self.m.split_written += 1;
+            }
         }
         n
     }
@@ -929,6 +1069,10 @@ impl Engine {
             hdr.token = token;
             let id = self.m.alloc(SlotState::AwaitAck { ticket: None }, 0);
             self.m.slots[id].rendezvous = rdv;
+            if rdv {
+                self.m.slots[id].rdv_span =
+                    (pool.unwrap_or(data.as_ptr() as u64), data.len() as u64);
+            }
             self.m.slots[id].peer = Some(dest);
             self.m.awaiting.insert(token, id);
             id
@@ -1241,6 +1385,7 @@ impl Engine {
             && self.m.tasks.is_empty()
             && self.m.acks.is_empty()
             && self.m.pulls.is_empty()
+            && self.m.splits.is_empty()
             && matches!(self.m.inbound.get(peer), Some(Inbound::Idle))
             && self.m.find_unexpected(ctx, src, tag).is_none()
             && self.t.sends_idle()
@@ -1281,8 +1426,17 @@ impl Engine {
         }
     }
 
-    /// How many messages this process has sent and received by
-    /// rendezvous and single copy (the rest went through the rings).
+    /// This process's shared rendezvous copies so far.
+    pub fn split_counts(&self) -> SplitCounts {
+        SplitCounts {
+            offered: self.m.split_offered,
+            revoked: self.m.split_revoked,
+            written: self.m.split_written,
+        }
+    }
+
+    /// Rendezvous messages sent and received so far: (sent, received);
+    /// every other message went through the rings.
     pub fn rendezvous_counts(&self) -> (u64, u64) {
         (self.m.rdv_sent, self.m.rdv_received)
     }

@@ -37,6 +37,10 @@ pub enum FrameKind {
     /// the sender's memory ([`Rts`]); the receiver copies it from there
     /// when it matches, then acks.
     Rts,
+    /// The receiver's offer to share the copy of a matched rendezvous
+    /// message ([`Cts`]): the sender may write the back part into the
+    /// receiver's buffer while the receiver reads the front.
+    Cts,
 }
 
 /// The payload of a rendezvous request: the message's address in the
@@ -73,6 +77,52 @@ impl Rts {
     }
 }
 
+/// The payload of a shared-copy offer (a [`FrameKind::Cts`] frame, whose
+/// tag is the rendezvous token): the receiver's offer generation, the
+/// back part's offset and length in the message, and where it goes in the
+/// receiver's process (32 bytes, little-endian).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Cts {
+    /// The generation of the receiver's claim word (`shm::Split`).
+    pub gen: u64,
+    /// Offset of the back part in the message.
+    pub off: u64,
+    /// Its length.
+    pub len: u64,
+    /// Its address in the receiver's process.
+    pub dst: u64,
+}
+
+impl Cts {
+    /// Bytes on the wire.
+    pub const BYTES: usize = 32;
+
+    /// Encodes.
+    pub fn encode(&self) -> [u8; 32] {
+        let mut b = [0u8; 32];
+        for (i, w) in [self.gen, self.off, self.len, self.dst].iter().enumerate() {
+            b[i * 8..i * 8 + 8].copy_from_slice(&w.to_le_bytes());
+        }
+        b
+    }
+
+    /// Decodes; `None` when `b` is not 32 bytes.
+    pub fn decode(b: &[u8]) -> Option<Cts> {
+        if b.len() != Self::BYTES {
+            return None;
+        }
+        let w = |i: usize| -> Option<u64> {
+            Some(u64::from_le_bytes(b[i * 8..i * 8 + 8].try_into().ok()?))
+        };
+        Some(Cts {
+            gen: w(0)?,
+            off: w(1)?,
+            len: w(2)?,
+            dst: w(3)?,
+        })
+    }
+}
+
 /// A decoded envelope.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Header {
@@ -100,6 +150,7 @@ impl Header {
             FrameKind::Sync => 1,
             FrameKind::Ack => 2,
             FrameKind::Rts => 3,
+            FrameKind::Cts => 4,
         };
         b[12..16].copy_from_slice(&(kind | (self.token << 8)).to_le_bytes());
         Envelope(b)
@@ -117,6 +168,7 @@ impl Header {
                 1 => FrameKind::Sync,
                 2 => FrameKind::Ack,
                 3 => FrameKind::Rts,
+                4 => FrameKind::Cts,
                 _ => FrameKind::Data,
             },
             token: flags >> 8,
@@ -153,5 +205,22 @@ mod tests {
         assert!(!h.matches(8, 3, 99));
         assert!(!h.matches(7, 2, 99));
         assert!(!h.matches(7, 3, 98));
+        let c = Header {
+            kind: FrameKind::Cts,
+            ..h
+        };
+        assert_eq!(Header::unpack(&c.pack()), c);
+    }
+
+    #[test]
+    fn cts_round_trips() {
+        let c = Cts {
+            gen: 5,
+            off: 36 << 10,
+            len: 28 << 10,
+            dst: 0x7fff_0000_1234,
+        };
+        assert_eq!(Cts::decode(&c.encode()), Some(c));
+        assert_eq!(Cts::decode(&[0; 16]), None);
     }
 }

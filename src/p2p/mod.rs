@@ -15,7 +15,7 @@ pub mod engine;
 pub mod envelope;
 pub mod status;
 
-pub use engine::{Engine, Hold, SendStart, Sinks, SlotId, Task};
+pub use engine::{Engine, Hold, SendStart, Sinks, SlotId, SplitCounts, Task};
 pub use envelope::{ANY_SOURCE, ANY_TAG, PROC_NULL, TAG_UB};
 pub use status::Status;
 
@@ -303,9 +303,18 @@ impl Shared {
         data: &[u8],
         sync: bool,
     ) -> Result<()> {
+        // The collective algorithms were written around the ring's
+        // buffering (a linear alltoall sends everything before it
+        // receives): their blocking sends stay off the rendezvous that
+        // `SHMPI_CMA_BLOCKING` gives user sends (`Hold::Lent` takes none).
+        let hold = if cid & COLL_BIT != 0 {
+            Hold::Lent
+        } else {
+            Hold::Pipelined
+        };
         let (start, ack) = {
             let mut e = self.lock();
-            e.start_send(cid, src, dest, tag, data, sync, Hold::Pipelined)
+            e.start_send(cid, src, dest, tag, data, sync, hold)
         };
         if let SendStart::Partial(mut out) = start {
             let r = self.wait_until(None, |e| {

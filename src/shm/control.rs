@@ -59,6 +59,30 @@ struct Life {
     /// The address, in this rank's process, of a word that peers read with
     /// `process_vm_readv` to test single-copy access (0: none published).
     probe: AtomicU64,
+    /// The claim word of this rank's current shared rendezvous copy (see
+    /// [`Split`]): `generation << 2 | state`.
+    split: AtomicU64,
+}
+
+/// Who copies the back part of a rendezvous message whose copy the
+/// receiver shares with its sender: the states of the receiver's claim
+/// word (`ControlBlock::split_*`). The receiver offers the back part
+/// (`Offered`) and copies the front; the sender may claim the back
+/// (`Taken`) and write it into the receiver's buffer (`Done`, or back to
+/// `Offered` when its write failed); a receiver done with the front
+/// while the back is still `Offered` revokes the offer (`Revoked`) and
+/// copies the back itself. Each offer has its own generation, so a late
+/// claim of an old offer fails.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Split {
+    /// The receiver offers the back part.
+    Offered = 0,
+    /// The sender is writing it.
+    Taken = 1,
+    /// The sender wrote it.
+    Done = 2,
+    /// The receiver took the offer back: it copies the back itself.
+    Revoked = 3,
 }
 
 /// What a rank's single-copy (CMA) self-test found: whether it can read
@@ -85,6 +109,7 @@ struct Wake {
 }
 
 const _: () = assert!(core::mem::size_of::<Wake>() == 128);
+const _: () = assert!(core::mem::size_of::<Life>() <= CACHE_LINE);
 const _: () = assert!(core::mem::size_of::<ControlBlock>() == 2 * CACHE_LINE);
 
 impl ControlBlock {
@@ -147,6 +172,65 @@ impl ControlBlock {
             2 => SingleCopy::Refused,
             _ => SingleCopy::Unknown,
         }
+    }
+
+    /// Offers the back part of a shared rendezvous copy under generation
+    /// `gen` (this rank is the receiver; see [`Split`]).
+    pub fn split_offer(&self, gen: u64) {
+        // Relaxed: the offer reaches the sender in a ring frame (a Cts)
+        // written after this store; the ring's Release commit and the
+        // sender's Acquire read of the frame order it before the sender's
+        // claim.
+        self.life
+            .split
+            .store(gen << 2 | Split::Offered as u64, Ordering::Relaxed);
+    }
+
+    /// Moves the claim word of generation `gen` from `from` to `to`; false
+    /// when it is not in `from` (another generation, or the other side
+    /// moved first). The sender claims (`Offered` → `Taken`), the receiver
+    /// revokes (`Offered` → `Revoked`); exactly one of them wins.
+    pub fn split_move(&self, gen: u64, from: Split, to: Split) -> bool {
+        // AcqRel: the claim/revoke race is decided on this one word; the
+        // winner's later copy is ordered after it, and a receiver that
+        // loses then waits for `Done` through `split_state` (Acquire,
+        // pairing with `split_set`'s Release).
+        self.life
+            .split
+            .compare_exchange(
+                gen << 2 | from as u64,
+                gen << 2 | to as u64,
+                Ordering::AcqRel,
+                Ordering::Relaxed,
+            )
+            .is_ok()
+    }
+
+    /// The sender's end of a claim of generation `gen`: `Done` after its
+    /// write, or `Offered` when the write failed (the receiver then
+    /// revokes and copies the back itself).
+    pub fn split_set(&self, gen: u64, to: Split) {
+        // Release: publishes the bytes the sender's `process_vm_writev`
+        // put into the receiver's buffer; pairs with the Acquire in
+        // `split_state`.
+        self.life
+            .split
+            .store(gen << 2 | to as u64, Ordering::Release);
+    }
+
+    /// The state of the claim word if it is still at generation `gen`
+    /// (`None`: another generation).
+    pub fn split_state(&self, gen: u64) -> Option<Split> {
+        // Acquire: pairs with the Release in `split_set` (the sender's
+        // bytes are visible once `Done` is seen).
+        let w = self.life.split.load(Ordering::Acquire);
+        let state = match w & 3 {
+            0 => Split::Offered,
+            1 => Split::Taken,
+            2 => Split::Done,
+            _ => Split::Revoked,
+        };
+        (w >> 2 == gen & (u64::MAX >> 2)).then_some(state)
     }
 
     /// Marks the rank finalized or aborted (with its exit code).

@@ -22,10 +22,60 @@ pub(crate) static PROBE: u64 = 0x5348_4d50_4943_4d41; // "SHMPICMA"
 
 /// The default size from which a nonblocking send that would otherwise be
 /// copied into the send queue goes by rendezvous and single copy, when the
-/// receiver can read its sender's memory. Below it the copy is cheaper
-/// than `process_vm_readv`'s page pinning on this project's 2-vCPU
-/// machines (`docs/tuning.md` has the measurements).
+/// receiver can read its sender's memory, on CPUs other than Intel's (see
+/// [`Defaults`]).
 pub const DEFAULT_CMA_THRESHOLD: usize = 256 << 10;
+
+/// The default size from which a rendezvous copy from a peer of this job
+/// is shared between receiver and sender: the receiver reads the front
+/// with `process_vm_readv` while the sender writes the back with
+/// `process_vm_writev`, two cores copying one half each.
+pub const DEFAULT_CMA_SPLIT: usize = 64 << 10;
+
+/// The single-copy thresholds of this machine when no variable sets them,
+/// by CPU vendor (UCX keeps such tables too; `docs/tuning.md` has the
+/// measurements behind each row).
+///
+/// - Intel (the 2-vCPU Xeon VM, 2026-12-02): a core copies lines another
+///   core wrote at 10-17 GB/s, so the ring's two serial copies lose to one
+///   `process_vm_readv` from 8 KiB: every send goes by rendezvous from
+///   8 KiB, and from 64 KiB the copy is shared.
+/// - Others (AMD EPYC VMs): cross-core copies inside the shared L3 are
+///   fast and `process_vm_readv`'s page pinning dominates, so blocking
+///   sends stay on the ring and only a plain `isend` goes by rendezvous,
+///   from 256 KiB (as measured before the shared copy existed).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Defaults {
+    /// `SHMPI_CMA_THRESHOLD`: sends that would be copied (a plain `isend`).
+    pub threshold: usize,
+    /// `SHMPI_CMA_BLOCKING`: sends pushed from their own buffer (a
+    /// blocking send); `usize::MAX`: never.
+    pub blocking: usize,
+    /// `SHMPI_CMA_SPLIT`: shared copies; `usize::MAX`: never.
+    pub split: usize,
+}
+
+impl Defaults {
+    /// The row for this machine's CPU vendor (`/proc/cpuinfo`).
+    pub fn for_this_cpu() -> Defaults {
+        let intel = std::fs::read_to_string("/proc/cpuinfo")
+            .map(|s| s.lines().take(8).any(|l| l.contains("GenuineIntel")))
+            .unwrap_or(false);
+        if intel {
+            Defaults {
+                threshold: 8 << 10,
+                blocking: 8 << 10,
+                split: DEFAULT_CMA_SPLIT,
+            }
+        } else {
+            Defaults {
+                threshold: DEFAULT_CMA_THRESHOLD,
+                blocking: usize::MAX,
+                split: DEFAULT_CMA_SPLIT,
+            }
+        }
+    }
+}
 
 /// How single copy is configured (`SHMPI_CMA`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

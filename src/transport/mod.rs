@@ -56,7 +56,7 @@ pub use wire::{Envelope, SOLE_HEADER, WIRE_HEADER};
 
 use crate::ring::{self, Consumer, Producer, RingHeader, RingReserveError};
 use crate::shm::doorbell::{self, Kernel};
-use crate::shm::{Segment, SingleCopy};
+use crate::shm::{Segment, SingleCopy, Split};
 use crate::sync::{fence, AtomicU64, Ordering};
 use std::collections::VecDeque;
 use std::ptr::NonNull;
@@ -269,6 +269,15 @@ pub struct Transport {
     /// Messages of at least this many bytes go by rendezvous to receivers
     /// that can read this process's memory (`SHMPI_CMA_THRESHOLD`).
     cma_threshold: usize,
+    /// Under `SHMPI_CMA=auto`, blocking sends of at least this many bytes
+    /// go by rendezvous (`SHMPI_CMA_BLOCKING`; `usize::MAX`: never).
+    blocking_from: usize,
+    /// Rendezvous messages of at least this many bytes from a peer of
+    /// this job have their copy shared with the sender (`SHMPI_CMA_SPLIT`;
+    /// `usize::MAX`: never).
+    split_from: usize,
+    /// The generation of this rank's last shared-copy offer.
+    split_gen: u64,
     /// `SHMPI_STREAM_THRESHOLD` (see [`stream_threshold`](Self::stream_threshold)).
     stream_threshold: usize,
     /// Informational lines on stderr (`SHMPI_VERBOSE`).
@@ -373,7 +382,15 @@ impl Transport {
             .unwrap_or(DEFAULT_FRAGMENT)
             .clamp(64, frag_max)
             & !7;
-        let cma_threshold = env_size("SHMPI_CMA_THRESHOLD")?.unwrap_or(DEFAULT_CMA_THRESHOLD);
+        let defaults = cma::Defaults::for_this_cpu();
+        let cma_threshold = env_size("SHMPI_CMA_THRESHOLD")?.unwrap_or(defaults.threshold);
+        let never_if_0 = |v: Option<usize>, d: usize| match v {
+            Some(0) => usize::MAX,
+            Some(n) => n,
+            None => d,
+        };
+        let blocking_from = never_if_0(env_size("SHMPI_CMA_BLOCKING")?, defaults.blocking);
+        let split_from = never_if_0(env_size("SHMPI_CMA_SPLIT")?, defaults.split);
         let stream_threshold =
             env_size("SHMPI_STREAM_THRESHOLD")?.unwrap_or(bytes::DEFAULT_STREAM_THRESHOLD);
         let cma_mode = CmaMode::from_env()?;
@@ -404,12 +421,18 @@ impl Transport {
             cpus: Vec::new(),
             cma_mode,
             cma_threshold,
+            blocking_from,
+            split_from,
+            split_gen: 0,
             stream_threshold,
             verbose: std::env::var("SHMPI_VERBOSE").is_ok_and(|v| !v.is_empty() && v != "0"),
             shared: std::sync::OnceLock::new(),
             pool_len,
             pool_threshold,
-            eager_below: (fragment + 1).min(cma_threshold).min(pool_threshold),
+            eager_below: (fragment + 1)
+                .min(cma_threshold)
+                .min(blocking_from)
+                .min(pool_threshold),
             peer_pools: (0..n).map(|_| std::sync::OnceLock::new()).collect(),
             bridges: Vec::new(),
             far: Vec::new(),
@@ -534,21 +557,127 @@ impl Transport {
     }
 
     /// Whether a message of `len` bytes to `peer` should go by rendezvous
-    /// and single copy: it is at least the threshold, `peer`'s self-test
-    /// said it can read this process's memory, and either the sender
-    /// cannot push it from its own buffer later (`pipelinable` false: it
-    /// would be copied) or `SHMPI_CMA=always`.
+    /// and single copy: `peer`'s self-test said it can read this
+    /// process's memory, and the message reaches the threshold of its
+    /// kind. Under `SHMPI_CMA=auto` a send the sender can push from its
+    /// own buffer later (`pipelinable`: a blocking send) goes by
+    /// rendezvous from `SHMPI_CMA_BLOCKING`, any other (it would be copied
+    /// into the send queue) from `SHMPI_CMA_THRESHOLD`; under `always`
+    /// every send from `SHMPI_CMA_THRESHOLD`. From `SHMPI_CMA_SPLIT` on
+    /// the receiver shares the copy with the sender
+    /// ([`split_ok`](Self::split_ok)). The defaults depend on the CPU
+    /// ([`cma::Defaults`]).
     #[inline]
     pub fn rendezvous_to(&self, peer: usize, len: usize, pipelinable: bool) -> bool {
-        len >= self.cma_threshold
-            && match self.cma_mode {
-                CmaMode::Auto => !pipelinable,
-                CmaMode::Always => true,
-                CmaMode::Off | CmaMode::Refuse => false,
-            }
+        let from = match self.cma_mode {
+            CmaMode::Auto if pipelinable => self.blocking_from,
+            CmaMode::Auto | CmaMode::Always => self.cma_threshold,
+            CmaMode::Off | CmaMode::Refuse => return false,
+        };
+        len >= from
             && peer != self.me
             && peer < self.size()
             && self.seg.control(peer).single_copy() == SingleCopy::Usable
+    }
+
+    /// The size from which a blocking send goes by rendezvous under
+    /// `SHMPI_CMA=auto` (`SHMPI_CMA_BLOCKING`; `None`: never).
+    pub fn blocking_threshold(&self) -> Option<usize> {
+        (self.blocking_from != usize::MAX).then_some(self.blocking_from)
+    }
+
+    /// The size from which a rendezvous copy from a peer of this job is
+    /// shared with its sender (`SHMPI_CMA_SPLIT`; `None`: never).
+    pub fn split_threshold(&self) -> Option<usize> {
+        (self.split_from != usize::MAX).then_some(self.split_from)
+    }
+
+    /// Whether the receiver of a rendezvous message of `len` bytes at
+    /// `addr` in `peer` shares its copy with the sender: single copy by
+    /// system call (not out of a pool), from a peer of this job, from the
+    /// shared-copy size on.
+    #[inline]
+    pub fn split_ok(&self, peer: usize, addr: u64, len: usize) -> bool {
+        len >= self.split_from
+            && addr & pool::POOL_BIT == 0
+            && peer != self.me
+            && peer < self.size()
+    }
+
+    /// The receiver's offer of the back part of its next shared copy
+    /// (see [`crate::shm::Split`]): a new generation in its claim word,
+    /// which goes to the sender in a frame of the layer above.
+    pub fn split_offer(&mut self) -> u64 {
+        self.split_gen += 1;
+        self.seg.control(self.me).split_offer(self.split_gen);
+        self.split_gen
+    }
+
+    /// The receiver's end of shared copy `gen` with `peer`, once it has
+    /// copied the front part: true when it must copy the back itself (it
+    /// revoked the offer before the sender claimed it, or the sender's
+    /// write failed), false when the sender wrote it. While the sender is
+    /// writing it waits, yielding after a short spin.
+    ///
+    /// # Errors
+    /// `Other` when the sender's process died while it held the claim.
+    pub fn split_settle(&self, peer: usize, gen: u64) -> crate::Result<bool> {
+        let cb = self.seg.control(self.me);
+        let mut rounds = 0u32;
+        loop {
+            if cb.split_move(gen, Split::Offered, Split::Revoked) {
+                return Ok(true);
+            }
+            match cb.split_state(gen) {
+                Some(Split::Done) => return Ok(false),
+                // The sender gave the back part back: revoke and copy it.
+                Some(Split::Offered) => continue,
+                Some(Split::Taken) => {}
+                Some(Split::Revoked) | None => {
+                    unreachable!("only this rank revokes or starts a generation")
+                }
+            }
+            rounds = rounds.wrapping_add(1);
+            if rounds < 128 {
+                std::hint::spin_loop();
+                continue;
+            }
+            std::thread::yield_now();
+            if rounds % 1024 == 0 {
+                let pid = self.seg.control(peer).pid();
+                if !crate::shm::os::process_alive(pid) {
+                    return Err(crate::error::Error::new(
+                        crate::error::ErrorClass::Other,
+                        format!(
+                            "rank {peer} (pid {pid}) died while writing its part of a \
+                             rendezvous message into this rank"
+                        ),
+                    ));
+                }
+            }
+        }
+    }
+
+    /// The sender's part of shared copy `gen` offered by `peer`: claims the
+    /// back part and writes `len` bytes of this process's memory at `src`
+    /// to `dst` in `peer`'s process (`process_vm_writev`). False when the
+    /// receiver revoked first (it copies the bytes itself) or the write
+    /// failed (the claim goes back to the receiver, which then copies
+    /// them). `src..src + len` must be the unsent part of a rendezvous
+    /// send of this process that is not yet acked, so that its bytes stay
+    /// as they are; the kernel checks both ranges (`EFAULT`).
+    pub fn split_write(&self, peer: usize, gen: u64, src: u64, len: usize, dst: u64) -> bool {
+        if peer >= self.size() || peer == self.me {
+            return false;
+        }
+        let cb = self.seg.control(peer);
+        if !cb.split_move(gen, Split::Offered, Split::Taken) {
+            return false;
+        }
+        let ok =
+            cma::transfer_runs(cb.pid(), &[(dst, len)], src as usize as *mut u8, len, true).is_ok();
+        cb.split_set(gen, if ok { Split::Done } else { Split::Offered });
+        ok
     }
 
     /// The size from which messages go by rendezvous, when the receiver
