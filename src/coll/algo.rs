@@ -15,6 +15,7 @@ use super::tuning::{tuning, Algo};
 use super::Coll;
 use crate::datatype::Scalar;
 use crate::error::{Error, ErrorClass, Result};
+use crate::p2p::Post;
 use crate::transport::bytes::{as_bytes, as_bytes_mut, scratch};
 use std::cell::RefCell;
 
@@ -599,23 +600,36 @@ impl Coll<'_> {
         }
         out[rdispls[me]..rdispls[me] + rcounts[me]].copy_from_slice(own);
         if tuning().alltoall == Algo::Linear {
-            // Sends go out first (eager, or queued and progressed while
-            // this rank receives), then the receives in rank order.
-            for s in 1..n {
-                let to = (me + s) % n;
-                self.send_t(
-                    to,
-                    tags::ALLTOALL,
-                    &data[sdispls[to]..sdispls[to] + scounts[to]],
-                )?;
-            }
-            for s in 1..n {
-                let from = (me + n - s) % n;
-                self.recv_t(
-                    from,
-                    tags::ALLTOALL,
-                    &mut out[rdispls[from]..rdispls[from] + rcounts[from]],
-                )?;
+            // Every receive posted first, then every send, then the waits:
+            // no send waits on a receive that is not posted, whether it is
+            // buffered in a ring or goes by rendezvous.
+            let froms: Vec<usize> = (1..n).map(|s| (me + n - s) % n).collect();
+            let ranges: Vec<std::ops::Range<usize>> = froms
+                .iter()
+                .map(|&f| rdispls[f]..rdispls[f] + rcounts[f])
+                .collect();
+            let posts = froms
+                .iter()
+                .zip(disjoint_mut(out, &ranges)?)
+                .map(|(&f, b)| Post {
+                    src: f as i32,
+                    peer: Some(self.ctx.ranks[f]),
+                    tag: tags::ALLTOALL,
+                    buf: as_bytes_mut(b),
+                })
+                .collect();
+            let sends: Vec<(usize, i32, &[u8])> = (1..n)
+                .map(|s| {
+                    let to = (me + s) % n;
+                    let block = &data[sdispls[to]..sdispls[to] + scounts[to]];
+                    (self.ctx.ranks[to], tags::ALLTOALL, as_bytes(block))
+                })
+                .collect();
+            let st = self
+                .sh
+                .exchange_bytes(self.ctx.coll_id(), me as u32, &sends, posts)?;
+            for (&f, st) in froms.iter().zip(st) {
+                exact(st.bytes, bytes::<T>(rcounts[f]), f)?;
             }
             return Ok(());
         }
@@ -830,6 +844,46 @@ fn disjoint<T>(
     }
 }
 
+/// The parts `ranges` of `buf`, in their order, as separate mutable
+/// slices.
+///
+/// # Errors
+/// `Arg` when two non-empty ones overlap (receive blocks of a collective
+/// must not).
+fn disjoint_mut<'a, T>(
+    buf: &'a mut [T],
+    ranges: &[std::ops::Range<usize>],
+) -> Result<Vec<&'a mut [T]>> {
+    // Empty parts write nothing and may sit anywhere, even inside others.
+    let mut parts: Vec<Option<&'a mut [T]>> = ranges
+        .iter()
+        .map(|r| r.is_empty().then(|| &mut [][..]))
+        .collect();
+    let mut order: Vec<usize> = (0..ranges.len())
+        .filter(|&i| !ranges[i].is_empty())
+        .collect();
+    order.sort_by_key(|&i| ranges[i].start);
+    let (mut rest, mut at) = (buf, 0usize);
+    for i in order {
+        let r = &ranges[i];
+        if r.start < at {
+            return Err(Error::new(
+                ErrorClass::Arg,
+                format!("receive blocks overlap at element {}", r.start),
+            ));
+        }
+        let (_, tail) = std::mem::take(&mut rest).split_at_mut(r.start - at);
+        let (part, tail) = tail.split_at_mut(r.end - r.start);
+        parts[i] = Some(part);
+        rest = tail;
+        at = r.end;
+    }
+    Ok(parts
+        .into_iter()
+        .map(|p| p.expect("every range placed"))
+        .collect())
+}
+
 fn exact(got: usize, want: usize, from: usize) -> Result<()> {
     if got != want {
         return Err(Error::new(
@@ -848,4 +902,24 @@ fn count_error(rank: usize, want: usize, got: usize) -> Error {
         ErrorClass::Count,
         format!("rank {rank}'s block has {want} elements but its buffer holds {got}"),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::disjoint_mut;
+
+    #[test]
+    fn disjoint_parts_come_back_in_their_order_and_overlaps_are_refused() {
+        let mut buf: Vec<u32> = (0..10).collect();
+        // Out of order, with an empty part inside another.
+        let parts = disjoint_mut(&mut buf, &[6..9, 0..2, 7..7, 2..5]).unwrap();
+        let got: Vec<Vec<u32>> = parts.iter().map(|p| p.to_vec()).collect();
+        assert_eq!(got, vec![vec![6, 7, 8], vec![0, 1], vec![], vec![2, 3, 4]]);
+        for p in disjoint_mut(&mut buf, &[3..4, 0..1]).unwrap() {
+            p[0] = 99;
+        }
+        assert_eq!((buf[0], buf[3]), (99, 99));
+        let e = disjoint_mut(&mut buf, &[0..4, 3..6]).unwrap_err();
+        assert_eq!(e.class(), crate::error::ErrorClass::Arg);
+    }
 }

@@ -610,7 +610,10 @@ pub enum Hold {
     /// Lent to the transport until a scope ends (a scoped `isend`): what
     /// does not fit now is pushed from it later, through the ring. Never
     /// by rendezvous: a scope's end copies what the transport still holds,
-    /// but a reader in another process could not be stopped.
+    /// but a reader in another process could not be stopped. Blocking
+    /// sends of the collective algorithms use it too (pushed from their
+    /// buffer until the call returns, never by rendezvous; see
+    /// `p2p::blocking_hold`).
     Lent,
     /// Until the send completes, and the caller pushes what does not fit
     /// now from it later (a blocking send): pipelined through the ring, or
