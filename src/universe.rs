@@ -182,6 +182,11 @@ pub struct Protocols {
     pub cma_split: Option<usize>,
     /// `SHMPI_CMA`: `auto`, `always`, `off` or `refuse`.
     pub cma_mode: &'static str,
+    /// The largest message whose ring frame the sender demotes to the
+    /// shared cache after publishing it, when it follows a pause
+    /// (`SHMPI_DEMOTE`; `None`: none, always where the CPU has no
+    /// `CLDEMOTE`). Frames of one cache line are never demoted.
+    pub demote: Option<usize>,
 }
 
 impl Universe {
@@ -241,6 +246,7 @@ impl Universe {
             cma_blocking: t.blocking_threshold(),
             cma_split: t.split_threshold(),
             cma_mode: t.cma_mode().name(),
+            demote: t.demote_limit(),
         }
     }
 

@@ -3,7 +3,7 @@
 //! over segment memory between two processes are in `tests/transport.rs`.
 #![cfg(not(loom))]
 
-use shmpi::ring::{heap_ring, max_payload, RingReserveError};
+use shmpi::ring::{heap_ring, max_payload, Demote, RingReserveError};
 
 /// xorshift64*: a tiny deterministic generator for frame sizes and bytes.
 struct Rng(u64);
@@ -106,6 +106,19 @@ fn gather_push_and_partial_read_agree() {
 
 #[test]
 fn two_threads_random_sizes_nothing_lost_reordered_or_corrupted() {
+    two_threads(Demote::OFF, 0x1234_5678);
+}
+
+/// The same stream with every frame of up to 1 KiB demoted after a pause
+/// (forced: where the CPU has no `CLDEMOTE` the instruction is a NOP, and
+/// the pause gating and the bounds still run). The producer pauses now and
+/// then, so both branches of the gate are taken.
+#[test]
+fn two_threads_with_demotion_forced_lose_nothing() {
+    two_threads(Demote::forced_up_to(1024), 0x8765_4321);
+}
+
+fn two_threads(demote: Demote, seed: u64) {
     const COUNT: u64 = if cfg!(debug_assertions) {
         20_000
     } else {
@@ -113,10 +126,14 @@ fn two_threads_random_sizes_nothing_lost_reordered_or_corrupted() {
     };
     let cap = 4096;
     let (mut p, mut c) = heap_ring(cap).unwrap();
+    p.set_demote(demote);
     let max = max_payload(cap);
     let producer = std::thread::spawn(move || {
-        let mut rng = Rng(0x1234_5678);
+        let mut rng = Rng(seed);
         for seq in 0..COUNT {
+            if demote.is_on() && seq % 64 == 0 {
+                std::thread::yield_now();
+            }
             let len = (rng.next() as usize % (max / 3)).max(8);
             let mut data = fill(seq, len);
             data[..8].copy_from_slice(&seq.to_le_bytes());

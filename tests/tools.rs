@@ -198,6 +198,16 @@ fn shmpi_bench_floor_and_protocols_print_their_tables() {
         "{out}"
     );
     assert!(row("65536").contains("eager"), "{out}");
+    // Demotion where the CPU has CLDEMOTE: frames past one line, up to
+    // 4 KiB by default.
+    if out.contains("# demotion (CLDEMOTE): ring frames") {
+        assert!(row("4096").contains("one ring frame, demoted"), "{out}");
+        assert!(!row("32").contains("demoted"), "one line: {out}");
+        assert!(!row("16384").contains("demoted"), "{out}");
+    } else {
+        assert!(out.contains("# demotion (CLDEMOTE): off"), "{out}");
+        assert!(!out.contains("demoted"), "{out}");
+    }
     assert!(row("131072").contains("pipelined"), "{out}");
     assert!(row("512").contains("messages"), "{out}");
     assert!(out.contains("from never for a blocking send"), "{out}");

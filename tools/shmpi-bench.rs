@@ -931,6 +931,13 @@ fn protocols(o: &Opts, u: &shmpi::Universe) {
         p.cma_mode
     );
     println!("# single copy (process_vm_readv): {single}");
+    match p.demote {
+        Some(d) => println!(
+            "# demotion (CLDEMOTE): ring frames of more than one cache line up to {d} B, \
+             after a pause (SHMPI_DEMOTE)"
+        ),
+        None => println!("# demotion (CLDEMOTE): off (not on this CPU, or SHMPI_DEMOTE=0)"),
+    }
     println!("# Size      send / blocking or scoped isend        plain isend (buffer kept by the request)      small collectives (per member)");
     let usable = u.single_copy() == shmpi::shm::SingleCopy::Usable;
     let on = p.cma_mode == "auto" || p.cma_mode == "always";
@@ -939,6 +946,17 @@ fn protocols(o: &Opts, u: &shmpi::Universe) {
             "rendezvous: copy shared, 2 cores"
         } else {
             "rendezvous: single copy"
+        }
+    };
+    // A frame longer than its header line: the message and its wire
+    // header past one cache line.
+    let one_frame = |s: usize| {
+        let multi_line =
+            shmpi::ring::footprint(s + shmpi::transport::SOLE_HEADER) > shmpi::ring::FRAME_ALIGN;
+        if multi_line && p.demote.is_some_and(|d| s <= d) {
+            "eager: one ring frame, demoted"
+        } else {
+            "eager: one ring frame"
         }
     };
     let mut s = 0usize;
@@ -951,14 +969,14 @@ fn protocols(o: &Opts, u: &shmpi::Universe) {
         let blocking = if usable && on && blocking_from.is_some_and(|t| s >= t) {
             rdv(s)
         } else if s <= p.eager_limit {
-            "eager: one ring frame"
+            one_frame(s)
         } else {
             "pipelined: ring fragments, 2 copies"
         };
         let nonblocking = if usable && on && s >= p.cma_threshold {
             rdv(s)
         } else if s <= p.eager_limit {
-            "eager: one ring frame"
+            one_frame(s)
         } else {
             "ring fragments, the rest copied first"
         };

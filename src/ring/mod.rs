@@ -21,6 +21,7 @@
 //! `../shared/MEASUREMENTS.md`).
 
 mod consumer;
+mod demote;
 mod frame;
 mod header;
 #[cfg(all(test, loom))]
@@ -29,6 +30,7 @@ mod producer;
 mod region;
 
 pub use consumer::{Consumer, Frame};
+pub use demote::Demote;
 pub use frame::{footprint, FRAME_ALIGN, FRAME_HEADER};
 
 /// Copies `src` into `dst` (equal lengths). Up to 32 bytes it moves two

@@ -1,5 +1,6 @@
 //! The producer side: reserve → write → commit.
 
+use super::demote::{self, Demote};
 use super::frame::{self, FRAME_ALIGN, FRAME_HEADER};
 use super::region::Region;
 use super::RingHeader;
@@ -54,6 +55,10 @@ pub struct Producer {
     /// skipped (not a header of an earlier lap, which reads as empty), so
     /// a frame ending there next needs a guard.
     dirty: Vec<u64>,
+    /// Which frames to demote after publishing them (`demote.rs`).
+    demote: Demote,
+    /// The TSC when the last demotable frame's commit ended.
+    last_commit: u64,
 }
 
 // SAFETY: a Producer is the only writer of its ring's frames and `tail`;
@@ -92,6 +97,8 @@ impl Producer {
             tail,
             cached_head,
             dirty: vec![0; capacity.div_ceil(FRAME_ALIGN * 64)],
+            demote: Demote::OFF,
+            last_commit: 0,
         }
     }
 
@@ -104,6 +111,8 @@ impl Producer {
             tail: 0,
             cached_head: 0,
             dirty: vec![0; capacity.div_ceil(FRAME_ALIGN * 64)],
+            demote: Demote::OFF,
+            last_commit: 0,
         }
     }
 
@@ -299,6 +308,30 @@ impl Producer {
         Ok(())
     }
 
+    /// Sets which frames this producer demotes after publishing them
+    /// (`Demote::OFF` by default).
+    pub fn set_demote(&mut self, demote: Demote) {
+        self.demote = demote;
+    }
+
+    /// Which frames this producer demotes.
+    pub fn demote(&self) -> Demote {
+        self.demote
+    }
+
+    /// Demotes the payload lines of the frame just published at `off`
+    /// (past its header line) if it follows a pause (`demote.rs`).
+    #[inline(never)]
+    fn demote_after_pause(&mut self, off: usize, fp: usize) {
+        let now = demote::tsc();
+        if Demote::after_pause(now, self.last_commit, fp) {
+            self.region().demote(off + FRAME_ALIGN, fp - FRAME_ALIGN);
+            self.last_commit = demote::tsc();
+        } else {
+            self.last_commit = now;
+        }
+    }
+
     #[inline]
     fn publish_tail(&self) {
         // Relaxed: `tail` is informational (`RingHeader::len`); frames are
@@ -372,6 +405,9 @@ impl Reservation<'_> {
             frame::lap(p.tail, p.shift()),
         );
         p.region().word(self.off).store(word, Ordering::Release);
+        if p.demote.covers(fp) {
+            p.demote_after_pause(self.off, fp);
+        }
         p.tail = p.tail.wrapping_add(fp as u64);
         p.publish_tail();
     }

@@ -63,6 +63,14 @@ mod real {
             super::super::copy_bytes(dst, src);
         }
 
+        /// Demotes the lines of `off..off + len` to the shared cache (a
+        /// hint, see `demote.rs`).
+        #[inline]
+        pub(crate) fn demote(&self, off: usize, len: usize) {
+            assert!(off + len <= self.len, "demotion past the end of the ring");
+            super::super::demote::lines(self.base.as_ptr().wrapping_add(off), len);
+        }
+
         /// A view of `off..off + len`.
         ///
         /// # Safety
@@ -111,6 +119,9 @@ mod model {
                 self.bytes[off + i].with_mut(|p| unsafe { *p = *b });
             }
         }
+
+        /// Nothing to demote in a model.
+        pub(crate) fn demote(&self, _off: usize, _len: usize) {}
 
         /// # Safety
         /// As for the real region.

@@ -80,6 +80,11 @@ pub const SEND_POOL_MAX: usize = 64 << 20;
 /// overrides it (rounded to the ring's limit).
 pub const DEFAULT_FRAGMENT: usize = 64 << 10;
 
+/// The largest message whose ring frame is demoted to the shared cache
+/// after publishing (`SHMPI_DEMOTE`; `ring::Demote`, where the CPU has
+/// `CLDEMOTE`): measured on the Xeon VM, see `docs/tuning.md`.
+pub const DEFAULT_DEMOTE: usize = 4 << 10;
+
 /// One frame (or fragment) handed to [`Transport::poll`]'s handler.
 #[derive(Debug)]
 pub struct Incoming<'a> {
@@ -276,6 +281,9 @@ pub struct Transport {
     /// this job have their copy shared with the sender (`SHMPI_CMA_SPLIT`;
     /// `usize::MAX`: never).
     split_from: usize,
+    /// Which frames the producers demote after publishing them
+    /// (`SHMPI_DEMOTE`).
+    demote: ring::Demote,
     /// The generation of this rank's last shared-copy offer.
     split_gen: u64,
     /// `SHMPI_STREAM_THRESHOLD` (see [`stream_threshold`](Self::stream_threshold)).
@@ -391,6 +399,11 @@ impl Transport {
         };
         let blocking_from = never_if_0(env_size("SHMPI_CMA_BLOCKING")?, defaults.blocking);
         let split_from = never_if_0(env_size("SHMPI_CMA_SPLIT")?, defaults.split);
+        // 0: none; a whole message's frame carries its short wire header.
+        let demote = match env_size("SHMPI_DEMOTE")?.unwrap_or(DEFAULT_DEMOTE) {
+            0 => ring::Demote::OFF,
+            n => ring::Demote::up_to(n.saturating_add(SOLE_HEADER)),
+        };
         let stream_threshold =
             env_size("SHMPI_STREAM_THRESHOLD")?.unwrap_or(bytes::DEFAULT_STREAM_THRESHOLD);
         let cma_mode = CmaMode::from_env()?;
@@ -423,6 +436,7 @@ impl Transport {
             cma_threshold,
             blocking_from,
             split_from,
+            demote,
             split_gen: 0,
             stream_threshold,
             verbose: std::env::var("SHMPI_VERBOSE").is_ok_and(|v| !v.is_empty() && v != "0"),
@@ -584,6 +598,15 @@ impl Transport {
     /// `SHMPI_CMA=auto` (`SHMPI_CMA_BLOCKING`; `None`: never).
     pub fn blocking_threshold(&self) -> Option<usize> {
         (self.blocking_from != usize::MAX).then_some(self.blocking_from)
+    }
+
+    /// The largest message whose ring frame is demoted to the shared cache
+    /// after publishing (`SHMPI_DEMOTE`; `None`: none, also where the CPU
+    /// cannot).
+    pub fn demote_limit(&self) -> Option<usize> {
+        self.demote
+            .is_on()
+            .then(|| self.demote.max_payload().saturating_sub(SOLE_HEADER))
     }
 
     /// The size from which a rendezvous copy from a peer of this job is
@@ -779,7 +802,9 @@ impl Transport {
         // connection's handshake ended), which every transport user
         // passes before sending; this rank is the only producer of ring
         // me → peer; the segment outlives the handle via `owner`.
-        let prod = unsafe { ring::producer_at(hp, data, owner) }.expect("layout gives valid rings");
+        let mut prod =
+            unsafe { ring::producer_at(hp, data, owner) }.expect("layout gives valid rings");
+        prod.set_demote(self.demote);
         self.tx[peer] = Some(Tx {
             prod,
             hdr: HeaderPtr(hp),
