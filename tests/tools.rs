@@ -326,21 +326,34 @@ fn shmpi_bench_floor_flag_adds_a_ratio_column_measured_in_the_same_run() {
     ]);
     let mut lines = out.lines().filter(|l| !l.starts_with('#'));
     assert_eq!(lines.next(), Some("size,latency_us,x_floor"), "{out}");
-    // Every row's ratio divides by the one floor measured in this run.
-    let floors: Vec<f64> = lines
-        .map(|l| {
-            let f: Vec<f64> = l.split(',').map(|v| v.parse().unwrap()).collect();
-            assert_eq!(f.len(), 3, "{out}");
-            assert!(f[1] > 0.0 && f[2] > 0.0, "{out}");
-            f[1] / f[2]
-        })
+    // Each row's ratio is the median over its bursts of latency / the
+    // floor timed just before: positive, finite, and the floor it implies
+    // is a plausible one-way time (not zero, not a scheduler's slice).
+    let rows: Vec<Vec<f64>> = lines
+        .map(|l| l.split(',').map(|v| v.parse().unwrap()).collect())
         .collect();
-    assert_eq!(floors.len(), 5, "sizes 0, 1, 2, 4, 8:\n{out}");
-    let (lo, hi) = floors
-        .iter()
-        .fold((f64::MAX, 0f64), |(lo, hi), &x| (lo.min(x), hi.max(x)));
+    assert_eq!(rows.len(), 5, "sizes 0, 1, 2, 4, 8:\n{out}");
+    for f in &rows {
+        assert_eq!(f.len(), 3, "{out}");
+        assert!(f[1] > 0.0 && f[2].is_finite() && f[2] > 0.0, "{out}");
+        let floor = f[1] / f[2];
+        assert!(
+            floor > 0.001 && floor < 1000.0,
+            "implied floor {floor} us:\n{out}"
+        );
+    }
+    // The OSU form says how the floor was timed.
+    let osu = bench(&[
+        "latency",
+        "--floor",
+        "--max-size",
+        "1",
+        "--iterations",
+        "1000",
+    ]);
     assert!(
-        hi / lo < 1.05,
-        "rows divide by different floors: {floors:?}\n{out}"
+        osu.contains("bursts alternating with the ping-pong"),
+        "{osu}"
     );
+    assert!(osu.contains("x floor"), "{osu}");
 }

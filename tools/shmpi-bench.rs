@@ -29,6 +29,10 @@ use std::time::Instant;
 const WINDOW: usize = 64;
 const LARGE: usize = 8 << 10;
 
+/// How the launching process tells its ranks the two CPUs it chose when
+/// `--cpus` was not given (a rank bound to one sees only that one).
+const CPUS_ENV: &str = "SHMPI_BENCH_CPUS";
+
 /// How `--floor` hands the floor to the ranks: "ns,MB/s".
 const FLOOR_ENV: &str = "SHMPI_BENCH_FLOOR";
 
@@ -275,6 +279,82 @@ fn latency(w: &shmpi::Communicator, size: usize, iters: usize, warm: usize) -> f
         }
     }
     t0.elapsed().as_secs_f64() * 1e6 / (2.0 * iters as f64)
+}
+
+/// Bursts per row of `latency --floor`.
+const FLOOR_BURSTS: usize = 5;
+/// Timed round trips of each floor burst (after `FLOOR_WARM` untimed ones,
+/// which also outlast the blocked rank's spinning and yielding, so the
+/// floor's thread has its CPU to itself).
+const FLOOR_ITERS: u64 = 20_000;
+const FLOOR_WARM: u64 = 10_000;
+
+/// One row of `latency --floor` at rank 0: each burst's one-way latency
+/// and the floor's just before it (us).
+struct FloorBursts(Vec<(f64, f64)>);
+
+impl FloorBursts {
+    /// The row's latency: the mean of equal bursts.
+    fn latency(&self) -> f64 {
+        self.0.iter().map(|b| b.0).sum::<f64>() / self.0.len().max(1) as f64
+    }
+
+    /// The median of the bursts' latency / floor.
+    fn ratio(&self) -> f64 {
+        let mut r: Vec<f64> = self.0.iter().map(|(l, f)| l / f).collect();
+        r.sort_by(f64::total_cmp);
+        r.get(r.len() / 2).copied().unwrap_or(f64::NAN)
+    }
+}
+
+/// The CPUs `latency --floor` times the minimal ring on: `--cpus`, or the
+/// first two.
+fn floor_cpus(o: &Opts) -> Result<Vec<usize>, String> {
+    let chosen = || std::env::var(CPUS_ENV).ok();
+    let cpus: Vec<usize> = match o.cpus.clone().or_else(chosen).or_else(default_cpus) {
+        Some(l) => l
+            .split(',')
+            .map(|c| c.trim().parse().map_err(|_| format!("--cpus: {c:?}")))
+            .collect::<Result<_, _>>()?,
+        None => return Err("the floor needs two CPUs (--cpus A,B)".into()),
+    };
+    if cpus.len() < 2 {
+        return Err("the floor needs two CPUs (--cpus A,B)".into());
+    }
+    Ok(cpus)
+}
+
+/// `latency` in `FLOOR_BURSTS` bursts of `iters / FLOOR_BURSTS` round
+/// trips, each after a burst of the minimal ring on `cpus`: rank 0 runs
+/// it on two threads pinned there while rank 1 waits in a receive (its
+/// CPU free), then releases rank 1. Rank 0 gets the pairs; rank 1 an
+/// empty row.
+fn latency_with_floor(
+    w: &shmpi::Communicator,
+    cpus: &[usize],
+    size: usize,
+    iters: usize,
+    warm: usize,
+) -> FloorBursts {
+    let each = iters.div_ceil(FLOOR_BURSTS).max(1);
+    let mut bursts = Vec::with_capacity(FLOOR_BURSTS);
+    for b in 0..FLOOR_BURSTS {
+        let mut go = [0u8];
+        let floor = if w.rank() == 0 {
+            let f = ring_floor_warm(cpus, FLOOR_ITERS, FLOOR_WARM) / 1000.0;
+            w.send(&go, 1, 2).unwrap();
+            f
+        } else {
+            w.recv(&mut go, 0, 2).unwrap();
+            0.0
+        };
+        let warm = if b == 0 { warm } else { warm.min(100) };
+        let lat = latency(w, size, each, warm);
+        if w.rank() == 0 {
+            bursts.push((lat, floor));
+        }
+    }
+    FloorBursts(bursts)
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -646,24 +726,25 @@ fn run_pair(o: &Opts, w: &shmpi::Communicator, u: &shmpi::Universe) -> Result<()
         Test::Latency => "latency_us",
         _ => "bandwidth_mb_s",
     };
-    // The floor measured by the launching process just before (`--floor`):
-    // the cache line's one-way latency (us) or one-core memcpy (MB/s).
-    let floor = std::env::var(FLOOR_ENV)
-        .ok()
-        .and_then(|v| {
+    // `--floor`: for bandwidth, one-core memcpy (MB/s) measured by the
+    // launching process just before; for latency, the minimal ring
+    // between the two ranks' CPUs, measured by rank 0 in bursts between
+    // the ping-pong's (each row's figure is its own, `FloorBursts`), since
+    // on these VMs the cores' placement, and with it every latency,
+    // changes from one second to the next.
+    let floor_cpus = if o.floor && o.test == Test::Latency {
+        Some(floor_cpus(o)?)
+    } else {
+        None
+    };
+    let floor = if o.test == Test::Latency {
+        floor_cpus.as_ref().map(|_| 0.0)
+    } else {
+        std::env::var(FLOOR_ENV).ok().and_then(|v| {
             let f: Vec<f64> = v.split(',').filter_map(|x| x.parse().ok()).collect();
-            (f.len() == 3).then(|| (f[0] / 1000.0, f[1] / 1000.0, f[2]))
+            (f.len() == 3).then_some(f[2])
         })
-        .map(|(line, ring, mbs)| {
-            if o.test == Test::Latency {
-                if me == 0 && o.format == Format::Osu {
-                    println!("# floor, same run: cache-line one-way {line:.3} us");
-                }
-                ring
-            } else {
-                mbs
-            }
-        });
+    };
     let mut rows = Vec::new();
     if me == 0 {
         match (o.format, floor) {
@@ -673,8 +754,10 @@ fn run_pair(o: &Opts, w: &shmpi::Communicator, u: &shmpi::Universe) -> Result<()
                     env!("CARGO_PKG_VERSION")
                 );
                 match floor {
-                    Some(f) if o.test == Test::Latency => println!(
-                        "# floor, same run: minimal ring, 8 B one-way {f:.3} us; x floor = latency / that"
+                    Some(_) if o.test == Test::Latency => println!(
+                        "# floor, same run: the minimal ring (8 B one-way) between the ranks' CPUs, \
+                         timed in {FLOOR_BURSTS} bursts alternating with the ping-pong's; \
+                         x floor = the median of each burst pair's latency / floor"
                     ),
                     Some(f) => println!(
                         "# floor, same run: one-core memcpy {f:.0} MB/s; x floor = bandwidth / floor"
@@ -698,8 +781,16 @@ fn run_pair(o: &Opts, w: &shmpi::Communicator, u: &shmpi::Universe) -> Result<()
     latency(w, 8, 1, 50_000);
     for size in sizes(o) {
         let (iters, warm) = counts(o, size);
+        let mut ratio = None;
         let v = match o.test {
-            Test::Latency => latency(w, size, iters, warm),
+            Test::Latency => match &floor_cpus {
+                Some(cpus) => {
+                    let b = latency_with_floor(w, cpus, size, iters, warm);
+                    ratio = Some(b.ratio());
+                    b.latency()
+                }
+                None => latency(w, size, iters, warm),
+            },
             Test::Bw => bandwidth(w, pool, size, iters, warm, false, o.plain_isend),
             Test::Bibw => bandwidth(w, pool, size, iters, warm, true, o.plain_isend),
             Test::Comm
@@ -713,14 +804,16 @@ fn run_pair(o: &Opts, w: &shmpi::Communicator, u: &shmpi::Universe) -> Result<()
             }
         };
         if me == 0 {
+            // Latency: this row's own ratio; bandwidth: to the one floor.
+            let x = |f: f64| ratio.unwrap_or(v / f);
             match (o.format, floor) {
-                (Format::Osu, Some(f)) => println!("{size:<10}{v:>18.2}{:>10.2}", v / f),
+                (Format::Osu, Some(f)) => println!("{size:<10}{v:>18.2}{:>10.2}", x(f)),
                 (Format::Osu, None) => println!("{size:<10}{v:>18.2}"),
-                (Format::Csv, Some(f)) => println!("{size},{v:.3},{:.3}", v / f),
+                (Format::Csv, Some(f)) => println!("{size},{v:.3},{:.3}", x(f)),
                 (Format::Csv, None) => println!("{size},{v:.3}"),
                 (Format::Json, Some(f)) => rows.push(format!(
                     "{{\"size\":{size},\"{key}\":{v:.3},\"x_floor\":{:.3}}}",
-                    v / f
+                    x(f)
                 )),
                 (Format::Json, None) => rows.push(format!("{{\"size\":{size},\"{key}\":{v:.3}}}")),
             }
@@ -777,6 +870,11 @@ struct Floor {
 /// slots, each slot a sequence word and a payload word on its own line:
 /// the floor any shared-memory message passing starts from. One way, ns.
 fn ring_floor(cpus: &[usize], iters: u64) -> f64 {
+    ring_floor_warm(cpus, iters, 1000)
+}
+
+/// [`ring_floor`] after `warm` untimed round trips.
+fn ring_floor_warm(cpus: &[usize], iters: u64, warm: u64) -> f64 {
     use shmpi::sync::{AtomicU64, CachePadded, Ordering};
     const SLOTS: usize = 64;
     type Ring = Vec<CachePadded<[AtomicU64; 2]>>;
@@ -805,6 +903,7 @@ fn ring_floor(cpus: &[usize], iters: u64) -> f64 {
     pinned_pair(
         cpus,
         iters,
+        warm,
         |i| {
             let v = take(&ping, i);
             put(&pong, i, v + 1);
@@ -817,13 +916,14 @@ fn ring_floor(cpus: &[usize], iters: u64) -> f64 {
 }
 
 /// Round trips between two threads pinned to `cpus[0]` (running `ping`)
-/// and `cpus[1]` (running `echo`), step `i` = 1, 2, ...: after 1,000
+/// and `cpus[1]` (running `echo`), step `i` = 1, 2, ...: after `warm`
 /// untimed ones, the one-way time of `iters` more, in ns. Both sides on
 /// threads of their own, so the calling thread keeps its affinity (a
 /// launcher pinned here would pin its ranks' masks).
 fn pinned_pair(
     cpus: &[usize],
     iters: u64,
+    warm: u64,
     echo: impl Fn(u64) + Sync,
     ping: impl Fn(u64) + Sync,
 ) -> f64 {
@@ -833,13 +933,13 @@ fn pinned_pair(
     std::thread::scope(|s| {
         s.spawn(|| {
             pin(cpus[1]);
-            (1..=iters + 1000).for_each(&echo);
+            (1..=iters + warm).for_each(&echo);
         });
         s.spawn(|| {
             pin(cpus[0]);
             let mut t = Instant::now();
-            for i in 1..=iters + 1000 {
-                if i == 1001 {
+            for i in 1..=iters + warm {
+                if i == warm + 1 {
                     t = Instant::now();
                 }
                 ping(i);
@@ -856,16 +956,7 @@ fn pinned_pair(
 /// one-core memcpy MB/s.
 fn measure_floor(o: &Opts, iters: u64) -> Result<Floor, String> {
     use shmpi::sync::{AtomicU64, CachePadded, Ordering};
-    let cpus: Vec<usize> = match o.cpus.clone().or_else(default_cpus) {
-        Some(l) => l
-            .split(',')
-            .map(|c| c.trim().parse().map_err(|_| format!("--cpus: {c:?}")))
-            .collect::<Result<_, _>>()?,
-        None => return Err("floor needs two CPUs (--cpus A,B)".into()),
-    };
-    if cpus.len() < 2 {
-        return Err("floor needs two CPUs (--cpus A,B)".into());
-    }
+    let cpus = floor_cpus(o)?;
     let ping = CachePadded::new(AtomicU64::new(0));
     let pong = CachePadded::new(AtomicU64::new(0));
     // Acquire/Release: the two words carry the ping-pong; no other data
@@ -878,6 +969,7 @@ fn measure_floor(o: &Opts, iters: u64) -> Result<Floor, String> {
     let ns = pinned_pair(
         &cpus,
         iters,
+        1000,
         |i| {
             wait(&ping, i);
             pong.store(i, Ordering::Release);
@@ -1173,8 +1265,16 @@ fn main() -> ExitCode {
             }
         };
     }
+    if o.cpus.is_none() && std::env::var_os(shmpi::job::env::JOB_ID).is_none() {
+        if let Some(c) = default_cpus() {
+            // Set before any thread or rank starts; the ranks inherit it.
+            std::env::set_var(CPUS_ENV, c);
+        }
+    }
+    // Latency's floor is measured by the ranks themselves, in bursts
+    // between the ping-pong's (`latency_with_floor`).
     if o.floor
-        && matches!(o.test, Test::Latency | Test::Bw | Test::Bibw)
+        && matches!(o.test, Test::Bw | Test::Bibw)
         && std::env::var_os(shmpi::job::env::JOB_ID).is_none()
     {
         match measure_floor(&o, 200_000) {
