@@ -1,0 +1,206 @@
+//! The ring's copy of long frames: an AVX2 loop where `memcpy` would use
+//! `rep movsb` and that is slower.
+//!
+//! On the AMD EPYC VM (family 25 model 17, Zen 4; 2026-12-03) glibc's
+//! `memcpy` copies from 4 KiB on with `rep movsb` (its threshold there),
+//! which moves lines that the other core just wrote (or must take back)
+//! more slowly than its own vector loop: `shmpi-bench latency`, 8
+//! alternating runs, medians, the vector loop against `memcpy`: 4 KiB
+//! 0.644 vs 0.695 µs, 8 KiB 0.860 vs 0.935, 16 KiB 1.51 vs 1.64, 32 KiB
+//! 2.73 vs 2.95, 64 KiB 4.92 vs 5.18; with glibc told to keep its vector
+//! loop (`GLIBC_TUNABLES=glibc.cpu.x86_rep_movsb_threshold=100000`) the
+//! gain was the same. Below 4 KiB glibc's own loop was faster than this
+//! one (2 KiB 0.37 vs 0.44 µs), and a 16-byte SSE2 loop was slower
+//! everywhere. Window bandwidth (`shmpi-bench bw`, 6 alternating runs,
+//! medians): 8 KiB 11.6 → 18.8 GB/s, 16 KiB 13.8 → 22.1, 32 KiB 10.5 →
+//! 26.9, 64 KiB 11.3 → 26.9, 128 KiB 10.9 → 23.5; from 256 KiB, where
+//! that benchmark is bound by DRAM, within the noise (9.9-10.8 against
+//! 10.5-11.4 GB/s at 256 KiB-2 MiB). Intel CPUs keep `memcpy` (not
+//! measured: their fast `rep movsb` is why glibc uses it).
+
+#[cfg(not(loom))]
+use crate::sync::{AtomicUsize, Ordering};
+
+/// The default threshold where the vector copy applies.
+const AMD_FROM: usize = 4 << 10;
+/// "Not decided yet": the first copy decides from the CPU.
+const UNSET: usize = 0;
+
+/// The size from which ring copies use the vector loop (`usize::MAX`:
+/// never); `UNSET` until decided. (Loom models copy nothing this way.)
+#[cfg(not(loom))]
+static FROM: AtomicUsize = AtomicUsize::new(UNSET);
+
+/// The size from which the ring copies frames with the AVX2 loop
+/// (`usize::MAX`: never): [`set_vector_copy_from`]'s value, else 4 KiB on
+/// an AMD CPU with AVX2, never elsewhere.
+#[inline(always)]
+pub fn vector_copy_from() -> usize {
+    vector_from()
+}
+
+/// Sets the size from which ring copies use the AVX2 loop, for the whole
+/// process (`usize::MAX`: never; ignored, so never, where the CPU lacks
+/// AVX2). The transport sets it from `SHMPI_VECTOR_COPY`.
+pub fn set_vector_copy_from(n: usize) {
+    let n = if has_avx2() { n.max(33) } else { usize::MAX };
+    // Relaxed: a plain setting; every value is safe to act on (`vectors`
+    // checks nothing but lengths).
+    #[cfg(not(loom))]
+    FROM.store(n, Ordering::Relaxed);
+    #[cfg(loom)]
+    let _ = n;
+}
+
+#[inline(always)]
+pub(super) fn vector_from() -> usize {
+    #[cfg(loom)]
+    return usize::MAX;
+    // Relaxed: see `set_vector_copy_from`.
+    #[cfg(not(loom))]
+    match FROM.load(Ordering::Relaxed) {
+        UNSET => decide(),
+        n => n,
+    }
+}
+
+#[cfg(not(loom))]
+#[cold]
+fn decide() -> usize {
+    let n = if has_avx2() && is_amd() {
+        AMD_FROM
+    } else {
+        usize::MAX
+    };
+    // Relaxed: as above; a racing `set_vector_copy_from` wins or loses
+    // the same way any later one would.
+    let _ = FROM.compare_exchange(UNSET, n, Ordering::Relaxed, Ordering::Relaxed);
+    FROM.load(Ordering::Relaxed)
+}
+
+fn has_avx2() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::is_x86_feature_detected!("avx2")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// CPUID leaf 0's vendor string is "AuthenticAMD".
+fn is_amd() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        // SAFETY: CPUID exists on every x86-64 CPU; leaf 0 always.
+        #[allow(unused_unsafe)]
+        let r = unsafe { core::arch::x86_64::__cpuid(0) };
+        let mut v = [0u8; 12];
+        v[..4].copy_from_slice(&r.ebx.to_le_bytes());
+        v[4..8].copy_from_slice(&r.edx.to_le_bytes());
+        v[8..].copy_from_slice(&r.ecx.to_le_bytes());
+        &v == b"AuthenticAMD"
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// Copies `src` into `dst` (equal lengths, more than 32 bytes) with
+/// 32-byte loads and stores, four to a step. Called only where
+/// `vector_from` is finite, which it is only with AVX2.
+#[inline(never)]
+pub(super) fn vectors(dst: &mut [u8], src: &[u8]) {
+    assert!(
+        dst.len() == src.len() && src.len() > 32,
+        "vector copy lengths"
+    );
+    #[cfg(target_arch = "x86_64")]
+    {
+        assert!(has_avx2(), "vector copy without AVX2");
+        // SAFETY: `avx2` needs the CPU to have AVX2, asserted above; the
+        // lengths it needs (equal, over 32) are asserted too.
+        unsafe { avx2(dst, src) }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    dst.copy_from_slice(src);
+}
+
+/// The copy itself (`dst.len() == src.len() > 32`): four 32-byte moves a
+/// step, then single ones, then the last 32 bytes (loaded first, stored
+/// last, rewriting bytes already copied with the same values).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn avx2(dst: &mut [u8], src: &[u8]) {
+    let n = src.len();
+    let last = load(&src[n - 32..]);
+    let mut o = 0;
+    while o + 128 <= n {
+        let (a, b) = (load(&src[o..]), load(&src[o + 32..]));
+        let (c, e) = (load(&src[o + 64..]), load(&src[o + 96..]));
+        store(&mut dst[o..], a);
+        store(&mut dst[o + 32..], b);
+        store(&mut dst[o + 64..], c);
+        store(&mut dst[o + 96..], e);
+        o += 128;
+    }
+    while o + 32 <= n {
+        let a = load(&src[o..]);
+        store(&mut dst[o..], a);
+        o += 32;
+    }
+    store(&mut dst[n - 32..], last);
+}
+
+/// The first 32 bytes of `s`, unaligned.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+#[inline]
+fn load(s: &[u8]) -> std::arch::x86_64::__m256i {
+    assert!(s.len() >= 32);
+    // SAFETY: the 32 bytes at `s`'s start are in the borrowed slice
+    // (asserted); an unaligned load needs no alignment.
+    unsafe { std::arch::x86_64::_mm256_loadu_si256(s.as_ptr().cast()) }
+}
+
+/// Stores `v` into the first 32 bytes of `d`, unaligned.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+#[inline]
+fn store(d: &mut [u8], v: std::arch::x86_64::__m256i) {
+    assert!(d.len() >= 32);
+    // SAFETY: the 32 bytes at `d`'s start are in the mutably borrowed
+    // slice (asserted); an unaligned store needs no alignment.
+    unsafe { std::arch::x86_64::_mm256_storeu_si256(d.as_mut_ptr().cast(), v) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_vector_copy_equals_memcpy_at_every_length_and_alignment() {
+        if !has_avx2() {
+            return;
+        }
+        let src: Vec<u8> = (0..9000u32).map(|i| (i * 131 + 17) as u8).collect();
+        for len in (33..300).chain([4095, 4096, 4097, 8191, 8960]) {
+            for off in [0, 1, 7, 31] {
+                let mut dst = vec![0xEEu8; len + 64];
+                vectors(&mut dst[off..off + len], &src[off..off + len]);
+                assert_eq!(
+                    &dst[off..off + len],
+                    &src[off..off + len],
+                    "len {len} off {off}"
+                );
+                assert!(dst[..off].iter().all(|&b| b == 0xEE), "before, len {len}");
+                assert!(
+                    dst[off + len..].iter().all(|&b| b == 0xEE),
+                    "after, len {len}"
+                );
+            }
+        }
+    }
+}
