@@ -198,6 +198,7 @@ fn shmpi_bench_floor_and_protocols_print_their_tables() {
         "{out}"
     );
     assert!(row("65536").contains("eager"), "{out}");
+    assert!(out.contains("# ring copies: "), "{out}");
     // Demotion where the CPU has CLDEMOTE: frames past one line, up to
     // 4 KiB by default.
     if out.contains("# demotion (CLDEMOTE): ring frames") {

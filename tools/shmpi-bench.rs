@@ -1023,6 +1023,10 @@ fn protocols(o: &Opts, u: &shmpi::Universe) {
         p.cma_mode
     );
     println!("# single copy (process_vm_readv): {single}");
+    match shmpi::ring::vector_copy_from() {
+        usize::MAX => println!("# ring copies: memcpy (SHMPI_VECTOR_COPY)"),
+        n => println!("# ring copies: an AVX2 loop from {n} B, memcpy below (SHMPI_VECTOR_COPY)"),
+    }
     match p.demote {
         Some(d) => println!(
             "# demotion (CLDEMOTE): ring frames of more than one cache line up to {d} B, \
