@@ -1231,13 +1231,15 @@ impl Transport {
         }
         // Only a loop stopped by the budget needs another look.
         let more = !exhausted && c.has_frame();
+        // This ring's own size: a bridge's rings need not be the job's.
+        let quarter = c.capacity() / 4;
         if released > 0 {
             // A producer blocked on this ring may sleep until room appears;
             // ringing it costs a fence, so it is owed and paid in bulk (a
             // quarter of the ring), on the next send to that peer (which
             // fences and rings anyway), or before this rank waits.
             self.owed[peer] += released;
-            if self.owed[peer] >= self.layout.ring_capacity() / 4 {
+            if self.owed[peer] >= quarter {
                 self.settle(peer);
             }
         }
@@ -1269,7 +1271,7 @@ impl Transport {
         f.release();
         // As in `drain_ring`: the room is owed to a blocked producer.
         self.owed[peer] += fp;
-        if self.owed[peer] >= self.layout.ring_capacity() / 4 {
+        if self.owed[peer] >= rx.cons.capacity() / 4 {
             self.settle(peer);
         }
         Front::Taken
