@@ -306,14 +306,14 @@ impl Matcher {
             return;
         }
         let data = &data[..end - off];
-        // Stream (non-temporal stores) when what this wait receives cannot
-        // stay in the cache anyway: a message, or the memory the lent
-        // buffers span, of at least `stream` bytes (a span, not a sum: the
-        // C API lets a window of receives share one buffer, as OSU's
-        // bandwidth test does, and that buffer stays in the cache). Only
-        // large fragments bother to look.
-        let streaming =
-            data.len() >= STREAM_FRAGMENT_MIN && (total >= stream || sinks_span(sinks) >= stream);
+        // Stream (non-temporal stores) when what this wait touches cannot
+        // stay in the cache anyway: the message or the memory the lent
+        // buffers span (a span, not a sum: the C API lets a window of
+        // receives share one buffer, as OSU's bandwidth test does, and
+        // that buffer stays in the cache), plus the sender's buffer
+        // (`bytes::streams`). Only large fragments bother to look.
+        let streaming = data.len() >= STREAM_FRAGMENT_MIN
+            && crate::transport::bytes::streams(total, sinks_span(sinks), stream);
         let n = sinks.len();
         let at = (0..n).map(|k| (*hint + k) % n).find(|&j| sinks[j].0 == id);
         if let Some(j) = at {

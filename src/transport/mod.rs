@@ -713,9 +713,10 @@ impl Transport {
         self.cma_threshold
     }
 
-    /// Bytes in flight to a receiver (a message, or the buffers one wait
-    /// lends) from which its copies use non-temporal stores
-    /// (`bytes::copy_streaming`; `SHMPI_STREAM_THRESHOLD`).
+    /// The memory a receive touches (its buffers plus the sender's, as
+    /// `bytes::streams` counts them) from which its copies use
+    /// non-temporal stores (`bytes::copy_streaming`;
+    /// `SHMPI_STREAM_THRESHOLD`).
     pub fn stream_threshold(&self) -> usize {
         self.stream_threshold
     }
@@ -746,7 +747,7 @@ impl Transport {
                     self.peer_pools[peer].get().expect("just set")
                 }
             };
-            let stream = dst.len() >= self.stream_threshold;
+            let stream = bytes::streams(dst.len(), 0, self.stream_threshold);
             return view.read(addr & !pool::POOL_BIT, dst, stream);
         }
         let pid = self.seg.control(peer).pid();
