@@ -63,6 +63,26 @@ mod real {
             super::super::copy_bytes(dst, src);
         }
 
+        /// Prefetches the lines of `off..off + len` into this core's
+        /// caches (a hint; a no-op off x86-64).
+        #[inline]
+        pub(crate) fn prefetch(&self, off: usize, len: usize) {
+            assert!(off + len <= self.len, "prefetch past the end of the ring");
+            let mut o = off;
+            while o < off + len {
+                #[cfg(target_arch = "x86_64")]
+                // SAFETY: a prefetch is a hint: it never faults, even on an
+                // unmapped address, and changes no byte (SSE, part of
+                // x86-64).
+                unsafe {
+                    core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(
+                        self.base.as_ptr().wrapping_add(o).cast(),
+                    )
+                };
+                o += 64;
+            }
+        }
+
         /// Demotes the lines of `off..off + len` to the shared cache (a
         /// hint, see `demote.rs`).
         #[inline]
@@ -119,6 +139,9 @@ mod model {
                 self.bytes[off + i].with_mut(|p| unsafe { *p = *b });
             }
         }
+
+        /// Nothing to prefetch in a model.
+        pub(crate) fn prefetch(&self, _off: usize, _len: usize) {}
 
         /// Nothing to demote in a model.
         pub(crate) fn demote(&self, _off: usize, _len: usize) {}
