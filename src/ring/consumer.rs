@@ -126,7 +126,8 @@ impl Consumer {
                     // corrupted (a peer bug or a stray write), and reading
                     // on would leave the region.
                     assert!(
-                        len <= super::max_payload(self.capacity),
+                        len <= super::max_payload(self.capacity)
+                            && off + FRAME_HEADER + len <= self.capacity,
                         "ring corrupted: frame of {len} bytes at offset {off} in a ring of {}",
                         self.capacity
                     );

@@ -22,8 +22,10 @@
 use crate::sync::{AtomicUsize, Ordering};
 
 /// The default threshold where the vector copy applies.
+#[cfg(not(loom))]
 const AMD_FROM: usize = 4 << 10;
 /// "Not decided yet": the first copy decides from the CPU.
+#[cfg(not(loom))]
 const UNSET: usize = 0;
 
 /// The size from which ring copies use the vector loop (`usize::MAX`:
@@ -90,6 +92,7 @@ fn has_avx2() -> bool {
 }
 
 /// CPUID leaf 0's vendor string is "AuthenticAMD".
+#[cfg(not(loom))]
 fn is_amd() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
