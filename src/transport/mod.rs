@@ -406,7 +406,7 @@ impl Transport {
         };
         // The ring's vector copy, process-wide (`ring::copy`): 0 never.
         if let Some(n) = env_size("SHMPI_VECTOR_COPY")? {
-            ring::set_vector_copy_from(never_if_0(Some(n), 0));
+            ring::set_vector_copy_from(if n == 0 { usize::MAX } else { n });
         }
         let stream_threshold =
             env_size("SHMPI_STREAM_THRESHOLD")?.unwrap_or(bytes::DEFAULT_STREAM_THRESHOLD);
