@@ -4,7 +4,7 @@
 mod support;
 
 use shmpi::{ErrorClass, ANY_SOURCE, ANY_TAG, PROC_NULL};
-use support::{pattern, run_ranks};
+use support::{pattern, run_ranks, run_ranks_with};
 
 #[test]
 fn ping_pong_returns_each_message_unchanged() {
@@ -474,4 +474,100 @@ fn threads_of_one_rank_send_and_receive_large_messages_concurrently() {
             });
         },
     );
+}
+
+#[test]
+fn a_window_of_receives_into_one_buffer_delivers_every_message() {
+    run_ranks(
+        3,
+        "a_window_of_receives_into_one_buffer_delivers_every_message",
+        window_into_one_buffer,
+    );
+}
+
+/// The same window with every send of 8 KiB and more by rendezvous (the
+/// receiver's single-copy pulls into the shared buffer), where the
+/// kernel allows it.
+#[test]
+fn a_window_of_rendezvous_receives_into_one_buffer_delivers_every_message() {
+    run_ranks_with(
+        3,
+        "a_window_of_rendezvous_receives_into_one_buffer_delivers_every_message",
+        &[],
+        &[("SHMPI_CMA_BLOCKING", "8192"), ("SHMPI_CMA_SPLIT", "16384")],
+        |u| {
+            window_into_one_buffer(u);
+            if u.world().rank() == 1 && u.single_copy() == shmpi::shm::SingleCopy::Usable {
+                assert!(u.rendezvous_counts().1 >= 40, "{:?}", u.rendezvous_counts());
+            }
+        },
+    );
+}
+
+fn window_into_one_buffer(u: &shmpi::Universe) {
+    let w = u.world();
+    w.set_errhandler(shmpi::ErrHandler::Return);
+    let me = w.rank();
+    // 1. One source, equal lengths, fragmented messages: every
+    // status, and the buffer ends with the last message.
+    if me == 0 {
+        for i in 0..40 {
+            w.send(&pattern(i, 70_000), 1, 5).unwrap();
+        }
+    } else if me == 1 {
+        let mut b = vec![0u8; 70_000];
+        let st = w.recv_many(&mut b, 40, 0, 5).unwrap();
+        assert_eq!(st.len(), 40);
+        assert!(st
+            .iter()
+            .all(|s| (s.source, s.tag, s.bytes) == (0, 5, 70_000)));
+        assert_eq!(b, pattern(39, 70_000));
+    }
+    // 2. Messages waiting unexpected before the window is posted.
+    if me == 0 {
+        for i in 0..10 {
+            w.send(&pattern(100 + i, 64), 1, 6).unwrap();
+        }
+    }
+    w.barrier().unwrap();
+    if me == 1 {
+        let mut b = vec![0u8; 64];
+        let st = w.recv_many(&mut b, 10, 0, 6).unwrap();
+        assert!(st.iter().all(|s| s.bytes == 64));
+        assert_eq!(b, pattern(109, 64));
+    }
+    // 3. Two sources at once under ANY_SOURCE: 20 from each, and
+    // the buffer holds one whole message (sole frames never mix).
+    if me != 1 {
+        for i in 0..20 {
+            w.send(&pattern(1000 * me as u64 + i, 1000), 1, 7).unwrap();
+        }
+    } else {
+        let mut b = vec![0u8; 1000];
+        let st = w.recv_many(&mut b, 40, ANY_SOURCE, 7).unwrap();
+        assert_eq!(st.iter().filter(|s| s.source == 0).count(), 20);
+        assert_eq!(st.iter().filter(|s| s.source == 2).count(), 20);
+        let sent: Vec<Vec<u8>> = [0u64, 2]
+            .iter()
+            .flat_map(|&r| (0..20).map(move |i| pattern(1000 * r + i, 1000)))
+            .collect();
+        assert!(sent.contains(&b), "the buffer holds a whole message");
+    }
+    // 4. A message longer than the buffer: Truncate, and the
+    // window is over (the next receive gets the next message);
+    // none at all is an empty window.
+    if me == 0 {
+        w.send(&[1u8; 10], 1, 8).unwrap();
+        w.send(&[2u8; 2000], 1, 8).unwrap();
+        w.send(&[3u8; 4], 1, 9).unwrap();
+    } else if me == 1 {
+        let mut b = [0u8; 1000];
+        let e = w.recv_many(&mut b, 2, 0, 8).unwrap_err();
+        assert_eq!(e.class(), ErrorClass::Truncate, "{e}");
+        let mut c = [0u8; 4];
+        w.recv(&mut c, 0, 9).unwrap();
+        assert_eq!(c, [3; 4]);
+        assert!(w.recv_many(&mut b, 0, 0, 8).unwrap().is_empty());
+    }
+    w.barrier().unwrap();
 }

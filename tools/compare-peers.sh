@@ -20,9 +20,8 @@
 #      tools/shmpicc and run by shmpiexec, when target/release has
 #      libshmpi.so), MPICH, Open MPI - each with 2 ranks pinned to 2 cores,
 #      all printing the same OSU column format ("# ..." comments, then
-#      "size value" rows). shmpi-bench's bw receives a window into 64
-#      buffers (safe Rust cannot lend one buffer to 64 receives); the C
-#      program, like OSU, into one, which stays in the cache.
+#      "size value" rows). Every bw receives its window into one buffer,
+#      as OSU does (shmpi-bench with `Communicator::recv_many`).
 #   3. Prints, per size, the median over the rounds for every contender and
 #      the ratios shmpi/MPICH and shmpi/OpenMPI; then the same table for the
 #      best round of each (lowest latency, highest bandwidth).  On this VM
@@ -143,8 +142,7 @@ fi
 
 # shmpi under the peers' own C program (built with tools/shmpicc against
 # target/release/libshmpi.so), for latency and bw: the same source for
-# all three libraries. It receives a window into one buffer, as OSU does,
-# where shmpi-bench (safe Rust) needs 64 buffers.
+# all three libraries.
 SHMPI_C=$OUTDIR/osu_pingpong.shmpi
 if [ -x target/release/shmpiexec ] && [ -e target/release/libshmpi.so ]; then
     mkdir -p "$OUTDIR"

@@ -27,10 +27,10 @@
 #      below 1 is shmpi faster; bandwidth: above 1 is shmpi faster), for
 #      shmpi-bench and for the C program, then the same for each
 #      contender's best round (these VMs are bimodal: the two vCPUs share
-#      a die in most runs and not in some). The two shmpi columns differ
-#      in one way that matters for bandwidth: shmpi-bench receives a
-#      window into 64 buffers (safe Rust cannot lend one buffer to 64
-#      receives), the C program into one, as OSU does.
+#      a die in most runs and not in some). Both shmpi columns receive a
+#      bandwidth window into one buffer, as OSU does (shmpi-bench with
+#      `Communicator::recv_many`, since 2026-12-03; before, into 64
+#      buffers, which from 256 KiB made it a test of DRAM).
 #   4. Plots the medians with gnuplot (apt-get install gnuplot-nox); without
 #      gnuplot the table is still printed and the plot is skipped.
 #
@@ -170,10 +170,10 @@ plot "target/peers/lat-median.dat" using (\$1 > 0 ? \$1 : 1/0):2 with linespoint
 set ylabel "bandwidth (MB/s), higher is better"
 set title "osu bw (window of 64 nonblocking sends)"
 set key top left
-plot "target/peers/bw-median.dat" using (\$1 > 0 ? \$1 : 1/0):2 with linespoints lw 2 pt 7 title "shmpi (64 receive buffers)", \
+plot "target/peers/bw-median.dat" using (\$1 > 0 ? \$1 : 1/0):2 with linespoints lw 2 pt 7 title "shmpi", \
      "" using (\$1 > 0 ? \$1 : 1/0):3 with linespoints lw 2 pt 5 title "MPICH", \
      "" using (\$1 > 0 ? \$1 : 1/0):4 with linespoints lw 2 pt 9 title "Open MPI", \
-     "" using (\$1 > 0 ? \$1 : 1/0):5 with linespoints lw 1 dt 2 pt 6 title "shmpi, the peers' C program (one receive buffer)"
+     "" using (\$1 > 0 ? \$1 : 1/0):5 with linespoints lw 1 dt 2 pt 6 title "shmpi, the peers' C program"
 unset multiplot
 EOF
 echo

@@ -379,7 +379,14 @@ fn bandwidth(
         None => page_aligned(&mut heap, size, b'a'),
     };
     let plain = plain || pooled.is_some();
-    let mut rstores: Vec<Vec<u8>> = (0..WINDOW).map(|_| Vec::new()).collect();
+    // One-way: the receiver takes the window into one buffer, as OSU's
+    // C test does (`recv_many`). Both ways (bibw) it receives while its
+    // own sends are in flight, into a buffer per receive (`irecv`).
+    let mut one = Vec::new();
+    let rbuf = page_aligned(&mut one, if bi { 0 } else { size }, b'b');
+    let mut rstores: Vec<Vec<u8>> = (0..if bi { WINDOW } else { 0 })
+        .map(|_| Vec::new())
+        .collect();
     let mut rbufs: Vec<&mut [u8]> = rstores
         .iter_mut()
         .map(|st| page_aligned(st, size, b'b'))
@@ -395,11 +402,14 @@ fn bandwidth(
         }
         let sending = me == 0 || bi;
         let receiving = me == 1 || bi;
+        if receiving && !bi {
+            w.recv_many(&mut *rbuf, WINDOW, peer, 100).unwrap();
+        }
         // A lending scope: what does not fit the ring is pushed straight
         // from `sbuf` by later progress, not copied.
         shmpi::comm::scope(|s| {
             let mut reqs = Vec::with_capacity(2 * WINDOW);
-            if receiving {
+            if receiving && bi {
                 for b in rbufs.iter_mut() {
                     reqs.push(w.irecv(b, peer, 100).unwrap());
                 }

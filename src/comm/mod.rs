@@ -668,6 +668,37 @@ impl Communicator {
         Ok(Request::recv(&self.proc_, id, buf))
     }
 
+    /// Receives `count` messages from `src` (or `ANY_SOURCE`) with `tag`
+    /// into the one buffer `buf`, all posted at once, and waits for them
+    /// all: what C does with a window of `MPI_Irecv`s into one buffer and
+    /// `MPI_Waitall` (OSU's bandwidth test), which safe Rust cannot write
+    /// with [`irecv`](Self::irecv). Each message lands in `buf` as it
+    /// arrives; afterwards `buf` holds bytes of the messages, those
+    /// written last on top (from one source and of one length: the last
+    /// message). For where only the arrival matters: bandwidth windows,
+    /// draining.
+    ///
+    /// # Errors
+    /// As [`recv`](Self::recv), the first error (every receive is finished
+    /// either way).
+    pub fn recv_many<T: Scalar>(
+        &self,
+        buf: &mut [T],
+        count: usize,
+        src: i32,
+        tag: i32,
+    ) -> Result<Vec<Status>> {
+        let r = (|| {
+            let Some(cid) = self.recv_route(src, tag, false)? else {
+                return Ok(vec![Status::null(); count]);
+            };
+            let peer = (src >= 0).then(|| self.ctx.ranks[src as usize]);
+            self.shared()
+                .recv_many_bytes(cid, src, peer, tag, as_bytes_mut(buf), count)
+        })();
+        self.ret("recv_many", r)
+    }
+
     /// Sends and receives in one call (`MPI_Sendrecv`), without deadlock
     /// when two ranks exchange.
     ///

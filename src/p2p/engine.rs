@@ -115,6 +115,10 @@ struct Slot {
     /// its result.
     task: Option<TaskBox>,
     task_result: Option<Result<()>>,
+    /// The slot whose lent sink this receive's bytes go into: itself, or
+    /// the first receive of a window that shares one buffer
+    /// ([`Engine::share_sink`]).
+    sink: SlotId,
 }
 
 /// A matched rendezvous whose bytes are still in the sender's memory: the
@@ -237,8 +241,10 @@ impl Matcher {
             s.rendezvous = false;
             s.rdv_span = (0, 0);
             s.peer = None;
+            s.sink = id;
             id
         } else {
+            let id = self.slots.len();
             self.slots.push(Slot {
                 state,
                 cap,
@@ -251,8 +257,9 @@ impl Matcher {
                 peer: None,
                 task: None,
                 task_result: None,
+                sink: id,
             });
-            self.slots.len() - 1
+            id
         }
     }
 
@@ -315,7 +322,8 @@ impl Matcher {
         let streaming = data.len() >= STREAM_FRAGMENT_MIN
             && crate::transport::bytes::streams(total, sinks_span(sinks), stream);
         let n = sinks.len();
-        let at = (0..n).map(|k| (*hint + k) % n).find(|&j| sinks[j].0 == id);
+        let key = s.sink;
+        let at = (0..n).map(|k| (*hint + k) % n).find(|&j| sinks[j].0 == key);
         if let Some(j) = at {
             *hint = j + 1;
             let sink = &mut *sinks[j].1;
@@ -792,7 +800,8 @@ impl Engine {
             let s = &mut self.m.slots[p.slot];
             let want = (p.rts.len as usize).min(s.cap);
             s.buf.clear();
-            let r = match sinks.iter_mut().find(|(i, _)| *i == p.slot) {
+            let key = s.sink;
+            let r = match sinks.iter_mut().find(|(i, _)| *i == key) {
                 Some((_, sink)) => {
                     let got = want.min(sink.len());
                     s.base = got;
@@ -1339,6 +1348,12 @@ impl Engine {
             SlotState::Task => s.task_result.is_some(),
             _ => false,
         }
+    }
+
+    /// Makes receive slot `id` write into the sink lent for slot `lead`
+    /// (a window of receives into one buffer, `Shared::recv_many_bytes`).
+    pub fn share_sink(&mut self, id: SlotId, lead: SlotId) {
+        self.m.slots[id].sink = lead;
     }
 
     /// Finishes a completed receive: copies its bytes into `dst`, frees

@@ -402,6 +402,59 @@ impl Shared {
         })
     }
 
+    /// `count` receives on context `cid` from rank `src` of the
+    /// communicator (or `ANY_SOURCE`; world rank `peer` when known) with
+    /// `tag`, all posted at once into the one buffer `buf`, then a wait
+    /// for them all: what a window of `MPI_Irecv`s into one buffer
+    /// followed by `MPI_Waitall` does in C (OSU's bandwidth test). Every
+    /// receive lends `buf` to progress, so each message lands there
+    /// directly; afterwards `buf` holds bytes of the messages, those
+    /// written last on top. Statuses in posting order.
+    ///
+    /// # Errors
+    /// As [`recv_bytes`](Self::recv_bytes): the first error (every receive
+    /// is finished either way).
+    pub fn recv_many_bytes(
+        &self,
+        cid: u32,
+        src: i32,
+        peer: Option<usize>,
+        tag: i32,
+        buf: &mut [u8],
+        count: usize,
+    ) -> Result<Vec<Status>> {
+        if count == 0 {
+            return Ok(Vec::new());
+        }
+        let ids: Vec<SlotId> = {
+            let mut e = self.lock();
+            let ids: Vec<SlotId> = (0..count)
+                .map(|_| e.post_recv_from(cid, src, peer, tag, buf.len()))
+                .collect();
+            for &id in &ids[1..] {
+                e.share_sink(id, ids[0]);
+            }
+            ids
+        };
+        // Receives complete mostly in posting order: a cursor keeps the
+        // check from walking the whole window on every look.
+        let mut done = 0;
+        self.wait_until_into(None, &mut [(ids[0], buf)], |e, sinks| {
+            while done < ids.len() && e.is_complete(ids[done]) {
+                done += 1;
+            }
+            if done < ids.len() {
+                return None;
+            }
+            // Every slot is finished (and freed), errors or not.
+            let all: Vec<Result<Status>> = ids
+                .iter()
+                .map(|&id| e.finish_recv(id, &mut *sinks[0].1))
+                .collect();
+            Some(all.into_iter().collect())
+        })
+    }
+
     /// Receives into `rbuf` (from rank `src` of the communicator, with
     /// `rtag`) while sending `data` (to world rank `dest` as rank
     /// `me`, with `stag`), both on context `cid`: the receive is posted
