@@ -33,7 +33,8 @@ const LARGE: usize = 8 << 10;
 /// `--cpus` was not given (a rank bound to one sees only that one).
 const CPUS_ENV: &str = "SHMPI_BENCH_CPUS";
 
-/// How `--floor` hands the floor to the ranks: "ns,MB/s".
+/// How `bw|bibw --floor` hands the floor to the ranks: one-core memcpy,
+/// MB/s.
 const FLOOR_ENV: &str = "SHMPI_BENCH_FLOOR";
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -747,24 +748,21 @@ fn run_pair(o: &Opts, w: &shmpi::Communicator, u: &shmpi::Universe) -> Result<()
     } else {
         None
     };
-    let floor = if o.test == Test::Latency {
-        floor_cpus.as_ref().map(|_| 0.0)
-    } else {
-        std::env::var(FLOOR_ENV).ok().and_then(|v| {
-            let f: Vec<f64> = v.split(',').filter_map(|x| x.parse().ok()).collect();
-            (f.len() == 3).then_some(f[2])
-        })
-    };
+    let memcpy_floor = std::env::var(FLOOR_ENV)
+        .ok()
+        .and_then(|v| v.parse::<f64>().ok())
+        .filter(|_| o.test != Test::Latency);
+    let with_floor = floor_cpus.is_some() || memcpy_floor.is_some();
     let mut rows = Vec::new();
     if me == 0 {
-        match (o.format, floor) {
+        match (o.format, with_floor) {
             (Format::Osu, _) => {
                 println!(
                     "# OSU-style MPI {title} (shmpi-bench {})",
                     env!("CARGO_PKG_VERSION")
                 );
-                match floor {
-                    Some(_) if o.test == Test::Latency => println!(
+                match memcpy_floor {
+                    None if with_floor => println!(
                         "# floor, same run: the minimal ring (8 B one-way) between the ranks' CPUs, \
                          timed in {FLOOR_BURSTS} bursts alternating with the ping-pong's; \
                          x floor = the median of each burst pair's latency / floor"
@@ -774,14 +772,14 @@ fn run_pair(o: &Opts, w: &shmpi::Communicator, u: &shmpi::Universe) -> Result<()
                     ),
                     None => {}
                 }
-                if floor.is_some() {
+                if with_floor {
                     println!("# Size      {col:>18}   x floor");
                 } else {
                     println!("# Size      {col:>18}");
                 }
             }
-            (Format::Csv, Some(_)) => println!("size,{key},x_floor"),
-            (Format::Csv, None) => println!("size,{key}"),
+            (Format::Csv, true) => println!("size,{key},x_floor"),
+            (Format::Csv, false) => println!("size,{key}"),
             (Format::Json, _) => {}
         }
     }
@@ -815,15 +813,14 @@ fn run_pair(o: &Opts, w: &shmpi::Communicator, u: &shmpi::Universe) -> Result<()
         };
         if me == 0 {
             // Latency: this row's own ratio; bandwidth: to the one floor.
-            let x = |f: f64| ratio.unwrap_or(v / f);
-            match (o.format, floor) {
-                (Format::Osu, Some(f)) => println!("{size:<10}{v:>18.2}{:>10.2}", x(f)),
+            let x = ratio.or(memcpy_floor.map(|f| v / f));
+            match (o.format, x) {
+                (Format::Osu, Some(x)) => println!("{size:<10}{v:>18.2}{x:>10.2}"),
                 (Format::Osu, None) => println!("{size:<10}{v:>18.2}"),
-                (Format::Csv, Some(f)) => println!("{size},{v:.3},{:.3}", x(f)),
+                (Format::Csv, Some(x)) => println!("{size},{v:.3},{x:.3}"),
                 (Format::Csv, None) => println!("{size},{v:.3}"),
-                (Format::Json, Some(f)) => rows.push(format!(
-                    "{{\"size\":{size},\"{key}\":{v:.3},\"x_floor\":{:.3}}}",
-                    x(f)
+                (Format::Json, Some(x)) => rows.push(format!(
+                    "{{\"size\":{size},\"{key}\":{v:.3},\"x_floor\":{x:.3}}}"
                 )),
                 (Format::Json, None) => rows.push(format!("{{\"size\":{size},\"{key}\":{v:.3}}}")),
             }
@@ -1293,10 +1290,7 @@ fn main() -> ExitCode {
     {
         match measure_floor(&o, 200_000) {
             // Set before any thread or rank starts; the ranks inherit it.
-            Ok(f) => std::env::set_var(
-                FLOOR_ENV,
-                format!("{},{},{}", f.line_ns, f.ring_ns, f.memcpy_mbs),
-            ),
+            Ok(f) => std::env::set_var(FLOOR_ENV, f.memcpy_mbs.to_string()),
             Err(m) => {
                 eprintln!("shmpi-bench: --floor: {m}");
                 return ExitCode::from(1);

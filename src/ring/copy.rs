@@ -21,29 +21,27 @@
 #[cfg(not(loom))]
 use crate::sync::{AtomicUsize, Ordering};
 
-/// The default threshold where the vector copy applies.
-#[cfg(not(loom))]
-const AMD_FROM: usize = 4 << 10;
-/// "Not decided yet": the first copy decides from the CPU.
-#[cfg(not(loom))]
-const UNSET: usize = 0;
-
 /// The size from which ring copies use the vector loop (`usize::MAX`:
-/// never); `UNSET` until decided. (Loom models copy nothing this way.)
+/// never, until the transport sets it by CPU vendor). (Loom models copy
+/// nothing this way.)
 #[cfg(not(loom))]
-static FROM: AtomicUsize = AtomicUsize::new(UNSET);
+static FROM: AtomicUsize = AtomicUsize::new(usize::MAX);
 
 /// The size from which the ring copies frames with the AVX2 loop
-/// (`usize::MAX`: never): [`set_vector_copy_from`]'s value, else 4 KiB on
-/// an AMD CPU with AVX2, never elsewhere.
+/// (`usize::MAX`: never), as [`set_vector_copy_from`] last set it.
 #[inline(always)]
 pub fn vector_copy_from() -> usize {
-    vector_from()
+    #[cfg(loom)]
+    return usize::MAX;
+    // Relaxed: see `set_vector_copy_from`.
+    #[cfg(not(loom))]
+    FROM.load(Ordering::Relaxed)
 }
 
 /// Sets the size from which ring copies use the AVX2 loop, for the whole
 /// process (`usize::MAX`: never; ignored, so never, where the CPU lacks
-/// AVX2). The transport sets it from `SHMPI_VECTOR_COPY`.
+/// AVX2). `Transport::new` sets it: 4 KiB on AMD CPUs
+/// (`transport::cma::Defaults`), or `SHMPI_VECTOR_COPY`.
 pub fn set_vector_copy_from(n: usize) {
     let n = if has_avx2() { n.max(33) } else { usize::MAX };
     // Relaxed: a plain setting; every value is safe to act on (`vectors`
@@ -52,32 +50,6 @@ pub fn set_vector_copy_from(n: usize) {
     FROM.store(n, Ordering::Relaxed);
     #[cfg(loom)]
     let _ = n;
-}
-
-#[inline(always)]
-pub(super) fn vector_from() -> usize {
-    #[cfg(loom)]
-    return usize::MAX;
-    // Relaxed: see `set_vector_copy_from`.
-    #[cfg(not(loom))]
-    match FROM.load(Ordering::Relaxed) {
-        UNSET => decide(),
-        n => n,
-    }
-}
-
-#[cfg(not(loom))]
-#[cold]
-fn decide() -> usize {
-    let n = if has_avx2() && is_amd() {
-        AMD_FROM
-    } else {
-        usize::MAX
-    };
-    // Relaxed: as above; a racing `set_vector_copy_from` wins or loses
-    // the same way any later one would.
-    let _ = FROM.compare_exchange(UNSET, n, Ordering::Relaxed, Ordering::Relaxed);
-    FROM.load(Ordering::Relaxed)
 }
 
 fn has_avx2() -> bool {
@@ -91,29 +63,9 @@ fn has_avx2() -> bool {
     }
 }
 
-/// CPUID leaf 0's vendor string is "AuthenticAMD".
-#[cfg(not(loom))]
-fn is_amd() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        // SAFETY: CPUID exists on every x86-64 CPU; leaf 0 always.
-        #[allow(unused_unsafe)]
-        let r = unsafe { core::arch::x86_64::__cpuid(0) };
-        let mut v = [0u8; 12];
-        v[..4].copy_from_slice(&r.ebx.to_le_bytes());
-        v[4..8].copy_from_slice(&r.edx.to_le_bytes());
-        v[8..].copy_from_slice(&r.ecx.to_le_bytes());
-        &v == b"AuthenticAMD"
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
-    }
-}
-
 /// Copies `src` into `dst` (equal lengths, more than 32 bytes) with
 /// 32-byte loads and stores, four to a step. Called only where
-/// `vector_from` is finite, which it is only with AVX2.
+/// `vector_copy_from` is finite, which it is only with AVX2.
 #[inline(never)]
 pub(super) fn vectors(dst: &mut [u8], src: &[u8]) {
     assert!(

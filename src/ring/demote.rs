@@ -21,9 +21,9 @@
 //! passed since its last frame (timed with the TSC, about 8 ns a read
 //! here) than a stream of such frames would take: `GAP_BASE` ticks plus
 //! `GAP_PER_BYTE_16 / 16` a byte of footprint (measured streams: 70 ns +
-//! 0.1 ns a byte; the gap is about twice that at 2.6 GHz). With the gap, window bandwidth is back at
-//! its figures without demotion and ping-pong latency kept within 0.02 µs
-//! of demoting every frame.
+//! 0.1 ns a byte; the gap is about twice that at 2.6 GHz). With the gap,
+//! window bandwidth is back at its figures without demotion and ping-pong
+//! latency kept within 0.02 µs of demoting every frame.
 //!
 //! Demotion is a hint: it changes where a line lives, never what a load
 //! returns, so it adds no edge to the memory model.
@@ -50,11 +50,10 @@ impl Demote {
     /// Demotes frames of up to `payload` bytes (0: none), where this CPU
     /// can ([`Demote::supported`]); else [`Demote::OFF`].
     pub fn up_to(payload: usize) -> Demote {
-        if payload == 0 || !Demote::supported() {
-            return Demote::OFF;
-        }
-        Demote {
-            max_footprint: super::footprint(payload),
+        if Demote::supported() {
+            Demote::forced_up_to(payload)
+        } else {
+            Demote::OFF
         }
     }
 

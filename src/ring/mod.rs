@@ -68,7 +68,7 @@ pub fn copy_bytes(dst: &mut [u8], src: &[u8]) {
         4..=7 => ends::<4>(dst, src),
         8..=15 => ends::<8>(dst, src),
         16..=32 => ends::<16>(dst, src),
-        _ if n >= copy::vector_from() => copy::vectors(dst, src),
+        _ if n >= copy::vector_copy_from() => copy::vectors(dst, src),
         _ => dst.copy_from_slice(src),
     }
 }

@@ -314,11 +314,6 @@ impl Producer {
         self.demote = demote;
     }
 
-    /// Which frames this producer demotes.
-    pub fn demote(&self) -> Demote {
-        self.demote
-    }
-
     /// Demotes the payload lines of the frame just published at `off`
     /// (past its header line) if it follows a pause (`demote.rs`).
     #[inline(never)]

@@ -43,7 +43,9 @@ pub const DEFAULT_CMA_SPLIT: usize = 64 << 10;
 /// - Others (AMD EPYC VMs): cross-core copies inside the shared L3 are
 ///   fast and `process_vm_readv`'s page pinning dominates, so blocking
 ///   sends stay on the ring and only a plain `isend` goes by rendezvous,
-///   from 256 KiB (as measured before the shared copy existed).
+///   from 256 KiB (as measured before the shared copy existed). The ring
+///   copies frames from 4 KiB with its AVX2 loop, where glibc's `memcpy`
+///   takes a slower `rep movsb` (`ring/copy.rs`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Defaults {
     /// `SHMPI_CMA_THRESHOLD`: sends that would be copied (a plain `isend`).
@@ -53,6 +55,9 @@ pub struct Defaults {
     pub blocking: usize,
     /// `SHMPI_CMA_SPLIT`: shared copies; `usize::MAX`: never.
     pub split: usize,
+    /// `SHMPI_VECTOR_COPY`: ring frames copied with the AVX2 loop
+    /// (`ring::set_vector_copy_from`); `usize::MAX`: never.
+    pub vector_copy: usize,
 }
 
 impl Defaults {
@@ -66,12 +71,14 @@ impl Defaults {
                 threshold: 8 << 10,
                 blocking: 8 << 10,
                 split: DEFAULT_CMA_SPLIT,
+                vector_copy: usize::MAX,
             }
         } else {
             Defaults {
                 threshold: DEFAULT_CMA_THRESHOLD,
                 blocking: usize::MAX,
                 split: DEFAULT_CMA_SPLIT,
+                vector_copy: 4 << 10,
             }
         }
     }

@@ -404,10 +404,11 @@ impl Transport {
             0 => ring::Demote::OFF,
             n => ring::Demote::up_to(n.saturating_add(SOLE_HEADER)),
         };
-        // The ring's vector copy, process-wide (`ring::copy`): 0 never.
-        if let Some(n) = env_size("SHMPI_VECTOR_COPY")? {
-            ring::set_vector_copy_from(if n == 0 { usize::MAX } else { n });
-        }
+        // The ring's vector copy, process-wide (`ring::copy`).
+        ring::set_vector_copy_from(never_if_0(
+            env_size("SHMPI_VECTOR_COPY")?,
+            defaults.vector_copy,
+        ));
         let stream_threshold =
             env_size("SHMPI_STREAM_THRESHOLD")?.unwrap_or(bytes::DEFAULT_STREAM_THRESHOLD);
         let cma_mode = CmaMode::from_env()?;
