@@ -4,7 +4,7 @@
 //!
 //! Two ranks (run under `shmpiexec -n 2`). In rounds, rank 0 sends a batch
 //! of messages of `S` bytes (default 8) and waits for an ack; rank 1 first
-//! sleeps 1 ms, so the whole batch sits in its ring, then receives it: no
+//! sleeps 10 ms, so the whole batch sits in its ring, then receives it: no
 //! spinning enters the counts. `MODE=blocking` (default): 32 `send` /
 //! `recv` per batch; `MODE=window`: a window of 64 `isend` (in a lending
 //! scope) / `irecv` and `wait_all`, as `shmpi-bench bw` does. The
@@ -31,7 +31,7 @@ fn main() {
             send_batch(&w, &sbuf, batch, window);
             w.recv(&mut ack, 1, 2).expect("ack");
         } else {
-            std::thread::sleep(std::time::Duration::from_millis(1));
+            std::thread::sleep(std::time::Duration::from_millis(10));
             recv_batch(&w, &mut rbufs, window);
             w.send(&ack, 0, 2).expect("ack");
         }

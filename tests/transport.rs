@@ -268,3 +268,69 @@ fn a_shared_copy_settles_every_way_and_a_late_or_stale_claim_writes_nothing() {
         "given back, then revoked"
     );
 }
+
+/// The receive fast path `take_exact`, between two transports of one
+/// process: it takes the front frame only when it is a whole message
+/// whose header is the awaited one, byte for byte; anything else (another
+/// envelope, a fragment of a longer message) stays for `poll`, in order.
+/// A message longer than the buffer is taken whole, its length reported.
+#[test]
+fn take_exact_takes_only_the_awaited_whole_message_and_leaves_the_rest() {
+    use shmpi::transport::{sole_head, Exact};
+    let job = 0x7a6e_0000_0000 | std::process::id() as u64;
+    let path = segment_path(std::path::Path::new("/dev/shm"), job);
+    let l = Layout::new(2, RING).unwrap();
+    let seg = Arc::new(Segment::create(&path, l.spec(job)).unwrap());
+    seg.unlink();
+    let mut a = Transport::new(seg.clone(), l, 0).unwrap();
+    let mut b = Transport::new(seg, l, 1).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let (ea, eb) = (envelope(1, 2), envelope(3, 4));
+    let (ha, hb) = (sole_head(&ea), sole_head(&eb));
+    let mut buf = [0u8; 64];
+    assert_eq!(b.take_exact(0, &ha, &mut buf), Exact::Empty);
+    assert!(a.try_send_eager(1, &ea, &message(10)[..0]));
+    assert!(a.try_send_eager(1, &ea, b"eight by"));
+    let long = message(7).repeat(200);
+    assert!(long.len() > RING, "fragmented");
+    // The sender's endpoint outlives the scope: its last frame is read below.
+    let _a = std::thread::scope(|s| {
+        // The long message fills the ring: its sender waits for room.
+        let sender = s.spawn(move || {
+            send_all(&mut a, 1, &eb, &long, deadline);
+            assert!(a.try_send_eager(1, &eb, &[9u8; 40]));
+            a
+        });
+        // Another envelope in front: left there.
+        assert_eq!(b.take_exact(0, &hb, &mut buf), Exact::Other);
+        assert_eq!(b.take_exact(0, &ha, &mut buf), Exact::Taken(0));
+        // Longer than the buffer: taken, the part that fits delivered.
+        let mut small = [0u8; 3];
+        assert_eq!(b.take_exact(0, &ha, &mut small), Exact::Taken(8));
+        assert_eq!(&small, b"eig");
+        // The fragments of the long message are not whole messages.
+        let mut got = Vec::new();
+        while got.len() < message(7).len() * 200 {
+            assert!(Instant::now() < deadline, "long message stalled");
+            let front = b.take_exact(0, &hb, &mut buf);
+            assert!(matches!(front, Exact::Other | Exact::Empty), "{front:?}");
+            b.poll(1, &mut |m| {
+                assert_eq!((m.envelope, m.offset), (eb, got.len()));
+                got.extend_from_slice(m.data);
+            });
+        }
+        assert_eq!(got, message(7).repeat(200));
+        sender.join().unwrap()
+    });
+    loop {
+        assert!(Instant::now() < deadline, "last message missing");
+        match b.take_exact(0, &hb, &mut buf) {
+            Exact::Taken(n) => {
+                assert_eq!((n, &buf[..n]), (40, &[9u8; 40][..]));
+                break;
+            }
+            other => assert_eq!(other, Exact::Empty),
+        }
+    }
+    assert_eq!(b.take_exact(0, &hb, &mut buf), Exact::Empty);
+}

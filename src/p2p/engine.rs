@@ -11,7 +11,9 @@
 use super::envelope::{Cts, FrameKind, Header, Rts, ANY_SOURCE};
 use super::status::Status;
 use crate::error::{Error, ErrorClass, ErrorStatus, Result};
-use crate::transport::{Front, Incoming, OutMsg, Sent, Sleeper, Ticket, Transport};
+use crate::transport::{
+    Exact, Front, Incoming, OutMsg, Sent, Sleeper, SoleHead, Ticket, Transport,
+};
 use std::collections::{HashMap, VecDeque};
 
 /// Frames handled per progress call and ring before moving on.
@@ -559,7 +561,7 @@ impl Matcher {
 /// is consumed; the error carries its envelope and full length) when it
 /// was longer than the `cap`-byte buffer.
 #[inline]
-fn received(status: Status, cap: usize) -> Result<Status> {
+pub(crate) fn received(status: Status, cap: usize) -> Result<Status> {
     if status.bytes > cap {
         return Err(truncated(status, cap));
     }
@@ -1442,6 +1444,30 @@ impl Engine {
             (Front::Taken, Some(st)) => Some(Some(received(st, buf.len()))),
             _ => Some(None),
         }
+    }
+
+    /// [`recv_direct`](Self::recv_direct) for a receive that names its
+    /// source and tag: the front frame of `peer`'s ring is taken if its
+    /// header is `head` ([`sole_head`](Self::sole_head)), byte for byte.
+    #[inline(always)]
+    pub fn take_exact(&mut self, peer: usize, head: &SoleHead, buf: &mut [u8]) -> Exact {
+        self.t.take_exact(peer, head, buf)
+    }
+
+    /// The header a whole standard-mode message on context `ctx` from
+    /// rank `src` of the communicator with `tag` (neither a wildcard)
+    /// starts with in the ring.
+    #[inline]
+    pub fn sole_head(ctx: u32, src: i32, tag: i32) -> SoleHead {
+        let env = Header {
+            ctx,
+            src: src as u32,
+            tag,
+            kind: FrameKind::Data,
+            token: 0,
+        }
+        .pack();
+        crate::transport::sole_head(&env)
     }
 
     /// This process's shared rendezvous copies so far.

@@ -23,7 +23,7 @@ use crate::error::{Error, ErrorClass, Result};
 use crate::shm::Segment;
 use crate::sync::{fence, AtomicU64, Ordering};
 use crate::transport::owner::{Guard, OwnerLock};
-use crate::transport::{Rung, WaitPolicy, Waiter};
+use crate::transport::{Exact, Rung, WaitPolicy, Waiter};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -606,18 +606,55 @@ impl Shared {
         if !e.direct_ok(ctx, src, peer, tag) {
             return None;
         }
-        // The message is often there already: no waiter until it is not.
-        if let Some(r) = e.recv_direct(ctx, src, peer, tag, buf) {
+        if tag == ANY_TAG {
+            return self.spin_any_tag(&mut e, ctx, src, peer, buf);
+        }
+        // Source and tag named: the frame header such a message starts
+        // with is known, and compared whole.
+        let head = Engine::sole_head(ctx, src, tag);
+        let mut waiter: Option<Waiter> = None;
+        loop {
+            match e.take_exact(peer, &head, buf) {
+                Exact::Taken(bytes) => {
+                    let st = Status {
+                        source: src,
+                        tag,
+                        bytes,
+                    };
+                    return Some(engine::received(st, buf.len()));
+                }
+                Exact::Other => return None,
+                Exact::Empty => {}
+            }
+            // The message is often there already: no waiter until it is
+            // not. As above: a thread that wants the engine waits for
+            // this one to let go.
+            let w = waiter.get_or_insert_with(|| Waiter::new(self.policy));
+            if self.multi() || w.pause(None) != Rung::Spin {
+                return None;
+            }
+        }
+    }
+
+    /// [`recv_direct`](Self::recv_direct) for `ANY_TAG`: the envelope is
+    /// decoded and matched.
+    fn spin_any_tag(
+        &self,
+        e: &mut Engine,
+        ctx: u32,
+        src: i32,
+        peer: usize,
+        buf: &mut [u8],
+    ) -> Option<Result<Status>> {
+        if let Some(r) = e.recv_direct(ctx, src, peer, ANY_TAG, buf) {
             return r;
         }
         let mut waiter = Waiter::new(self.policy);
         loop {
-            // As above: a thread that wants the engine waits for this
-            // one to let go.
             if self.multi() || waiter.pause(None) != Rung::Spin {
                 return None;
             }
-            if let Some(r) = e.recv_direct(ctx, src, peer, tag, buf) {
+            if let Some(r) = e.recv_direct(ctx, src, peer, ANY_TAG, buf) {
                 return r;
             }
         }

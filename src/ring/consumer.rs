@@ -31,6 +31,9 @@ pub struct Consumer {
     mem: std::sync::Arc<super::HeapRing>,
     mask: usize,
     capacity: usize,
+    /// log2 of `capacity`, kept so that a frame's lap costs no `tzcnt`
+    /// on every look.
+    shift: u32,
     /// Position of the next frame to read. The shared `head` mirrors it.
     head: u64,
 }
@@ -64,6 +67,7 @@ impl Consumer {
             _owner: owner,
             mask: capacity - 1,
             capacity,
+            shift: capacity.trailing_zeros(),
             head,
         }
     }
@@ -74,6 +78,7 @@ impl Consumer {
             mem,
             mask: capacity - 1,
             capacity,
+            shift: capacity.trailing_zeros(),
             head: 0,
         }
     }
@@ -105,7 +110,7 @@ impl Consumer {
     /// log2 of the capacity: a position's lap is `pos >> shift`.
     #[inline]
     fn shift(&self) -> u32 {
-        self.capacity.trailing_zeros()
+        self.shift
     }
 
     /// The next frame, if the producer has committed one. The frame stays

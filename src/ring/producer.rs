@@ -46,6 +46,9 @@ pub struct Producer {
     mem: std::sync::Arc<super::HeapRing>,
     mask: usize,
     capacity: usize,
+    /// log2 of `capacity`, kept so that a frame's lap costs no `tzcnt`
+    /// on every look.
+    shift: u32,
     /// Position of the next frame. The shared `tail` mirrors it.
     tail: u64,
     /// Last `head` read from the consumer; may lag behind the real one.
@@ -94,6 +97,7 @@ impl Producer {
             _owner: owner,
             mask: capacity - 1,
             capacity,
+            shift: capacity.trailing_zeros(),
             tail,
             cached_head,
             dirty: vec![0; capacity.div_ceil(FRAME_ALIGN * 64)],
@@ -108,6 +112,7 @@ impl Producer {
             mem,
             mask: capacity - 1,
             capacity,
+            shift: capacity.trailing_zeros(),
             tail: 0,
             cached_head: 0,
             dirty: vec![0; capacity.div_ceil(FRAME_ALIGN * 64)],
@@ -143,7 +148,7 @@ impl Producer {
     /// log2 of the capacity: a position's lap is `pos >> shift`.
     #[inline]
     fn shift(&self) -> u32 {
-        self.capacity.trailing_zeros()
+        self.shift
     }
 
     /// The consumer position this producer last saw: a sleeper waiting for

@@ -52,7 +52,7 @@ pub const DEFAULT_POOL_THRESHOLD: usize = 16 << 10;
 pub use layout::{default_ring_capacity, Layout};
 pub use lend::{lend, Lender, Lent, RawLend};
 pub use wait::{Rung, WaitPolicy, Waiter};
-pub use wire::{Envelope, SOLE_HEADER, WIRE_HEADER};
+pub use wire::{sole_head, Envelope, SoleHead, SOLE_HEADER, WIRE_HEADER};
 
 use crate::ring::{self, Consumer, Producer, RingHeader, RingReserveError};
 use crate::shm::doorbell::{self, Kernel};
@@ -138,6 +138,17 @@ impl OutMsg {
     pub fn peer(&self) -> usize {
         self.peer
     }
+}
+
+/// What [`Transport::take_exact`] found at the front of a peer's ring.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Exact {
+    /// The ring is empty.
+    Empty,
+    /// The awaited message was there and was taken: its length in bytes.
+    Taken(usize),
+    /// Something else is there; it was left in the ring.
+    Other,
 }
 
 /// What [`Transport::take_sole`] found at the front of a peer's ring.
@@ -786,11 +797,11 @@ impl Transport {
 
     #[inline(always)]
     fn tx(&mut self, peer: usize) -> &mut Tx {
-        assert!(peer < self.tx.len() && peer != self.me, "bad peer {peer}");
-        if self.tx[peer].is_none() {
+        if !matches!(self.tx.get(peer), Some(Some(_))) {
+            assert!(peer < self.tx.len() && peer != self.me, "bad peer {peer}");
             self.open_tx(peer);
         }
-        self.tx[peer].as_mut().expect("just made")
+        self.tx[peer].as_mut().expect("opened above")
     }
 
     /// Makes the producer end of the ring to `peer` (on its first use).
@@ -1277,6 +1288,41 @@ impl Transport {
             self.settle(peer);
         }
         Front::Taken
+    }
+
+    /// [`take_sole`](Self::take_sole) for a caller that knows the exact
+    /// envelope it waits for (a receive naming its source and tag): the
+    /// front frame is taken if it starts with `head` ([`sole_head`]),
+    /// byte for byte, and its payload (up to `buf.len()` bytes) goes into
+    /// `buf`. No decoding and no handler: the receive fast path.
+    /// `Exact::Taken(n)` gives the message's length, which may exceed
+    /// `buf.len()` (the rest is dropped; the caller reports truncation).
+    #[inline(always)]
+    pub fn take_exact(&mut self, peer: usize, head: &SoleHead, buf: &mut [u8]) -> Exact {
+        let Some(rx) = self.rx.get_mut(peer).and_then(Option::as_mut) else {
+            return Exact::Empty;
+        };
+        let Some(f) = rx.cons.peek() else {
+            return Exact::Empty;
+        };
+        let bytes = f.bytes();
+        let (Some(h), Some(data)) = (bytes.get(..SOLE_HEADER), bytes.get(SOLE_HEADER..)) else {
+            return Exact::Other;
+        };
+        if h != head.0 {
+            return Exact::Other;
+        }
+        let n = data.len().min(buf.len());
+        ring::copy_bytes(&mut buf[..n], &data[..n]);
+        let len = data.len();
+        let fp = ring::footprint(bytes.len());
+        f.release();
+        // As in `drain_ring`: the room is owed to a blocked producer.
+        self.owed[peer] += fp;
+        if self.owed[peer] >= rx.cons.capacity() / 4 {
+            self.settle(peer);
+        }
+        Exact::Taken(len)
     }
 
     /// Records the first CPU of every rank's binding (`None`: unbound),
