@@ -797,11 +797,11 @@ impl Transport {
 
     #[inline(always)]
     fn tx(&mut self, peer: usize) -> &mut Tx {
-        if !matches!(self.tx.get(peer), Some(Some(_))) {
-            assert!(peer < self.tx.len() && peer != self.me, "bad peer {peer}");
+        assert!(peer < self.tx.len() && peer != self.me, "bad peer {peer}");
+        if self.tx[peer].is_none() {
             self.open_tx(peer);
         }
-        self.tx[peer].as_mut().expect("opened above")
+        self.tx[peer].as_mut().expect("just made")
     }
 
     /// Makes the producer end of the ring to `peer` (on its first use).
@@ -920,7 +920,11 @@ impl Transport {
     /// ring has room; false (nothing done) otherwise.
     #[inline(always)]
     fn try_sole(&mut self, peer: usize, env: &Envelope, data: &[u8]) -> bool {
-        let tx = self.tx(peer);
+        // The ring's producer end is made on first use, out of line.
+        let Some(Some(tx)) = self.tx.get_mut(peer) else {
+            self.tx(peer);
+            return self.try_sole(peer, env, data);
+        };
         if tx.open.is_some() || !tx.queue.is_empty() {
             return false;
         }
