@@ -255,3 +255,54 @@ fn copy_bytes_copies_every_small_and_large_length_exactly() {
         }
     }
 }
+
+/// `push_quick` writes a frame where it fits before the region's end with
+/// room by the cached head, and otherwise writes nothing and says so (at
+/// the end of the region, when full, or too large), leaving the general
+/// `reserve` path to wrap or wait: over many laps, every frame either way
+/// arrives intact and in order.
+#[test]
+fn quick_pushes_decline_at_the_end_and_when_full_and_lose_nothing() {
+    let (mut p, mut c) = heap_ring(1024).unwrap();
+    let head = *b"HEAD";
+    assert!(
+        !p.push_quick(&head, &vec![0; max_payload(1024)]),
+        "too large"
+    );
+    let (mut quick, mut declined, mut got) = (0, 0, 0u64);
+    for seq in 0..2000u64 {
+        let data = fill(seq, (seq as usize * 37) % 200);
+        if p.push_quick(&head, &data) {
+            quick += 1;
+        } else {
+            declined += 1;
+            // The general path: wraps, or the ring is full and the
+            // consumer drains it first.
+            while p.push(&[&head, &data]).is_err() {
+                let f = c.peek().expect("a full ring has frames");
+                assert_eq!(&f.bytes()[..4], b"HEAD");
+                assert_eq!(&f.bytes()[4..], &fill(got, f.len() - 4)[..]);
+                f.release();
+                got += 1;
+            }
+        }
+        // Drain now and then, so the ring is sometimes full, sometimes not.
+        if seq % 7 == 0 {
+            while let Some(f) = c.peek() {
+                assert_eq!(&f.bytes()[4..], &fill(got, f.len() - 4)[..]);
+                f.release();
+                got += 1;
+            }
+        }
+    }
+    while let Some(f) = c.peek() {
+        assert_eq!(&f.bytes()[4..], &fill(got, f.len() - 4)[..]);
+        f.release();
+        got += 1;
+    }
+    assert_eq!(got, 2000);
+    assert!(
+        quick > 1000 && declined > 10,
+        "{quick} quick, {declined} declined"
+    );
+}

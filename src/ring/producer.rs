@@ -332,6 +332,66 @@ impl Producer {
         }
     }
 
+    /// Copies `head` and then `data` into one frame and publishes it, if
+    /// the frame fits before the end of the region and the cached head
+    /// shows room for it and its guard line: the eager send's path, with
+    /// no reservation, wrap or re-read of the consumer's head. False, with
+    /// nothing written, otherwise; the caller then goes through
+    /// [`reserve`](Self::reserve), which handles both.
+    #[inline(always)]
+    pub fn push_quick<const H: usize>(&mut self, head: &[u8; H], data: &[u8]) -> bool {
+        let len = H + data.len();
+        let fp = frame::footprint(len);
+        let off = (self.tail as usize) & self.mask;
+        if len > self.max_payload() || fp > self.capacity - off || self.free() < fp + GUARD {
+            return false;
+        }
+        // SAFETY: as in `Reservation::write`: by the cached head (never
+        // ahead of the consumer's) the frame's `fp` bytes at `off` are
+        // released and not yet published, so only this producer touches
+        // them; they lie inside the region (`fp <= capacity - off`).
+        unsafe { self.region().write(off + FRAME_HEADER, head) };
+        // SAFETY: as above; `H + data.len() = len <= fp - FRAME_HEADER`.
+        unsafe { self.region().write(off + FRAME_HEADER + H, data) };
+        self.publish(off, len);
+        true
+    }
+
+    /// Publishes the frame of `len` payload bytes written at `off`.
+    #[inline(always)]
+    fn publish(&mut self, off: usize, len: usize) {
+        let fp = frame::footprint(len);
+        // The frame's other positions now hold payload.
+        self.mark_clean(off);
+        if fp > FRAME_ALIGN {
+            self.mark_dirty(off + FRAME_ALIGN, fp - FRAME_ALIGN);
+        }
+        // The word where the next frame will start must not read as a
+        // frame of the lap the consumer will be in when it looks there: a
+        // header of an earlier lap cannot, but payload or skipped bytes
+        // an earlier lap left there get a guard (`reserve` kept its line
+        // free). Relaxed: published by the Release below.
+        let next = (off + fp) & self.mask;
+        if self.is_dirty(next) {
+            self.region().word(next).store(0, Ordering::Relaxed);
+            self.mark_clean(next);
+        }
+        // SYNC(ring.frame): Release; pairs with the Acquire in
+        // `Consumer::peek`: the payload (and guard) written above is
+        // visible to the consumer once it sees this header word.
+        let word = frame::encode(
+            frame::KIND_DATA,
+            len as u32,
+            frame::lap(self.tail, self.shift()),
+        );
+        self.region().word(off).store(word, Ordering::Release);
+        if self.demote.covers(fp) {
+            self.demote_after_pause(off, fp);
+        }
+        self.tail = self.tail.wrapping_add(fp as u64);
+        self.publish_tail();
+    }
+
     #[inline]
     fn publish_tail(&self) {
         // Relaxed: `tail` is informational (`RingHeader::len`); frames are
@@ -379,36 +439,6 @@ impl Reservation<'_> {
     /// Publishes the frame to the consumer.
     #[inline(always)]
     pub fn commit(self) {
-        let p = self.producer;
-        let fp = frame::footprint(self.len);
-        // The frame's other positions now hold payload.
-        p.mark_clean(self.off);
-        if fp > FRAME_ALIGN {
-            p.mark_dirty(self.off + FRAME_ALIGN, fp - FRAME_ALIGN);
-        }
-        // The word where the next frame will start must not read as a
-        // frame of the lap the consumer will be in when it looks there: a
-        // header of an earlier lap cannot, but payload or skipped bytes
-        // an earlier lap left there get a guard (`reserve` kept its line
-        // free). Relaxed: published by the Release below.
-        let next = (self.off + fp) & p.mask;
-        if p.is_dirty(next) {
-            p.region().word(next).store(0, Ordering::Relaxed);
-            p.mark_clean(next);
-        }
-        // SYNC(ring.frame): Release; pairs with the Acquire in
-        // `Consumer::peek`: the payload (and guard) written above is
-        // visible to the consumer once it sees this header word.
-        let word = frame::encode(
-            frame::KIND_DATA,
-            self.len as u32,
-            frame::lap(p.tail, p.shift()),
-        );
-        p.region().word(self.off).store(word, Ordering::Release);
-        if p.demote.covers(fp) {
-            p.demote_after_pause(self.off, fp);
-        }
-        p.tail = p.tail.wrapping_add(fp as u64);
-        p.publish_tail();
+        self.producer.publish(self.off, self.len);
     }
 }
