@@ -361,11 +361,6 @@ impl Producer {
     #[inline(always)]
     fn publish(&mut self, off: usize, len: usize) {
         let fp = frame::footprint(len);
-        // The frame's other positions now hold payload.
-        self.mark_clean(off);
-        if fp > FRAME_ALIGN {
-            self.mark_dirty(off + FRAME_ALIGN, fp - FRAME_ALIGN);
-        }
         // The word where the next frame will start must not read as a
         // frame of the lap the consumer will be in when it looks there: a
         // header of an earlier lap cannot, but payload or skipped bytes
@@ -385,6 +380,14 @@ impl Producer {
             frame::lap(self.tail, self.shift()),
         );
         self.region().word(off).store(word, Ordering::Release);
+        // The frame's other positions now hold payload. Producer-private
+        // bookkeeping, after the store that a waiting consumer needs
+        // first (the guard above is at `next`, outside the frame, whose
+        // bit this does not touch: a frame is under half the ring).
+        self.mark_clean(off);
+        if fp > FRAME_ALIGN {
+            self.mark_dirty(off + FRAME_ALIGN, fp - FRAME_ALIGN);
+        }
         if self.demote.covers(fp) {
             self.demote_after_pause(off, fp);
         }
