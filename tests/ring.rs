@@ -289,6 +289,7 @@ fn quick_pushes_decline_at_the_end_and_when_full_and_lose_nothing() {
         // Drain now and then, so the ring is sometimes full, sometimes not.
         if seq % 7 == 0 {
             while let Some(f) = c.peek() {
+                assert_eq!(&f.bytes()[..4], b"HEAD");
                 assert_eq!(&f.bytes()[4..], &fill(got, f.len() - 4)[..]);
                 f.release();
                 got += 1;

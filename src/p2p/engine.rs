@@ -8,7 +8,7 @@
 //! ring per pair), so two messages from one sender on one communicator
 //! never overtake each other.
 
-use super::envelope::{Cts, FrameKind, Header, Rts, ANY_SOURCE};
+use super::envelope::{Cts, FrameKind, Header, Rts, ANY_SOURCE, ANY_TAG};
 use super::status::Status;
 use crate::error::{Error, ErrorClass, ErrorStatus, Result};
 use crate::transport::{
@@ -1459,6 +1459,9 @@ impl Engine {
     /// starts with in the ring.
     #[inline]
     pub fn sole_head(ctx: u32, src: i32, tag: i32) -> SoleHead {
+        // A wildcard here would never match (the general path would take
+        // every message, slowly): callers name both.
+        debug_assert!(src >= 0 && tag != ANY_TAG, "sole_head of a wildcard");
         let env = Header {
             ctx,
             src: src as u32,

@@ -1,4 +1,5 @@
-//! The producer side: reserve → write → commit.
+//! The producer side: reserve → write → commit, or `push_quick` for a
+//! frame that fits before the region's end with room by the cached head.
 
 use super::demote::{self, Demote};
 use super::frame::{self, FRAME_ALIGN, FRAME_HEADER};
@@ -383,7 +384,7 @@ impl Producer {
         // The frame's other positions now hold payload. Producer-private
         // bookkeeping, after the store that a waiting consumer needs
         // first (the guard above is at `next`, outside the frame, whose
-        // bit this does not touch: a frame is under half the ring).
+        // bit this does not touch: a frame is smaller than the ring).
         self.mark_clean(off);
         if fp > FRAME_ALIGN {
             self.mark_dirty(off + FRAME_ALIGN, fp - FRAME_ALIGN);

@@ -56,7 +56,7 @@ mod real {
             // SAFETY: delegated to the caller (see # Safety): the caller
             // owns these bytes, so no one else reads or writes them while
             // the slice lives; bounds are checked above in debug builds and
-            // by the producer's reserve.
+            // by the producer's `reserve` or `push_quick`.
             let dst = unsafe {
                 std::slice::from_raw_parts_mut(self.base.as_ptr().wrapping_add(off), src.len())
             };

@@ -51,7 +51,6 @@ pub(crate) fn encode_sole(env: &Envelope) -> [u8; SOLE_HEADER] {
     h
 }
 
-/// The long header of a fragment (`kind` First or More) with its word.
 /// The header of a sole frame (a whole message) with a given envelope,
 /// as [`encode_sole`] writes it: what a receiver that knows the envelope
 /// it waits for compares a frame's start with.
@@ -64,6 +63,7 @@ pub fn sole_head(env: &Envelope) -> SoleHead {
     SoleHead(encode_sole(env))
 }
 
+/// The long header of a fragment (`kind` First or More) with its word.
 pub(crate) fn encode(kind: Kind, word: u64, env: &Envelope) -> [u8; WIRE_HEADER] {
     debug_assert!(kind != Kind::Sole, "sole frames have the short header");
     let mut h = [0u8; WIRE_HEADER];
