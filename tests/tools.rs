@@ -358,3 +358,35 @@ fn shmpi_bench_floor_flag_adds_a_ratio_column_measured_in_the_same_run() {
     );
     assert!(osu.contains("x floor"), "{osu}");
 }
+
+/// `bw` into one buffer (the default, as OSU's test) and `--many-buffers`
+/// (a buffer per receive) both print a positive bandwidth per size.
+#[test]
+fn shmpi_bench_bw_windows_into_one_buffer_or_a_buffer_per_receive() {
+    for extra in [None, Some("--many-buffers")] {
+        let mut args = vec![
+            "bw",
+            "--min-size",
+            "1024",
+            "--max-size",
+            "131072",
+            "--iterations",
+            "20",
+            "--warmup",
+            "2",
+        ];
+        args.extend(extra);
+        let out = bench(&args);
+        let r = rows(&out);
+        let sizes: Vec<f64> = r.iter().map(|r| r[0]).collect();
+        assert_eq!(
+            sizes,
+            [1024.0, 2048.0, 4096.0, 8192.0, 16384.0, 32768.0, 65536.0, 131072.0],
+            "{extra:?}: {out}"
+        );
+        assert!(
+            r.iter().all(|r| r.len() == 2 && r[1] > 0.0),
+            "{extra:?}: {out}"
+        );
+    }
+}

@@ -99,6 +99,9 @@ struct Opts {
     /// `--plain-isend`: bandwidth windows of plain `isend`s (a large one
     /// is a rendezvous or copied) instead of a lending scope's.
     plain_isend: bool,
+    /// `--many-buffers`: `bw` receives its window into a buffer per
+    /// receive (64), not into one buffer as OSU's test does.
+    many_buffers: bool,
     /// `--alloc-mem`: bandwidth from a send buffer of `alloc_mem` (the
     /// shared pool: the receiver copies once out of it), plain `isend`s.
     alloc_mem: bool,
@@ -108,8 +111,8 @@ struct Opts {
 }
 
 const USAGE: &str = "usage: shmpi-bench latency|bw|bibw [--min-size N] [--max-size N] \
-[--iterations N] [--warmup N] [--cpus A,B] [--format osu|csv|json] [--floor] [--plain-isend] [--alloc-mem] \
-[--across-jobs]\n       \
+[--iterations N] [--warmup N] [--cpus A,B] [--format osu|csv|json] [--floor] [--plain-isend] [--many-buffers] \
+[--alloc-mem] [--across-jobs]\n       \
 shmpi-bench comm [--ranks 2,4,8] [--iterations N] [--warmup N]\n       \
 shmpi-bench latency --ranks N ...  (ranks 0 and 1 ping-pong, the others idle)\n       \
 shmpi-bench floor [--cpus A,B] [--iterations N]\n       \
@@ -160,6 +163,7 @@ fn parse(args: &[String]) -> Result<Opts, String> {
         format: Format::Osu,
         floor: false,
         plain_isend: false,
+        many_buffers: false,
         alloc_mem: false,
         across_jobs: false,
         ranks: if matches!(test, Test::Coll(_)) {
@@ -173,10 +177,11 @@ fn parse(args: &[String]) -> Result<Opts, String> {
         let flag = args[i].as_str();
         if matches!(
             flag,
-            "--floor" | "--plain-isend" | "--alloc-mem" | "--across-jobs"
+            "--floor" | "--plain-isend" | "--many-buffers" | "--alloc-mem" | "--across-jobs"
         ) {
             o.floor |= flag == "--floor";
             o.plain_isend |= flag == "--plain-isend";
+            o.many_buffers |= flag == "--many-buffers";
             o.alloc_mem |= flag == "--alloc-mem";
             o.across_jobs |= flag == "--across-jobs";
             i += 1;
@@ -367,6 +372,7 @@ fn bandwidth(
     warm: usize,
     bi: bool,
     plain: bool,
+    many: bool,
 ) -> f64 {
     // From the shared pool (`--alloc-mem`), or ordinary memory.
     let pooled = pool.map(|u| {
@@ -381,11 +387,13 @@ fn bandwidth(
     };
     let plain = plain || pooled.is_some();
     // One-way: the receiver takes the window into one buffer, as OSU's
-    // C test does (`recv_many`). Both ways (bibw) it receives while its
-    // own sends are in flight, into a buffer per receive (`irecv`).
+    // C test does (`recv_many`), or with `many` into a buffer per receive
+    // (`irecv`). Both ways (bibw) it receives while its own sends are in
+    // flight, into a buffer per receive.
+    let per_recv = bi || many;
     let mut one = Vec::new();
-    let rbuf = page_aligned(&mut one, if bi { 0 } else { size }, b'b');
-    let mut rstores: Vec<Vec<u8>> = (0..if bi { WINDOW } else { 0 })
+    let rbuf = page_aligned(&mut one, if per_recv { 0 } else { size }, b'b');
+    let mut rstores: Vec<Vec<u8>> = (0..if per_recv { WINDOW } else { 0 })
         .map(|_| Vec::new())
         .collect();
     let mut rbufs: Vec<&mut [u8]> = rstores
@@ -403,14 +411,14 @@ fn bandwidth(
         }
         let sending = me == 0 || bi;
         let receiving = me == 1 || bi;
-        if receiving && !bi {
+        if receiving && !per_recv {
             w.recv_many(&mut *rbuf, WINDOW, peer, 100).unwrap();
         }
         // A lending scope: what does not fit the ring is pushed straight
         // from `sbuf` by later progress, not copied.
         shmpi::comm::scope(|s| {
             let mut reqs = Vec::with_capacity(2 * WINDOW);
-            if receiving && bi {
+            if receiving && per_recv {
                 for b in rbufs.iter_mut() {
                     reqs.push(w.irecv(b, peer, 100).unwrap());
                 }
@@ -591,7 +599,7 @@ fn run_mbw_mr(o: &Opts) -> Result<(), String> {
     for size in sizes(o).into_iter().filter(|&s| s > 0) {
         let (iters, warm) = counts(o, size);
         w.barrier().map_err(|e| e.to_string())?;
-        let bw = bandwidth(&pair, None, size, iters, warm, false, o.plain_isend);
+        let bw = bandwidth(&pair, None, size, iters, warm, false, o.plain_isend, false);
         let mine = if pair.rank() == 0 { bw } else { 0.0 };
         let mut sum = [0f64];
         w.reduce(&[mine], &mut sum, &shmpi::Op::Sum, 0)
@@ -799,8 +807,17 @@ fn run_pair(o: &Opts, w: &shmpi::Communicator, u: &shmpi::Universe) -> Result<()
                 }
                 None => latency(w, size, iters, warm),
             },
-            Test::Bw => bandwidth(w, pool, size, iters, warm, false, o.plain_isend),
-            Test::Bibw => bandwidth(w, pool, size, iters, warm, true, o.plain_isend),
+            Test::Bw => bandwidth(
+                w,
+                pool,
+                size,
+                iters,
+                warm,
+                false,
+                o.plain_isend,
+                o.many_buffers,
+            ),
+            Test::Bibw => bandwidth(w, pool, size, iters, warm, true, o.plain_isend, true),
             Test::Comm
             | Test::Coll(_)
             | Test::Floor
