@@ -365,8 +365,9 @@ impl Producer {
         // The word where the next frame will start must not read as a
         // frame of the lap the consumer will be in when it looks there: a
         // header of an earlier lap cannot, but payload or skipped bytes
-        // an earlier lap left there get a guard (`reserve` kept its line
-        // free). Relaxed: published by the Release below.
+        // an earlier lap left there get a guard (`reserve` and
+        // `push_quick` kept its line free). Relaxed: published by the
+        // Release below.
         let next = (off + fp) & self.mask;
         if self.is_dirty(next) {
             self.region().word(next).store(0, Ordering::Relaxed);
