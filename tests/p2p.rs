@@ -571,3 +571,102 @@ fn window_into_one_buffer(u: &shmpi::Universe) {
     }
     w.barrier().unwrap();
 }
+
+/// `irecv_many`: a window of receives into one buffer that is posted
+/// before the rank's own sends, as OSU's bidirectional test posts its
+/// receives: both ranks exchange windows at once (sole frames and
+/// fragmented messages), complete them by `wait_all`, `wait` and `test`;
+/// a window dropped early cancels what has not matched, and later
+/// receives get their messages; a count of 0 is `Arg`, a message longer
+/// than the buffer `Truncate`.
+#[test]
+fn a_nonblocking_window_into_one_buffer_crosses_an_opposite_window() {
+    run_ranks(
+        2,
+        "a_nonblocking_window_into_one_buffer_crosses_an_opposite_window",
+        |u| {
+            let w = u.world();
+            w.set_errhandler(shmpi::ErrHandler::Return);
+            let me = w.rank();
+            let peer = 1 - me;
+            // 1. Both ways at once, wait_all over the window and the sends.
+            for (round, len) in [(0u64, 100usize), (1, 70_000), (2, 300_000)] {
+                let mut rb = vec![0u8; len];
+                let sent: Vec<Vec<u8>> = (0..16)
+                    .map(|i| pattern(10_000 * round + 100 * me as u64 + i, len))
+                    .collect();
+                shmpi::comm::scope(|s| {
+                    let mut reqs = vec![w.irecv_many(&mut rb, 16, peer, 3).unwrap()];
+                    for b in &sent {
+                        reqs.push(s.isend(&w, b, peer, 3).unwrap());
+                    }
+                    let st = shmpi::comm::wait_all(reqs).unwrap();
+                    assert_eq!((st[0].source, st[0].tag, st[0].bytes), (peer, 3, len));
+                });
+                assert_eq!(rb, pattern(10_000 * round + 100 * peer as u64 + 15, len));
+            }
+            // 2. wait, and test until done (bounded).
+            if me == 0 {
+                for i in 0..8 {
+                    w.send(&pattern(500 + i, 5000), 1, 4).unwrap();
+                }
+                for i in 0..8 {
+                    w.send(&pattern(600 + i, 64), 1, 5).unwrap();
+                }
+            } else {
+                let mut b = vec![0u8; 5000];
+                let st = w.irecv_many(&mut b, 8, 0, 4).unwrap().wait().unwrap();
+                assert_eq!(st.bytes, 5000);
+                assert_eq!(b, pattern(507, 5000));
+                let mut b = vec![0u8; 64];
+                let mut r = w.irecv_many(&mut b, 8, 0, 5).unwrap();
+                let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+                let st = loop {
+                    if let Some(st) = r.test().unwrap() {
+                        break st;
+                    }
+                    assert!(std::time::Instant::now() < deadline, "window never done");
+                    std::thread::yield_now();
+                };
+                assert!(r.is_null());
+                drop(r);
+                assert_eq!(st.bytes, 64);
+                assert_eq!(b, pattern(607, 64));
+            }
+            w.barrier().unwrap();
+            // 3. A window dropped after two of its four receives matched:
+            // the other two are cancelled, and the next messages go to
+            // the receives posted after it.
+            if me == 0 {
+                w.send(&pattern(700, 32), 1, 6).unwrap();
+                w.send(&pattern(701, 32), 1, 6).unwrap();
+                w.barrier().unwrap();
+                w.barrier().unwrap();
+                w.send(&pattern(702, 32), 1, 6).unwrap();
+            } else {
+                w.barrier().unwrap();
+                let mut b = vec![0u8; 32];
+                let mut r = w.irecv_many(&mut b, 4, 0, 6).unwrap();
+                // Progress matches the two waiting messages.
+                assert!(r.test().unwrap().is_none(), "only two of four arrived");
+                drop(r);
+                w.barrier().unwrap();
+                let mut c = vec![0u8; 32];
+                w.recv(&mut c, 0, 6).unwrap();
+                assert_eq!(c, pattern(702, 32));
+            }
+            // 4. Errors.
+            let mut b = vec![0u8; 8];
+            let e = w.irecv_many(&mut b, 0, peer, 7).unwrap_err();
+            assert_eq!(e.class(), ErrorClass::Arg, "{e}");
+            if me == 0 {
+                w.send(&[1u8; 8], 1, 8).unwrap();
+                w.send(&[2u8; 100], 1, 8).unwrap();
+            } else {
+                let e = w.irecv_many(&mut b, 2, 0, 8).unwrap().wait().unwrap_err();
+                assert_eq!(e.class(), ErrorClass::Truncate, "{e}");
+            }
+            w.barrier().unwrap();
+        },
+    );
+}

@@ -359,13 +359,19 @@ fn shmpi_bench_floor_flag_adds_a_ratio_column_measured_in_the_same_run() {
     assert!(osu.contains("x floor"), "{osu}");
 }
 
-/// `bw` into one buffer (the default, as OSU's test) and `--many-buffers`
-/// (a buffer per receive) both print a positive bandwidth per size.
+/// `bw` and `bibw` into one buffer (the default, as OSU's tests) and
+/// `--many-buffers` (a buffer per receive) print a positive bandwidth per
+/// size.
 #[test]
 fn shmpi_bench_bw_windows_into_one_buffer_or_a_buffer_per_receive() {
-    for extra in [None, Some("--many-buffers")] {
+    for (test, extra) in [
+        ("bw", None),
+        ("bw", Some("--many-buffers")),
+        ("bibw", None),
+        ("bibw", Some("--many-buffers")),
+    ] {
         let mut args = vec![
-            "bw",
+            test,
             "--min-size",
             "1024",
             "--max-size",
@@ -382,11 +388,11 @@ fn shmpi_bench_bw_windows_into_one_buffer_or_a_buffer_per_receive() {
         assert_eq!(
             sizes,
             [1024.0, 2048.0, 4096.0, 8192.0, 16384.0, 32768.0, 65536.0, 131072.0],
-            "{extra:?}: {out}"
+            "{test} {extra:?}: {out}"
         );
         assert!(
             r.iter().all(|r| r.len() == 2 && r[1] > 0.0),
-            "{extra:?}: {out}"
+            "{test} {extra:?}: {out}"
         );
     }
 }

@@ -99,8 +99,8 @@ struct Opts {
     /// `--plain-isend`: bandwidth windows of plain `isend`s (a large one
     /// is a rendezvous or copied) instead of a lending scope's.
     plain_isend: bool,
-    /// `--many-buffers`: `bw` receives its window into a buffer per
-    /// receive (64), not into one buffer as OSU's test does.
+    /// `--many-buffers`: `bw` and `bibw` receive their windows into a
+    /// buffer per receive (64), not into one buffer as OSU's tests do.
     many_buffers: bool,
     /// `--alloc-mem`: bandwidth from a send buffer of `alloc_mem` (the
     /// shared pool: the receiver copies once out of it), plain `isend`s.
@@ -386,11 +386,11 @@ fn bandwidth(
         None => page_aligned(&mut heap, size, b'a'),
     };
     let plain = plain || pooled.is_some();
-    // One-way: the receiver takes the window into one buffer, as OSU's
-    // C test does (`recv_many`), or with `many` into a buffer per receive
-    // (`irecv`). Both ways (bibw) it receives while its own sends are in
-    // flight, into a buffer per receive.
-    let per_recv = bi || many;
+    // The receiver takes the window into one buffer, as OSU's C tests
+    // do (one way `recv_many`; both ways `irecv_many`, posted before the
+    // rank's own sends), or with `many` into a buffer per receive
+    // (`irecv`).
+    let per_recv = many;
     let mut one = Vec::new();
     let rbuf = page_aligned(&mut one, if per_recv { 0 } else { size }, b'b');
     let mut rstores: Vec<Vec<u8>> = (0..if per_recv { WINDOW } else { 0 })
@@ -411,13 +411,16 @@ fn bandwidth(
         }
         let sending = me == 0 || bi;
         let receiving = me == 1 || bi;
-        if receiving && !per_recv {
+        if receiving && !bi && !per_recv {
             w.recv_many(&mut *rbuf, WINDOW, peer, 100).unwrap();
         }
         // A lending scope: what does not fit the ring is pushed straight
         // from `sbuf` by later progress, not copied.
         shmpi::comm::scope(|s| {
             let mut reqs = Vec::with_capacity(2 * WINDOW);
+            if receiving && bi && !per_recv {
+                reqs.push(w.irecv_many(&mut *rbuf, WINDOW, peer, 100).unwrap());
+            }
             if receiving && per_recv {
                 for b in rbufs.iter_mut() {
                     reqs.push(w.irecv(b, peer, 100).unwrap());
@@ -817,7 +820,16 @@ fn run_pair(o: &Opts, w: &shmpi::Communicator, u: &shmpi::Universe) -> Result<()
                 o.plain_isend,
                 o.many_buffers,
             ),
-            Test::Bibw => bandwidth(w, pool, size, iters, warm, true, o.plain_isend, true),
+            Test::Bibw => bandwidth(
+                w,
+                pool,
+                size,
+                iters,
+                warm,
+                true,
+                o.plain_isend,
+                o.many_buffers,
+            ),
             Test::Comm
             | Test::Coll(_)
             | Test::Floor

@@ -699,6 +699,51 @@ impl Communicator {
         self.ret("recv_many", r)
     }
 
+    /// Starts `count` receives from `src` (or `ANY_SOURCE`) with `tag`
+    /// into the one buffer `buf`: the nonblocking form of
+    /// [`recv_many`](Self::recv_many), for a window that must be posted
+    /// before sends of one's own (OSU's bidirectional test). The request
+    /// completes when every receive has; its status is the last
+    /// message's, its error the first receive's. `cancel` does not apply
+    /// to it; dropping it early cancels the receives not yet matched
+    /// (the others finish into buffers of their own).
+    ///
+    /// # Errors
+    /// `Rank`, `Tag`; `Arg` for a count of 0.
+    pub fn irecv_many<'a, T: Scalar>(
+        &'a self,
+        buf: &'a mut [T],
+        count: usize,
+        src: i32,
+        tag: i32,
+    ) -> Result<Request<'a>> {
+        let r = self.irecv_many_bytes(as_bytes_mut(buf), count, src, tag);
+        self.ret("irecv_many", r)
+    }
+
+    fn irecv_many_bytes<'a>(
+        &'a self,
+        buf: &'a mut [u8],
+        count: usize,
+        src: i32,
+        tag: i32,
+    ) -> Result<Request<'a>> {
+        if count == 0 {
+            return Err(crate::Error::new(
+                crate::ErrorClass::Arg,
+                "irecv_many of no receive (count 0)",
+            ));
+        }
+        let Some(cid) = self.recv_route(src, tag, false)? else {
+            return Ok(Request::done(&self.proc_, Status::null()));
+        };
+        let peer = (src >= 0).then(|| self.ctx.ranks[src as usize]);
+        let ids = self
+            .shared()
+            .post_recv_many(cid, src, peer, tag, buf.len(), count);
+        Ok(Request::recv_many(&self.proc_, ids, buf))
+    }
+
     /// Sends and receives in one call (`MPI_Sendrecv`), without deadlock
     /// when two ranks exchange.
     ///

@@ -12,6 +12,9 @@ enum Op<'a> {
     Send(SlotId),
     /// A receive into a borrowed buffer.
     Recv(SlotId, &'a mut [u8]),
+    /// Receives (at least one) all into one borrowed buffer, lent with
+    /// the first slot (`Communicator::irecv_many`).
+    RecvMany(Vec<SlotId>, &'a mut [u8]),
     /// A nonblocking collective's task, and how to read its result into
     /// the caller's buffer.
     Coll(SlotId, Option<Finish<'a>>),
@@ -26,6 +29,7 @@ impl std::fmt::Debug for Op<'_> {
             Op::Done(st) => write!(f, "Done({st:?})"),
             Op::Send(id) => write!(f, "Send({id})"),
             Op::Recv(id, b) => write!(f, "Recv({id}, {} bytes)", b.len()),
+            Op::RecvMany(ids, b) => write!(f, "RecvMany({ids:?}, {} bytes)", b.len()),
             Op::Coll(id, _) => write!(f, "Coll({id})"),
         }
     }
@@ -64,6 +68,18 @@ impl<'a> Request<'a> {
         }
     }
 
+    pub(crate) fn recv_many(
+        proc_: &'a Process,
+        ids: Vec<SlotId>,
+        buf: &'a mut [u8],
+    ) -> Request<'a> {
+        assert!(!ids.is_empty(), "a receive window of no receive");
+        Request {
+            proc_,
+            op: Some(Op::RecvMany(ids, buf)),
+        }
+    }
+
     pub(crate) fn coll(proc_: &'a Process, id: SlotId, fin: Option<Finish<'a>>) -> Request<'a> {
         Request {
             proc_,
@@ -71,10 +87,27 @@ impl<'a> Request<'a> {
         }
     }
 
-    fn slot(&self) -> Option<SlotId> {
-        match self.op.as_ref()? {
-            Op::Done(_) => None,
-            Op::Send(id) | Op::Recv(id, _) | Op::Coll(id, _) => Some(*id),
+    /// The engine slots the request waits for (none once done).
+    fn slots(&self) -> &[SlotId] {
+        match &self.op {
+            None | Some(Op::Done(_)) => &[],
+            Some(Op::Send(id) | Op::Recv(id, _) | Op::Coll(id, _)) => std::slice::from_ref(id),
+            Some(Op::RecvMany(ids, _)) => ids,
+        }
+    }
+
+    /// Whether every slot of the request is complete.
+    fn is_complete(&self, e: &crate::p2p::Engine) -> bool {
+        self.slots().iter().all(|&id| e.is_complete(id))
+    }
+
+    /// The buffer lent to progress while the request waits, with the slot
+    /// that carries it: a receive window's (every message of it lands
+    /// there directly).
+    fn sink(&mut self) -> Option<(SlotId, &mut [u8])> {
+        match &mut self.op {
+            Some(Op::RecvMany(ids, buf)) => Some((ids[0], &mut **buf)),
+            _ => None,
         }
     }
 
@@ -84,6 +117,7 @@ impl<'a> Request<'a> {
             Op::Done(st) => Ok(st),
             Op::Send(id) => e.finish_send(id).map(|()| Status::null()),
             Op::Recv(id, buf) => e.finish_recv(id, buf),
+            Op::RecvMany(ids, buf) => finish_many(e, &ids, buf),
             Op::Coll(id, fin) => finish_coll(e, id, fin),
         }
     }
@@ -95,9 +129,25 @@ impl<'a> Request<'a> {
     /// `Truncate` for a receive whose message was too long.
     pub fn wait(mut self) -> Result<Status> {
         let proc_ = self.proc_;
-        let Some(id) = self.slot() else {
+        if self.slots().is_empty() {
             return self.finish_unlocked();
-        };
+        }
+        if let Some(Op::RecvMany(ids, buf)) = &mut self.op {
+            // The window's buffer is lent to progress for the wait, which
+            // ends (no deadline) only once every receive is finished,
+            // errors or not.
+            let ids = std::mem::take(ids);
+            let r = proc_
+                .p2p
+                .wait_until_into(None, &mut [(ids[0], &mut **buf)], |e, sinks| {
+                    ids.iter()
+                        .all(|&id| e.is_complete(id))
+                        .then(|| finish_many(e, &ids, &mut *sinks[0].1))
+                });
+            self.op = None;
+            return r;
+        }
+        let id = self.slots()[0];
         proc_
             .p2p
             .wait_until(None, |e| e.is_complete(id).then(|| self.finish(e)))
@@ -123,15 +173,18 @@ impl<'a> Request<'a> {
                 "test on a request that has already completed",
             ));
         }
-        let Some(id) = self.slot() else {
+        if self.slots().is_empty() {
             return self.finish_unlocked().map(Some);
-        };
+        }
         let proc_ = self.proc_;
         let mut e = proc_.p2p.lock();
-        if !e.is_complete(id) {
-            proc_.p2p.progress(&mut e, &mut []);
+        if !self.is_complete(&e) {
+            match self.sink() {
+                Some(sink) => proc_.p2p.progress(&mut e, &mut [sink]),
+                None => proc_.p2p.progress(&mut e, &mut []),
+            };
         }
-        if e.is_complete(id) {
+        if self.is_complete(&e) {
             return self.finish(&mut e).map(Some);
         }
         Ok(None)
@@ -140,7 +193,8 @@ impl<'a> Request<'a> {
     /// Cancels a receive that has not matched a message yet
     /// (`MPI_Cancel`, MPI 4.1 §3.8.4): true when it was cancelled (the
     /// request is then empty); false when a message has matched it, or it
-    /// is not a receive: it then completes as usual.
+    /// is not a single receive (a send, a window of `irecv_many`): it then
+    /// completes as usual.
     pub fn cancel(&mut self) -> bool {
         let Some(Op::Recv(id, _)) = &self.op else {
             return false;
@@ -161,7 +215,21 @@ impl<'a> Request<'a> {
 
 impl Drop for Request<'_> {
     fn drop(&mut self) {
-        let Some(id) = self.slot() else { return };
+        if let Some(Op::RecvMany(ids, _)) = &self.op {
+            // Receives only: the matched ones finish in the background
+            // into their slots' own buffers (the borrow ends here, and the
+            // first slot, whose buffer they shared, may be reused once
+            // released), the rest are cancelled.
+            let mut e = self.proc_.p2p.lock();
+            for &id in ids {
+                e.share_sink(id, id);
+                e.orphan(id);
+            }
+            return;
+        }
+        let Some(&id) = self.slots().first() else {
+            return;
+        };
         let p2p = &self.proc_.p2p;
         let mut e = p2p.lock();
         if e.is_borrowing(id) {
@@ -200,6 +268,10 @@ pub fn wait_all_each(mut reqs: Vec<Request<'_>>) -> Vec<Result<Status>> {
     for op in ops.iter_mut() {
         match op {
             Some(Op::Recv(id, buf)) => sinks.push((*id, &mut **buf)),
+            Some(Op::RecvMany(ids, buf)) => {
+                sinks.push((ids[0], &mut **buf));
+                sends.extend_from_slice(&ids[1..]);
+            }
             Some(Op::Send(id)) | Some(Op::Coll(id, _)) => sends.push(*id),
             _ => {}
         }
@@ -225,9 +297,23 @@ pub fn wait_all_each(mut reqs: Vec<Request<'_>>) -> Vec<Result<Status>> {
             Some(Op::Done(st)) => Ok(st),
             Some(Op::Send(id)) => e.finish_send(id).map(|()| Status::null()),
             Some(Op::Recv(id, buf)) => e.finish_recv(id, buf),
+            Some(Op::RecvMany(ids, buf)) => finish_many(&mut e, &ids, buf),
             Some(Op::Coll(id, fin)) => finish_coll(&mut e, id, fin),
         })
         .collect()
+}
+
+/// Finishes every receive of a window into one buffer: the last one's
+/// status, or the first error (all are finished either way).
+fn finish_many(e: &mut crate::p2p::Engine, ids: &[SlotId], buf: &mut [u8]) -> Result<Status> {
+    let mut last = Ok(Status::null());
+    for &id in ids {
+        let r = e.finish_recv(id, buf);
+        if last.is_ok() {
+            last = r;
+        }
+    }
+    last
 }
 
 /// Finishes a nonblocking collective: its result into the caller's
@@ -273,10 +359,7 @@ pub fn test_all(reqs: &mut [Option<Request<'_>>]) -> Result<Option<Vec<Status>>>
     };
     let mut e = proc_.p2p.lock();
     proc_.p2p.progress(&mut e, &mut []);
-    let all = reqs
-        .iter()
-        .flatten()
-        .all(|r| r.slot().is_none_or(|id| e.is_complete(id)));
+    let all = reqs.iter().flatten().all(|r| r.is_complete(&e));
     if !all {
         return Ok(None);
     }
@@ -297,10 +380,9 @@ pub fn wait_any(reqs: &mut [Option<Request<'_>>]) -> Result<Option<(usize, Statu
         return Ok(None);
     };
     proc_.p2p.wait_until(None, |e| {
-        let i = reqs.iter().position(|r| {
-            r.as_ref()
-                .is_some_and(|r| r.slot().is_none_or(|id| e.is_complete(id)))
-        })?;
+        let i = reqs
+            .iter()
+            .position(|r| r.as_ref().is_some_and(|r| r.is_complete(e)))?;
         let mut r = reqs[i].take().expect("found above");
         Some(r.finish(e).map(|s| Some((i, s))))
     })
@@ -320,10 +402,7 @@ pub fn wait_some(reqs: &mut [Option<Request<'_>>]) -> Result<Vec<(usize, Status)
         let ready: Vec<usize> = reqs
             .iter()
             .enumerate()
-            .filter(|(_, r)| {
-                r.as_ref()
-                    .is_some_and(|r| r.slot().is_none_or(|id| e.is_complete(id)))
-            })
+            .filter(|(_, r)| r.as_ref().is_some_and(|r| r.is_complete(e)))
             .map(|(i, _)| i)
             .collect();
         if ready.is_empty() {

@@ -426,16 +426,7 @@ impl Shared {
         if count == 0 {
             return Ok(Vec::new());
         }
-        let ids: Vec<SlotId> = {
-            let mut e = self.lock();
-            let ids: Vec<SlotId> = (0..count)
-                .map(|_| e.post_recv_from(cid, src, peer, tag, buf.len()))
-                .collect();
-            for &id in &ids[1..] {
-                e.share_sink(id, ids[0]);
-            }
-            ids
-        };
+        let ids = self.post_recv_many(cid, src, peer, tag, buf.len(), count);
         // Receives complete mostly in posting order: a cursor keeps the
         // check from walking the whole window on every look.
         let mut done = 0;
@@ -453,6 +444,30 @@ impl Shared {
                 .collect();
             Some(all.into_iter().collect())
         })
+    }
+
+    /// Posts `count` (at least one) receives of up to `len` bytes on
+    /// context `cid` from rank `src` (world rank `peer` when known) with
+    /// `tag`, all writing into the buffer lent with the first one's slot
+    /// (`Engine::share_sink`). Their slots, in posting order.
+    pub fn post_recv_many(
+        &self,
+        cid: u32,
+        src: i32,
+        peer: Option<usize>,
+        tag: i32,
+        len: usize,
+        count: usize,
+    ) -> Vec<SlotId> {
+        assert!(count > 0, "post_recv_many of no receive");
+        let mut e = self.lock();
+        let ids: Vec<SlotId> = (0..count)
+            .map(|_| e.post_recv_from(cid, src, peer, tag, len))
+            .collect();
+        for &id in &ids[1..] {
+            e.share_sink(id, ids[0]);
+        }
+        ids
     }
 
     /// Receives into `rbuf` (from rank `src` of the communicator, with
