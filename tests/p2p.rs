@@ -521,7 +521,9 @@ fn window_into_one_buffer(u: &shmpi::Universe) {
         assert!(st
             .iter()
             .all(|s| (s.source, s.tag, s.bytes) == (0, 5, 70_000)));
-        assert_eq!(b, pattern(39, 70_000));
+        // One whole message of the window (in which order held-back and
+        // directly written messages landed is not specified).
+        assert!((0..40).any(|i| b == pattern(i, 70_000)), "a whole message");
     }
     // 2. Messages waiting unexpected before the window is posted.
     if me == 0 {
@@ -534,7 +536,7 @@ fn window_into_one_buffer(u: &shmpi::Universe) {
         let mut b = vec![0u8; 64];
         let st = w.recv_many(&mut b, 10, 0, 6).unwrap();
         assert!(st.iter().all(|s| s.bytes == 64));
-        assert_eq!(b, pattern(109, 64));
+        assert!((100..110).any(|i| b == pattern(i, 64)), "a whole message");
     }
     // 3. Two sources at once under ANY_SOURCE: 20 from each, and
     // the buffer holds one whole message (sole frames never mix).
@@ -603,7 +605,11 @@ fn a_nonblocking_window_into_one_buffer_crosses_an_opposite_window() {
                     let st = shmpi::comm::wait_all(reqs).unwrap();
                     assert_eq!((st[0].source, st[0].tag, st[0].bytes), (peer, 3, len));
                 });
-                assert_eq!(rb, pattern(10_000 * round + 100 * peer as u64 + 15, len));
+                let base = 10_000 * round + 100 * peer as u64;
+                assert!(
+                    (0..16).any(|i| rb == pattern(base + i, len)),
+                    "a whole message of the window"
+                );
             }
             // 2. wait, and test until done (bounded).
             if me == 0 {
@@ -617,7 +623,7 @@ fn a_nonblocking_window_into_one_buffer_crosses_an_opposite_window() {
                 let mut b = vec![0u8; 5000];
                 let st = w.irecv_many(&mut b, 8, 0, 4).unwrap().wait().unwrap();
                 assert_eq!(st.bytes, 5000);
-                assert_eq!(b, pattern(507, 5000));
+                assert!((500..508).any(|i| b == pattern(i, 5000)), "a whole message");
                 let mut b = vec![0u8; 64];
                 let mut r = w.irecv_many(&mut b, 8, 0, 5).unwrap();
                 let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
@@ -631,7 +637,7 @@ fn a_nonblocking_window_into_one_buffer_crosses_an_opposite_window() {
                 assert!(r.is_null());
                 drop(r);
                 assert_eq!(st.bytes, 64);
-                assert_eq!(b, pattern(607, 64));
+                assert!((600..608).any(|i| b == pattern(i, 64)), "a whole message");
             }
             w.barrier().unwrap();
             // 3. A window dropped after two of its four receives matched:

@@ -672,11 +672,15 @@ impl Communicator {
     /// into the one buffer `buf`, all posted at once, and waits for them
     /// all: what C does with a window of `MPI_Irecv`s into one buffer and
     /// `MPI_Waitall` (OSU's bandwidth test), which safe Rust cannot write
-    /// with [`irecv`](Self::irecv). Each message lands in `buf` as it
-    /// arrives; afterwards `buf` holds bytes of the messages, those
-    /// written last on top (from one source and of one length: the last
-    /// message). For where only the arrival matters: bandwidth windows,
-    /// draining.
+    /// with [`irecv`](Self::irecv). A message lands in `buf` as it
+    /// arrives while the call lends `buf` to progress; one that waited
+    /// before the window was posted, or arrived while `buf` was not lent,
+    /// is copied in when the window completes, over those written
+    /// directly. Afterwards `buf` holds bytes of the messages, each
+    /// written whole, in an order not specified (as MPI leaves the
+    /// content of overlapping receive buffers): with messages of one
+    /// length, one whole message of the window, not always the last. For
+    /// where only the arrival matters: bandwidth windows, draining.
     ///
     /// # Errors
     /// As [`recv`](Self::recv), the first error (every receive is finished
@@ -702,9 +706,10 @@ impl Communicator {
     /// Starts `count` receives from `src` (or `ANY_SOURCE`) with `tag`
     /// into the one buffer `buf`: the nonblocking form of
     /// [`recv_many`](Self::recv_many), for a window that must be posted
-    /// before sends of one's own (OSU's bidirectional test). The request
-    /// completes when every receive has; its status is the last
-    /// message's, its error the first receive's. `cancel` does not apply
+    /// before sends of one's own (OSU's bidirectional test); what `buf`
+    /// holds afterwards is as for `recv_many`. The request completes when
+    /// every receive has; its status is the last receive's, its error the
+    /// first receive's. `cancel` does not apply
     /// to it; dropping it early cancels the receives not yet matched
     /// (the others finish into buffers of their own).
     ///

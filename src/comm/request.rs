@@ -135,8 +135,9 @@ impl<'a> Request<'a> {
         if let Some(Op::RecvMany(ids, buf)) = &mut self.op {
             // The window's buffer is lent to progress for the wait, which
             // ends (no deadline) only once every receive is finished,
-            // errors or not.
-            let ids = std::mem::take(ids);
+            // errors or not. (Copied, not taken: should progress panic, the
+            // drop still finds every slot.)
+            let ids = ids.clone();
             let r = proc_
                 .p2p
                 .wait_until_into(None, &mut [(ids[0], &mut **buf)], |e, sinks| {

@@ -407,9 +407,12 @@ impl Shared {
     /// `tag`, all posted at once into the one buffer `buf`, then a wait
     /// for them all: what a window of `MPI_Irecv`s into one buffer
     /// followed by `MPI_Waitall` does in C (OSU's bandwidth test). Every
-    /// receive lends `buf` to progress, so each message lands there
-    /// directly; afterwards `buf` holds bytes of the messages, those
-    /// written last on top. Statuses in posting order.
+    /// receive lends `buf` to progress, so a message arriving during the
+    /// wait lands there directly; one held back in its slot (waiting
+    /// before the window was posted) is copied in at completion, over
+    /// those. Afterwards `buf` holds whole messages written in an order
+    /// not specified (`Communicator::recv_many`). Statuses in posting
+    /// order.
     ///
     /// # Errors
     /// As [`recv_bytes`](Self::recv_bytes): the first error (every receive
