@@ -676,10 +676,10 @@ impl Communicator {
     /// arrives while the call lends `buf` to progress; one that waited
     /// before the window was posted, or arrived while `buf` was not lent,
     /// is copied in when the window completes, over those written
-    /// directly. Afterwards `buf` holds bytes of the messages, each
-    /// written whole, in an order not specified (as MPI leaves the
-    /// content of overlapping receive buffers): with messages of one
-    /// length, one whole message of the window, not always the last. For
+    /// directly. Afterwards `buf` holds bytes of the messages written in
+    /// an order not specified (as MPI leaves the content of overlapping
+    /// receive buffers): from one source, with messages of one length,
+    /// one whole message of the window, not always the last. For
     /// where only the arrival matters: bandwidth windows, draining.
     ///
     /// # Errors

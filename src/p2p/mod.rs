@@ -410,8 +410,8 @@ impl Shared {
     /// receive lends `buf` to progress, so a message arriving during the
     /// wait lands there directly; one held back in its slot (waiting
     /// before the window was posted) is copied in at completion, over
-    /// those. Afterwards `buf` holds whole messages written in an order
-    /// not specified (`Communicator::recv_many`). Statuses in posting
+    /// those. Afterwards `buf` holds bytes of the messages written in an
+    /// order not specified (`Communicator::recv_many`). Statuses in posting
     /// order.
     ///
     /// # Errors
