@@ -307,3 +307,63 @@ fn quick_pushes_decline_at_the_end_and_when_full_and_lose_nothing() {
         "{quick} quick, {declined} declined"
     );
 }
+
+/// `peek_awaited` finds a frame of the awaited length with one comparison,
+/// tells an empty ring from another frame (another length, a wrap
+/// marker), and refuses a token of an earlier position; the general
+/// `peek` then reads what is there, nothing lost.
+#[test]
+fn awaited_frames_are_found_and_anything_else_is_left_to_peek() {
+    use shmpi::ring::AwaitedFront;
+    let (mut p, mut c) = heap_ring(1024).unwrap();
+    let want = c.awaited(16).expect("a 16-byte frame fits at the start");
+    assert!(matches!(c.peek_awaited(&want), AwaitedFront::Empty));
+    p.push(&[&fill(1, 16)]).unwrap();
+    match c.peek_awaited(&want) {
+        AwaitedFront::Frame(f) => {
+            assert_eq!(f.bytes(), &fill(1, 16)[..]);
+            f.release();
+        }
+        other => panic!("{other:?}"),
+    }
+    // The token is of the old position now.
+    p.push(&[&fill(2, 16)]).unwrap();
+    assert!(matches!(c.peek_awaited(&want), AwaitedFront::Other));
+    let want = c.awaited(16).unwrap();
+    assert!(matches!(c.peek_awaited(&want), AwaitedFront::Frame(_)));
+    c.peek().unwrap().release();
+    // Another length in front: left for `peek`.
+    p.push(&[&fill(3, 17)]).unwrap();
+    let want = c.awaited(16).unwrap();
+    assert!(matches!(c.peek_awaited(&want), AwaitedFront::Other));
+    let f = c.peek().unwrap();
+    assert_eq!(f.bytes(), &fill(3, 17)[..]);
+    f.release();
+    // Around the ring many times, with wraps: every awaited frame is
+    // found, every wrap marker is `Other`, and `peek` skips it.
+    let (mut found, mut wraps) = (0, 0);
+    for seq in 10..400u64 {
+        let len = 40 + (seq as usize % 3) * 56;
+        p.push(&[&fill(seq, len)]).unwrap();
+        match c.awaited(len).map(|want| c.peek_awaited(&want)) {
+            Some(AwaitedFront::Frame(f)) => {
+                assert_eq!(f.bytes(), &fill(seq, len)[..]);
+                f.release();
+                found += 1;
+                continue;
+            }
+            // Past the region's end (no token), or a wrap marker in front.
+            None | Some(AwaitedFront::Other) => wraps += 1,
+            Some(AwaitedFront::Empty) => panic!("frame {seq} missing"),
+        }
+        // `peek` skips the marker.
+        let f = c.peek().expect("the frame is there");
+        assert_eq!(f.bytes(), &fill(seq, len)[..]);
+        f.release();
+        found += 1;
+    }
+    assert_eq!(found, 390);
+    assert!(wraps > 0, "the ring wrapped");
+    // Longer than the ring allows: no token.
+    assert!(c.awaited(max_payload(1024) + 1).is_none());
+}

@@ -58,10 +58,15 @@ impl Consumer {
         region: Region,
         capacity: usize,
         owner: super::Owner,
-    ) -> Self {
+    ) -> Result<Self, super::RingCreateError> {
         // Relaxed: only the consumer writes `head`.
         let head = header.get().head.load(Ordering::Relaxed);
-        Consumer {
+        // Every frame starts on a line: `peek` relies on it (its
+        // unchecked header word).
+        if head % FRAME_ALIGN as u64 != 0 {
+            return Err(super::RingCreateError::BadPosition(head));
+        }
+        Ok(Consumer {
             header,
             region,
             _owner: owner,
@@ -69,7 +74,7 @@ impl Consumer {
             capacity,
             shift: capacity.trailing_zeros(),
             head,
-        }
+        })
     }
 
     #[cfg(loom)]
@@ -122,7 +127,11 @@ impl Consumer {
             // SYNC(ring.frame): Acquire; pairs with the Release stores in
             // `Reservation::commit` and `Producer::reserve` (wrap marker):
             // the payload is visible after this.
-            let word = self.region().word(off).load(Ordering::Acquire);
+            // SAFETY: `off` is `head` masked to the capacity (the
+            // region's length), and `head` is a multiple of FRAME_ALIGN
+            // (checked when made, advanced by footprints and skips to the
+            // region's end only).
+            let word = unsafe { self.region().word_unchecked(off) }.load(Ordering::Acquire);
             match frame::kind_in(word, frame::lap(self.head, self.shift())) {
                 frame::KIND_DATA => {
                     let len = frame::len(word);
@@ -175,6 +184,61 @@ impl Consumer {
         )
     }
 
+    /// A token for [`peek_awaited`](Self::peek_awaited): the header word a
+    /// frame of `len` payload bytes would carry at this position. `None`
+    /// when no such frame can start here (longer than the ring allows, or
+    /// past the region's end, where a producer wraps first).
+    #[inline]
+    pub fn awaited(&self, len: usize) -> Option<Awaited> {
+        let off = (self.head as usize) & self.mask;
+        if len > super::max_payload(self.capacity) || off + FRAME_HEADER + len > self.capacity {
+            return None;
+        }
+        let lap = frame::lap(self.head, self.shift());
+        Some(Awaited {
+            head: self.head,
+            word: frame::encode(frame::KIND_DATA, len as u32, lap),
+            lap,
+            off,
+            len,
+        })
+    }
+
+    /// [`peek`](Self::peek) for a caller that waits for a frame of one
+    /// known length (a receive whose buffer is the message's size): one
+    /// load and one comparison with the word [`awaited`](Self::awaited)
+    /// computed, the frame's bounds checked there already, so a spin on
+    /// it is as short as the bare ring's. `Other`: the front is another
+    /// frame (another length, a wrap marker), or `s` is of an earlier
+    /// position; [`peek`](Self::peek) tells what.
+    #[inline(always)]
+    pub fn peek_awaited(&mut self, s: &Awaited) -> AwaitedFront<'_> {
+        if s.head != self.head {
+            return AwaitedFront::Other;
+        }
+        // SYNC(ring.frame): Acquire, as in `peek`.
+        // SAFETY: `s` was made at this position (checked above), whose
+        // offset is a frame's (see `peek`).
+        let word = unsafe { self.region().word_unchecked(s.off) }.load(Ordering::Acquire);
+        if word == s.word {
+            // As in `peek`: a short frame's other lines are fetched now.
+            if s.len > FRAME_ALIGN - FRAME_HEADER && s.len <= PREFETCH_MAX {
+                self.region()
+                    .prefetch(s.off + FRAME_ALIGN, FRAME_HEADER + s.len - FRAME_ALIGN);
+            }
+            return AwaitedFront::Frame(Frame {
+                consumer: self,
+                off: s.off,
+                len: s.len,
+            });
+        }
+        if frame::kind_in(word, s.lap) == 0 {
+            AwaitedFront::Empty
+        } else {
+            AwaitedFront::Other
+        }
+    }
+
     /// Whether a frame is waiting (a peek without holding it).
     #[inline]
     pub fn has_frame(&mut self) -> bool {
@@ -189,6 +253,33 @@ impl Consumer {
         // happens before the producer reuses them.
         self.header().head.store(self.head, Ordering::Release);
     }
+}
+
+/// What [`Consumer::peek_awaited`] waits for (made by
+/// [`Consumer::awaited`]).
+#[derive(Clone, Copy, Debug)]
+pub struct Awaited {
+    /// The consumer's position it was made at.
+    head: u64,
+    /// The header word of the awaited frame.
+    word: u64,
+    /// The lap of frames at `head`.
+    lap: u64,
+    /// `head`'s offset in the region.
+    off: usize,
+    /// The awaited payload length.
+    len: usize,
+}
+
+/// What [`Consumer::peek_awaited`] found at the front.
+#[derive(Debug)]
+pub enum AwaitedFront<'a> {
+    /// A frame of the awaited length.
+    Frame(Frame<'a>),
+    /// Nothing yet.
+    Empty,
+    /// Something else (see [`Consumer::peek`]).
+    Other,
 }
 
 /// A committed frame, readable until released.
@@ -236,12 +327,14 @@ impl Frame<'_> {
     #[inline]
     pub fn bytes(&self) -> &[u8] {
         // SAFETY: the payload range was published by the Acquire in `peek`
-        // and is not released (so not reused) while `self` borrows the
-        // consumer mutably.
+        // (or `peek_awaited`) and is not released (so not reused) while
+        // `self` borrows the consumer mutably; both checked that it ends
+        // within the capacity, the region's length (`peek`'s assert,
+        // `awaited`'s test).
         unsafe {
             self.consumer
                 .region()
-                .slice(self.off + FRAME_HEADER, self.len)
+                .slice_unchecked(self.off + FRAME_HEADER, self.len)
         }
     }
 

@@ -30,7 +30,7 @@ mod model_tests;
 mod producer;
 mod region;
 
-pub use consumer::{Consumer, Frame};
+pub use consumer::{Awaited, AwaitedFront, Consumer, Frame};
 pub use copy::{set_vector_copy_from, vector_copy_from};
 pub use demote::Demote;
 pub use frame::{footprint, FRAME_ALIGN, FRAME_HEADER};
@@ -106,6 +106,9 @@ pub enum RingCreateError {
     BadCapacity(usize),
     /// The data region is not 8-byte aligned.
     Misaligned,
+    /// The shared header's head or tail is not on a frame boundary (the
+    /// segment is corrupted): this position.
+    BadPosition(u64),
 }
 
 impl fmt::Display for RingCreateError {
@@ -116,6 +119,10 @@ impl fmt::Display for RingCreateError {
                 "ring capacity {c} is not a power of two of at least {MIN_CAPACITY}"
             ),
             RingCreateError::Misaligned => f.write_str("ring data region is not 8-byte aligned"),
+            RingCreateError::BadPosition(p) => write!(
+                f,
+                "ring position {p} is not on a frame boundary (corrupted ring header)"
+            ),
         }
     }
 }
@@ -157,7 +164,7 @@ pub unsafe fn producer_at(
 ) -> Result<Producer, RingCreateError> {
     // SAFETY: delegated to the caller (see # Safety).
     let (header, region, cap) = unsafe { parts(header, data)? };
-    Ok(Producer::new(header, region, cap, owner))
+    Producer::new(header, region, cap, owner)
 }
 
 /// Makes the consumer handle of a ring over shared memory.
@@ -172,7 +179,7 @@ pub unsafe fn consumer_at(
 ) -> Result<Consumer, RingCreateError> {
     // SAFETY: delegated to the caller (see # Safety).
     let (header, region, cap) = unsafe { parts(header, data)? };
-    Ok(Consumer::new(header, region, cap, owner))
+    Consumer::new(header, region, cap, owner)
 }
 
 /// # Safety
@@ -266,6 +273,44 @@ impl HeapRing {
                 .collect(),
             #[cfg(loom)]
             region: Region::new_model(capacity),
+        }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::sync::Ordering;
+
+    /// A head or tail off a frame boundary (a corrupted header) is refused
+    /// when the handles are made, not trusted by the unchecked header
+    /// words of `peek` and `publish`.
+    #[test]
+    fn positions_off_a_frame_boundary_are_refused() {
+        for (head, tail) in [(0, 8), (72, 128), (64, 64)] {
+            let mem = Arc::new(HeapRing::new(1024));
+            mem.header.head.store(head, Ordering::Relaxed);
+            mem.header.tail.store(tail, Ordering::Relaxed);
+            let header = std::ptr::NonNull::from(&mem.header);
+            let data = std::ptr::NonNull::new(mem.data.as_ptr() as *mut u8).expect("non-null");
+            let owner: Owner = mem.clone();
+            // SAFETY: as in `heap_ring`; the positions are what is tested.
+            let p = unsafe { producer_at(header, data, owner.clone()) };
+            // SAFETY: as above.
+            let c = unsafe { consumer_at(header, data, owner) };
+            match (head % 64, tail % 64) {
+                (0, 0) => assert!(p.is_ok() && c.is_ok()),
+                _ => {
+                    assert_eq!(
+                        p.err(),
+                        (tail % 64 != 0).then_some(RingCreateError::BadPosition(tail))
+                    );
+                    assert_eq!(
+                        c.err(),
+                        (head % 64 != 0).then_some(RingCreateError::BadPosition(head))
+                    );
+                }
+            }
         }
     }
 }

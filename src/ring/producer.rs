@@ -59,6 +59,11 @@ pub struct Producer {
     /// skipped (not a header of an earlier lap, which reads as empty), so
     /// a frame ending there next needs a guard.
     dirty: Vec<u64>,
+    /// How many bits of `dirty` are set: while 0 (small frames only, a
+    /// lap after the last large one), `publish` skips the bitmap.
+    dirty_n: usize,
+    /// `max_payload(capacity)`, kept: the eager path checks it per frame.
+    max_len: usize,
     /// Which frames to demote after publishing them (`demote.rs`).
     demote: Demote,
     /// The TSC when the last demotable frame's commit ended.
@@ -87,12 +92,17 @@ impl Producer {
         region: Region,
         capacity: usize,
         owner: super::Owner,
-    ) -> Self {
+    ) -> Result<Self, super::RingCreateError> {
         // Relaxed: only the producer writes `tail`; `head` is re-read with
         // Acquire before any byte is reused (`refresh_head`).
         let tail = header.get().tail.load(Ordering::Relaxed);
         let cached_head = header.get().head.load(Ordering::Acquire);
-        Producer {
+        // Every frame starts on a line: `publish` relies on it (its
+        // unchecked header word).
+        if tail % FRAME_ALIGN as u64 != 0 {
+            return Err(super::RingCreateError::BadPosition(tail));
+        }
+        Ok(Producer {
             header,
             region,
             _owner: owner,
@@ -102,9 +112,11 @@ impl Producer {
             tail,
             cached_head,
             dirty: vec![0; capacity.div_ceil(FRAME_ALIGN * 64)],
+            dirty_n: 0,
+            max_len: super::max_payload(capacity),
             demote: Demote::OFF,
             last_commit: 0,
-        }
+        })
     }
 
     #[cfg(loom)]
@@ -117,6 +129,8 @@ impl Producer {
             tail: 0,
             cached_head: 0,
             dirty: vec![0; capacity.div_ceil(FRAME_ALIGN * 64)],
+            dirty_n: 0,
+            max_len: super::max_payload(capacity),
             demote: Demote::OFF,
             last_commit: 0,
         }
@@ -160,7 +174,7 @@ impl Producer {
 
     /// The largest payload a single frame can carry.
     pub fn max_payload(&self) -> usize {
-        super::max_payload(self.capacity)
+        self.max_len
     }
 
     #[inline]
@@ -210,6 +224,9 @@ impl Producer {
 
     #[inline]
     fn is_dirty(&self, off: usize) -> bool {
+        if self.dirty_n == 0 {
+            return false;
+        }
         let i = off / FRAME_ALIGN;
         self.dirty[i / 64] & (1 << (i % 64)) != 0
     }
@@ -218,8 +235,15 @@ impl Producer {
     /// empty once its lap is over, or a guard just written).
     #[inline]
     fn mark_clean(&mut self, off: usize) {
+        if self.dirty_n == 0 {
+            return;
+        }
         let i = off / FRAME_ALIGN;
-        self.dirty[i / 64] &= !(1 << (i % 64));
+        let (w, bit) = (i / 64, 1u64 << (i % 64));
+        if self.dirty[w] & bit != 0 {
+            self.dirty[w] &= !bit;
+            self.dirty_n -= 1;
+        }
     }
 
     /// Marks the frame positions of `off..off + len` dirty.
@@ -234,6 +258,7 @@ impl Producer {
             } else {
                 ((1u64 << n) - 1) << b
             };
+            self.dirty_n += (bits & !self.dirty[w]).count_ones() as usize;
             self.dirty[w] |= bits;
             i += n;
         }
@@ -381,7 +406,11 @@ impl Producer {
             len as u32,
             frame::lap(self.tail, self.shift()),
         );
-        self.region().word(off).store(word, Ordering::Release);
+        // SAFETY: `off` is `tail` masked to the capacity (the region's
+        // length), and `tail` is a multiple of FRAME_ALIGN (checked when
+        // made, advanced by footprints and wraps only), so the word is
+        // aligned and inside.
+        unsafe { self.region().word_unchecked(off) }.store(word, Ordering::Release);
         // The frame's other positions now hold payload. Producer-private
         // bookkeeping, after the store that a waiting consumer needs
         // first (the guard above is at `next`, outside the frame, whose

@@ -44,6 +44,21 @@ mod real {
             unsafe { AtomicU64::from_ptr(self.base.as_ptr().wrapping_add(off).cast::<u64>()) }
         }
 
+        /// [`word`](Self::word) without its check, for the rings' own
+        /// frame positions (a position masked to the capacity, which is
+        /// the region's length, and a multiple of `FRAME_ALIGN`).
+        ///
+        /// # Safety
+        /// `off % 8 == 0` and `off + 8 <= len`.
+        #[inline]
+        pub(crate) unsafe fn word_unchecked(&self, off: usize) -> &AtomicU64 {
+            debug_assert!(off % 8 == 0 && off + 8 <= self.len);
+            // SAFETY: the caller keeps `off..off + 8` inside the region
+            // and 8-aligned (the base is, by the constructor's contract);
+            // header words are only ever accessed atomically while shared.
+            unsafe { AtomicU64::from_ptr(self.base.as_ptr().wrapping_add(off).cast::<u64>()) }
+        }
+
         /// Copies `src` to `off`.
         ///
         /// # Safety
@@ -91,14 +106,16 @@ mod real {
             super::super::demote::lines(self.base.as_ptr().wrapping_add(off), len);
         }
 
-        /// A view of `off..off + len`.
+        /// A view of `off..off + len`, unchecked (`Frame::bytes`: its
+        /// bounds were checked when the frame was found).
         ///
         /// # Safety
-        /// The range was published to the caller by an Acquire load of its
-        /// frame header and is not released until the view is dropped.
+        /// `off + len` is within the region; the range was published to
+        /// the caller by an Acquire load of its frame header and is not
+        /// released until the view is dropped.
         #[inline]
-        pub(crate) unsafe fn slice(&self, off: usize, len: usize) -> &[u8] {
-            assert!(off + len <= self.len, "frame past the end of the ring");
+        pub(crate) unsafe fn slice_unchecked(&self, off: usize, len: usize) -> &[u8] {
+            debug_assert!(off + len <= self.len);
             // SAFETY: delegated to the caller (see # Safety).
             unsafe { std::slice::from_raw_parts(self.base.as_ptr().wrapping_add(off), len) }
         }
@@ -129,6 +146,12 @@ mod model {
         pub(crate) fn word(&self, off: usize) -> &AtomicU64 {
             assert!(off % 8 == 0);
             &self.words[off / 8]
+        }
+
+        /// # Safety
+        /// As for the real region (checked here all the same).
+        pub(crate) unsafe fn word_unchecked(&self, off: usize) -> &AtomicU64 {
+            self.word(off)
         }
 
         /// # Safety
