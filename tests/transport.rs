@@ -338,3 +338,55 @@ fn take_exact_takes_only_the_awaited_whole_message_and_leaves_the_rest() {
     }
     assert_eq!(b.take_exact(0, &hb, &mut buf), Exact::Empty);
 }
+
+/// `wait_exact` takes a message of the buffer's size by its header word,
+/// and anything else as `take_exact` does: a shorter or longer message of
+/// the envelope (the length tells truncation), another envelope left in
+/// place; an empty ring waits while `spin` says so.
+#[test]
+fn wait_exact_takes_the_awaited_message_and_falls_back_for_the_rest() {
+    use shmpi::transport::{sole_head, Exact};
+    let job = 0x7a6f_0000_0000 | std::process::id() as u64;
+    let path = segment_path(std::path::Path::new("/dev/shm"), job);
+    let l = Layout::new(2, RING).unwrap();
+    let seg = Arc::new(Segment::create(&path, l.spec(job)).unwrap());
+    seg.unlink();
+    let mut a = Transport::new(seg.clone(), l, 0).unwrap();
+    let mut b = Transport::new(seg, l, 1).unwrap();
+    let (ea, eb) = (envelope(1, 2), envelope(3, 4));
+    let (ha, hb) = (sole_head(&ea), sole_head(&eb));
+    let mut buf = [0u8; 8];
+    let mut spins = 0;
+    let mut three = || {
+        spins += 1;
+        spins < 3
+    };
+    assert_eq!(b.wait_exact(0, &ha, &mut buf, &mut three), Exact::Empty);
+    assert_eq!(spins, 3, "spun until told to stop");
+    assert!(a.try_send_eager(1, &ea, b"eight by"));
+    assert!(a.try_send_eager(1, &ea, b"five!"));
+    assert!(a.try_send_eager(1, &ea, b"ten bytes!"));
+    assert!(a.try_send_eager(1, &eb, b"other"));
+    let never = || panic!("no spin: a frame is there");
+    assert_eq!(b.wait_exact(0, &ha, &mut buf, never), Exact::Taken(8));
+    assert_eq!(&buf, b"eight by");
+    let mut buf = [0u8; 8];
+    assert_eq!(b.wait_exact(0, &ha, &mut buf, never), Exact::Taken(5));
+    assert_eq!(&buf[..5], b"five!");
+    assert_eq!(b.wait_exact(0, &ha, &mut buf, never), Exact::Taken(10));
+    assert_eq!(&buf, b"ten byte");
+    assert_eq!(b.wait_exact(0, &ha, &mut buf, never), Exact::Other);
+    let mut five = [0u8; 5];
+    assert_eq!(b.wait_exact(0, &hb, &mut five, never), Exact::Taken(5));
+    assert_eq!(&five, b"other");
+    // A sender on another thread: the waiting receiver sees it arrive.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            std::thread::sleep(Duration::from_millis(5));
+            assert!(a.try_send_eager(1, &ea, b"at last!"));
+        });
+        let r = b.wait_exact(0, &ha, &mut buf, || Instant::now() < deadline);
+        assert_eq!((r, &buf), (Exact::Taken(8), b"at last!"));
+    });
+}

@@ -1454,6 +1454,19 @@ impl Engine {
         self.t.take_exact(peer, head, buf)
     }
 
+    /// [`take_exact`](Self::take_exact), waiting while `spin()` says so
+    /// ([`Transport::wait_exact`]).
+    #[inline(always)]
+    pub fn wait_exact(
+        &mut self,
+        peer: usize,
+        head: &SoleHead,
+        buf: &mut [u8],
+        spin: impl FnMut() -> bool,
+    ) -> Exact {
+        self.t.wait_exact(peer, head, buf, spin)
+    }
+
     /// The header a whole standard-mode message on context `ctx` from
     /// rank `src` of the communicator with `tag` (neither a wildcard)
     /// starts with in the ring.

@@ -631,26 +631,23 @@ impl Shared {
         // with is known, and compared whole.
         let head = Engine::sole_head(ctx, src, tag);
         let mut waiter: Option<Waiter> = None;
-        loop {
-            match e.take_exact(peer, &head, buf) {
-                Exact::Taken(bytes) => {
-                    let st = Status {
-                        source: src,
-                        tag,
-                        bytes,
-                    };
-                    return Some(engine::received(st, buf.len()));
-                }
-                Exact::Other => return None,
-                Exact::Empty => {}
-            }
-            // The message is often there already: no waiter until it is
-            // not. As above: a thread that wants the engine waits for
-            // this one to let go.
+        // The message is often there already: no waiter until it is not.
+        // As above: a thread that wants the engine waits for this one to
+        // let go.
+        let spin = || {
             let w = waiter.get_or_insert_with(|| Waiter::new(self.policy));
-            if self.multi() || w.pause(None) != Rung::Spin {
-                return None;
+            !self.multi() && w.pause(None) == Rung::Spin
+        };
+        match e.wait_exact(peer, &head, buf, spin) {
+            Exact::Taken(bytes) => {
+                let st = Status {
+                    source: src,
+                    tag,
+                    bytes,
+                };
+                Some(engine::received(st, buf.len()))
             }
+            Exact::Other | Exact::Empty => None,
         }
     }
 

@@ -54,7 +54,7 @@ pub use lend::{lend, Lender, Lent, RawLend};
 pub use wait::{Rung, WaitPolicy, Waiter};
 pub use wire::{sole_head, Envelope, SoleHead, SOLE_HEADER, WIRE_HEADER};
 
-use crate::ring::{self, Consumer, Producer, RingHeader, RingReserveError};
+use crate::ring::{self, AwaitedFront, Consumer, Producer, RingHeader, RingReserveError};
 use crate::shm::doorbell::{self, Kernel};
 use crate::shm::{Segment, SingleCopy, Split};
 use crate::sync::{fence, AtomicU64, Ordering};
@@ -1110,6 +1110,18 @@ impl Transport {
         self.owed[peer] = 0;
     }
 
+    /// Adds `fp` released bytes of `peer`'s ring (of `cap` bytes) to
+    /// what this rank owes a blocked producer there, and settles once a
+    /// quarter of the ring is owed.
+    #[inline(always)]
+    fn owe(&mut self, peer: usize, fp: usize, cap: usize) {
+        let owed = &mut self.owed[peer];
+        *owed += fp;
+        if *owed >= cap / 4 {
+            self.settle(peer);
+        }
+    }
+
     /// Rings `peer`'s doorbell for the room released on its ring.
     fn settle(&mut self, peer: usize) {
         // SYNC(doorbell): SeqCst fence after the Release stores of `head`
@@ -1294,10 +1306,8 @@ impl Transport {
         let fp = ring::footprint(bytes.len());
         f.release();
         // As in `drain_ring`: the room is owed to a blocked producer.
-        self.owed[peer] += fp;
-        if self.owed[peer] >= rx.cons.capacity() / 4 {
-            self.settle(peer);
-        }
+        let cap = rx.cons.capacity();
+        self.owe(peer, fp, cap);
         Front::Taken
     }
 
@@ -1329,11 +1339,71 @@ impl Transport {
         let fp = ring::footprint(bytes.len());
         f.release();
         // As in `drain_ring`: the room is owed to a blocked producer.
-        self.owed[peer] += fp;
-        if self.owed[peer] >= rx.cons.capacity() / 4 {
-            self.settle(peer);
-        }
+        let cap = rx.cons.capacity();
+        self.owe(peer, fp, cap);
         Exact::Taken(len)
+    }
+
+    /// [`take_exact`](Self::take_exact), waiting: looks at the front of
+    /// `peer`'s ring until the message `head` is there, or something
+    /// else is, or `spin()` says to stop (`Exact::Empty`). A message of
+    /// exactly `buf.len()` bytes, the common case, is awaited by its
+    /// frame's whole header word ([`Consumer::peek_awaited`]): the spin
+    /// is one load and one comparison, and what follows its arrival
+    /// decodes nothing. Any other frame goes through `take_exact`.
+    #[inline(always)]
+    pub fn wait_exact(
+        &mut self,
+        peer: usize,
+        head: &SoleHead,
+        buf: &mut [u8],
+        mut spin: impl FnMut() -> bool,
+    ) -> Exact {
+        let want = self
+            .rx
+            .get(peer)
+            .and_then(Option::as_ref)
+            .and_then(|rx| rx.cons.awaited(SOLE_HEADER + buf.len()));
+        if let Some(want) = want {
+            let Some(Some(rx)) = self.rx.get_mut(peer) else {
+                return Exact::Empty;
+            };
+            loop {
+                match rx.cons.peek_awaited(&want) {
+                    AwaitedFront::Frame(f) => {
+                        let bytes = f.bytes();
+                        let (h, data) = bytes.split_at(SOLE_HEADER);
+                        if h != head.0 {
+                            return Exact::Other;
+                        }
+                        ring::copy_bytes(buf, data);
+                        let fp = ring::footprint(bytes.len());
+                        f.release();
+                        // As in `drain_ring`: the room is owed to a
+                        // blocked producer.
+                        let cap = rx.cons.capacity();
+                        self.owe(peer, fp, cap);
+                        return Exact::Taken(buf.len());
+                    }
+                    AwaitedFront::Empty => {
+                        if !spin() {
+                            return Exact::Empty;
+                        }
+                    }
+                    AwaitedFront::Other => break,
+                }
+            }
+        }
+        loop {
+            match self.take_exact(peer, head, buf) {
+                Exact::Empty => {
+                    if !spin() {
+                        return Exact::Empty;
+                    }
+                }
+                r => return r,
+            }
+        }
     }
 
     /// Records the first CPU of every rank's binding (`None`: unbound),
