@@ -67,11 +67,20 @@ const OPEN: u32 = 0;
 const MULTI: u32 = 1;
 const PLAIN: u32 = 2;
 
-static NEXT_TOKEN: AtomicU64 = AtomicU64::new(1);
-
 thread_local! {
-    /// A small unique number per thread (cheaper than `thread::current()`).
-    static TOKEN: u64 = NEXT_TOKEN.fetch_add(1, Ordering::Relaxed);
+    /// Its address is the thread's token: unique among live threads,
+    /// never 0, and (const-initialised) free of the lazy-init check a
+    /// counter-valued thread-local costs on every lock. A thread may
+    /// reuse the address of one that has exited, and with it the owner's
+    /// path: the exited thread holds no guard (`busy` was reset when its
+    /// guard dropped), so the lock is still the owner's alone.
+    static ANCHOR: u8 = const { 0 };
+}
+
+/// This thread's token (see `ANCHOR`).
+#[inline]
+fn token() -> u64 {
+    ANCHOR.with(|a| std::ptr::from_ref(a) as usize as u64)
 }
 
 impl<T> OwnerLock<T> {
@@ -115,10 +124,12 @@ impl<T> OwnerLock<T> {
     /// would deadlock instead).
     #[inline]
     pub fn lock(&self) -> Guard<'_, T> {
-        let t = TOKEN.with(|t| *t);
-        // Relaxed (state): re-read after the `busy` store below.
-        // Relaxed (owner): only this thread stores its own token here.
-        if self.state.load(Ordering::Relaxed) == OPEN && self.owner.load(Ordering::Relaxed) == t {
+        let t = token();
+        // Relaxed: only this thread stores its own token here. (`state`
+        // is read only after the `busy` store below: once `MULTI` or
+        // `PLAIN`, the owner sets `busy` in vain and takes the slow path,
+        // which costs less than a second look at `state` on every lock.)
+        if self.owner.load(Ordering::Relaxed) == t {
             // Relaxed: only this thread stores `busy`.
             assert!(
                 self.busy.load(Ordering::Relaxed) == 0,
