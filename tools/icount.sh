@@ -4,6 +4,9 @@
 # counted by callgrind (deterministic, unlike timings on shared machines).
 #
 # Usage: tools/icount.sh [SIZE ...]     (default: 8)
+#   TDIR=DIR        count the binaries in DIR (default target/release),
+#                   e.g. another build profile's
+#   ICOUNT_NOBUILD=1  count what is built, build nothing
 #
 # For each size, runs examples/msgpath.rs under `shmpiexec -n 2` with
 # every rank under `valgrind --tool=callgrind`, in both modes (blocking
@@ -20,7 +23,7 @@ if ! command -v valgrind >/dev/null || ! command -v callgrind_annotate >/dev/nul
     echo "tools/icount.sh: valgrind is not installed (apt-get install valgrind); nothing counted"
     exit 0
 fi
-cargo build --release --quiet --bin shmpiexec --example msgpath
+[ -n "${ICOUNT_NOBUILD:-}" ] || cargo build --release --quiet --bin shmpiexec --example msgpath
 sizes=("$@")
 [ ${#sizes[@]} -eq 0 ] && sizes=(8)
 out=$(mktemp -d)
@@ -32,7 +35,7 @@ for s in "${sizes[@]}"; do
         rm -f "$out"/cg.*
         S=$s MODE=$mode timeout 600 valgrind --tool=callgrind --trace-children=yes \
             --callgrind-out-file="$out/cg.%p" \
-            target/release/shmpiexec -n 2 target/release/examples/msgpath > "$out/log" 2>&1
+            ${TDIR:-target/release}/shmpiexec -n 2 ${TDIR:-target/release}/examples/msgpath > "$out/log" 2>&1
         n=$(grep -o 'msgpath: [0-9]*' "$out/log" | awk '{print $2}')
         [ -n "$n" ] || { echo "tools/icount.sh: the run failed:"; tail -5 "$out/log"; exit 1; }
         send=0 recv=0
