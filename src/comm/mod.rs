@@ -527,8 +527,12 @@ impl Communicator {
         let Some((world, cid)) = self.send_route(dest, tag, coll)? else {
             return Ok(());
         };
+        let src = self.ctx.rank as u32;
+        if sync {
+            return self.shared().send_bytes(cid, src, world, tag, data, true);
+        }
         self.shared()
-            .send_bytes(cid, self.ctx.rank as u32, world, tag, data, sync)
+            .send_std(p2p::Origin { cid, src }, world, tag, data)
     }
 
     #[inline]

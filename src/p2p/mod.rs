@@ -198,6 +198,16 @@ pub struct Shared {
     rank: usize,
 }
 
+/// Where a send comes from: its context id and the sender's rank in the
+/// communicator.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Origin {
+    /// The context id.
+    pub cid: u32,
+    /// The sender's rank in the communicator.
+    pub src: u32,
+}
+
 impl Shared {
     /// Wraps an engine.
     pub fn new(engine: Engine, policy: WaitPolicy) -> Shared {
@@ -319,11 +329,23 @@ impl Shared {
         data: &[u8],
         sync: bool,
     ) -> Result<()> {
-        // The eager fast path in a small frame; the rest out of line.
-        if !sync && self.lock().try_send_eager(cid, src, dest, tag, data) {
-            return Ok(());
+        if !sync {
+            return self.send_std(Origin { cid, src }, dest, tag, data);
         }
         self.send_bytes_general(cid, src, dest, tag, data, sync)
+    }
+
+    /// [`send_bytes`](Self::send_bytes) in standard mode: the eager fast
+    /// path in a small frame, the rest out of line. (Without `sync`, 5
+    /// fewer instructions per send than `send_bytes`: `tools/icount.sh`.)
+    ///
+    /// # Errors
+    /// As [`send_bytes`](Self::send_bytes).
+    pub fn send_std(&self, o: Origin, dest: usize, tag: i32, data: &[u8]) -> Result<()> {
+        if self.lock().try_send_eager(o.cid, o.src, dest, tag, data) {
+            return Ok(());
+        }
+        self.send_bytes_general(o.cid, o.src, dest, tag, data, false)
     }
 
     /// [`send_bytes`](Self::send_bytes) past the eager fast path.
