@@ -172,6 +172,15 @@ fn shmpi_bench_floor_and_protocols_print_their_tables() {
             .unwrap();
         let v: f64 = lat.split_whitespace().last().unwrap().parse().unwrap();
         assert!(v > 0.0, "{out}");
+        // The transport alone, and its ratio to the ring.
+        let t = out
+            .lines()
+            .find(|l| l.starts_with("transport one-way, 8 B"))
+            .unwrap();
+        let w: Vec<&str> = t.split_whitespace().collect();
+        assert_eq!(w[w.len() - 3..][1..], ["the", "ring"], "{out}");
+        let (us, x): (f64, f64) = (w[5].parse().unwrap(), w[6].parse().unwrap());
+        assert!(us > 0.0 && x > 0.0, "{out}");
         assert!(out.contains("memcpy bandwidth"), "{out}");
     }
     // The thresholds set, since their defaults depend on the CPU: a

@@ -885,6 +885,11 @@ fn floor(o: &Opts) -> Result<(), String> {
         "ring one-way latency, 8 B (us)   {:>10.3}",
         f.ring_ns / 1000.0
     );
+    println!(
+        "transport one-way, 8 B (us)      {:>10.3}   {:.2} x the ring",
+        f.transport_ns / 1000.0,
+        f.transport_x
+    );
     println!("memcpy bandwidth, one core (MB/s) {:>10.0}", f.memcpy_mbs);
     Ok(())
 }
@@ -898,6 +903,10 @@ struct Floor {
     /// on a sequence word in the slot (the C ring of MEASUREMENTS.md), one
     /// way.
     ring_ns: f64,
+    /// The same through shmpi's transport alone (no MPI layer), one way.
+    transport_ns: f64,
+    /// The median of `transport_ns / ring_ns` over bursts of each in turn.
+    transport_x: f64,
     /// One-core memcpy, 64 MiB, out of cache.
     memcpy_mbs: f64,
 }
@@ -960,8 +969,8 @@ fn pinned_pair(
     cpus: &[usize],
     iters: u64,
     warm: u64,
-    echo: impl Fn(u64) + Sync,
-    ping: impl Fn(u64) + Sync,
+    mut echo: impl FnMut(u64) + Send,
+    mut ping: impl FnMut(u64) + Send,
 ) -> f64 {
     let pin = |c: usize| {
         core_affinity::set_for_current(core_affinity::CoreId { id: c });
@@ -969,7 +978,7 @@ fn pinned_pair(
     std::thread::scope(|s| {
         s.spawn(|| {
             pin(cpus[1]);
-            (1..=iters + warm).for_each(&echo);
+            (1..=iters + warm).for_each(&mut echo);
         });
         s.spawn(|| {
             pin(cpus[0]);
@@ -1015,7 +1024,7 @@ fn measure_floor(o: &Opts, iters: u64) -> Result<Floor, String> {
             wait(&pong, i);
         },
     );
-    let ring_ns = ring_floor(&cpus, iters);
+    let (ring_ns, transport_ns, transport_x) = ring_and_transport(&cpus, iters)?;
     let len = 64 << 20;
     let src = vec![1u8; len];
     let mut dst = vec![0u8; len];
@@ -1031,8 +1040,77 @@ fn measure_floor(o: &Opts, iters: u64) -> Result<Floor, String> {
         cpus,
         line_ns: ns,
         ring_ns,
+        transport_ns,
+        transport_x,
         memcpy_mbs: mbs,
     })
+}
+
+/// Bursts of `ring_and_transport`.
+const TRANSPORT_BURSTS: u64 = 7;
+
+/// The ring floor ([`ring_floor`]) and the same ping-pong through shmpi's
+/// own transport without the MPI layer (what an embedder of
+/// `shmpi::transport` gets: two `Transport`s on a segment of their own,
+/// one per pinned thread, 8-byte sole frames sent with `try_send_eager`
+/// and received with `wait_exact`), in alternating bursts of
+/// `iters / TRANSPORT_BURSTS` round trips, so that each pair shares the
+/// machine's state of the moment: the medians of each (one way, ns) and
+/// of the bursts' ratios.
+fn ring_and_transport(cpus: &[usize], iters: u64) -> Result<(f64, f64, f64), String> {
+    use shmpi::shm::{segment_path, Segment};
+    use shmpi::transport::{sole_head, Envelope, Exact, Layout, Transport};
+    let layout = Layout::new(2, shmpi::transport::layout::SMALL_JOB_RING)?;
+    let job = 0xf1_0000_0000 | u64::from(std::process::id());
+    let path = segment_path(&shmpi::job::env::shm_dir(), job);
+    let seg =
+        Segment::create(&path, layout.spec(job)).map_err(|e| format!("{}: {e}", path.display()))?;
+    seg.unlink();
+    let seg = std::sync::Arc::new(seg);
+    let mut a = Transport::new(seg.clone(), layout, 0).map_err(|e| e.to_string())?;
+    let mut b = Transport::new(seg, layout, 1).map_err(|e| e.to_string())?;
+    let env = Envelope([1; 16]);
+    let head = sole_head(&env);
+    let (mut abuf, mut bbuf) = ([0u8; 8], [0u8; 8]);
+    let send = |t: &mut Transport, to: usize, v: u64| {
+        while !t.try_send_eager(to, &env, &v.to_le_bytes()) {
+            std::hint::spin_loop();
+        }
+    };
+    let take = |t: &mut Transport, from: usize, buf: &mut [u8; 8]| {
+        let got = t.wait_exact(from, &head, buf, || {
+            std::hint::spin_loop();
+            true
+        });
+        assert_eq!(got, Exact::Taken(8), "the transport floor's message");
+        u64::from_le_bytes(*buf)
+    };
+    let each = (iters / TRANSPORT_BURSTS).max(1);
+    let (mut rings, mut transports, mut ratios) = (vec![], vec![], vec![]);
+    for _ in 0..TRANSPORT_BURSTS {
+        let r = ring_floor(cpus, each);
+        let t = pinned_pair(
+            cpus,
+            each,
+            1000,
+            |i| {
+                let v = take(&mut b, 0, &mut bbuf);
+                send(&mut b, 0, v + i);
+            },
+            |i| {
+                send(&mut a, 1, i);
+                std::hint::black_box(take(&mut a, 1, &mut abuf));
+            },
+        );
+        rings.push(r);
+        transports.push(t);
+        ratios.push(t / r);
+    }
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    Ok((median(rings), median(transports), median(ratios)))
 }
 
 /// The protocol each message size takes on this build and environment.
