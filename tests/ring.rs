@@ -367,3 +367,28 @@ fn awaited_frames_are_found_and_anything_else_is_left_to_peek() {
     // Longer than the ring allows: no token.
     assert!(c.awaited(max_payload(1024) + 1).is_none());
 }
+
+/// A token of one consumer is refused by another at the same position
+/// (its bounds were tested against another capacity): `Other`, nothing
+/// read.
+#[test]
+fn an_awaited_token_of_another_consumer_is_refused() {
+    use shmpi::ring::AwaitedFront;
+    let (mut pbig, mut big) = heap_ring(1024).unwrap();
+    let (mut psmall, mut small) = heap_ring(256).unwrap();
+    for _ in 0..4 {
+        pbig.push(&[&[1u8; 8]]).unwrap();
+        big.peek().unwrap().release();
+        psmall.push(&[&[1u8; 8]]).unwrap();
+        small.peek().unwrap().release();
+    }
+    // Both at position 256: the big ring's token points past the small
+    // ring's region.
+    let t = big.awaited(8).expect("fits the big ring");
+    assert!(matches!(small.peek_awaited(&t), AwaitedFront::Other));
+    // And one of equal capacity, at the same position, is refused only
+    // when the position differs.
+    let (mut p2, mut c2) = heap_ring(1024).unwrap();
+    p2.push(&[&[2u8; 8]]).unwrap();
+    assert!(matches!(c2.peek_awaited(&t), AwaitedFront::Other));
+}

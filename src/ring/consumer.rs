@@ -196,6 +196,7 @@ impl Consumer {
         }
         let lap = frame::lap(self.head, self.shift());
         Some(Awaited {
+            capacity: self.capacity,
             head: self.head,
             word: frame::encode(frame::KIND_DATA, len as u32, lap),
             lap,
@@ -213,12 +214,15 @@ impl Consumer {
     /// position; [`peek`](Self::peek) tells what.
     #[inline(always)]
     pub fn peek_awaited(&mut self, s: &Awaited) -> AwaitedFront<'_> {
-        if s.head != self.head {
+        // A token of another position, or of another consumer (whose
+        // bounds test was against another capacity), is refused.
+        if s.head != self.head || s.capacity != self.capacity {
             return AwaitedFront::Other;
         }
         // SYNC(ring.frame): Acquire, as in `peek`.
-        // SAFETY: `s` was made at this position (checked above), whose
-        // offset is a frame's (see `peek`).
+        // SAFETY: `s` was made at this position, by a consumer of this
+        // capacity (checked above): its offset is this position's masked
+        // to the capacity, a frame's (see `peek`).
         let word = unsafe { self.region().word_unchecked(s.off) }.load(Ordering::Acquire);
         if word == s.word {
             // As in `peek`: a short frame's other lines are fetched now.
@@ -259,6 +263,8 @@ impl Consumer {
 /// [`Consumer::awaited`]).
 #[derive(Clone, Copy, Debug)]
 pub struct Awaited {
+    /// The capacity of the consumer that made it (its bounds test).
+    capacity: usize,
     /// The consumer's position it was made at.
     head: u64,
     /// The header word of the awaited frame.
@@ -329,8 +335,9 @@ impl Frame<'_> {
         // SAFETY: the payload range was published by the Acquire in `peek`
         // (or `peek_awaited`) and is not released (so not reused) while
         // `self` borrows the consumer mutably; both checked that it ends
-        // within the capacity, the region's length (`peek`'s assert,
-        // `awaited`'s test).
+        // within the capacity, the region's length (`peek`'s assert;
+        // `awaited`'s test, on a consumer of this capacity, which
+        // `peek_awaited` checks).
         unsafe {
             self.consumer
                 .region()

@@ -73,7 +73,11 @@ thread_local! {
     /// counter-valued thread-local costs on every lock. A thread may
     /// reuse the address of one that has exited, and with it the owner's
     /// path: the exited thread holds no guard (`busy` was reset when its
-    /// guard dropped), so the lock is still the owner's alone.
+    /// guard dropped), so the lock is still the owner's alone; and the
+    /// exited thread's writes to the value happen before the new one's
+    /// reads, as thread exit and the reuse of its thread-local block
+    /// order them (joined or not, glibc frees that block only after the
+    /// thread is gone).
     static ANCHOR: u8 = const { 0 };
 }
 
