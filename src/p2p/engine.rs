@@ -325,7 +325,10 @@ impl Matcher {
             && crate::transport::bytes::streams(total, sinks_span(sinks), stream);
         let n = sinks.len();
         let key = s.sink;
-        let at = (0..n).map(|k| (*hint + k) % n).find(|&j| sinks[j].0 == key);
+        // From the hint on, round to the start (no division: a window's
+        // receives are matched in order, so the hint is nearly always it).
+        let from = if *hint < n { *hint } else { 0 };
+        let at = (from..n).chain(0..from).find(|&j| sinks[j].0 == key);
         if let Some(j) = at {
             *hint = j + 1;
             let sink = &mut *sinks[j].1;
