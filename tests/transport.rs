@@ -269,6 +269,19 @@ fn a_shared_copy_settles_every_way_and_a_late_or_stale_claim_writes_nothing() {
     );
 }
 
+/// Ranks 0 and 1 of a 2-rank segment of its own (job id `tag` and this
+/// process's id), both in this process.
+fn pair_in_one_process(tag: u64) -> (Transport, Transport) {
+    let job = tag | std::process::id() as u64;
+    let path = segment_path(std::path::Path::new("/dev/shm"), job);
+    let l = Layout::new(2, RING).unwrap();
+    let seg = Arc::new(Segment::create(&path, l.spec(job)).unwrap());
+    seg.unlink();
+    let a = Transport::new(seg.clone(), l, 0).unwrap();
+    let b = Transport::new(seg, l, 1).unwrap();
+    (a, b)
+}
+
 /// The receive fast path `take_exact`, between two transports of one
 /// process: it takes the front frame only when it is a whole message
 /// whose header is the awaited one, byte for byte; anything else (another
@@ -277,13 +290,7 @@ fn a_shared_copy_settles_every_way_and_a_late_or_stale_claim_writes_nothing() {
 #[test]
 fn take_exact_takes_only_the_awaited_whole_message_and_leaves_the_rest() {
     use shmpi::transport::{sole_head, Exact};
-    let job = 0x7a6e_0000_0000 | std::process::id() as u64;
-    let path = segment_path(std::path::Path::new("/dev/shm"), job);
-    let l = Layout::new(2, RING).unwrap();
-    let seg = Arc::new(Segment::create(&path, l.spec(job)).unwrap());
-    seg.unlink();
-    let mut a = Transport::new(seg.clone(), l, 0).unwrap();
-    let mut b = Transport::new(seg, l, 1).unwrap();
+    let (mut a, mut b) = pair_in_one_process(0x7a6e_0000_0000);
     let deadline = Instant::now() + Duration::from_secs(20);
     let (ea, eb) = (envelope(1, 2), envelope(3, 4));
     let (ha, hb) = (sole_head(&ea), sole_head(&eb));
@@ -346,13 +353,7 @@ fn take_exact_takes_only_the_awaited_whole_message_and_leaves_the_rest() {
 #[test]
 fn wait_exact_takes_the_awaited_message_and_falls_back_for_the_rest() {
     use shmpi::transport::{sole_head, Exact};
-    let job = 0x7a6f_0000_0000 | std::process::id() as u64;
-    let path = segment_path(std::path::Path::new("/dev/shm"), job);
-    let l = Layout::new(2, RING).unwrap();
-    let seg = Arc::new(Segment::create(&path, l.spec(job)).unwrap());
-    seg.unlink();
-    let mut a = Transport::new(seg.clone(), l, 0).unwrap();
-    let mut b = Transport::new(seg, l, 1).unwrap();
+    let (mut a, mut b) = pair_in_one_process(0x7a6f_0000_0000);
     let (ea, eb) = (envelope(1, 2), envelope(3, 4));
     let (ha, hb) = (sole_head(&ea), sole_head(&eb));
     let mut buf = [0u8; 8];
