@@ -405,3 +405,42 @@ fn shmpi_bench_bw_windows_into_one_buffer_or_a_buffer_per_receive() {
         );
     }
 }
+
+/// `examples/layers.rs`, the layer-by-layer latency of one job: runs
+/// under the launcher and prints the three medians.
+#[test]
+fn the_layers_example_prints_its_ratios() {
+    let exe = std::path::Path::new(env!("CARGO_BIN_EXE_shmpiexec"));
+    let example = exe.parent().unwrap().join("examples").join("layers");
+    if !example.exists() {
+        // Built by `cargo test` with the other examples; absent only when
+        // the tests were built alone.
+        eprintln!("{} not built: skipped", example.display());
+        return;
+    }
+    let o = support::output_bounded(
+        Command::new(exe)
+            .args(["-n", "2"])
+            .arg(&example)
+            .env("N", "2000")
+            .env("B", "3"),
+        Duration::from_secs(120),
+    );
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{out}\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("size 8:"))
+        .expect("the summary");
+    let nums: Vec<f64> = line
+        .split(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .filter_map(|x| x.parse().ok())
+        .collect();
+    // size, ring ns, three ratios, bursts.
+    assert_eq!(nums.len(), 6, "{line}");
+    assert!(nums[1..5].iter().all(|&x| x > 0.0), "{line}");
+}

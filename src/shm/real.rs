@@ -8,6 +8,8 @@ pub mod control;
 mod header;
 #[path = "ids.rs"]
 pub mod ids;
+#[path = "lines.rs"]
+pub mod lines;
 #[path = "os.rs"]
 pub mod os;
 #[path = "segment.rs"]
