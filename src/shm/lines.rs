@@ -10,7 +10,6 @@ use crate::error::{Error, ErrorClass, Result};
 use crate::sync::AtomicU64;
 use memmap2::MmapRaw;
 use std::fs::File;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 /// Bytes of one line here: two cache lines, so that no adjacent-line
@@ -36,15 +35,7 @@ impl SharedLines {
     /// # Errors
     /// `NoMem` when it cannot be made.
     pub fn create(path: &Path, lines: usize) -> Result<SharedLines> {
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(path)
-            .map_err(|e| nomem(format!("cannot create {}: {e}", path.display())))?;
-        file.set_len((lines.max(1) * LINE) as u64)
-            .map_err(|e| nomem(format!("cannot size {}: {e}", path.display())))?;
+        let file = super::os::create_private_file(path, lines.max(1) * LINE).map_err(nomem)?;
         SharedLines::map(file, path, lines)
     }
 
@@ -53,19 +44,7 @@ impl SharedLines {
     /// # Errors
     /// `Other` when it cannot be opened or is not of that size.
     pub fn attach(path: &Path, lines: usize) -> Result<SharedLines> {
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open(path)
-            .map_err(|e| other(format!("cannot open {}: {e}", path.display())))?;
-        let have = file.metadata().map(|m| m.len() as usize).unwrap_or(0);
-        if have != lines.max(1) * LINE {
-            return Err(other(format!(
-                "{} has {have} bytes, not {} lines of {LINE}",
-                path.display(),
-                lines
-            )));
-        }
+        let file = super::os::open_sized_file(path, lines.max(1) * LINE).map_err(other)?;
         SharedLines::map(file, path, lines)
     }
 

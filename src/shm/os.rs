@@ -122,3 +122,35 @@ pub fn signal_name(sig: i32) -> String {
     };
     name.to_string()
 }
+
+/// Creates `path` for this process to map (`O_EXCL`, mode 0600) with
+/// `len` zero bytes: a pool, a file of shared lines. The error names the
+/// file and the step that failed.
+pub fn create_private_file(path: &std::path::Path, len: usize) -> Result<std::fs::File, String> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+        .map_err(|e| format!("cannot create {}: {e}", path.display()))?;
+    file.set_len(len as u64)
+        .map_err(|e| format!("cannot size {}: {e}", path.display()))?;
+    Ok(file)
+}
+
+/// Opens `path` read-write for this process to map, if it holds `len`
+/// bytes. The error names the file and what is wrong.
+pub fn open_sized_file(path: &std::path::Path, len: usize) -> Result<std::fs::File, String> {
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(path)
+        .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+    let have = file.metadata().map(|m| m.len() as usize).unwrap_or(0);
+    if have != len {
+        return Err(format!("{} has {have} bytes, not {len}", path.display()));
+    }
+    Ok(file)
+}

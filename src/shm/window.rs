@@ -13,7 +13,6 @@ use crate::sync::{AtomicU32, Ordering};
 use memmap2::MmapRaw;
 use std::fs::File;
 use std::os::fd::AsRawFd;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 /// The exclusive bit of a member's lock word (the rest counts shared
@@ -49,13 +48,9 @@ impl WinSeg {
     /// `NoMem` when it cannot be made (a full /dev/shm included).
     pub fn create(path: &Path, members: usize, data: usize) -> Result<WinSeg> {
         let len = header_len(members) + data.max(1);
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(path)
-            .map_err(|e| nomem(format!("cannot create {}: {e}", path.display())))?;
+        // Empty, then its pages committed below (so a full /dev/shm is an
+        // error here, not a SIGBUS later).
+        let file = super::os::create_private_file(path, 0).map_err(nomem)?;
         // SAFETY: posix_fallocate on the open file, from 0 to its length.
         let rc = unsafe { libc::posix_fallocate(file.as_raw_fd(), 0, len as libc::off_t) };
         if rc != 0 {
@@ -74,23 +69,8 @@ impl WinSeg {
     /// `Other` when it cannot be opened, or is not the expected size.
     pub fn attach(path: &Path, members: usize, data: usize) -> Result<WinSeg> {
         let len = header_len(members) + data.max(1);
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open(path)
-            .map_err(|e| {
-                Error::new(
-                    ErrorClass::Other,
-                    format!("cannot open the window {}: {e}", path.display()),
-                )
-            })?;
-        let have = file.metadata().map(|m| m.len() as usize).unwrap_or(0);
-        if have != len {
-            return Err(Error::new(
-                ErrorClass::Other,
-                format!("the window {} has {have} bytes, not {len}", path.display()),
-            ));
-        }
+        let file = super::os::open_sized_file(path, len)
+            .map_err(|e| Error::new(ErrorClass::Other, format!("the window: {e}")))?;
         WinSeg::map(file, path, members, data)
     }
 

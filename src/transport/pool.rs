@@ -16,7 +16,6 @@ use memmap2::{Mmap, MmapRaw};
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::os::fd::AsRawFd;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -57,15 +56,7 @@ impl Pool {
     /// # Errors
     /// `NoMem` when the file cannot be made or mapped.
     pub fn create(path: &Path, len: usize) -> Result<Pool> {
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(path)
-            .map_err(|e| nomem(format!("cannot create {}: {e}", path.display())))?;
-        file.set_len(len as u64)
-            .map_err(|e| nomem(format!("cannot size {}: {e}", path.display())))?;
+        let file = crate::shm::os::create_private_file(path, len).map_err(nomem)?;
         let map = MmapRaw::map_raw(&file)
             .map_err(|e| nomem(format!("cannot map {}: {e}", path.display())))?;
         let mut free = BTreeMap::new();
