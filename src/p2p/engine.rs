@@ -1450,14 +1450,9 @@ impl Engine {
     }
 
     /// [`recv_direct`](Self::recv_direct) for a receive that names its
-    /// source and tag: the front frame of `peer`'s ring is taken if its
-    /// header is `head` ([`sole_head`](Self::sole_head)), byte for byte.
-    #[inline(always)]
-    pub fn take_exact(&mut self, peer: usize, head: &SoleHead, buf: &mut [u8]) -> Exact {
-        self.t.take_exact(peer, head, buf)
-    }
-
-    /// [`take_exact`](Self::take_exact), waiting while `spin()` says so
+    /// source and tag, waiting while `spin()` says so: the front frame of
+    /// `peer`'s ring is taken if its header is `head`
+    /// ([`sole_head`](Self::sole_head)), byte for byte
     /// ([`Transport::wait_exact`]).
     #[inline(always)]
     pub fn wait_exact(

@@ -140,6 +140,28 @@ impl OutMsg {
     }
 }
 
+/// Takes frame `f` if its payload starts with the sole header `head`:
+/// the rest of the payload (up to `buf.len()` bytes) into `buf`, the frame
+/// released; its message length and footprint. `None`: another header,
+/// the frame left in the ring. (`take_exact`'s and `wait_exact`'s take;
+/// the room it frees is the caller's to owe.)
+#[inline(always)]
+fn take_if_headed(f: ring::Frame<'_>, head: &SoleHead, buf: &mut [u8]) -> Option<(usize, usize)> {
+    let bytes = f.bytes();
+    let (Some(h), Some(data)) = (bytes.get(..SOLE_HEADER), bytes.get(SOLE_HEADER..)) else {
+        return None;
+    };
+    if h != head.0 {
+        return None;
+    }
+    let n = data.len().min(buf.len());
+    ring::copy_bytes(&mut buf[..n], &data[..n]);
+    let len = data.len();
+    let fp = ring::footprint(bytes.len());
+    f.release();
+    Some((len, fp))
+}
+
 /// What [`Transport::take_exact`] found at the front of a peer's ring.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Exact {
@@ -1268,16 +1290,13 @@ impl Transport {
         // Only a loop stopped by the budget needs another look.
         let more = !exhausted && c.has_frame();
         // This ring's own size: a bridge's rings need not be the job's.
-        let quarter = c.capacity() / 4;
+        let capacity = c.capacity();
         if released > 0 {
             // A producer blocked on this ring may sleep until room appears;
             // ringing it costs a fence, so it is owed and paid in bulk (a
             // quarter of the ring), on the next send to that peer (which
             // fences and rings anyway), or before this rank waits.
-            self.owed[peer] += released;
-            if self.owed[peer] >= quarter {
-                self.settle(peer);
-            }
+            self.owe(peer, released, capacity);
         }
         (n, more)
     }
@@ -1326,18 +1345,9 @@ impl Transport {
         let Some(f) = rx.cons.peek() else {
             return Exact::Empty;
         };
-        let bytes = f.bytes();
-        let (Some(h), Some(data)) = (bytes.get(..SOLE_HEADER), bytes.get(SOLE_HEADER..)) else {
+        let Some((len, fp)) = take_if_headed(f, head, buf) else {
             return Exact::Other;
         };
-        if h != head.0 {
-            return Exact::Other;
-        }
-        let n = data.len().min(buf.len());
-        ring::copy_bytes(&mut buf[..n], &data[..n]);
-        let len = data.len();
-        let fp = ring::footprint(bytes.len());
-        f.release();
         // As in `drain_ring`: the room is owed to a blocked producer.
         let cap = rx.cons.capacity();
         self.owe(peer, fp, cap);
@@ -1371,19 +1381,12 @@ impl Transport {
             loop {
                 match rx.cons.peek_awaited(&want) {
                     AwaitedFront::Frame(f) => {
-                        let bytes = f.bytes();
-                        let (h, data) = bytes.split_at(SOLE_HEADER);
-                        if h != head.0 {
+                        let Some((len, fp)) = take_if_headed(f, head, buf) else {
                             return Exact::Other;
-                        }
-                        ring::copy_bytes(buf, data);
-                        let fp = ring::footprint(bytes.len());
-                        f.release();
-                        // As in `drain_ring`: the room is owed to a
-                        // blocked producer.
+                        };
                         let cap = rx.cons.capacity();
                         self.owe(peer, fp, cap);
-                        return Exact::Taken(buf.len());
+                        return Exact::Taken(len);
                     }
                     AwaitedFront::Empty => {
                         if !spin() {
