@@ -145,13 +145,7 @@ impl Consumer {
                         "ring corrupted: frame of {len} bytes at offset {off} in a ring of {}",
                         self.capacity
                     );
-                    // A short frame's other lines are fetched now, while
-                    // the caller decodes the header, rather than one
-                    // after another by its copy (`PREFETCH_MAX`).
-                    if len > FRAME_ALIGN - FRAME_HEADER && len <= PREFETCH_MAX {
-                        self.region()
-                            .prefetch(off + FRAME_ALIGN, FRAME_HEADER + len - FRAME_ALIGN);
-                    }
+                    self.prefetch_rest(off, len);
                     return Some(Frame {
                         consumer: self,
                         off,
@@ -225,11 +219,7 @@ impl Consumer {
         // to the capacity, a frame's (see `peek`).
         let word = unsafe { self.region().word_unchecked(s.off) }.load(Ordering::Acquire);
         if word == s.word {
-            // As in `peek`: a short frame's other lines are fetched now.
-            if s.len > FRAME_ALIGN - FRAME_HEADER && s.len <= PREFETCH_MAX {
-                self.region()
-                    .prefetch(s.off + FRAME_ALIGN, FRAME_HEADER + s.len - FRAME_ALIGN);
-            }
+            self.prefetch_rest(s.off, s.len);
             return AwaitedFront::Frame(Frame {
                 consumer: self,
                 off: s.off,
@@ -240,6 +230,17 @@ impl Consumer {
             AwaitedFront::Empty
         } else {
             AwaitedFront::Other
+        }
+    }
+
+    /// Fetches the other lines of a short frame (`len` payload bytes at
+    /// `off`) now, while the caller decodes its header, rather than one
+    /// after another by its copy (`PREFETCH_MAX`).
+    #[inline(always)]
+    fn prefetch_rest(&self, off: usize, len: usize) {
+        if len > FRAME_ALIGN - FRAME_HEADER && len <= PREFETCH_MAX {
+            self.region()
+                .prefetch(off + FRAME_ALIGN, FRAME_HEADER + len - FRAME_ALIGN);
         }
     }
 
