@@ -307,10 +307,14 @@ impl FloorBursts {
 
     /// The median of the bursts' latency / floor.
     fn ratio(&self) -> f64 {
-        let mut r: Vec<f64> = self.0.iter().map(|(l, f)| l / f).collect();
-        r.sort_by(f64::total_cmp);
-        r.get(r.len() / 2).copied().unwrap_or(f64::NAN)
+        median(self.0.iter().map(|(l, f)| l / f).collect())
     }
+}
+
+/// The median of `v` (the upper one of an even count; NaN when empty).
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
 }
 
 /// The CPUs `latency --floor` times the minimal ring on: `--cpus`, or the
@@ -1106,10 +1110,6 @@ fn ring_and_transport(cpus: &[usize], iters: u64) -> Result<(f64, f64, f64), Str
         transports.push(t);
         ratios.push(t / r);
     }
-    let median = |mut v: Vec<f64>| {
-        v.sort_by(f64::total_cmp);
-        v[v.len() / 2]
-    };
     Ok((median(rings), median(transports), median(ratios)))
 }
 
