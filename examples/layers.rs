@@ -2,13 +2,15 @@
 //! 2-rank job (`shmpiexec -n 2 target/release/examples/layers`):
 //! bursts of round trips through (1) the minimal ring between the two
 //! rank processes (a sequence word and a payload word per slot, in a
-//! `shm::lines::SharedLines` file), (2) shmpi's transport alone on a
-//! segment of its own (`try_send_eager` / `wait_exact`), and (3) the MPI
-//! path (`Communicator::send` / `recv`), in turn. Each burst's transport
-//! and MPI times are divided by the ring's just before, and the medians
+//! `shm::lines::SharedLines` file), its receiver pacing its polls by
+//! PAUSE and then, in a second burst, by `shmpi::ring::poll_pause` (the
+//! floor is the lower), (2) shmpi's transport alone on a segment of its
+//! own (`try_send_eager` / `wait_exact`, polls paced by `poll_pause`),
+//! and (3) the MPI path (`Communicator::send` / `recv`), in turn. Each
+//! burst's times are divided by the floor just before, and the medians
 //! of those ratios are printed: a change of the VM's placement between
-//! runs moves all three alike (`docs/benchmarks.md`, "Issue 6, ninth
-//! pass").
+//! runs moves all of them alike (`docs/benchmarks.md`, "Issue 6, ninth
+//! pass" and "tenth pass").
 //!
 //! Environment: `S` message size in bytes (default 8), `N` round trips
 //! per burst (20 000), `B` bursts (15), `V` set: every burst's times.
@@ -76,11 +78,11 @@ fn main() {
     }
 
     // The minimal ring: ring 0 carries pings, ring 1 pongs.
-    let take = |ring: usize, i: u64| {
+    let take = |ring: usize, i: u64, pace: fn()| {
         let slot = ring * SLOTS + i as usize % SLOTS;
         // Acquire: pairs with the Release of the sequence word in `put`.
         while lines.word(slot, 0).load(Ordering::Acquire) != i {
-            std::hint::spin_loop();
+            pace();
         }
         // Relaxed: ordered after the Acquire above.
         lines.word(slot, 1).load(Ordering::Relaxed)
@@ -98,22 +100,25 @@ fn main() {
     let sbuf = vec![1u8; size];
     let mut rbuf = vec![0u8; size];
     let mut seq = 0u64;
-    let mut rows: Vec<[f64; 3]> = Vec::with_capacity(bursts);
+    let mut rows: Vec<[f64; 4]> = Vec::with_capacity(bursts);
+    let pacings: [fn(); 2] = [std::hint::spin_loop, shmpi::ring::poll_pause];
     for _ in 0..bursts {
-        let mut row = [0.0; 3];
-        w.barrier().expect("barrier");
-        let st = Instant::now();
-        for _ in 0..iters {
-            seq += 1;
-            if me == 0 {
-                put(0, seq, seq);
-                std::hint::black_box(take(1, seq));
-            } else {
-                let v = take(0, seq);
-                put(1, seq, v + 1);
+        let mut row = [0.0; 4];
+        for (k, pace) in pacings.into_iter().enumerate() {
+            w.barrier().expect("barrier");
+            let st = Instant::now();
+            for _ in 0..iters {
+                seq += 1;
+                if me == 0 {
+                    put(0, seq, seq);
+                    std::hint::black_box(take(1, seq, pace));
+                } else {
+                    let v = take(0, seq, pace);
+                    put(1, seq, v + 1);
+                }
             }
+            row[k] = st.elapsed().as_nanos() as f64 / iters as f64 / 2.0;
         }
-        row[0] = st.elapsed().as_nanos() as f64 / iters as f64 / 2.0;
 
         w.barrier().expect("barrier");
         let st = Instant::now();
@@ -124,7 +129,7 @@ fn main() {
         };
         let recv = |t: &mut Transport, b: &mut [u8]| {
             let got = t.wait_exact(other, &head, b, || {
-                std::hint::spin_loop();
+                shmpi::ring::poll_pause();
                 true
             });
             assert_eq!(got, Exact::Taken(b.len()), "the transport's message");
@@ -138,7 +143,7 @@ fn main() {
                 send(&mut t);
             }
         }
-        row[1] = st.elapsed().as_nanos() as f64 / iters as f64 / 2.0;
+        row[2] = st.elapsed().as_nanos() as f64 / iters as f64 / 2.0;
 
         w.barrier().expect("barrier");
         let st = Instant::now();
@@ -151,7 +156,7 @@ fn main() {
                 w.send(&sbuf, 0, 1).expect("send");
             }
         }
-        row[2] = st.elapsed().as_nanos() as f64 / iters as f64 / 2.0;
+        row[3] = st.elapsed().as_nanos() as f64 / iters as f64 / 2.0;
         rows.push(row);
     }
     if me == 0 {
@@ -159,19 +164,23 @@ fn main() {
             v.sort_by(f64::total_cmp);
             v[v.len() / 2]
         };
-        let col = |f: &dyn Fn(&[f64; 3]) -> f64| median(rows.iter().map(f).collect());
+        let col = |f: &dyn Fn(&[f64; 4]) -> f64| median(rows.iter().map(f).collect());
+        let floor = |r: &[f64; 4]| r[0].min(r[1]);
         println!(
-            "size {size}: ring {:.1} ns, transport / ring {:.2}, mpi / ring {:.2}, mpi / transport {:.2} (medians of {bursts} bursts)",
+            "size {size}: ring {:.1} ns (paced by PAUSE {:.1}, finely {:.1}), transport / ring {:.2}, \
+             mpi / ring {:.2}, mpi / transport {:.2} (medians of {bursts} bursts)",
+            col(&floor),
             col(&|r| r[0]),
-            col(&|r| r[1] / r[0]),
-            col(&|r| r[2] / r[0]),
-            col(&|r| r[2] / r[1]),
+            col(&|r| r[1]),
+            col(&|r| r[2] / floor(r)),
+            col(&|r| r[3] / floor(r)),
+            col(&|r| r[3] / r[2]),
         );
         if std::env::var_os("V").is_some() {
             for r in &rows {
                 println!(
-                    "  ring {:.1}  transport {:.1}  mpi {:.1} ns",
-                    r[0], r[1], r[2]
+                    "  ring {:.1} / {:.1}  transport {:.1}  mpi {:.1} ns",
+                    r[0], r[1], r[2], r[3]
                 );
             }
         }

@@ -881,14 +881,13 @@ fn floor(o: &Opts) -> Result<(), String> {
         f.cpus[0],
         f.cpus[1]
     );
-    println!(
-        "cache-line one-way latency (us)  {:>10.3}",
-        f.line_ns / 1000.0
-    );
-    println!(
-        "ring one-way latency, 8 B (us)   {:>10.3}",
-        f.ring_ns / 1000.0
-    );
+    let us = |v: [f64; 2]| [v[0].min(v[1]) / 1000.0, v[0] / 1000.0, v[1] / 1000.0];
+    let [best, pause, fine] = us(f.line_ns);
+    println!("cache-line one-way latency (us)  {best:>10.3}");
+    println!("  paced by PAUSE / finely (us)   {pause:>10.3} {fine:>10.3}");
+    let [best, pause, fine] = us(f.ring_ns);
+    println!("ring one-way latency, 8 B (us)   {best:>10.3}");
+    println!("  paced by PAUSE / finely (us)   {pause:>10.3} {fine:>10.3}");
     println!(
         "transport one-way, 8 B (us)      {:>10.3}   {:.2} x the ring",
         f.transport_ns / 1000.0,
@@ -901,15 +900,17 @@ fn floor(o: &Opts) -> Result<(), String> {
 /// The machine's floor (see [`measure_floor`]).
 struct Floor {
     cpus: Vec<usize>,
-    /// One cache line bounced between the two CPUs, one way.
-    line_ns: f64,
+    /// One cache line bounced between the two CPUs, one way, paced by
+    /// PAUSE and finely ([`PACINGS`]).
+    line_ns: [f64; 2],
     /// An 8-byte message through a minimal SPSC ring whose receiver spins
     /// on a sequence word in the slot (the C ring of MEASUREMENTS.md), one
-    /// way.
-    ring_ns: f64,
+    /// way, paced by PAUSE and finely (medians over the bursts).
+    ring_ns: [f64; 2],
     /// The same through shmpi's transport alone (no MPI layer), one way.
     transport_ns: f64,
-    /// The median of `transport_ns / ring_ns` over bursts of each in turn.
+    /// The median of `transport_ns / ring` over bursts of each in turn,
+    /// `ring` the lower of the burst's two pacings.
     transport_x: f64,
     /// One-core memcpy, 64 MiB, out of cache.
     memcpy_mbs: f64,
@@ -917,13 +918,28 @@ struct Floor {
 
 /// A ping-pong of 8-byte messages through two minimal rings of 64
 /// slots, each slot a sequence word and a payload word on its own line:
-/// the floor any shared-memory message passing starts from. One way, ns.
-fn ring_floor(cpus: &[usize], iters: u64) -> f64 {
-    ring_floor_warm(cpus, iters, 1000)
+/// the floor any shared-memory message passing starts from. One way, ns,
+/// after `warm` untimed round trips: the lower of the two pacings
+/// ([`ring_floor_paced`]).
+fn ring_floor_warm(cpus: &[usize], iters: u64, warm: u64) -> f64 {
+    let (pause, fine) = ring_floor_paced(cpus, iters, warm);
+    pause.min(fine)
 }
 
-/// [`ring_floor`] after `warm` untimed round trips.
-fn ring_floor_warm(cpus: &[usize], iters: u64, warm: u64) -> f64 {
+/// How a floor's waiting side paces its polls: PAUSE (`spin_loop`), or
+/// `shmpi::ring::poll_pause` (LFENCE on x86-64), which sees a store
+/// sooner where PAUSE is long (about 28 ns on this project's Zen 4 VMs).
+/// The floor is the lower of the two.
+const PACINGS: [fn(); 2] = [std::hint::spin_loop, shmpi::ring::poll_pause];
+
+/// The minimal ring's one-way time (ns) paced by PAUSE, then finely.
+fn ring_floor_paced(cpus: &[usize], iters: u64, warm: u64) -> (f64, f64) {
+    let t = PACINGS.map(|pace| ring_floor_with(cpus, iters, warm, pace));
+    (t[0], t[1])
+}
+
+/// [`ring_floor_warm`] with one pacing.
+fn ring_floor_with(cpus: &[usize], iters: u64, warm: u64, pace: fn()) -> f64 {
     use shmpi::sync::{AtomicU64, CachePadded, Ordering};
     const SLOTS: usize = 64;
     type Ring = Vec<CachePadded<[AtomicU64; 2]>>;
@@ -938,7 +954,7 @@ fn ring_floor_warm(cpus: &[usize], iters: u64, warm: u64) -> f64 {
         let s = &r[i as usize % SLOTS];
         // Acquire: pairs with the Release of the sequence word in `put`.
         while s[0].load(Ordering::Acquire) != i {
-            std::hint::spin_loop();
+            pace();
         }
         // Relaxed: ordered after the Acquire above.
         s[1].load(Ordering::Relaxed)
@@ -1008,26 +1024,32 @@ fn measure_floor(o: &Opts, iters: u64) -> Result<Floor, String> {
     let cpus = floor_cpus(o)?;
     let ping = CachePadded::new(AtomicU64::new(0));
     let pong = CachePadded::new(AtomicU64::new(0));
-    // Acquire/Release: the two words carry the ping-pong; no other data
-    // is published through them.
-    let wait = |w: &AtomicU64, i: u64| {
-        while w.load(Ordering::Acquire) != i {
-            std::hint::spin_loop();
-        }
-    };
-    let ns = pinned_pair(
-        &cpus,
-        iters,
-        1000,
-        |i| {
-            wait(&ping, i);
-            pong.store(i, Ordering::Release);
-        },
-        |i| {
-            ping.store(i, Ordering::Release);
-            wait(&pong, i);
-        },
-    );
+    let mut line = [0.0; 2];
+    for (k, pace) in PACINGS.into_iter().enumerate() {
+        // Acquire/Release: the two words carry the ping-pong; no other
+        // data is published through them. Each pacing starts the count
+        // from 0 again, after its words are reset.
+        ping.store(0, Ordering::Relaxed);
+        pong.store(0, Ordering::Relaxed);
+        let wait = |w: &AtomicU64, i: u64| {
+            while w.load(Ordering::Acquire) != i {
+                pace();
+            }
+        };
+        line[k] = pinned_pair(
+            &cpus,
+            iters,
+            1000,
+            |i| {
+                wait(&ping, i);
+                pong.store(i, Ordering::Release);
+            },
+            |i| {
+                ping.store(i, Ordering::Release);
+                wait(&pong, i);
+            },
+        );
+    }
     let (ring_ns, transport_ns, transport_x) = ring_and_transport(&cpus, iters)?;
     let len = 64 << 20;
     let src = vec![1u8; len];
@@ -1042,7 +1064,7 @@ fn measure_floor(o: &Opts, iters: u64) -> Result<Floor, String> {
     let mbs = (rounds * len) as f64 / t.elapsed().as_secs_f64() / 1e6;
     Ok(Floor {
         cpus,
-        line_ns: ns,
+        line_ns: line,
         ring_ns,
         transport_ns,
         transport_x,
@@ -1053,15 +1075,16 @@ fn measure_floor(o: &Opts, iters: u64) -> Result<Floor, String> {
 /// Bursts of `ring_and_transport`.
 const TRANSPORT_BURSTS: u64 = 7;
 
-/// The ring floor ([`ring_floor`]) and the same ping-pong through shmpi's
-/// own transport without the MPI layer (what an embedder of
-/// `shmpi::transport` gets: two `Transport`s on a segment of their own,
-/// one per pinned thread, 8-byte sole frames sent with `try_send_eager`
-/// and received with `wait_exact`), in alternating bursts of
-/// `iters / TRANSPORT_BURSTS` round trips, so that each pair shares the
+/// The ring floor, in both pacings ([`ring_floor_paced`]), and the same
+/// ping-pong through shmpi's own transport without the MPI layer (what an
+/// embedder of `shmpi::transport` gets: two `Transport`s on a segment of
+/// their own, one per pinned thread, 8-byte sole frames sent with
+/// `try_send_eager` and received with `wait_exact`, its polls paced by
+/// `shmpi::ring::poll_pause`), in alternating bursts of
+/// `iters / TRANSPORT_BURSTS` round trips, so that each set shares the
 /// machine's state of the moment: the medians of each (one way, ns) and
-/// of the bursts' ratios.
-fn ring_and_transport(cpus: &[usize], iters: u64) -> Result<(f64, f64, f64), String> {
+/// of the bursts' ratios (transport / the lower ring).
+fn ring_and_transport(cpus: &[usize], iters: u64) -> Result<([f64; 2], f64, f64), String> {
     use shmpi::shm::{segment_path, Segment};
     use shmpi::transport::{sole_head, Envelope, Exact, Layout, Transport};
     let layout = Layout::new(2, shmpi::transport::layout::SMALL_JOB_RING)?;
@@ -1083,7 +1106,7 @@ fn ring_and_transport(cpus: &[usize], iters: u64) -> Result<(f64, f64, f64), Str
     };
     let take = |t: &mut Transport, from: usize, buf: &mut [u8; 8]| {
         let got = t.wait_exact(from, &head, buf, || {
-            std::hint::spin_loop();
+            shmpi::ring::poll_pause();
             true
         });
         assert_eq!(got, Exact::Taken(8), "the transport floor's message");
@@ -1092,7 +1115,8 @@ fn ring_and_transport(cpus: &[usize], iters: u64) -> Result<(f64, f64, f64), Str
     let each = (iters / TRANSPORT_BURSTS).max(1);
     let (mut rings, mut transports, mut ratios) = (vec![], vec![], vec![]);
     for _ in 0..TRANSPORT_BURSTS {
-        let r = ring_floor(cpus, each);
+        let (pause, fine) = ring_floor_paced(cpus, each, 1000);
+        let r = pause.min(fine);
         let t = pinned_pair(
             cpus,
             each,
@@ -1106,11 +1130,12 @@ fn ring_and_transport(cpus: &[usize], iters: u64) -> Result<(f64, f64, f64), Str
                 std::hint::black_box(take(&mut a, 1, &mut abuf));
             },
         );
-        rings.push(r);
+        rings.push([pause, fine]);
         transports.push(t);
         ratios.push(t / r);
     }
-    Ok((median(rings), median(transports), median(ratios)))
+    let ring = |k: usize| median(rings.iter().map(|r: &[f64; 2]| r[k]).collect());
+    Ok(([ring(0), ring(1)], median(transports), median(ratios)))
 }
 
 /// The protocol each message size takes on this build and environment.

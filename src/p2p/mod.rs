@@ -706,11 +706,11 @@ impl Shared {
     /// # Errors
     /// None today; `Result` for symmetry with the other waits.
     pub fn wait_flag(&self, cond: &dyn Fn() -> bool, on_idle: &dyn Fn()) -> Result<()> {
-        for _ in 0..FLAG_SPINS {
+        for round in 0..FLAG_SPINS {
             if cond() {
                 return Ok(());
             }
-            crate::sync::spin_hint();
+            crate::transport::wait::spin_round(&self.policy, round);
         }
         // About to drive the engine, yield or sleep: let the caller wake
         // whoever waits for it first.
@@ -826,5 +826,5 @@ fn check_deadline(deadline: Option<Instant>) -> Result<()> {
 const RECHECK: usize = 256;
 
 /// Rounds `wait_flag` spins on its flag alone before it also drives the
-/// engine (a few microseconds).
-const FLAG_SPINS: usize = 200;
+/// engine (a few microseconds: the policy's fine rounds, then PAUSE).
+const FLAG_SPINS: usize = 250;

@@ -27,6 +27,7 @@ mod frame;
 mod header;
 #[cfg(all(test, loom))]
 mod model_tests;
+mod poll;
 mod producer;
 mod region;
 
@@ -81,6 +82,7 @@ pub fn is_frame(word: u64, lap: u64) -> bool {
     frame::kind_in(word, lap) != 0
 }
 pub use header::RingHeader;
+pub use poll::poll_pause;
 pub use producer::{Producer, Reservation, RingReserveError};
 
 use region::Region;

@@ -1,8 +1,11 @@
 //! The wait ladder: spin, then yield, then sleep on the futex doorbell.
 //!
 //! A [`Waiter`] is used by a caller that loops "poll, check, pause". It
-//! spins with a PAUSE hint for a short time (the peer may answer within a
-//! cache-line round trip), then yields the core (other ranks may need it:
+//! spins for a short time (the peer may answer within a cache-line round
+//! trip), its first rounds ([`DEFAULT_FINE_SPINS`], `SHMPI_FINE_SPINS`)
+//! paced by [`poll_pause`](crate::ring::poll_pause) (a look every few
+//! ns) and the rest by PAUSE (which leaves more of the core to a
+//! hyperthread sibling), then yields the core (other ranks may need it:
 //! tests run 8 ranks on 2 cores), then sleeps on this rank's doorbell until
 //! a peer publishes work or a timeout passes. Every pause is bounded; the
 //! caller owns the overall deadline.
@@ -22,6 +25,11 @@ pub const MAX_SLEEP: Duration = Duration::from_millis(100);
 
 /// Spin rounds before a waiter first looks at the clock.
 pub const FREE_SPINS: u32 = 128;
+/// Default spin rounds paced by [`poll_pause`](crate::ring::poll_pause)
+/// rather than PAUSE: about a microsecond here, longer than a small
+/// message's round trip. `SHMPI_FINE_SPINS` overrides it (0: PAUSE
+/// only).
+pub const DEFAULT_FINE_SPINS: u32 = 128;
 
 /// How long each rung of the ladder lasts.
 #[derive(Clone, Copy, Debug)]
@@ -30,11 +38,13 @@ pub struct WaitPolicy {
     pub spin: Duration,
     /// Yielding phase (after spinning).
     pub yield_for: Duration,
+    /// Spin rounds paced finely before PAUSE takes over.
+    pub fine_spins: u32,
 }
 
 impl WaitPolicy {
     /// The policy for a job of `nranks` ranks on this machine, with the
-    /// `SHMPI_SPIN_US` / `SHMPI_YIELD_US` overrides.
+    /// `SHMPI_SPIN_US` / `SHMPI_YIELD_US` / `SHMPI_FINE_SPINS` overrides.
     pub fn for_job(nranks: usize) -> WaitPolicy {
         let cores = online_cpus();
         let spin_default = if nranks > cores {
@@ -51,6 +61,9 @@ impl WaitPolicy {
         WaitPolicy {
             spin: Duration::from_micros(us("SHMPI_SPIN_US", spin_default)),
             yield_for: Duration::from_micros(us("SHMPI_YIELD_US", DEFAULT_YIELD_US)),
+            fine_spins: us("SHMPI_FINE_SPINS", DEFAULT_FINE_SPINS.into())
+                .try_into()
+                .unwrap_or(u32::MAX),
         }
     }
 }
@@ -65,6 +78,17 @@ pub fn online_cpus() -> usize {
         n as usize
     } else {
         std::thread::available_parallelism().map_or(1, |n| n.get())
+    }
+}
+
+/// One round of a bare spin (a loop without a [`Waiter`]), round 0 first:
+/// paced finely for the policy's first `fine_spins`, by PAUSE after.
+#[inline(always)]
+pub fn spin_round(policy: &WaitPolicy, round: usize) {
+    if round < policy.fine_spins as usize {
+        crate::ring::poll_pause();
+    } else {
+        crate::sync::spin_hint();
     }
 }
 
@@ -118,14 +142,14 @@ impl Waiter {
         // within them, and a clock read costs as much as a cache-line
         // transfer); after that, while spinning, read it every 64 rounds.
         if self.in_spin && (self.rounds <= FREE_SPINS || self.rounds % 64 != 0) {
-            crate::sync::spin_hint();
+            self.spin_once();
             return Rung::Spin;
         }
         let now = Instant::now();
         let started = *self.started.get_or_insert(now);
         let waited = now - started;
         if waited < self.policy.spin {
-            crate::sync::spin_hint();
+            self.spin_once();
             return Rung::Spin;
         }
         self.in_spin = false;
@@ -138,5 +162,15 @@ impl Waiter {
             t = t.min(d.saturating_duration_since(now));
         }
         Rung::Sleep(t)
+    }
+
+    /// One spin: finely paced for the policy's first rounds, PAUSE after.
+    #[inline(always)]
+    fn spin_once(&self) {
+        if self.rounds <= self.policy.fine_spins {
+            crate::ring::poll_pause();
+        } else {
+            crate::sync::spin_hint();
+        }
     }
 }
