@@ -264,7 +264,7 @@ fn copy_bytes_copies_every_small_and_large_length_exactly() {
 #[test]
 fn quick_pushes_decline_at_the_end_and_when_full_and_lose_nothing() {
     let (mut p, mut c) = heap_ring(1024).unwrap();
-    let head = *b"HEAD";
+    let head = [u64::from_le_bytes(*b"HEADWORD")];
     assert!(
         !p.push_quick(&head, &vec![0; max_payload(1024)]),
         "too large"
@@ -278,10 +278,10 @@ fn quick_pushes_decline_at_the_end_and_when_full_and_lose_nothing() {
             declined += 1;
             // The general path: wraps, or the ring is full and the
             // consumer drains it first.
-            while p.push(&[&head, &data]).is_err() {
+            while p.push(&[b"HEADWORD", &data]).is_err() {
                 let f = c.peek().expect("a full ring has frames");
-                assert_eq!(&f.bytes()[..4], b"HEAD");
-                assert_eq!(&f.bytes()[4..], &fill(got, f.len() - 4)[..]);
+                assert_eq!(&f.bytes()[..8], b"HEADWORD");
+                assert_eq!(&f.bytes()[8..], &fill(got, f.len() - 8)[..]);
                 f.release();
                 got += 1;
             }
@@ -289,15 +289,15 @@ fn quick_pushes_decline_at_the_end_and_when_full_and_lose_nothing() {
         // Drain now and then, so the ring is sometimes full, sometimes not.
         if seq % 7 == 0 {
             while let Some(f) = c.peek() {
-                assert_eq!(&f.bytes()[..4], b"HEAD");
-                assert_eq!(&f.bytes()[4..], &fill(got, f.len() - 4)[..]);
+                assert_eq!(&f.bytes()[..8], b"HEADWORD");
+                assert_eq!(&f.bytes()[8..], &fill(got, f.len() - 8)[..]);
                 f.release();
                 got += 1;
             }
         }
     }
     while let Some(f) = c.peek() {
-        assert_eq!(&f.bytes()[4..], &fill(got, f.len() - 4)[..]);
+        assert_eq!(&f.bytes()[8..], &fill(got, f.len() - 8)[..]);
         f.release();
         got += 1;
     }

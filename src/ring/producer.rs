@@ -358,15 +358,16 @@ impl Producer {
         }
     }
 
-    /// Copies `head` and then `data` into one frame and publishes it, if
-    /// the frame fits before the end of the region and the cached head
-    /// shows room for it and its guard line: the eager send's path, with
-    /// no reservation, wrap or re-read of the consumer's head. False, with
-    /// nothing written, otherwise; the caller then goes through
-    /// [`reserve`](Self::reserve), which handles both.
+    /// Writes `head` (its words little-endian, one store each) and then
+    /// `data` into one frame and publishes it, if the frame fits before
+    /// the end of the region and the cached head shows room for it and its
+    /// guard line: the eager send's path, with no reservation, wrap or
+    /// re-read of the consumer's head. False, with nothing written,
+    /// otherwise; the caller then goes through [`reserve`](Self::reserve),
+    /// which handles both.
     #[inline(always)]
-    pub fn push_quick<const H: usize>(&mut self, head: &[u8; H], data: &[u8]) -> bool {
-        let len = H + data.len();
+    pub fn push_quick<const W: usize>(&mut self, head: &[u64; W], data: &[u8]) -> bool {
+        let len = 8 * W + data.len();
         let fp = frame::footprint(len);
         let off = (self.tail as usize) & self.mask;
         if len > self.max_payload() || fp > self.capacity - off || self.free() < fp + GUARD {
@@ -375,10 +376,12 @@ impl Producer {
         // SAFETY: as in `Reservation::write`: by the cached head (never
         // ahead of the consumer's) the frame's `fp` bytes at `off` are
         // released and not yet published, so only this producer touches
-        // them; they lie inside the region (`fp <= capacity - off`).
-        unsafe { self.region().write(off + FRAME_HEADER, head) };
-        // SAFETY: as above; `H + data.len() = len <= fp - FRAME_HEADER`.
-        unsafe { self.region().write(off + FRAME_HEADER + H, data) };
+        // them; they lie inside the region (`fp <= capacity - off`);
+        // `off` is a frame's offset and `FRAME_HEADER` a word, so the
+        // words are 8-aligned.
+        unsafe { self.region().write_words(off + FRAME_HEADER, head) };
+        // SAFETY: as above; `8 W + data.len() = len <= fp - FRAME_HEADER`.
+        unsafe { self.region().write(off + FRAME_HEADER + 8 * W, data) };
         self.publish(off, len);
         true
     }

@@ -78,6 +78,32 @@ mod real {
             super::super::copy_bytes(dst, src);
         }
 
+        /// Writes `words` (little-endian) at `off`, one store each: a
+        /// header built in registers reaches the frame without a copy
+        /// through the stack, whose narrower stores a wider load could not
+        /// take its bytes from (a store-forwarding stall on the send's
+        /// critical path).
+        ///
+        /// # Safety
+        /// As for [`write`](Self::write), of `8 * words.len()` bytes; and
+        /// `off % 8 == 0`.
+        #[inline(always)]
+        pub(crate) unsafe fn write_words(&self, off: usize, words: &[u64]) {
+            debug_assert!(off % 8 == 0 && off + 8 * words.len() <= self.len);
+            for (i, w) in words.iter().enumerate() {
+                // SAFETY: delegated to the caller (see # Safety): these
+                // bytes are the caller's, inside the region, and 8-aligned
+                // (the base is, by the constructor's contract).
+                unsafe {
+                    self.base
+                        .as_ptr()
+                        .wrapping_add(off + 8 * i)
+                        .cast::<u64>()
+                        .write(w.to_le())
+                };
+            }
+        }
+
         /// Prefetches the lines of `off..off + len` into this core's
         /// caches (a hint; a no-op off x86-64).
         #[inline]
@@ -160,6 +186,15 @@ mod model {
             for (i, b) in src.iter().enumerate() {
                 // SAFETY: loom checks the exclusivity this relies on.
                 self.bytes[off + i].with_mut(|p| unsafe { *p = *b });
+            }
+        }
+
+        /// # Safety
+        /// As for the real region.
+        pub(crate) unsafe fn write_words(&self, off: usize, words: &[u64]) {
+            for (i, w) in words.iter().enumerate() {
+                // SAFETY: as for the real region; loom checks exclusivity.
+                unsafe { self.write(off + 8 * i, &w.to_le_bytes()) };
             }
         }
 

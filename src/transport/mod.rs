@@ -953,13 +953,12 @@ impl Transport {
         if tx.open.is_some() || !tx.queue.is_empty() {
             return false;
         }
-        let head = wire::encode_sole(env);
-        if !tx.prod.push_quick(&head, data) {
+        if !tx.prod.push_quick(&wire::sole_words(env), data) {
             // At the end of the region, or the cached head is behind.
             let Ok(mut r) = tx.prod.reserve(SOLE_HEADER + data.len()) else {
                 return false;
             };
-            r.write(0, &head);
+            r.write(0, &wire::encode_sole(env));
             r.write(SOLE_HEADER, data);
             r.commit();
         }
