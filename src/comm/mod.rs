@@ -37,7 +37,7 @@ pub use crate::group::{Comparison, Group, UNDEFINED};
 use crate::coll::Coll;
 use crate::datatype::Scalar;
 use crate::error::{Error, ErrorClass, Result};
-use crate::p2p::{self, Context, Hold, SendStart, Shared, Status, PROC_NULL};
+use crate::p2p::{self, Context, Hold, SendStart, Shared, Status, ANY_TAG, PROC_NULL};
 use crate::shm::Segment;
 use crate::sync::{AtomicU32, Ordering};
 use crate::transport::bytes::{as_bytes, as_bytes_mut};
@@ -581,8 +581,50 @@ impl Communicator {
     /// # MPI
     /// MPI 4.1 §3.2.4.
     pub fn recv<T: Scalar>(&self, buf: &mut [T], src: i32, tag: i32) -> Result<Status> {
-        let r = self.recv_bytes(as_bytes_mut(buf), src, tag, false);
+        let buf = as_bytes_mut(buf);
+        let r = match self.recv_named(buf, src, tag) {
+            // The status is made here, in the return slot: made further
+            // down and copied up, its halves cost two store-forwarding
+            // stalls on the way to the caller's next send
+            // (`docs/benchmarks.md`, "Issue 6, tenth pass").
+            Named::Taken(bytes) => {
+                return Ok(Status {
+                    source: src,
+                    tag,
+                    bytes,
+                })
+            }
+            Named::Post(cid, peer) => self.shared().recv_posted(cid, src, Some(peer), tag, buf),
+            Named::Truncated(bytes) => {
+                let st = Status {
+                    source: src,
+                    tag,
+                    bytes,
+                };
+                p2p::received(st, buf.len())
+            }
+            Named::Other => self.recv_bytes(buf, src, tag, false),
+        };
         self.ret("MPI_Recv", r)
+    }
+
+    /// The fast path of [`recv`](Self::recv) from a named rank with a
+    /// named tag (`Shared::recv_named`). Anything else, including every
+    /// error of the arguments, is left to the general path
+    /// ([`Named::Other`]), which finds it again.
+    #[inline]
+    fn recv_named(&self, buf: &mut [u8], src: i32, tag: i32) -> Named {
+        if src < 0 || tag == ANY_TAG {
+            return Named::Other;
+        }
+        let Ok(Some((cid, Some(peer)))) = self.recv_target(src, tag, false) else {
+            return Named::Other;
+        };
+        match self.shared().recv_named(cid, src, peer, tag, buf) {
+            Some(bytes) if bytes <= buf.len() => Named::Taken(bytes),
+            Some(bytes) => Named::Truncated(bytes),
+            None => Named::Post(cid, peer),
+        }
     }
 
     /// Starts a standard-mode send (`MPI_Isend`).
@@ -929,4 +971,17 @@ impl Communicator {
 
     /// The rank used for the null process.
     pub const PROC_NULL: i32 = PROC_NULL;
+}
+
+/// What [`Communicator::recv_named`] did.
+enum Named {
+    /// The message, of this many bytes, is in the buffer.
+    Taken(usize),
+    /// The message, of this many bytes, was longer than the buffer (it
+    /// is consumed: a `Truncate` error).
+    Truncated(usize),
+    /// Nothing was taken: post the receive (context id, world rank).
+    Post(u32, usize),
+    /// Not a receive for the fast path: the general path.
+    Other,
 }

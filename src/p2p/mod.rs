@@ -15,6 +15,7 @@ pub mod engine;
 pub mod envelope;
 pub mod status;
 
+pub(crate) use engine::received;
 pub use engine::{Engine, Hold, SendStart, Sinks, SlotId, SplitCounts, Task};
 pub use envelope::{ANY_SOURCE, ANY_TAG, PROC_NULL, TAG_UB};
 pub use status::Status;
@@ -402,10 +403,35 @@ impl Shared {
         buf: &mut [u8],
     ) -> Result<Status> {
         if let Some(peer) = peer {
-            if let Some(r) = self.recv_direct(cid, src, peer, tag, buf) {
-                return r;
+            match self.recv_direct(cid, src, peer, tag, buf) {
+                Direct::Taken(bytes) => {
+                    let st = Status {
+                        source: src,
+                        tag,
+                        bytes,
+                    };
+                    return engine::received(st, buf.len());
+                }
+                Direct::Done(r) => return r,
+                Direct::No => {}
             }
         }
+        self.recv_posted(cid, src, peer, tag, buf)
+    }
+
+    /// [`recv_bytes`](Self::recv_bytes) past its fast path: posts the
+    /// receive, progresses, waits.
+    ///
+    /// # Errors
+    /// As [`recv_bytes`](Self::recv_bytes).
+    pub fn recv_posted(
+        &self,
+        cid: u32,
+        src: i32,
+        peer: Option<usize>,
+        tag: i32,
+        buf: &mut [u8],
+    ) -> Result<Status> {
         let id = {
             // Post and make one round of progress under one lock: a
             // message already in the ring completes here.
@@ -625,29 +651,70 @@ impl Shared {
     /// The blocking receive's fast path (single-threaded mode only): while
     /// the engine allows it ([`Engine::direct_ok`]), take the message
     /// straight from world rank `peer`'s ring, spinning on that ring's
-    /// front while the wait ladder is on its spinning rung. `None` when the
-    /// receive must take the general path (post, progress, sleep): the
-    /// ring's front holds something else, another thread uses the engine,
-    /// or the spinning time is over.
+    /// front while the wait ladder is on its spinning rung.
+    /// [`Direct::No`] when the receive must take the general path (post,
+    /// progress, sleep): the ring's front holds something else, another
+    /// thread uses the engine, or the spinning time is over.
     #[inline(always)]
-    pub fn recv_direct(
+    fn recv_direct(&self, ctx: u32, src: i32, peer: usize, tag: i32, buf: &mut [u8]) -> Direct {
+        if tag != ANY_TAG {
+            return match self.recv_named_direct(ctx, src, peer, tag, buf) {
+                Some(bytes) => Direct::Taken(bytes),
+                None => Direct::No,
+            };
+        }
+        // See `wait_until_into`.
+        if self.multi() {
+            return Direct::No;
+        }
+        let mut e = self.lock();
+        if !e.direct_ok(ctx, src, peer, tag) {
+            return Direct::No;
+        }
+        match self.spin_any_tag(&mut e, ctx, src, peer, buf) {
+            Some(r) => Direct::Done(r),
+            None => Direct::No,
+        }
+    }
+
+    /// The fast path of a blocking receive from a named source (world
+    /// rank `peer`) with a named tag, out of line: the length of the
+    /// message it took into `buf` (its status: `src`, `tag`), or `None`:
+    /// nothing taken, finish with [`recv_posted`](Self::recv_posted). For
+    /// `Communicator::recv`, which then builds the status in its own
+    /// return slot: built here and copied out, its halves cost two
+    /// store-forwarding stalls on the way to the caller's next send
+    /// (`docs/benchmarks.md`, "Issue 6, tenth pass").
+    #[inline(never)]
+    pub fn recv_named(
         &self,
         ctx: u32,
         src: i32,
         peer: usize,
         tag: i32,
         buf: &mut [u8],
-    ) -> Option<Result<Status>> {
+    ) -> Option<usize> {
+        debug_assert!(tag != ANY_TAG, "recv_named with ANY_TAG");
+        self.recv_named_direct(ctx, src, peer, tag, buf)
+    }
+
+    /// [`recv_direct`](Self::recv_direct) for a named tag.
+    #[inline(always)]
+    fn recv_named_direct(
+        &self,
+        ctx: u32,
+        src: i32,
+        peer: usize,
+        tag: i32,
+        buf: &mut [u8],
+    ) -> Option<usize> {
         // See `wait_until_into`.
-        if self.multi() {
+        if self.multi() || tag == ANY_TAG {
             return None;
         }
         let mut e = self.lock();
         if !e.direct_ok(ctx, src, peer, tag) {
             return None;
-        }
-        if tag == ANY_TAG {
-            return self.spin_any_tag(&mut e, ctx, src, peer, buf);
         }
         // Source and tag named: the frame header such a message starts
         // with is known, and compared whole.
@@ -661,14 +728,7 @@ impl Shared {
             !self.multi() && w.pause(None) == Rung::Spin
         };
         match e.wait_exact(peer, &head, buf, spin) {
-            Exact::Taken(bytes) => {
-                let st = Status {
-                    source: src,
-                    tag,
-                    bytes,
-                };
-                Some(engine::received(st, buf.len()))
-            }
+            Exact::Taken(bytes) => Some(bytes),
             Exact::Other | Exact::Empty => None,
         }
     }
@@ -820,6 +880,17 @@ fn check_deadline(deadline: Option<Instant>) -> Result<()> {
         )),
         _ => Ok(()),
     }
+}
+
+/// What [`Shared::recv_direct`] did.
+enum Direct {
+    /// The awaited message, of this many bytes, is in the buffer; its
+    /// status is the receive's named source and tag.
+    Taken(usize),
+    /// The receive is finished otherwise (`ANY_TAG`), with this result.
+    Done(Result<Status>),
+    /// Nothing was taken: the general path.
+    No,
 }
 
 /// Lock-free spin rounds between two looks under the lock.
