@@ -13,7 +13,9 @@
 //! pass" and "tenth pass").
 //!
 //! Environment: `S` message size in bytes (default 8), `N` round trips
-//! per burst (20 000), `B` bursts (15), `V` set: every burst's times.
+//! per burst (20 000), `B` bursts (15), `V` set: every burst's times,
+//! `TR` the ring size of the transport's own segment (default the small
+//! job's 2 MiB; the MPI path's is the launcher's, `SHMPI_RING_SIZE`).
 //! Each rank pins itself to the CPU of its rank number.
 
 use shmpi::shm::lines::SharedLines;
@@ -56,7 +58,11 @@ fn main() {
     let dir = shmpi::job::env::shm_dir();
     let lines_path = dir.join(format!("shmpi-layers-{:x}", id[0]));
     let seg_path = segment_path(&dir, id[0]);
-    let layout = Layout::new(2, shmpi::transport::layout::SMALL_JOB_RING).expect("layout");
+    let layout = Layout::new(
+        2,
+        env("TR", shmpi::transport::layout::SMALL_JOB_RING as u64) as usize,
+    )
+    .expect("layout");
     let made = (me == 0).then(|| {
         (
             SharedLines::create(&lines_path, 2 * SLOTS).expect("ring file"),

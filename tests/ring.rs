@@ -3,7 +3,7 @@
 //! over segment memory between two processes are in `tests/transport.rs`.
 #![cfg(not(loom))]
 
-use shmpi::ring::{heap_ring, max_payload, Demote, RingReserveError};
+use shmpi::ring::{footprint, heap_ring, max_payload, Demote, RingReserveError};
 
 /// xorshift64*: a tiny deterministic generator for frame sizes and bytes.
 struct Rng(u64);
@@ -391,4 +391,85 @@ fn an_awaited_token_of_another_consumer_is_refused() {
     let (mut p2, mut c2) = heap_ring(1024).unwrap();
     p2.push(&[&[2u8; 8]]).unwrap();
     assert!(matches!(c2.peek_awaited(&t), AwaitedFront::Other));
+}
+
+/// With a hot window, a producer that ends its laps early whenever it
+/// may (`at_hot_end` → `end_lap_early`) does so while its consumer keeps
+/// up (positions jump a whole ring each window) and not while it lags
+/// (the laps go on through the ring); in phases of both, with sizes up
+/// to frames that straddle the window's end and more than a window long,
+/// every frame arrives intact and in order.
+#[test]
+fn a_hot_window_ends_laps_early_while_the_consumer_keeps_up_and_loses_nothing() {
+    const CAP: usize = 64 << 10;
+    const HOT: usize = 4 << 10;
+    let (mut p, mut c) = heap_ring(CAP).unwrap();
+    p.set_hot(HOT);
+    let mut rng = Rng(7);
+    let (mut sent, mut got, mut ends) = (0u64, 0u64, 0u64);
+    let take = |c: &mut shmpi::ring::Consumer, got: &mut u64| -> bool {
+        let Some(f) = c.peek() else {
+            return false;
+        };
+        assert_eq!(f.bytes(), &fill(*got, f.len())[..], "frame {got}");
+        f.release();
+        *got += 1;
+        true
+    };
+    for phase in 0..12 {
+        let keep_up = phase % 2 == 0;
+        let start = c.position();
+        let bytes_before = sent;
+        for _ in 0..600 {
+            // Mostly small; while lagging, now and then a frame near or
+            // past the window.
+            let len = match rng.next() % 16 {
+                0 if !keep_up => (rng.next() % 6000) as usize,
+                0..=3 => (rng.next() % 700) as usize,
+                _ => (rng.next() % 40) as usize,
+            };
+            let data = fill(sent, len);
+            while p.push(&[&data]).is_err() {
+                assert!(take(&mut c, &mut got), "a full ring has frames");
+            }
+            sent += 1;
+            // Frames before the one just pushed wait in the ring.
+            let lagging = p.position() - c.position() > footprint(len) as u64;
+            if p.at_hot_end() {
+                let ended = p.end_lap_early();
+                assert!(!(ended && lagging), "a lap ended early while frames waited");
+                ends += u64::from(ended);
+            }
+            if keep_up {
+                while take(&mut c, &mut got) {}
+            } else if rng.next() % 8 == 0 {
+                // Lagging: drain only now and then.
+                while take(&mut c, &mut got) {}
+            }
+        }
+        while take(&mut c, &mut got) {}
+        assert_eq!(got, sent);
+        let laps = (c.position() - start) as usize / CAP;
+        if keep_up {
+            // 600 frames of at least 64 bytes pass at least 9 windows,
+            // and every one of those laps ends early.
+            assert!(
+                laps >= 8,
+                "phase {phase}: {laps} laps for {} frames",
+                sent - bytes_before
+            );
+        }
+    }
+    assert!(ends >= 48, "{ends} laps ended early");
+    // Off: laps go through the whole ring again.
+    p.set_hot(0);
+    let start = c.position();
+    for _ in 0..200 {
+        let data = fill(sent, 8);
+        p.push(&[&data]).unwrap();
+        sent += 1;
+        while take(&mut c, &mut got) {}
+    }
+    assert_eq!(got, sent);
+    assert!(c.position() - start < 2 * CAP as u64);
 }

@@ -64,6 +64,18 @@ pub struct Producer {
     dirty_n: usize,
     /// `max_payload(capacity)`, kept: the eager path checks it per frame.
     max_len: usize,
+    /// The hot window's length in bytes (0: none; [`set_hot`]
+    /// (Self::set_hot)): a lap that leaves it while the consumer is close
+    /// behind ends there, so a ping-pong keeps reusing a few lines.
+    hot: usize,
+    /// The footprint of the frame just published if it is small (at most
+    /// half the window) and reached the hot window's end; 0 otherwise.
+    crossed: usize,
+    /// Every frame position from this offset on counts as dirty (the rest
+    /// of a lap that ended at the hot window's end; `capacity` or more:
+    /// none), without a bit each; a lap that goes on past it moves it
+    /// along (`mark_clean`).
+    cold_from: usize,
     /// Which frames to demote after publishing them (`demote.rs`).
     demote: Demote,
     /// The TSC when the last demotable frame's commit ended.
@@ -114,6 +126,9 @@ impl Producer {
             dirty: vec![0; capacity.div_ceil(FRAME_ALIGN * 64)],
             dirty_n: 0,
             max_len: super::max_payload(capacity),
+            hot: 0,
+            crossed: 0,
+            cold_from: capacity,
             demote: Demote::OFF,
             last_commit: 0,
         })
@@ -131,6 +146,9 @@ impl Producer {
             dirty: vec![0; capacity.div_ceil(FRAME_ALIGN * 64)],
             dirty_n: 0,
             max_len: super::max_payload(capacity),
+            hot: 0,
+            crossed: 0,
+            cold_from: capacity,
             demote: Demote::OFF,
             last_commit: 0,
         }
@@ -164,6 +182,12 @@ impl Producer {
     #[inline]
     fn shift(&self) -> u32 {
         self.shift
+    }
+
+    /// The producer's position (bytes produced since the ring began,
+    /// skipped lap ends included).
+    pub fn position(&self) -> u64 {
+        self.tail
     }
 
     /// The consumer position this producer last saw: a sleeper waiting for
@@ -224,6 +248,9 @@ impl Producer {
 
     #[inline]
     fn is_dirty(&self, off: usize) -> bool {
+        if off >= self.cold_from {
+            return true;
+        }
         if self.dirty_n == 0 {
             return false;
         }
@@ -235,6 +262,13 @@ impl Producer {
     /// empty once its lap is over, or a guard just written).
     #[inline]
     fn mark_clean(&mut self, off: usize) {
+        if off >= self.cold_from {
+            // Frames are written in order, each starting below
+            // `cold_from`: the positions from `cold_from` to here belong
+            // to the frame being written (its payload gets bits of its
+            // own), so the range now starts after `off`.
+            self.cold_from = off + FRAME_ALIGN;
+        }
         if self.dirty_n == 0 {
             return;
         }
@@ -244,6 +278,72 @@ impl Producer {
             self.dirty[w] &= !bit;
             self.dirty_n -= 1;
         }
+    }
+
+    /// Sets the hot window: the first `bytes` of the region (rounded down
+    /// to frame positions), where a lap may end early
+    /// ([`end_lap_early`](Self::end_lap_early)); 0, or a window of more
+    /// than a quarter of the ring, turns it off.
+    ///
+    /// Why: a ping-pong through the whole ring meets every line cold, a
+    /// lap later; through a few kilobytes, lines both cores still hold.
+    /// One way of an 8-byte message through a 2 MiB ring took up to 1.4
+    /// (and, its polls paced by PAUSE, 2) times as long as through a 4
+    /// KiB one here (`docs/benchmarks.md`, "Issue 6, tenth pass").
+    pub fn set_hot(&mut self, bytes: usize) {
+        let hot = bytes & !(FRAME_ALIGN - 1);
+        self.hot = if hot >= FRAME_ALIGN && hot <= self.capacity / 4 {
+            hot
+        } else {
+            0
+        };
+    }
+
+    /// Whether the frame just published was small and reached the hot
+    /// window's end: the moment a caller that knows the traffic is a
+    /// ping-pong may end the lap ([`end_lap_early`](Self::end_lap_early)).
+    #[inline]
+    pub fn at_hot_end(&self) -> bool {
+        self.crossed != 0
+    }
+
+    /// Right after a frame for which [`at_hot_end`](Self::at_hot_end)
+    /// says yes: if the consumer has taken every frame before it, the lap
+    /// ends here, with a wrap marker, and the next frame starts at offset
+    /// 0; the skipped rest of the lap counts as dirty (`cold_from`), as
+    /// the rest of a lap after any wrap does. Otherwise the lap goes on
+    /// through the ring. Returns whether it ended. Costs a read of the
+    /// consumer's `head` (a line it writes).
+    ///
+    /// For a ping-pong only (the caller's judgement: the transport asks
+    /// whether the peer answered since its last frame): in a stream, even
+    /// one the consumer keeps up with, a few lines written and read at
+    /// once by both cores cost small messages 40% of their bandwidth
+    /// here.
+    #[cold]
+    #[inline(never)]
+    pub fn end_lap_early(&mut self) -> bool {
+        let fp = std::mem::take(&mut self.crossed);
+        let off = (self.tail as usize) & self.mask;
+        if fp == 0 || off < self.hot {
+            return false;
+        }
+        self.refresh_head();
+        let contiguous = self.capacity - off;
+        // The skipped rest of the lap is taken as written: it must be
+        // free, as for any wrap.
+        if self.tail.wrapping_sub(self.cached_head) > fp as u64 || self.free() < contiguous {
+            return false;
+        }
+        self.mark_clean(off);
+        self.cold_from = self.cold_from.min(off + FRAME_ALIGN);
+        // SYNC(ring.frame): Release; pairs with the Acquire in
+        // `Consumer::peek`, as `wrap`'s marker.
+        let word = frame::encode(frame::KIND_WRAP, 0, frame::lap(self.tail, self.shift()));
+        self.region().word(off).store(word, Ordering::Release);
+        self.tail = self.tail.wrapping_add(contiguous as u64);
+        self.publish_tail();
+        true
     }
 
     /// Marks the frame positions of `off..off + len` dirty.
@@ -427,6 +527,15 @@ impl Producer {
         }
         self.tail = self.tail.wrapping_add(fp as u64);
         self.publish_tail();
+        // Only a small frame may end a lap early: through the same few
+        // lines again and again, 8-64 KiB messages took 1.6-2.7 times as
+        // long as through the whole ring (`docs/benchmarks.md`, "Issue 6,
+        // tenth pass").
+        self.crossed = if off < self.hot && fp >= self.hot - off && fp <= self.hot / 2 {
+            fp
+        } else {
+            0
+        };
     }
 
     #[inline]

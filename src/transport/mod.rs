@@ -85,6 +85,12 @@ pub const DEFAULT_FRAGMENT: usize = 64 << 10;
 /// `CLDEMOTE`): measured on the Xeon VM, see `docs/tuning.md`.
 pub const DEFAULT_DEMOTE: usize = 4 << 10;
 
+/// The hot window of every ring this transport sends on
+/// (`Producer::set_hot`; `SHMPI_HOT_WINDOW`, 0: off): a lap ends after its
+/// first 4 KiB when the receiver keeps up, so small messages go to and
+/// fro through lines both cores hold (measured here, `docs/tuning.md`).
+pub const DEFAULT_HOT_WINDOW: usize = 4 << 10;
+
 /// One frame (or fragment) handed to [`Transport::poll`]'s handler.
 #[derive(Debug)]
 pub struct Incoming<'a> {
@@ -263,6 +269,14 @@ struct Tx {
     open: Option<(u64, u64)>,
     /// The last push found the ring full (a sleeper must watch `head`).
     stalled: bool,
+    /// The position of the ring from the peer at this rank's last sole
+    /// frame to it: a different one at the next means the peer answered
+    /// in between.
+    rx_seen: u64,
+    /// Every sole frame of this lap so far answered one from the peer: a
+    /// strict ping-pong, whose laps may end early
+    /// (`Producer::end_lap_early`).
+    turns: bool,
     queue: VecDeque<Queued>,
     next_seq: u64,
     done_seq: u64,
@@ -317,6 +331,8 @@ pub struct Transport {
     /// Which frames the producers demote after publishing them
     /// (`SHMPI_DEMOTE`).
     demote: ring::Demote,
+    /// The producers' hot window in bytes (`SHMPI_HOT_WINDOW`).
+    hot: usize,
     /// The generation of this rank's last shared-copy offer.
     split_gen: u64,
     /// `SHMPI_STREAM_THRESHOLD` (see [`stream_threshold`](Self::stream_threshold)).
@@ -437,6 +453,7 @@ impl Transport {
             0 => ring::Demote::OFF,
             n => ring::Demote::up_to(n.saturating_add(SOLE_HEADER)),
         };
+        let hot = env_size("SHMPI_HOT_WINDOW")?.unwrap_or(DEFAULT_HOT_WINDOW);
         // The ring's vector copy, process-wide (`ring::copy`).
         ring::set_vector_copy_from(never_if_0(
             env_size("SHMPI_VECTOR_COPY")?,
@@ -475,6 +492,7 @@ impl Transport {
             blocking_from,
             split_from,
             demote,
+            hot,
             split_gen: 0,
             stream_threshold,
             verbose: std::env::var("SHMPI_VERBOSE").is_ok_and(|v| !v.is_empty() && v != "0"),
@@ -844,12 +862,15 @@ impl Transport {
         let mut prod =
             unsafe { ring::producer_at(hp, data, owner) }.expect("layout gives valid rings");
         prod.set_demote(self.demote);
+        prod.set_hot(self.hot);
         self.tx[peer] = Some(Tx {
             prod,
             hdr: HeaderPtr(hp),
             header_off: h,
             open: None,
             stalled: false,
+            rx_seen: 0,
+            turns: true,
             queue: VecDeque::new(),
             next_seq: 0,
             done_seq: 0,
@@ -963,6 +984,22 @@ impl Transport {
             r.commit();
         }
         tx.stalled = false;
+        // A strict ping-pong keeps its rings' laps in the hot window
+        // (`Producer::end_lap_early`); anything with two frames in a row
+        // goes through the ring (a stream through a few lines lost 40% of
+        // its small-message bandwidth here).
+        let rx_pos = self
+            .rx
+            .get(peer)
+            .and_then(Option::as_ref)
+            .map_or(0, |r| r.cons.position());
+        tx.turns &= std::mem::replace(&mut tx.rx_seen, rx_pos) != rx_pos;
+        if tx.prod.at_hot_end() {
+            if tx.turns {
+                tx.prod.end_lap_early();
+            }
+            tx.turns = true;
+        }
         self.notify(peer);
         true
     }
