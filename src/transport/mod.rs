@@ -86,9 +86,10 @@ pub const DEFAULT_FRAGMENT: usize = 64 << 10;
 pub const DEFAULT_DEMOTE: usize = 4 << 10;
 
 /// The hot window of every ring this transport sends on
-/// (`Producer::set_hot`; `SHMPI_HOT_WINDOW`, 0: off): a lap ends after its
-/// first 4 KiB when the receiver keeps up, so small messages go to and
-/// fro through lines both cores hold (measured here, `docs/tuning.md`).
+/// (`Producer::set_hot`; `SHMPI_HOT_WINDOW`, 0: off): in a strict
+/// ping-pong a lap ends after its first 4 KiB, so small messages go to
+/// and fro through lines both cores still hold (`docs/protocol.md`, "The
+/// hot window"; figures in `docs/benchmarks.md`, "Issue 6, tenth pass").
 pub const DEFAULT_HOT_WINDOW: usize = 4 << 10;
 
 /// One frame (or fragment) handed to [`Transport::poll`]'s handler.

@@ -42,17 +42,19 @@ pub(crate) enum Kind {
     More = 3,
 }
 
-/// The short header of a sole frame.
+/// The short header of a sole frame: [`sole_words`]' bytes.
 #[inline]
 pub(crate) fn encode_sole(env: &Envelope) -> [u8; SOLE_HEADER] {
     let mut h = [0u8; SOLE_HEADER];
-    h[0] = Kind::Sole as u8;
-    h[8..24].copy_from_slice(&env.0);
+    for (d, w) in h.chunks_exact_mut(8).zip(sole_words(env)) {
+        d.copy_from_slice(&w.to_le_bytes());
+    }
     h
 }
 
-/// [`encode_sole`] as three words whose little-endian bytes are its
-/// bytes: what `Producer::push_quick` stores, one word at a time.
+/// The short header of a sole frame as three words, little-endian: the
+/// kind, then the envelope. What `Producer::push_quick` stores, one word
+/// at a time.
 #[inline(always)]
 pub(crate) fn sole_words(env: &Envelope) -> [u64; SOLE_HEADER / 8] {
     let [a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p] = env.0;
@@ -122,11 +124,7 @@ mod tests {
         assert_eq!((k, word, e, data), (Kind::Sole, 7, env, &b"payload"[..]));
         // An empty message is the header alone.
         let bare = encode_sole(&env);
-        let words: Vec<u8> = sole_words(&env)
-            .iter()
-            .flat_map(|w| w.to_le_bytes())
-            .collect();
-        assert_eq!(words, bare, "the words are the bytes");
+        assert_eq!((bare[0], &bare[8..]), (Kind::Sole as u8, &env.0[..]));
         let (k, word, _, data) = decode(&bare).unwrap();
         assert_eq!((k, word, data.len()), (Kind::Sole, 0, 0));
         for kind in [Kind::First, Kind::More] {
