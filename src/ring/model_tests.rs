@@ -53,6 +53,47 @@ fn frames_that_fill_and_wrap_the_ring_pass_intact() {
     stream(&[40, 100, 100]);
 }
 
+/// A lap that ends early at a hot window (`end_lap_early`) while the
+/// consumer may or may not have taken the frames before its end: in
+/// every interleaving the producer ends it only when it may, and the
+/// consumer follows the marker to the next lap with every frame whole
+/// and in order. A 512-byte ring with a 128-byte window, the smallest in
+/// which the window can act (`set_hot` allows a quarter of the ring; a
+/// frame that ends a lap is at most half the window).
+#[test]
+fn a_lap_ended_early_at_the_hot_window_loses_nothing() {
+    loom::model(|| {
+        let (mut p, mut c) = heap_ring(512).unwrap();
+        p.set_hot(128);
+        const SIZES: [usize; 3] = [8, 8, 8];
+        let t = thread::spawn(move || {
+            for (i, &len) in SIZES.iter().enumerate() {
+                let data = vec![i as u8 + 1; len];
+                while p.push(&[&data]).is_err() {
+                    thread::yield_now();
+                }
+                if p.at_hot_end() {
+                    p.end_lap_early();
+                }
+            }
+        });
+        for (i, &len) in SIZES.iter().enumerate() {
+            loop {
+                if let Some(f) = c.peek() {
+                    assert_eq!(f.len(), len);
+                    let mut buf = vec![0u8; len];
+                    f.read(0, &mut buf);
+                    assert!(buf.iter().all(|&b| b == i as u8 + 1), "frame {i}");
+                    f.release();
+                    break;
+                }
+                thread::yield_now();
+            }
+        }
+        t.join().unwrap();
+    });
+}
+
 #[test]
 fn doorbell_sleep_and_ring_never_lose_a_wakeup() {
     use crate::shm::doorbell::model::{Bell, Work};
