@@ -778,7 +778,7 @@ fn run_pair(o: &Opts, w: &shmpi::Communicator, u: &shmpi::Universe) -> Result<()
                 );
                 match memcpy_floor {
                     None if with_floor => println!(
-                        "# floor, same run: the minimal ring (8 B one-way) between the ranks' CPUs, \
+                        "# floor, same run: the minimal ring (8 B one-way; the lower of its polls paced by PAUSE and finely) between the ranks' CPUs, \
                          timed in {FLOOR_BURSTS} bursts alternating with the ping-pong's; \
                          x floor = the median of each burst pair's latency / floor"
                     ),
