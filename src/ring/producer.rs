@@ -54,6 +54,14 @@ pub struct Producer {
     tail: u64,
     /// Last `head` read from the consumer; may lag behind the real one.
     cached_head: u64,
+    /// The position a frame started now may reach, by the cached head:
+    /// the end of `tail`'s lap or a guard line short of the consumer's
+    /// released bytes, whichever comes first (`retarget`). `push_quick`
+    /// checks it in one comparison.
+    limit: u64,
+    /// The header word of a data frame of length 0 at `tail`'s lap
+    /// (`retarget`): `publish` adds the length.
+    data_word: u64,
     /// One bit per frame position (64-byte offset): set while the word
     /// there is payload of a frame this producer wrote or in a lap end it
     /// skipped (not a header of an earlier lap, which reads as empty), so
@@ -114,7 +122,7 @@ impl Producer {
         if tail % FRAME_ALIGN as u64 != 0 {
             return Err(super::RingCreateError::BadPosition(tail));
         }
-        Ok(Producer {
+        let mut p = Producer {
             header,
             region,
             _owner: owner,
@@ -123,6 +131,8 @@ impl Producer {
             shift: capacity.trailing_zeros(),
             tail,
             cached_head,
+            limit: 0,
+            data_word: 0,
             dirty: vec![0; capacity.div_ceil(FRAME_ALIGN * 64)],
             dirty_n: 0,
             max_len: super::max_payload(capacity),
@@ -131,18 +141,22 @@ impl Producer {
             cold_from: capacity,
             demote: Demote::OFF,
             last_commit: 0,
-        })
+        };
+        p.retarget();
+        Ok(p)
     }
 
     #[cfg(loom)]
     pub(crate) fn new_model(mem: std::sync::Arc<super::HeapRing>, capacity: usize) -> Self {
-        Producer {
+        let mut p = Producer {
             mem,
             mask: capacity - 1,
             capacity,
             shift: capacity.trailing_zeros(),
             tail: 0,
             cached_head: 0,
+            limit: 0,
+            data_word: 0,
             dirty: vec![0; capacity.div_ceil(FRAME_ALIGN * 64)],
             dirty_n: 0,
             max_len: super::max_payload(capacity),
@@ -151,7 +165,9 @@ impl Producer {
             cold_from: capacity,
             demote: Demote::OFF,
             last_commit: 0,
-        }
+        };
+        p.retarget();
+        p
     }
 
     #[cfg(not(loom))]
@@ -212,6 +228,17 @@ impl Producer {
         // `Consumer::release`: the consumer is done reading every byte below
         // this position, so the producer may overwrite them.
         self.cached_head = self.header().head.load(Ordering::Acquire);
+        self.retarget();
+    }
+
+    /// Recomputes `limit` and `data_word` after `tail` left its lap or
+    /// the cached head moved.
+    #[inline]
+    fn retarget(&mut self) {
+        let lap_end = (self.tail | self.mask as u64) + 1;
+        let room_end = self.cached_head + (self.capacity - GUARD) as u64;
+        self.limit = lap_end.min(room_end);
+        self.data_word = frame::encode(frame::KIND_DATA, 0, frame::lap(self.tail, self.shift()));
     }
 
     /// Whether `need` bytes are free, refreshing the cached head only when
@@ -342,6 +369,7 @@ impl Producer {
         let word = frame::encode(frame::KIND_WRAP, 0, frame::lap(self.tail, self.shift()));
         self.region().word(off).store(word, Ordering::Release);
         self.tail = self.tail.wrapping_add(contiguous as u64);
+        self.retarget();
         self.publish_tail();
         true
     }
@@ -412,6 +440,7 @@ impl Producer {
         let word = frame::encode(frame::KIND_WRAP, 0, frame::lap(self.tail, self.shift()));
         self.region().word(off).store(word, Ordering::Release);
         self.tail = self.tail.wrapping_add(contiguous as u64);
+        self.retarget();
         Ok(0)
     }
 
@@ -469,10 +498,13 @@ impl Producer {
     pub fn push_quick<const W: usize>(&mut self, head: &[u64; W], data: &[u8]) -> bool {
         let len = 8 * W + data.len();
         let fp = frame::footprint(len);
-        let off = (self.tail as usize) & self.mask;
-        if len > self.max_payload() || fp > self.capacity - off || self.free() < fp + GUARD {
+        // Within the lap and a guard line short of the consumer, by the
+        // cached head (`limit`): as `reserve` would find without a wrap
+        // or a refresh.
+        if len > self.max_payload() || self.tail + fp as u64 > self.limit {
             return false;
         }
+        let off = (self.tail as usize) & self.mask;
         // SAFETY: as in `Reservation::write`: by the cached head (never
         // ahead of the consumer's) the frame's `fp` bytes at `off` are
         // released and not yet published, so only this producer touches
@@ -504,11 +536,11 @@ impl Producer {
         // SYNC(ring.frame): Release; pairs with the Acquire in
         // `Consumer::peek`: the payload (and guard) written above is
         // visible to the consumer once it sees this header word.
-        let word = frame::encode(
-            frame::KIND_DATA,
-            len as u32,
-            frame::lap(self.tail, self.shift()),
+        debug_assert_eq!(
+            self.data_word,
+            frame::encode(frame::KIND_DATA, 0, frame::lap(self.tail, self.shift()))
         );
+        let word = self.data_word | len as u64;
         // SAFETY: `off` is `tail` masked to the capacity (the region's
         // length), and `tail` is a multiple of FRAME_ALIGN (checked when
         // made, advanced by footprints and wraps only), so the word is
@@ -526,6 +558,10 @@ impl Producer {
             self.demote_after_pause(off, fp);
         }
         self.tail = self.tail.wrapping_add(fp as u64);
+        if self.tail & self.mask as u64 == 0 {
+            // The frame ended the lap exactly.
+            self.retarget();
+        }
         self.publish_tail();
         // Only a small frame may end a lap early: through the same few
         // lines again and again, 8-64 KiB messages took 1.6-2.7 times as
