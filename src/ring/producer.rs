@@ -70,6 +70,9 @@ pub struct Producer {
     /// How many bits of `dirty` are set: while 0 (small frames only, a
     /// lap after the last large one), `publish` skips the bitmap.
     dirty_n: usize,
+    /// One past the last word of `dirty` that may hold a set bit: how far
+    /// `end_lap_early` looks for bits its range makes redundant.
+    dirty_top: usize,
     /// `max_payload(capacity)`, kept: the eager path checks it per frame.
     max_len: usize,
     /// The hot window's length in bytes (0: none; [`set_hot`]
@@ -135,6 +138,7 @@ impl Producer {
             data_word: 0,
             dirty: vec![0; capacity.div_ceil(FRAME_ALIGN * 64)],
             dirty_n: 0,
+            dirty_top: 0,
             max_len: super::max_payload(capacity),
             hot: 0,
             crossed: 0,
@@ -159,6 +163,7 @@ impl Producer {
             data_word: 0,
             dirty: vec![0; capacity.div_ceil(FRAME_ALIGN * 64)],
             dirty_n: 0,
+            dirty_top: 0,
             max_len: super::max_payload(capacity),
             hot: 0,
             crossed: 0,
@@ -204,6 +209,12 @@ impl Producer {
     /// skipped lap ends included).
     pub fn position(&self) -> u64 {
         self.tail
+    }
+
+    /// How many frame positions the bitmap marks dirty (tests).
+    #[cfg(test)]
+    pub(crate) fn dirty_count(&self) -> usize {
+        self.dirty_n
     }
 
     /// The consumer position this producer last saw: a sleeper waiting for
@@ -364,6 +375,9 @@ impl Producer {
         }
         self.mark_clean(off);
         self.cold_from = self.cold_from.min(off + FRAME_ALIGN);
+        if self.dirty_n != 0 {
+            self.drop_covered_bits();
+        }
         // SYNC(ring.frame): Release; pairs with the Acquire in
         // `Consumer::peek`, as `wrap`'s marker.
         let word = frame::encode(frame::KIND_WRAP, 0, frame::lap(self.tail, self.shift()));
@@ -390,6 +404,27 @@ impl Producer {
             self.dirty[w] |= bits;
             i += n;
         }
+        self.dirty_top = self.dirty_top.max(end.div_ceil(64));
+    }
+
+    /// Clears the bits of positions from `cold_from` on: the range counts
+    /// them dirty already, and while laps end early nothing would clear
+    /// them, so `dirty_n` would stay above 0 and every publish would look
+    /// at the bitmap before its header store. Looks at the words up to
+    /// `dirty_top` only (none, in a ping-pong of small frames).
+    fn drop_covered_bits(&mut self) {
+        let first = self.cold_from / FRAME_ALIGN;
+        let w0 = first / 64;
+        for w in w0..self.dirty_top.min(self.dirty.len()) {
+            let keep = if w == w0 {
+                (1u64 << (first % 64)) - 1
+            } else {
+                0
+            };
+            self.dirty_n -= (self.dirty[w] & !keep).count_ones() as usize;
+            self.dirty[w] &= keep;
+        }
+        self.dirty_top = self.dirty_top.min(w0 + 1);
     }
 
     /// Reserves a frame of `len` payload bytes, to be filled with
@@ -508,7 +543,8 @@ impl Producer {
         // SAFETY: as in `Reservation::write`: by the cached head (never
         // ahead of the consumer's) the frame's `fp` bytes at `off` are
         // released and not yet published, so only this producer touches
-        // them; they lie inside the region (`fp <= capacity - off`);
+        // them; they lie inside the region (`tail + fp <= limit`, at most
+        // the end of the tail's lap, so `off + fp <= capacity`);
         // `off` is a frame's offset and `FRAME_HEADER` a word, so the
         // words are 8-aligned.
         unsafe { self.region().write_words(off + FRAME_HEADER, head) };
