@@ -989,17 +989,19 @@ impl Transport {
         // (`Producer::end_lap_early`); anything with two frames in a row
         // goes through the ring (a stream through a few lines lost 40% of
         // its small-message bandwidth here).
-        let rx_pos = self
-            .rx
-            .get(peer)
-            .and_then(Option::as_ref)
-            .map_or(0, |r| r.cons.position());
-        tx.turns &= std::mem::replace(&mut tx.rx_seen, rx_pos) != rx_pos;
-        if tx.prod.at_hot_end() {
-            if tx.turns {
-                tx.prod.end_lap_early();
+        if self.hot != 0 {
+            let rx_pos = self
+                .rx
+                .get(peer)
+                .and_then(Option::as_ref)
+                .map_or(0, |r| r.cons.position());
+            tx.turns &= std::mem::replace(&mut tx.rx_seen, rx_pos) != rx_pos;
+            if tx.prod.at_hot_end() {
+                if tx.turns {
+                    tx.prod.end_lap_early();
+                }
+                tx.turns = true;
             }
-            tx.turns = true;
         }
         self.notify(peer);
         true
