@@ -552,8 +552,19 @@ impl Communicator {
     ///
     /// # MPI
     /// MPI 4.1 §3.2.1.
+    #[inline]
     pub fn send<T: Scalar>(&self, buf: &[T], dest: i32, tag: i32) -> Result<()> {
-        let r = self.send_bytes(as_bytes(buf), dest, tag, false, false);
+        self.send_std_bytes(as_bytes(buf), dest, tag)
+    }
+
+    /// [`send`](Self::send) of bytes: one function from the call to the
+    /// header store of an eager message (`Shared::send_std` inlined), as
+    /// every instruction between a received frame and the reply's header
+    /// store lengthens a ping-pong (`docs/benchmarks.md`, "Issue 6,
+    /// eleventh pass").
+    #[inline(never)]
+    fn send_std_bytes(&self, data: &[u8], dest: i32, tag: i32) -> Result<()> {
+        let r = self.send_bytes(data, dest, tag, false, false);
         self.ret("MPI_Send", r)
     }
 
@@ -580,8 +591,16 @@ impl Communicator {
     ///
     /// # MPI
     /// MPI 4.1 §3.2.4.
+    #[inline]
     pub fn recv<T: Scalar>(&self, buf: &mut [T], src: i32, tag: i32) -> Result<Status> {
-        let buf = as_bytes_mut(buf);
+        self.recv_std_bytes(as_bytes_mut(buf), src, tag)
+    }
+
+    /// [`recv`](Self::recv) into bytes: one function from the frame's
+    /// arrival to the return (`Shared::recv_named` inlined), as
+    /// [`send_std_bytes`](Self::send_std_bytes).
+    #[inline(never)]
+    fn recv_std_bytes(&self, buf: &mut [u8], src: i32, tag: i32) -> Result<Status> {
         let r = match self.recv_named(buf, src, tag) {
             // The status is made here, in the return slot: made further
             // down and copied up, its halves cost two store-forwarding

@@ -97,8 +97,10 @@ impl Context {
     /// `Rank` when out of range.
     #[inline]
     pub fn dest(&self, rank: i32) -> Result<Option<usize>> {
+        // A negative rank, sign-extended, is past any table: one
+        // comparison checks both ends.
         match self.ranks.get(rank as usize) {
-            Some(&w) if rank >= 0 => Ok(Some(w)),
+            Some(&w) => Ok(Some(w)),
             _ if rank == PROC_NULL => Ok(None),
             _ => Err(bad_rank(rank, self.size(), "rank", "")),
         }
@@ -342,6 +344,7 @@ impl Shared {
     ///
     /// # Errors
     /// As [`send_bytes`](Self::send_bytes).
+    #[inline(always)]
     pub fn send_std(&self, o: Origin, dest: usize, tag: i32, data: &[u8]) -> Result<()> {
         if self.lock().try_send_eager(o.cid, o.src, dest, tag, data) {
             return Ok(());
@@ -678,14 +681,15 @@ impl Shared {
     }
 
     /// The fast path of a blocking receive from a named source (world
-    /// rank `peer`) with a named tag, out of line: the length of the
-    /// message it took into `buf` (its status: `src`, `tag`), or `None`:
-    /// nothing taken, finish with [`recv_posted`](Self::recv_posted). For
+    /// rank `peer`) with a named tag: the length of the message it took
+    /// into `buf` (its status: `src`, `tag`), or `None`: nothing taken,
+    /// finish with [`recv_posted`](Self::recv_posted). For
     /// `Communicator::recv`, which then builds the status in its own
     /// return slot: built here and copied out, its halves cost two
     /// store-forwarding stalls on the way to the caller's next send
-    /// (`docs/benchmarks.md`, "Issue 6, tenth pass").
-    #[inline(never)]
+    /// (`docs/benchmarks.md`, "Issue 6, tenth pass"). Inlined into the
+    /// caller's one out-of-line function ("eleventh pass").
+    #[inline(always)]
     pub fn recv_named(
         &self,
         ctx: u32,

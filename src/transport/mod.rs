@@ -918,7 +918,6 @@ impl Transport {
         // The common case first: a message that fits one frame, to a peer
         // with nothing queued or open, into a ring with room.
         if data.len() <= self.fragment && self.try_sole(peer, env, data) {
-            self.next_msg += 1;
             return Sent::Done;
         }
         self.send_slow(peer, env, data)
@@ -949,41 +948,72 @@ impl Transport {
     /// room. False: nothing done; [`send`](Self::send) decides.
     #[inline(always)]
     pub fn try_send_eager(&mut self, peer: usize, env: &Envelope, data: &[u8]) -> bool {
-        if data.len() < self.eager_below
-            && peer < self.size()
-            && peer != self.me
-            && self.try_sole(peer, env, data)
-        {
-            self.next_msg += 1;
-            return true;
-        }
-        false
+        // A peer out of range, or this rank, has no producer end: the
+        // lookup in `try_sole` sends it to `try_sole_first`, which says no.
+        data.len() < self.eager_below && self.try_sole(peer, env, data)
     }
 
     /// Pushes `data` as one sole frame if nothing stands before it and the
-    /// ring has room; false (nothing done) otherwise.
+    /// ring has room; false (nothing done) otherwise. Counts the message
+    /// (`next_msg`) when it is sent.
+    ///
+    /// Inlined into the eager send: what runs between a received frame
+    /// and the reply's header store costs a ping-pong its whole length
+    /// (`docs/benchmarks.md`, "Issue 6, eleventh pass"), so everything
+    /// but the lookup, the checks and the stores is out of line, and the
+    /// fast path keeps few values alive (no saved registers to spill).
     #[inline(always)]
     fn try_sole(&mut self, peer: usize, env: &Envelope, data: &[u8]) -> bool {
-        // The ring's producer end is made on first use, out of line
-        // (then this runs once more, finding it): one lookup per send.
-        // (A `match` taking `self.tx(peer)` in its other arm made LLVM
-        // keep both lookups on the hot path: 16 more instructions.)
         let Some(Some(tx)) = self.tx.get_mut(peer) else {
-            self.tx(peer);
-            return self.try_sole(peer, env, data);
+            return self.try_sole_first(peer, env, data);
         };
         if tx.open.is_some() || !tx.queue.is_empty() {
             return false;
         }
         if !tx.prod.push_quick(&wire::sole_words(env), data) {
-            // At the end of the region, or the cached head is behind.
-            let Ok(mut r) = tx.prod.reserve(SOLE_HEADER + data.len()) else {
-                return false;
-            };
-            r.write(0, &wire::encode_sole(env));
-            r.write(SOLE_HEADER, data);
-            r.commit();
+            return self.try_sole_reserve(peer, env, data);
         }
+        self.sole_sent(peer);
+        true
+    }
+
+    /// [`try_sole`](Self::try_sole) to a peer not sent to before: makes
+    /// the ring's producer end, then tries once more.
+    #[cold]
+    #[inline(never)]
+    fn try_sole_first(&mut self, peer: usize, env: &Envelope, data: &[u8]) -> bool {
+        if peer >= self.size() || peer == self.me {
+            return false;
+        }
+        self.tx(peer);
+        self.try_sole(peer, env, data)
+    }
+
+    /// [`try_sole`](Self::try_sole) where the quick push found no room
+    /// before the lap's end or the cached head: a reservation, which
+    /// wraps and re-reads the consumer's head.
+    #[inline(never)]
+    fn try_sole_reserve(&mut self, peer: usize, env: &Envelope, data: &[u8]) -> bool {
+        let tx = self.tx(peer);
+        let Ok(mut r) = tx.prod.reserve(SOLE_HEADER + data.len()) else {
+            return false;
+        };
+        r.write(0, &wire::encode_sole(env));
+        r.write(SOLE_HEADER, data);
+        r.commit();
+        self.sole_sent(peer);
+        true
+    }
+
+    /// The bookkeeping after a sole frame to `peer` is published: the
+    /// hot window's ping-pong test, the message count, the peer's
+    /// doorbell.
+    #[inline(never)]
+    fn sole_sent(&mut self, peer: usize) {
+        self.next_msg += 1;
+        let Some(Some(tx)) = self.tx.get_mut(peer) else {
+            return;
+        };
         tx.stalled = false;
         // A strict ping-pong keeps its rings' laps in the hot window
         // (`Producer::end_lap_early`); anything with two frames in a row
@@ -1004,7 +1034,6 @@ impl Transport {
             }
         }
         self.notify(peer);
-        true
     }
 
     /// Continues `out` from `data` (the whole message, as first given).

@@ -35,6 +35,17 @@ pub const SOLE_HEADER: usize = 24;
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Envelope(pub [u8; 16]);
 
+impl Envelope {
+    /// The envelope whose bytes are `lo` then `hi`, little-endian.
+    #[inline(always)]
+    pub fn from_words(lo: u64, hi: u64) -> Envelope {
+        let mut b = [0u8; 16];
+        b[..8].copy_from_slice(&lo.to_le_bytes());
+        b[8..].copy_from_slice(&hi.to_le_bytes());
+        Envelope(b)
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Kind {
     Sole = 1,
