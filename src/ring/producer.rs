@@ -537,7 +537,7 @@ impl Producer {
         // cached head (`limit`): as `reserve` would find without a wrap
         // or a refresh.
         if len > self.max_payload() || self.tail + fp as u64 > self.limit {
-            return false;
+            return no_quick_room();
         }
         let off = (self.tail as usize) & self.mask;
         // SAFETY: as in `Reservation::write`: by the cached head (never
@@ -554,6 +554,16 @@ impl Producer {
         true
     }
 
+    /// Writes the guard at frame position `next` (see `publish`): out of
+    /// line, so that the common path to the header store falls through.
+    #[cold]
+    #[inline(never)]
+    fn write_guard(&mut self, next: usize) {
+        // Relaxed: published by the Release of the frame's header word.
+        self.region().word(next).store(0, Ordering::Relaxed);
+        self.mark_clean(next);
+    }
+
     /// Publishes the frame of `len` payload bytes written at `off`.
     #[inline(always)]
     fn publish(&mut self, off: usize, len: usize) {
@@ -566,8 +576,7 @@ impl Producer {
         // Release below.
         let next = (off + fp) & self.mask;
         if self.is_dirty(next) {
-            self.region().word(next).store(0, Ordering::Relaxed);
-            self.mark_clean(next);
+            self.write_guard(next);
         }
         // SYNC(ring.frame): Release; pairs with the Acquire in
         // `Consumer::peek`: the payload (and guard) written above is
@@ -659,4 +668,13 @@ impl Reservation<'_> {
     pub fn commit(self) {
         self.producer.publish(self.off, self.len);
     }
+}
+
+/// `push_quick`'s refusal, out of line: the hint that keeps the common
+/// path to the header store falling through (`docs/benchmarks.md`, "Issue
+/// 6, eleventh pass").
+#[cold]
+#[inline(never)]
+fn no_quick_room() -> bool {
+    false
 }

@@ -169,6 +169,15 @@ fn take_if_headed(f: ring::Frame<'_>, head: &SoleHead, buf: &mut [u8]) -> Option
     Some((len, fp))
 }
 
+/// `try_sole`'s refusal when other messages to the peer come first, out
+/// of line: the hint that keeps the eager send's common path falling
+/// through to its header store.
+#[cold]
+#[inline(never)]
+fn behind_others() -> bool {
+    false
+}
+
 /// What [`Transport::take_exact`] found at the front of a peer's ring.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Exact {
@@ -968,7 +977,7 @@ impl Transport {
             return self.try_sole_first(peer, env, data);
         };
         if tx.open.is_some() || !tx.queue.is_empty() {
-            return false;
+            return behind_others();
         }
         if !tx.prod.push_quick(&wire::sole_words(env), data) {
             return self.try_sole_reserve(peer, env, data);
