@@ -20,8 +20,12 @@ use std::collections::{HashMap, VecDeque};
 pub const POLL_BUDGET: usize = 64;
 
 /// Direct receives in a row after which [`Engine::direct_ok`] sends one
-/// receive through the general path (a full poll of every ring).
-pub const DIRECT_STREAK: u32 = 64;
+/// receive through the general path (a full poll of every ring). At 64,
+/// that one receive in 64 cost a small-message ping-pong 3-4% of its
+/// latency (paired bursts in one run, `docs/benchmarks.md`, "Issue 6,
+/// eleventh pass"); at 1024 the cost is gone, and a rank receiving from
+/// one peer only still drains its other rings within a millisecond or so.
+pub const DIRECT_STREAK: u32 = 1024;
 
 /// Fragments smaller than this are always copied the ordinary way.
 const STREAM_FRAGMENT_MIN: usize = 4096;
