@@ -74,11 +74,12 @@ pub fn copy_bytes(dst: &mut [u8], src: &[u8]) {
         dst[0] = a;
         dst[n / 2] = b;
         dst[n - 1] = c;
-    } else if n == 0 {
-    } else if n >= copy::vector_copy_from() {
-        copy::vectors(dst, src);
-    } else {
-        dst.copy_from_slice(src);
+    } else if n > 32 {
+        if n >= copy::vector_copy_from() {
+            copy::vectors(dst, src);
+        } else {
+            dst.copy_from_slice(src);
+        }
     }
 }
 

@@ -1020,26 +1020,27 @@ impl Transport {
     #[inline(never)]
     fn sole_sent(&mut self, peer: usize) {
         self.next_msg += 1;
-        let Some(Some(tx)) = self.tx.get_mut(peer) else {
-            return;
-        };
-        tx.stalled = false;
-        // A strict ping-pong keeps its rings' laps in the hot window
-        // (`Producer::end_lap_early`); anything with two frames in a row
-        // goes through the ring (a stream through a few lines lost 40% of
-        // its small-message bandwidth here).
-        if self.hot != 0 {
-            let rx_pos = self
-                .rx
-                .get(peer)
-                .and_then(Option::as_ref)
-                .map_or(0, |r| r.cons.position());
-            tx.turns &= std::mem::replace(&mut tx.rx_seen, rx_pos) != rx_pos;
-            if tx.prod.at_hot_end() {
-                if tx.turns {
-                    tx.prod.end_lap_early();
+        // (The ring was just pushed on, so its producer end exists; the
+        // doorbell below is rung in any case.)
+        if let Some(Some(tx)) = self.tx.get_mut(peer) {
+            tx.stalled = false;
+            // A strict ping-pong keeps its rings' laps in the hot window
+            // (`Producer::end_lap_early`); anything with two frames in a
+            // row goes through the ring (a stream through a few lines
+            // lost 40% of its small-message bandwidth here).
+            if self.hot != 0 {
+                let rx_pos = self
+                    .rx
+                    .get(peer)
+                    .and_then(Option::as_ref)
+                    .map_or(0, |r| r.cons.position());
+                tx.turns &= std::mem::replace(&mut tx.rx_seen, rx_pos) != rx_pos;
+                if tx.prod.at_hot_end() {
+                    if tx.turns {
+                        tx.prod.end_lap_early();
+                    }
+                    tx.turns = true;
                 }
-                tx.turns = true;
             }
         }
         self.notify(peer);
