@@ -661,7 +661,7 @@ impl Shared {
     #[inline(always)]
     fn recv_direct(&self, ctx: u32, src: i32, peer: usize, tag: i32, buf: &mut [u8]) -> Direct {
         if tag != ANY_TAG {
-            return match self.recv_named_direct(ctx, src, peer, tag, buf) {
+            return match self.recv_named(ctx, src, peer, tag, buf) {
                 Some(bytes) => Direct::Taken(bytes),
                 None => Direct::No,
             };
@@ -698,21 +698,8 @@ impl Shared {
         tag: i32,
         buf: &mut [u8],
     ) -> Option<usize> {
-        debug_assert!(tag != ANY_TAG, "recv_named with ANY_TAG");
-        self.recv_named_direct(ctx, src, peer, tag, buf)
-    }
-
-    /// [`recv_direct`](Self::recv_direct) for a named tag.
-    #[inline(always)]
-    fn recv_named_direct(
-        &self,
-        ctx: u32,
-        src: i32,
-        peer: usize,
-        tag: i32,
-        buf: &mut [u8],
-    ) -> Option<usize> {
-        // See `wait_until_into`.
+        // See `wait_until_into`. (`ANY_TAG` has no known header: the
+        // general path.)
         if self.multi() || tag == ANY_TAG {
             return None;
         }

@@ -164,13 +164,10 @@ impl Waiter {
         Rung::Sleep(t)
     }
 
-    /// One spin: finely paced for the policy's first rounds, PAUSE after.
+    /// One spin: finely paced for the policy's first rounds, PAUSE after
+    /// ([`spin_round`]; `rounds` counts this one, from 1).
     #[inline(always)]
     fn spin_once(&self) {
-        if self.rounds <= self.policy.fine_spins {
-            crate::ring::poll_pause();
-        } else {
-            crate::sync::spin_hint();
-        }
+        spin_round(&self.policy, self.rounds as usize - 1);
     }
 }
