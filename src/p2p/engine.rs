@@ -522,6 +522,13 @@ impl Matcher {
         }
     }
 
+    /// Whether an unexpected message matches: no call while there are
+    /// none (a direct receive asks every time).
+    #[inline(always)]
+    fn has_unexpected(&self, ctx: u32, src: i32, tag: i32) -> bool {
+        !self.unexpected.is_empty() && self.find_unexpected(ctx, src, tag).is_some()
+    }
+
     /// The first unexpected message matching, in arrival order.
     fn find_unexpected(&self, ctx: u32, src: i32, tag: i32) -> Option<usize> {
         self.unexpected
@@ -1414,7 +1421,7 @@ impl Engine {
             && self.m.pulls.is_empty()
             && self.m.splits.is_empty()
             && matches!(self.m.inbound.get(peer), Some(Inbound::Idle))
-            && self.m.find_unexpected(ctx, src, tag).is_none()
+            && !self.m.has_unexpected(ctx, src, tag)
             && self.t.sends_idle()
     }
 

@@ -24,6 +24,7 @@ use crate::error::{Error, ErrorClass, Result};
 use crate::shm::Segment;
 use crate::sync::{fence, AtomicU64, Ordering};
 use crate::transport::owner::{Guard, OwnerLock};
+use crate::transport::wait::{spin_round, FREE_SPINS};
 use crate::transport::{Exact, Rung, WaitPolicy, Waiter};
 use std::sync::Arc;
 use std::time::Instant;
@@ -710,12 +711,20 @@ impl Shared {
         // Source and tag named: the frame header such a message starts
         // with is known, and compared whole.
         let head = Engine::sole_head(ctx, src, tag);
+        // The frame is due within a round trip: the first `FREE_SPINS`
+        // polls are paced here, with nothing but a round count (what the
+        // waiter would do in them, without making it); then the waiter
+        // takes over where they left off. As above: a thread that wants
+        // the engine waits for this one to let go.
+        let mut rounds = 0u32;
         let mut waiter: Option<Waiter> = None;
-        // The message is often there already: no waiter until it is not.
-        // As above: a thread that wants the engine waits for this one to
-        // let go.
         let spin = || {
-            let w = waiter.get_or_insert_with(|| Waiter::new(self.policy));
+            if rounds < FREE_SPINS {
+                spin_round(&self.policy, rounds as usize);
+                rounds += 1;
+                return !self.multi();
+            }
+            let w = waiter.get_or_insert_with(|| Waiter::resumed(self.policy, rounds));
             !self.multi() && w.pause(None) == Rung::Spin
         };
         match e.wait_exact(peer, &head, buf, spin) {
@@ -761,7 +770,7 @@ impl Shared {
             if cond() {
                 return Ok(());
             }
-            crate::transport::wait::spin_round(&self.policy, round);
+            spin_round(&self.policy, round);
         }
         // About to drive the engine, yield or sleep: let the caller wake
         // whoever waits for it first.

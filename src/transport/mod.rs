@@ -1517,18 +1517,25 @@ impl Transport {
 
     /// Whether nothing of this rank's sending is left to progress: no
     /// queued, open or stalled send.
-    #[inline]
+    #[inline(always)]
     pub fn sends_idle(&mut self) -> bool {
         if self.queued != 0 {
             return false;
         }
-        if self.maybe_busy {
-            self.maybe_busy = self
-                .tx
-                .iter()
-                .flatten()
-                .any(|t| t.open.is_some() || t.stalled);
-        }
+        // Idle (the direct receive's every call): two loads, no call.
+        !self.maybe_busy || self.recheck_sends()
+    }
+
+    /// [`sends_idle`](Self::sends_idle) once a send was known to be open
+    /// or stalled: looks at every ring again.
+    #[cold]
+    #[inline(never)]
+    fn recheck_sends(&mut self) -> bool {
+        self.maybe_busy = self
+            .tx
+            .iter()
+            .flatten()
+            .any(|t| t.open.is_some() || t.stalled);
         !self.maybe_busy
     }
 

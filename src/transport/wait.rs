@@ -124,6 +124,16 @@ impl Waiter {
         }
     }
 
+    /// A waiter whose caller has already spun the first `rounds` rounds
+    /// itself (each with [`spin_round`]): the ladder goes on from there,
+    /// as if this waiter had spun them.
+    pub fn resumed(policy: WaitPolicy, rounds: u32) -> Waiter {
+        Waiter {
+            rounds,
+            ..Waiter::new(policy)
+        }
+    }
+
     /// Back to the bottom rung (call after useful work was done).
     #[inline]
     pub fn reset(&mut self) {
@@ -169,5 +179,48 @@ impl Waiter {
     #[inline(always)]
     fn spin_once(&self) {
         spin_round(&self.policy, self.rounds as usize - 1);
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    /// Pauses until the first rung that is not a spin; returns how many
+    /// pauses that took and the rung.
+    fn first_rung_off_spin(mut w: Waiter) -> (u32, Rung) {
+        for n in 1..10_000 {
+            let r = w.pause(None);
+            if r != Rung::Spin {
+                return (n, r);
+            }
+        }
+        panic!("the waiter never left the spin rung");
+    }
+
+    #[test]
+    fn a_resumed_waiter_goes_on_from_its_callers_rounds() {
+        // No spin or yield time: the ladder leaves the spin rung at its
+        // first clock read, the first multiple of 64 rounds past
+        // FREE_SPINS.
+        let policy = WaitPolicy {
+            spin: Duration::ZERO,
+            yield_for: Duration::ZERO,
+            fine_spins: 0,
+        };
+        let first_read = (FREE_SPINS / 64 + 1) * 64;
+        let (n, r) = first_rung_off_spin(Waiter::new(policy));
+        assert_eq!((n, r), (first_read, Rung::Sleep(MAX_SLEEP)));
+        // A caller that spun FREE_SPINS rounds itself hands over: the
+        // waiter spins only the rest of the way to that read.
+        let (n, r) = first_rung_off_spin(Waiter::resumed(policy, FREE_SPINS));
+        assert_eq!((n, r), (first_read - FREE_SPINS, Rung::Sleep(MAX_SLEEP)));
+        // A deadline bounds the sleep it asks for.
+        let mut w = Waiter::resumed(policy, first_read - 1);
+        let soon = Instant::now() + Duration::from_millis(1);
+        match w.pause(Some(soon)) {
+            Rung::Sleep(t) => assert!(t <= Duration::from_millis(1), "{t:?}"),
+            r => panic!("expected a bounded sleep, got {r:?}"),
+        }
     }
 }
