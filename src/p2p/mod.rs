@@ -711,26 +711,39 @@ impl Shared {
         // Source and tag named: the frame header such a message starts
         // with is known, and compared whole.
         let head = Engine::sole_head(ctx, src, tag);
-        // The frame is due within a round trip: the first `FREE_SPINS`
-        // polls are paced here, with nothing but a round count (what the
-        // waiter would do in them, without making it); then the waiter
-        // takes over where they left off. As above: a thread that wants
-        // the engine waits for this one to let go.
+        // The frame is due within a round trip: the first polls (up to
+        // `FREE_SPINS`, or the policy's finely paced rounds if fewer) are
+        // paced here with nothing but a round count, so that the loop is a
+        // load, a comparison and the pause; then `spin_on` takes over
+        // where they left off, with a waiter and a look at the lock's mode
+        // (a thread that wants the engine waits at most those rounds for
+        // this one to let go).
+        let bare = self.policy.fine_spins.min(FREE_SPINS);
         let mut rounds = 0u32;
         let mut waiter: Option<Waiter> = None;
         let spin = || {
-            if rounds < FREE_SPINS {
-                spin_round(&self.policy, rounds as usize);
+            if rounds < bare {
                 rounds += 1;
-                return !self.multi();
+                crate::ring::poll_pause();
+                return true;
             }
-            let w = waiter.get_or_insert_with(|| Waiter::resumed(self.policy, rounds));
-            !self.multi() && w.pause(None) == Rung::Spin
+            self.spin_on(&mut waiter, rounds)
         };
         match e.wait_exact(peer, &head, buf, spin) {
             Exact::Taken(bytes) => Some(bytes),
             Exact::Other | Exact::Empty => None,
         }
+    }
+
+    /// One round of [`recv_named`](Self::recv_named)'s wait after its
+    /// bare spins (`rounds` of them): pauses by the waiter's ladder.
+    /// Returns whether to go on spinning (not when the ladder says sleep,
+    /// which the general path does, or another thread wants the engine).
+    #[cold]
+    #[inline(never)]
+    fn spin_on(&self, waiter: &mut Option<Waiter>, rounds: u32) -> bool {
+        let w = waiter.get_or_insert_with(|| Waiter::resumed(self.policy, rounds));
+        !self.multi() && w.pause(None) == Rung::Spin
     }
 
     /// [`recv_direct`](Self::recv_direct) for `ANY_TAG`: the envelope is
@@ -775,7 +788,9 @@ impl Shared {
         // About to drive the engine, yield or sleep: let the caller wake
         // whoever waits for it first.
         on_idle();
-        let mut waiter = Waiter::new(self.policy);
+        // The ladder goes on from the rounds spun above (its finely paced
+        // rounds are spent).
+        let mut waiter = Waiter::resumed(self.policy, FLAG_SPINS as u32);
         loop {
             if cond() {
                 return Ok(());
