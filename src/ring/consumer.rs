@@ -182,7 +182,7 @@ impl Consumer {
     /// frame of `len` payload bytes would carry at this position. `None`
     /// when no such frame can start here (longer than the ring allows, or
     /// past the region's end, where a producer wraps first).
-    #[inline]
+    #[inline(always)]
     pub fn awaited(&self, len: usize) -> Option<Awaited> {
         let off = (self.head as usize) & self.mask;
         if len > super::max_payload(self.capacity) || off + FRAME_HEADER + len > self.capacity {

@@ -1526,6 +1526,13 @@ impl Transport {
         !self.maybe_busy || self.recheck_sends()
     }
 
+    /// [`sends_idle`](Self::sends_idle)'s quick half: nothing queued and
+    /// no send known to be open or stalled (false may still be idle).
+    #[inline(always)]
+    pub fn sends_quiet(&self) -> bool {
+        self.queued == 0 && !self.maybe_busy
+    }
+
     /// [`sends_idle`](Self::sends_idle) once a send was known to be open
     /// or stalled: looks at every ring again.
     #[cold]
