@@ -522,7 +522,11 @@ impl Communicator {
         )))
     }
 
-    #[inline]
+    /// Always inlined: `send_std_bytes` is the blocking send's one
+    /// function from the call to the header store (as a call of its own,
+    /// LLVM left it out of line: a call, a return and a prologue more on
+    /// the way to every eager frame).
+    #[inline(always)]
     fn send_bytes(&self, data: &[u8], dest: i32, tag: i32, sync: bool, coll: bool) -> Result<()> {
         let Some((world, cid)) = self.send_route(dest, tag, coll)? else {
             return Ok(());
