@@ -1517,17 +1517,14 @@ impl Transport {
 
     /// Whether nothing of this rank's sending is left to progress: no
     /// queued, open or stalled send.
-    #[inline(always)]
+    #[inline]
     pub fn sends_idle(&mut self) -> bool {
-        if self.queued != 0 {
-            return false;
-        }
-        // Idle (the direct receive's every call): two loads, no call.
-        !self.maybe_busy || self.recheck_sends()
+        self.sends_quiet() || (self.queued == 0 && self.recheck_sends())
     }
 
-    /// [`sends_idle`](Self::sends_idle)'s quick half: nothing queued and
-    /// no send known to be open or stalled (false may still be idle).
+    /// [`sends_idle`](Self::sends_idle)'s quick half, two loads (the
+    /// direct receive asks on every call): nothing queued and no send
+    /// known to be open or stalled. False may still be idle.
     #[inline(always)]
     pub fn sends_quiet(&self) -> bool {
         self.queued == 0 && !self.maybe_busy
