@@ -92,6 +92,16 @@ pub fn is_frame(word: u64, lap: u64) -> bool {
 }
 pub use header::RingHeader;
 pub use poll::poll_pause;
+
+/// A refusal (`false`) on a fast path, out of line and cold: returning it
+/// is the hint that keeps the common path falling through to its stores
+/// (`Producer::push_quick` without room, the eager send behind other
+/// messages; `docs/benchmarks.md`, "Issue 6, eleventh pass").
+#[cold]
+#[inline(never)]
+pub(crate) fn refused() -> bool {
+    false
+}
 pub use producer::{Producer, Reservation, RingReserveError};
 
 use region::Region;

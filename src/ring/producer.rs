@@ -537,7 +537,7 @@ impl Producer {
         // cached head (`limit`): as `reserve` would find without a wrap
         // or a refresh.
         if len > self.max_payload() || self.tail + fp as u64 > self.limit {
-            return no_quick_room();
+            return super::refused();
         }
         let off = (self.tail as usize) & self.mask;
         // SAFETY: as in `Reservation::write`: by the cached head (never
@@ -668,13 +668,4 @@ impl Reservation<'_> {
     pub fn commit(self) {
         self.producer.publish(self.off, self.len);
     }
-}
-
-/// `push_quick`'s refusal, out of line: the hint that keeps the common
-/// path to the header store falling through (`docs/benchmarks.md`, "Issue
-/// 6, eleventh pass").
-#[cold]
-#[inline(never)]
-fn no_quick_room() -> bool {
-    false
 }

@@ -169,15 +169,6 @@ fn take_if_headed(f: ring::Frame<'_>, head: &SoleHead, buf: &mut [u8]) -> Option
     Some((len, fp))
 }
 
-/// `try_sole`'s refusal when other messages to the peer come first, out
-/// of line: the hint that keeps the eager send's common path falling
-/// through to its header store.
-#[cold]
-#[inline(never)]
-fn behind_others() -> bool {
-    false
-}
-
 /// What [`Transport::take_exact`] found at the front of a peer's ring.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Exact {
@@ -977,7 +968,8 @@ impl Transport {
             return self.try_sole_first(peer, env, data);
         };
         if tx.open.is_some() || !tx.queue.is_empty() {
-            return behind_others();
+            // Other messages to the peer come first.
+            return ring::refused();
         }
         if !tx.prod.push_quick(&wire::sole_words(env), data) {
             return self.try_sole_reserve(peer, env, data);
