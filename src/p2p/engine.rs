@@ -235,6 +235,10 @@ pub struct Engine {
 }
 
 impl Matcher {
+    /// A slot in `state` (a free one reset, else a new one): inline, for
+    /// every posted receive and queued send takes one; growing is out of
+    /// line.
+    #[inline]
     fn alloc(&mut self, state: SlotState, cap: usize) -> SlotId {
         if let Some(id) = self.free.pop() {
             let s = &mut self.slots[id];
@@ -250,25 +254,33 @@ impl Matcher {
             s.sink = id;
             id
         } else {
-            let id = self.slots.len();
-            self.slots.push(Slot {
-                state,
-                cap,
-                buf: Vec::new(),
-                base: 0,
-                orphan: false,
-                err: None,
-                rendezvous: false,
-                rdv_span: (0, 0),
-                peer: None,
-                task: None,
-                task_result: None,
-                sink: id,
-            });
-            id
+            self.grow(state, cap)
         }
     }
 
+    /// [`alloc`](Self::alloc) with no free slot: a new one.
+    #[cold]
+    #[inline(never)]
+    fn grow(&mut self, state: SlotState, cap: usize) -> SlotId {
+        let id = self.slots.len();
+        self.slots.push(Slot {
+            state,
+            cap,
+            buf: Vec::new(),
+            base: 0,
+            orphan: false,
+            err: None,
+            rendezvous: false,
+            rdv_span: (0, 0),
+            peer: None,
+            task: None,
+            task_result: None,
+            sink: id,
+        });
+        id
+    }
+
+    #[inline]
     fn release(&mut self, id: SlotId) {
         let s = &mut self.slots[id];
         if let SlotState::Task = s.state {
@@ -1283,6 +1295,7 @@ impl Engine {
     }
 
     /// Posts a receive (see [`post_recv_from`](Self::post_recv_from)).
+    #[inline]
     pub fn post_recv(&mut self, ctx: u32, src: i32, tag: i32, cap: usize) -> SlotId {
         let id = self.m.alloc(SlotState::Posted { ctx, src, tag }, cap);
         if let Some(pos) = self.m.find_unexpected(ctx, src, tag) {
