@@ -61,6 +61,11 @@ pub(crate) const ERRORS_ARE_FATAL: usize = 0x141;
 pub(crate) const ERRORS_RETURN: usize = 0x142;
 pub(crate) const ERRORS_ABORT: usize = 0x143;
 pub(crate) const REQUEST_NULL: usize = 0x180;
+/// The request of a send that completed in its call (the ring took the
+/// whole message): shared by all such sends, it lives in no table, and
+/// completing it gives the empty status and `MPI_REQUEST_NULL` (as
+/// MPICH's completed "lightweight" requests cost no allocation).
+pub(crate) const REQUEST_SENT: usize = 0x181;
 pub(crate) const DATATYPE_NULL: usize = 0x200;
 pub(crate) const OP_NULL: usize = 0x20;
 
@@ -149,6 +154,19 @@ impl<T> Table<T> {
     pub(crate) fn take(&mut self, h: usize) -> Option<T> {
         let i = self.index(h)?;
         self.slots.get_mut(i)?.take()
+    }
+
+    /// Takes the object out if `f` says so of it (one lookup), keeping
+    /// its handle reserved.
+    #[inline]
+    pub(crate) fn take_if(&mut self, h: usize, f: impl FnOnce(&T) -> bool) -> Option<T> {
+        let i = self.index(h)?;
+        let slot = self.slots.get_mut(i)?;
+        if slot.as_ref().is_some_and(f) {
+            slot.take()
+        } else {
+            None
+        }
     }
 
     /// Puts an object taken with [`take`](Self::take) back.

@@ -151,7 +151,7 @@ impl Sched {
         give_request(
             Req {
                 state: ReqState::Multi(Box::new(self.m)),
-                comm: self.comm,
+                comm: self.comm.into(),
             },
             request,
         )

@@ -12,7 +12,7 @@ use super::types::{committed, TypeObj};
 use super::{
     array_mut, bytes, bytes_mut, comm_obj, count, guard, guard_on, h, lock, out, read, state,
     to_handle, CommObj, ANY_TAG, COMM_NULL, MESSAGE_NO_PROC, MESSAGE_NULL, PROC_NULL, REQUEST_NULL,
-    SUCCESS, UNDEFINED,
+    REQUEST_SENT, SUCCESS, UNDEFINED,
 };
 use crate::comm::{Message, Request};
 use crate::error::{Error, ErrorClass, Result};
@@ -137,6 +137,10 @@ impl Ptr {
 /// request (moved in and out of the handle table) stays small.
 pub(crate) enum Fin {
     None,
+    /// A send: its status is the empty one (MPI 4.1 §3.7.3 leaves a
+    /// send's status undefined but for its error and cancelled flag; the
+    /// empty one is what a send complete at its call gives too).
+    Send,
     Unpack(Box<Unpack>),
     Words(Box<Words>),
 }
@@ -173,6 +177,7 @@ impl std::fmt::Debug for Fin {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
             Fin::None => "None",
+            Fin::Send => "Send",
             Fin::Unpack(_) => "Unpack",
             Fin::Words(_) => "Words",
         })
@@ -257,7 +262,51 @@ impl Keep {
 #[derive(Debug)]
 pub(crate) struct Req {
     pub(crate) state: ReqState,
-    pub(crate) comm: Arc<CommObj>,
+    pub(crate) comm: CommRef,
+}
+
+/// The communicator of a request (whose handler its errors go to, and
+/// which keeps the process state its operation borrows alive): a
+/// predefined one by its static reference, any other by a counted one. A
+/// window of `MPI_Isend`/`MPI_Irecv` on `MPI_COMM_WORLD` so moves no
+/// reference count: two atomic read-modify-writes per request fewer.
+#[derive(Clone, Debug)]
+pub(crate) enum CommRef {
+    /// `MPI_COMM_WORLD` or `MPI_COMM_SELF` (never freed).
+    Predefined(&'static Arc<CommObj>),
+    Counted(Arc<CommObj>),
+}
+
+impl CommRef {
+    /// `c` as a request keeps it.
+    #[inline]
+    pub(crate) fn of(c: &Arc<CommObj>) -> CommRef {
+        match [super::WORLD.get(), super::SELF.get()]
+            .into_iter()
+            .flatten()
+            .find(|p| Arc::ptr_eq(p, c))
+        {
+            Some(p) => CommRef::Predefined(p),
+            None => CommRef::Counted(c.clone()),
+        }
+    }
+}
+
+impl From<Arc<CommObj>> for CommRef {
+    fn from(c: Arc<CommObj>) -> CommRef {
+        CommRef::of(&c)
+    }
+}
+
+impl std::ops::Deref for CommRef {
+    type Target = Arc<CommObj>;
+    #[inline]
+    fn deref(&self) -> &Arc<CommObj> {
+        match self {
+            CommRef::Predefined(c) => c,
+            CommRef::Counted(c) => c,
+        }
+    }
 }
 
 // SAFETY: a `Req` holds a Rust `Request` (whose borrowed buffers are the
@@ -280,14 +329,14 @@ impl Req {
         // lend first, copying what the transport still holds).
         let req = unsafe { std::mem::transmute::<Request<'_>, Request<'static>>(req) };
         Req {
-            comm: comm.clone(),
+            comm: CommRef::of(comm),
             state: ReqState::Live { req, fin, keep },
         }
     }
 
     pub(crate) fn done(comm: &Arc<CommObj>, st: CStatus) -> Req {
         Req {
-            comm: comm.clone(),
+            comm: CommRef::of(comm),
             state: ReqState::Done(Ok(st)),
         }
     }
@@ -371,9 +420,11 @@ impl Req {
 }
 
 /// The last step of a completed operation.
+#[inline]
 fn finish(r: Result<Status>, fin: Fin) -> std::result::Result<CStatus, Error> {
     match fin {
         Fin::None => r.map(|s| CStatus::from_rust(&s)),
+        Fin::Send => r.map(|_| CStatus::empty()),
         Fin::Unpack(u) => {
             let st = r?;
             let n = if u.whole {
@@ -399,6 +450,21 @@ pub(crate) fn give_request(req: Req, p: *mut *mut c_void) -> Result<()> {
     }
     let handle = state().reqs.insert(req);
     out(p, to_handle(handle), "request")
+}
+
+/// Writes the handle of a started send: `REQUEST_SENT`, and no table
+/// entry, for one that completed at its call (a window of short
+/// `MPI_Isend`s so costs no lock, table slot or handle to free).
+fn give_send(s: Started, p: *mut *mut c_void) -> Result<()> {
+    match s {
+        Started::Sent => {
+            if p.is_null() {
+                return Err(super::arg("request"));
+            }
+            out(p, to_handle(REQUEST_SENT), "request")
+        }
+        Started::Req(req) => give_request(req, p),
+    }
 }
 
 /// A request complete from the start (on `comm`).
@@ -524,8 +590,27 @@ fn send_data<'a>(
     }
 }
 
-/// Starts a nonblocking send of any mode; the request is stored in the
-/// returned `Req`.
+/// A started nonblocking send.
+pub(crate) enum Started {
+    /// Complete at its call: the message is wholly in the ring (or copied
+    /// to the attached buffer); nothing of the program's buffer is kept
+    /// and its status is the empty one (`REQUEST_SENT` stands for it).
+    Sent,
+    /// In flight, as this request.
+    Req(Req),
+}
+
+impl Started {
+    /// As a request (a persistent request's current operation).
+    fn into_req(self, obj: &Arc<CommObj>) -> Req {
+        match self {
+            Started::Sent => Req::done(obj, CStatus::empty()),
+            Started::Req(r) => r,
+        }
+    }
+}
+
+/// Starts a nonblocking send of any mode.
 fn start_send(
     obj: &Arc<CommObj>,
     mode: Mode,
@@ -534,12 +619,11 @@ fn start_send(
     ty: &TypeObj,
     dest: c_int,
     tag: c_int,
-) -> Result<Req> {
+) -> Result<Started> {
     let tag = stag(tag)?;
     let (direct, packed) = send_data(buf, n, ty)?;
     if mode == Mode::Bsend {
-        return bsend(obj, direct.unwrap_or(&packed), dest, tag)
-            .map(|_| Req::done(obj, CStatus::empty()));
+        return bsend(obj, direct.unwrap_or(&packed), dest, tag).map(|_| Started::Sent);
     }
     let data: &[u8] = match direct {
         Some(d) => d,
@@ -552,7 +636,8 @@ fn start_send(
 }
 
 /// The nonblocking send of `data` (the C program's buffer, or `packed`,
-/// which the returned request keeps) as a request.
+/// which the returned request keeps).
+#[inline]
 fn isend_req(
     obj: &Arc<CommObj>,
     data: &[u8],
@@ -560,7 +645,7 @@ fn isend_req(
     tag: i32,
     sync: bool,
     packed: Vec<u8>,
-) -> Result<Req> {
+) -> Result<Started> {
     // MPI keeps the send buffer untouched until the request completes
     // (MPI 4.1 §3.7.2), and `packed` lives in the request: the rest of a
     // message that does not fit the ring is pushed from it later, not
@@ -585,12 +670,20 @@ fn isend_req(
     let r = obj
         .comm
         .ret(if sync { "MPI_Issend" } else { "MPI_Isend" }, r)?;
-    Ok(Req::live_keeping(
+    let r = match lend {
+        // The message is wholly in the ring: nothing to keep.
+        None => match r.into_done() {
+            Ok(_) => return Ok(Started::Sent),
+            Err(r) => r,
+        },
+        Some(_) => r,
+    };
+    Ok(Started::Req(Req::live_keeping(
         obj,
         r,
-        Fin::None,
+        Fin::Send,
         Keep::new(lend, packed),
-    ))
+    )))
 }
 
 /// From this many bytes a C nonblocking send lends its buffer to the
@@ -889,7 +982,7 @@ macro_rules! isend_fn {
                             let data = super::bytes(buf, len)?;
                             let r =
                                 isend_req(w, data, dest, tag, $mode == Mode::Ssend, Vec::new())?;
-                            give_request(r, request)
+                            give_send(r, request)
                         }));
                         return finish_fast(w, $call, r);
                     }
@@ -902,7 +995,7 @@ macro_rules! isend_fn {
                     return Err(super::arg("request"));
                 }
                 let r = start_send(&obj, $mode, buf, n, &*committed(h(t))?, dest, tag)?;
-                give_request(r, request)
+                give_send(r, request)
             })
         }
     };
@@ -984,7 +1077,7 @@ macro_rules! pinit_fn {
                 give_request(
                     Req {
                         state: ReqState::Persistent { spec, active: None },
-                        comm: obj.arc(),
+                        comm: obj.arc().into(),
                     },
                     request,
                 )
@@ -1000,11 +1093,20 @@ pinit_fn!(MPI_Rsend_init, "MPI_Rsend_init", Mode::Rsend);
 pinit_fn!(MPI_Recv_init, "MPI_Recv_init", Mode::Recv);
 
 fn start_one(handle: usize) -> std::result::Result<(), (Option<Arc<CommObj>>, Error)> {
+    if handle == REQUEST_SENT {
+        return Err((
+            None,
+            Error::new(
+                ErrorClass::Request,
+                "MPI_Start on a request that is not persistent (a completed send's)",
+            ),
+        ));
+    }
     let mut st = state();
     let Some(req) = st.reqs.get_mut(handle) else {
         return Err((None, bad_request(handle)));
     };
-    let comm = req.comm.clone();
+    let comm = Arc::clone(&req.comm);
     let ReqState::Persistent { spec, active } = &mut req.state else {
         return Err((
             Some(comm),
@@ -1029,7 +1131,8 @@ fn start_one(handle: usize) -> std::result::Result<(), (Option<Arc<CommObj>>, Er
         Mode::Recv => start_recv(&comm, spec.buf.0, spec.count, &spec.ty, spec.peer, spec.tag),
         m => start_send(
             &comm, m, spec.buf.0, spec.count, &spec.ty, spec.peer, spec.tag,
-        ),
+        )
+        .map(|s| s.into_req(&comm)),
     }
     .map_err(|e| (Some(comm.clone()), e))?;
     let mut st = state();
@@ -1082,7 +1185,8 @@ struct Outcome {
 /// complete (then `*slot` is `MPI_REQUEST_NULL`, unless persistent).
 fn complete(slot: &mut *mut c_void, block: bool) -> std::result::Result<Option<Outcome>, Error> {
     let hd = h(*slot);
-    if hd == REQUEST_NULL {
+    if hd == REQUEST_NULL || hd == REQUEST_SENT {
+        *slot = to_handle(REQUEST_NULL);
         return Ok(Some(Outcome {
             status: CStatus::empty(),
             err: None,
@@ -1224,37 +1328,40 @@ fn wait_live_together(reqs: &[*mut c_void]) {
     }
 }
 
-/// `MPI_Waitall`'s common case: every request is null, or live and not
-/// persistent (a window of `MPI_Isend`/`MPI_Irecv`). Takes them out of
-/// the table under one lock, waits for them together, finishes each, and
-/// frees their handles under a second lock: the outcomes in order, each
-/// slot set to `MPI_REQUEST_NULL`. `None`, with nothing done, when any
-/// request is of another kind, not a valid handle, or given twice: the
-/// general path (`wait_live_together`, `take_done`, `complete`) then
-/// handles them, and reports what is wrong.
-fn wait_all_taken(reqs: &mut [*mut c_void]) -> Option<Vec<Outcome>> {
+/// `MPI_Waitall`'s common case: every request is null, a send complete
+/// at its call (`REQUEST_SENT`), or live and not persistent (a window of
+/// `MPI_Isend`/`MPI_Irecv`). Takes them out of the table and frees their
+/// handles under one lock (each slot is `MPI_REQUEST_NULL` from then on:
+/// a request being completed is the call's, MPI 4.1 §3.7.3, and no other
+/// may use its handle meanwhile), waits for them together, finishes each
+/// and writes its status straight into `sts` (`MPI_STATUSES_IGNORE`:
+/// `None`): the first error with its communicator, if any. `None`, with
+/// nothing done, when any request is of another kind, not a valid handle,
+/// or given twice: the general path (`wait_live_together`, `take_done`,
+/// `complete`) then handles them, and reports what is wrong.
+fn wait_all_taken(
+    reqs: &mut [*mut c_void],
+    mut sts: Option<&mut [CStatus]>,
+) -> Option<Option<(Arc<CommObj>, Error)>> {
     // What the Rust requests borrow (`fin`'s and `keep`'s buffers) is
-    // declared first, so it outlives them even on unwinding.
-    let mut held: Vec<(usize, Fin, Keep, Arc<CommObj>)> = Vec::with_capacity(reqs.len());
+    // declared first, so it outlives them even on unwinding; the
+    // communicators are let go with it, after the lock (one may be the
+    // last reference, whose drop takes the lock).
+    let mut held: Vec<(usize, Fin, Keep, CommRef)> = Vec::with_capacity(reqs.len());
     let mut rust = Vec::with_capacity(reqs.len());
     {
         let mut st = state();
         for (i, &r) in reqs.iter().enumerate() {
             let hd = h(r);
-            if hd == REQUEST_NULL {
+            if hd == REQUEST_NULL || hd == REQUEST_SENT {
                 continue;
             }
-            let live = matches!(
-                st.reqs.get(hd),
-                Some(Req {
-                    state: ReqState::Live { .. },
-                    ..
-                })
-            );
             let Some(Req {
                 state: ReqState::Live { req, fin, keep },
                 comm,
-            }) = live.then(|| st.reqs.take(hd)).flatten()
+            }) = st
+                .reqs
+                .take_if(hd, |r| matches!(r.state, ReqState::Live { .. }))
             else {
                 // Another kind, or given twice: put back what was taken,
                 // untouched, for the general path.
@@ -1267,32 +1374,36 @@ fn wait_all_taken(reqs: &mut [*mut c_void]) -> Option<Vec<Outcome>> {
             rust.push(req);
             held.push((i, fin, keep, comm));
         }
+        for &(i, ..) in &held {
+            st.reqs.release_taken(h(reqs[i]));
+        }
+    }
+    let mut first_err = None;
+    let mut put = |i: usize, s: CStatus| {
+        if let Some(sts) = sts.as_deref_mut() {
+            sts[i] = s;
+        }
+    };
+    for (i, r) in reqs.iter_mut().enumerate() {
+        if h(*r) == REQUEST_SENT || h(*r) == REQUEST_NULL {
+            *r = to_handle(REQUEST_NULL);
+            put(i, CStatus::empty());
+        }
     }
     let results = crate::comm::wait_all_each(rust);
-    let mut outs: Vec<Outcome> = (0..reqs.len())
-        .map(|_| Outcome {
-            status: CStatus::empty(),
-            err: None,
-        })
-        .collect();
-    // The communicators are let go after the lock (one may be the last
-    // reference, whose drop takes the lock).
-    let mut comms = Vec::with_capacity(held.len());
     for ((i, fin, keep, comm), r) in held.into_iter().zip(results) {
         let res = finish(r, fin);
         drop(keep);
-        outs[i] = outcome(res, &comm);
-        comms.push((i, comm));
-    }
-    {
-        let mut st = state();
-        for &(i, _) in &comms {
-            st.reqs.release_taken(h(reqs[i]));
-            reqs[i] = to_handle(REQUEST_NULL);
+        reqs[i] = to_handle(REQUEST_NULL);
+        match res {
+            Ok(s) => put(i, s),
+            Err(e) => {
+                put(i, err_status(&e));
+                first_err.get_or_insert_with(|| (Arc::clone(&comm), e));
+            }
         }
     }
-    drop(comms);
-    Some(outs)
+    Some(first_err)
 }
 
 /// Finishes, under one lock, the longest prefix of `reqs` that is null or
@@ -1378,6 +1489,16 @@ fn caught(call: &str, f: impl FnOnce() -> c_int) -> c_int {
     })
 }
 
+/// What [`all`]'s body leaves to report.
+enum AllOut {
+    /// Not all complete (`MPI_Testall`): nothing consumed.
+    NotYet,
+    /// Every outcome, in order, statuses not yet written.
+    Outs(Vec<Outcome>),
+    /// Statuses written (`wait_all_taken`); the first error, if any.
+    Written(Option<(Arc<CommObj>, Error)>),
+}
+
 /// The common part of Waitall / Testall: completes every request of
 /// `reqs` (blocking or only if all are complete).
 fn all(
@@ -1389,15 +1510,24 @@ fn all(
     flag: *mut c_int,
 ) -> c_int {
     caught(call, move || {
-        let r = (|| -> Result<Option<Vec<Outcome>>> {
+        let r = (|| -> Result<AllOut> {
             let n = count(n, "count")?;
             let reqs = array_mut(requests, n, "array_of_requests")?;
-            if !block {
+            if block {
+                let sts = if statuses.is_null() {
+                    None
+                } else {
+                    Some(array_mut(statuses, n, "array_of_statuses")?)
+                };
+                if let Some(first_err) = wait_all_taken(reqs, sts) {
+                    return Ok(AllOut::Written(first_err));
+                }
+            } else {
                 poll_orphans();
                 // Complete only if all are: test each without consuming it.
                 for &r in reqs.iter() {
                     let hd = h(r);
-                    if inactive(r) {
+                    if hd == REQUEST_SENT || inactive(r) {
                         continue;
                     }
                     let mut req = state().reqs.take(hd).ok_or_else(|| bad_request(hd))?;
@@ -1419,13 +1549,8 @@ fn all(
                     let complete = done.is_some();
                     state().reqs.put_back(hd, req);
                     if !complete {
-                        return Ok(None);
+                        return Ok(AllOut::NotYet);
                     }
-                }
-            }
-            if block {
-                if let Some(outs) = wait_all_taken(reqs) {
-                    return Ok(Some(outs));
                 }
             }
             let mut outs = Vec::with_capacity(n);
@@ -1436,34 +1561,33 @@ fn all(
             for slot in reqs[outs.len()..].iter_mut() {
                 outs.push(complete(slot, true)?.expect("blocking"));
             }
-            Ok(Some(outs))
+            Ok(AllOut::Outs(outs))
         })();
-        match r {
-            Err(e) => super::raise(None, call, &e),
-            Ok(None) => {
+        let first_err = match r {
+            Err(e) => return super::raise(None, call, &e),
+            Ok(AllOut::NotYet) => {
                 let _ = out(flag, 0, "flag");
-                SUCCESS
+                return SUCCESS;
             }
-            Ok(Some(outs)) => {
-                if !flag.is_null() {
-                    let _ = out(flag, 1, "flag");
-                }
+            Ok(AllOut::Written(first_err)) => first_err,
+            Ok(AllOut::Outs(outs)) => {
                 let first_err = outs.iter().find_map(|o| o.err.as_ref()).cloned();
                 if !statuses.is_null() {
                     if let Ok(sts) = array_mut(statuses, outs.len(), "array_of_statuses") {
                         for (s, o) in sts.iter_mut().zip(&outs) {
                             *s = o.status;
-                            if first_err.is_none() {
-                                s.error = SUCCESS;
-                            }
                         }
                     }
                 }
-                match first_err {
-                    None => SUCCESS,
-                    Some((c, e)) => in_status(call, &c, &e, statuses.is_null()),
-                }
+                first_err
             }
+        };
+        if !flag.is_null() {
+            let _ = out(flag, 1, "flag");
+        }
+        match first_err {
+            None => SUCCESS,
+            Some((c, e)) => in_status(call, &c, &e, statuses.is_null()),
         }
     })
 }
@@ -1708,6 +1832,9 @@ pub unsafe extern "C" fn MPI_Testsome(
 pub unsafe extern "C" fn MPI_Request_free(request: *mut *mut c_void) -> c_int {
     guard("MPI_Request_free", COMM_NULL, || {
         let hd = h(read(request, "request")?);
+        if hd == REQUEST_SENT {
+            return out(request, to_handle(REQUEST_NULL), "request");
+        }
         let req = state().reqs.release(hd).ok_or_else(|| bad_request(hd))?;
         let active = match req.state {
             ReqState::Persistent { active, .. } => active.map(|a| *a),
@@ -1726,6 +1853,10 @@ pub unsafe extern "C" fn MPI_Request_free(request: *mut *mut c_void) -> c_int {
 pub unsafe extern "C" fn MPI_Cancel(request: *mut *mut c_void) -> c_int {
     guard("MPI_Cancel", COMM_NULL, || {
         let hd = h(read(request, "request")?);
+        if hd == REQUEST_SENT {
+            // Complete already: not cancelled (its status says so).
+            return Ok(());
+        }
         // Out of the table while the engine is asked, so lookups by other
         // threads do not wait behind the engine lock.
         let mut req = state().reqs.take(hd).ok_or_else(|| bad_request(hd))?;
@@ -2120,7 +2251,7 @@ pub unsafe extern "C" fn MPI_Imrecv(
             Err((Some(comm), e, Some(_))) => give_request(
                 Req {
                     state: ReqState::Done(Err(e)),
-                    comm,
+                    comm: comm.into(),
                 },
                 request,
             )

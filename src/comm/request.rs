@@ -87,6 +87,22 @@ impl<'a> Request<'a> {
         }
     }
 
+    /// The status of an operation that completed when it started (a send
+    /// the ring took whole, an operation with `PROC_NULL`), consuming the
+    /// request; the request back otherwise.
+    #[inline]
+    pub(crate) fn into_done(self) -> std::result::Result<Status, Self> {
+        match self.op {
+            Some(Op::Done(st)) => {
+                // Nothing in it to drop (a status; no slot, no buffer):
+                // forgotten, so no drop glue runs for its `Op`.
+                std::mem::forget(self);
+                Ok(st)
+            }
+            _ => Err(self),
+        }
+    }
+
     /// The engine slots the request waits for (none once done).
     fn slots(&self) -> &[SlotId] {
         match &self.op {
@@ -215,7 +231,25 @@ impl<'a> Request<'a> {
 }
 
 impl Drop for Request<'_> {
+    /// Nothing to do for a request that is done or was finished (the
+    /// common case, tested inline: a window's requests are dropped by the
+    /// dozen); a live one is let go out of line.
+    #[inline]
     fn drop(&mut self) {
+        if matches!(self.op, None | Some(Op::Done(_))) {
+            return;
+        }
+        self.let_go();
+    }
+}
+
+impl Request<'_> {
+    /// Lets a live request go (see [`Request`]): its send finishes in the
+    /// background, its receive is cancelled or, matched, finishes into
+    /// its slot's own buffer.
+    #[cold]
+    #[inline(never)]
+    fn let_go(&mut self) {
         if let Some(Op::RecvMany(ids, _)) = &self.op {
             // Receives only: the matched ones finish in the background
             // into their slots' own buffers (the borrow ends here, and the
