@@ -321,15 +321,23 @@ impl Req {
     }
 
     fn live_keeping(comm: &Arc<CommObj>, req: Request<'_>, fin: Fin, keep: Keep) -> Req {
+        Self::live_on(CommRef::of(comm), req, fin, keep)
+    }
+
+    /// A live request on `comm`, as it is held already (the fast paths
+    /// know a predefined communicator's static reference).
+    #[inline]
+    fn live_on(comm: CommRef, req: Request<'_>, fin: Fin, keep: Keep) -> Req {
         // SAFETY: lifetime erasure only. `req` borrows (a) the process
-        // state behind `comm`, kept alive by the `Arc` stored beside it,
+        // state behind `comm`, kept alive by the reference stored beside
+        // it (counted, or a predefined communicator's static),
         // (b) the C program's buffer, which MPI requires to stay valid
         // until the request completes, or (c) `fin`'s / `keep`'s heap
         // buffers, owned by this `Req` and dropped after `req` (`keep`'s
         // lend first, copying what the transport still holds).
         let req = unsafe { std::mem::transmute::<Request<'_>, Request<'static>>(req) };
         Req {
-            comm: CommRef::of(comm),
+            comm,
             state: ReqState::Live { req, fin, keep },
         }
     }
@@ -1027,7 +1035,8 @@ pub unsafe extern "C" fn MPI_Irecv(
             let r = catch_unwind(AssertUnwindSafe(|| {
                 let b = super::bytes_mut(buf, len)?;
                 let r = w.comm.irecv(b, src, rtag(tag)?)?;
-                give_request(Req::live(w, r, Fin::None, Vec::new()), request)
+                let r = Req::live_on(CommRef::Predefined(w), r, Fin::None, Keep::default());
+                give_request(r, request)
             }));
             return finish_fast(w, "MPI_Irecv", r);
         }
