@@ -1387,31 +1387,47 @@ fn wait_all_taken(
             st.reqs.release_taken(h(reqs[i]));
         }
     }
+    for r in reqs.iter_mut() {
+        *r = to_handle(REQUEST_NULL);
+    }
+    if let Some(sts) = sts.as_deref_mut() {
+        // Null and sent entries: the empty status; the others are
+        // overwritten below.
+        sts.fill(CStatus::empty());
+    }
     let mut first_err = None;
-    let mut put = |i: usize, s: CStatus| {
+    let mut settle = |i: usize, res: std::result::Result<CStatus, Error>, comm: &CommRef| {
+        let st = match res {
+            Ok(s) => s,
+            Err(e) => {
+                let st = err_status(&e);
+                first_err.get_or_insert_with(|| (Arc::clone(comm), e));
+                st
+            }
+        };
         if let Some(sts) = sts.as_deref_mut() {
-            sts[i] = s;
+            sts[i] = st;
         }
     };
-    for (i, r) in reqs.iter_mut().enumerate() {
-        if h(*r) == REQUEST_SENT || h(*r) == REQUEST_NULL {
-            *r = to_handle(REQUEST_NULL);
-            put(i, CStatus::empty());
+    // Plain receives and sends are settled as they finish (under the
+    // engine lock: a status conversion only); an unpacking receive after
+    // the wait, its unpack outside the lock.
+    let mut later = Vec::new();
+    crate::comm::wait_all_with(&mut rust, |j, r| {
+        let (i, fin, _, comm) = &held[j];
+        match fin {
+            Fin::None => settle(*i, r.map(|s| CStatus::from_rust(&s)), comm),
+            Fin::Send => settle(*i, r.map(|_| CStatus::empty()), comm),
+            Fin::Unpack(_) | Fin::Words(_) => later.push((j, r)),
         }
+    });
+    drop(rust);
+    for (j, r) in later {
+        let fin = std::mem::replace(&mut held[j].1, Fin::None);
+        settle(held[j].0, finish(r, fin), &held[j].3);
     }
-    let results = crate::comm::wait_all_each(rust);
-    for ((i, fin, keep, comm), r) in held.into_iter().zip(results) {
-        let res = finish(r, fin);
-        drop(keep);
-        reqs[i] = to_handle(REQUEST_NULL);
-        match res {
-            Ok(s) => put(i, s),
-            Err(e) => {
-                put(i, err_status(&e));
-                first_err.get_or_insert_with(|| (Arc::clone(&comm), e));
-            }
-        }
-    }
+    // The lends and staging buffers go now, after every request.
+    drop(held);
     Some(first_err)
 }
 

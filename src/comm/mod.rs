@@ -26,6 +26,7 @@ pub use collective::ROOT;
 pub(crate) use connect::meet_connected;
 pub use create::SplitType;
 pub use errhandler::ErrHandler;
+pub(crate) use request::wait_all_with;
 pub use request::{test_all, wait_all, wait_all_each, wait_any, wait_some, Message, Request};
 pub use scope::{scope, Scope};
 pub(crate) use spawn::{connect_parent, count_of as started_count};

@@ -285,23 +285,47 @@ impl Request<'_> {
 ///
 /// # Errors
 /// The first error among them; all are completed regardless.
-pub fn wait_all(reqs: Vec<Request<'_>>) -> Result<Vec<Status>> {
-    collect(wait_all_each(reqs).into_iter())
+pub fn wait_all(mut reqs: Vec<Request<'_>>) -> Result<Vec<Status>> {
+    let mut out = Vec::with_capacity(reqs.len());
+    let mut first_err = None;
+    wait_all_with(&mut reqs, |_, r| match r {
+        Ok(s) => out.push(s),
+        Err(err) => {
+            out.push(Status::null());
+            first_err.get_or_insert(err);
+        }
+    });
+    match first_err {
+        Some(e) => Err(e),
+        None => Ok(out),
+    }
 }
 
 /// As [`wait_all`], with each request's own outcome: every receive
 /// buffer is lent to progress for the whole wait, so rendezvous and
 /// pipelined messages land straight in them.
 pub fn wait_all_each(mut reqs: Vec<Request<'_>>) -> Vec<Result<Status>> {
+    let mut out = Vec::with_capacity(reqs.len());
+    wait_all_with(&mut reqs, |_, r| out.push(r));
+    out
+}
+
+/// The core of [`wait_all_each`], in place: waits for every request of
+/// `reqs` (all spent afterwards) and hands each outcome to `each` with
+/// its index, in order, with no vector of operations or outcomes between
+/// (the C `MPI_Waitall` writes each status where it goes). `each` runs
+/// with the engine lock held: it must not call into the engine (nor drop
+/// anything that does, such as a lend).
+pub(crate) fn wait_all_with(reqs: &mut [Request<'_>], mut each: impl FnMut(usize, Result<Status>)) {
     let Some(proc_) = reqs.first().map(|r| r.proc_) else {
-        return Vec::new();
+        return;
     };
-    let mut ops: Vec<Option<Op<'_>>> = reqs.iter_mut().map(|r| r.op.take()).collect();
-    // Lend every receive buffer to progress for the whole wait.
-    let mut sinks: Vec<(SlotId, &mut [u8])> = Vec::with_capacity(ops.len());
-    let mut sends = Vec::with_capacity(ops.len());
-    for op in ops.iter_mut() {
-        match op {
+    // Lend every receive buffer to progress for the whole wait; the other
+    // operations are waited for by their slots.
+    let mut sinks: Vec<(SlotId, &mut [u8])> = Vec::with_capacity(reqs.len());
+    let mut sends = Vec::new();
+    for r in reqs.iter_mut() {
+        match &mut r.op {
             Some(Op::Recv(id, buf)) => sinks.push((*id, &mut **buf)),
             Some(Op::RecvMany(ids, buf)) => {
                 sinks.push((ids[0], &mut **buf));
@@ -311,31 +335,32 @@ pub fn wait_all_each(mut reqs: Vec<Request<'_>>) -> Vec<Result<Status>> {
             _ => {}
         }
     }
-    if let Err(err) = proc_.p2p.wait_until_into(None, &mut sinks, |e, sinks| {
+    let waited = proc_.p2p.wait_until_into(None, &mut sinks, |e, sinks| {
         (sends.iter().all(|&id| e.is_complete(id))
             && sinks.iter().all(|(id, _)| e.is_complete(*id)))
         .then_some(Ok(()))
-    }) {
-        drop(sinks);
-        // The wait itself failed: put the operations back so dropping the
-        // requests cleans them up, and give every request the error.
-        for (r, op) in reqs.iter_mut().zip(ops) {
-            r.op = op;
-        }
-        return reqs.iter().map(|_| Err(err.clone())).collect();
-    }
+    });
     drop(sinks);
+    if let Err(err) = waited {
+        // The wait itself failed: the operations stay in their requests,
+        // whose drops clean them up; every request gets the error.
+        for (i, _) in reqs.iter().enumerate() {
+            each(i, Err(err.clone()));
+        }
+        return;
+    }
     let mut e = proc_.p2p.lock();
-    ops.into_iter()
-        .map(|op| match op {
+    for (i, r) in reqs.iter_mut().enumerate() {
+        let res = match r.op.take() {
             None => Ok(Status::null()),
             Some(Op::Done(st)) => Ok(st),
             Some(Op::Send(id)) => e.finish_send(id).map(|()| Status::null()),
             Some(Op::Recv(id, buf)) => e.finish_recv(id, buf),
             Some(Op::RecvMany(ids, buf)) => finish_many(&mut e, &ids, buf),
             Some(Op::Coll(id, fin)) => finish_coll(&mut e, id, fin),
-        })
-        .collect()
+        };
+        each(i, res);
+    }
 }
 
 /// Finishes every receive of a window into one buffer: the last one's

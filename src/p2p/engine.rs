@@ -280,7 +280,7 @@ impl Matcher {
         id
     }
 
-    #[inline]
+    #[inline(always)]
     fn release(&mut self, id: SlotId) {
         let s = &mut self.slots[id];
         if let SlotState::Task = s.state {
@@ -294,6 +294,7 @@ impl Matcher {
         self.free.push(id);
     }
 
+    #[inline]
     fn complete_recv(&mut self, id: SlotId) {
         let s = &mut self.slots[id];
         if let SlotState::Filling { status } = s.state {
@@ -344,7 +345,11 @@ impl Matcher {
         // From the hint on, round to the start (no division: a window's
         // receives are matched in order, so the hint is nearly always it).
         let from = if *hint < n { *hint } else { 0 };
-        let at = (from..n).chain(0..from).find(|&j| sinks[j].0 == key);
+        let at = if from < n && sinks[from].0 == key {
+            Some(from)
+        } else {
+            (from..n).chain(0..from).find(|&j| sinks[j].0 == key)
+        };
         if let Some(j) = at {
             *hint = j + 1;
             let sink = &mut *sinks[j].1;
@@ -372,6 +377,7 @@ impl Matcher {
 
     /// Starts delivering a message into receive slot `id`.
     #[allow(clippy::too_many_arguments)]
+    #[inline]
     fn start_into(
         &mut self,
         id: SlotId,
@@ -467,6 +473,7 @@ impl Matcher {
     }
 
     /// A message's first bytes arrived (from a ring or from this process).
+    #[inline]
     fn arrive(
         &mut self,
         hdr: Header,
@@ -515,6 +522,22 @@ impl Matcher {
             }
             return;
         }
+        self.arrive_unexpected(hdr, peer, total, data, last, rts);
+    }
+
+    /// A message no posted receive matches: queued as unexpected (out of
+    /// line, so that `arrive`'s matched path stays short enough to inline).
+    #[cold]
+    #[inline(never)]
+    fn arrive_unexpected(
+        &mut self,
+        hdr: Header,
+        peer: usize,
+        total: usize,
+        data: &[u8],
+        last: bool,
+        rts: Option<Rts>,
+    ) {
         let id = self.next_unexpected;
         self.next_unexpected += 1;
         let mut buf = Vec::with_capacity(if rts.is_some() { 0 } else { total });
