@@ -294,7 +294,7 @@ impl Matcher {
         self.free.push(id);
     }
 
-    #[inline]
+    #[inline(always)]
     fn complete_recv(&mut self, id: SlotId) {
         let s = &mut self.slots[id];
         if let SlotState::Filling { status } = s.state {
@@ -316,6 +316,7 @@ impl Matcher {
     /// below its capacity), into a lent sink if there is one, else into
     /// the slot's buffer.
     #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
     fn store(
         slots: &mut [Slot],
         id: SlotId,
