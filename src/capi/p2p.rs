@@ -215,6 +215,11 @@ pub(crate) enum ReqState {
         fin: Fin,
         keep: Keep,
     },
+    /// A plain receive from `MPI_Irecv`'s fast path, without a Rust
+    /// request: `MPI_Waitall` finishes a window of them natively
+    /// (`wait_recvs_taken`), every other call makes it `Live` first
+    /// ([`Req::expand`]).
+    Recv(LightRecv),
     /// Complete, with this status (or error).
     Done(std::result::Result<CStatus, Error>),
     /// Persistent: its arguments, and the operation of the current start.
@@ -225,6 +230,50 @@ pub(crate) enum ReqState {
     /// A nonblocking collective built here (`nbc`): several messages and
     /// a last local step.
     Multi(Box<super::nbc::Multi>),
+}
+
+/// A receive on a predefined communicator into the caller's contiguous
+/// bytes, as `MPI_Irecv`'s fast path posts it: the engine slot and the
+/// buffer only (no Rust `Request`, no staging, no lend), so that a window
+/// of them and its `MPI_Waitall` skip the general request's layers.
+/// Dropped unfinished (freed, or the library torn down), it is let go as a
+/// dropped Rust request is: cancelled if unmatched, else finished into
+/// its slot's own buffer.
+#[derive(Debug)]
+pub(crate) struct LightRecv {
+    w: &'static Arc<CommObj>,
+    id: crate::p2p::SlotId,
+    buf: Ptr,
+    len: usize,
+}
+
+impl LightRecv {
+    /// Its parts, the receive no longer let go on drop: the caller
+    /// finishes or lets go the slot.
+    #[inline]
+    fn into_parts(self) -> (&'static Arc<CommObj>, crate::p2p::SlotId, Ptr, usize) {
+        let me = std::mem::ManuallyDrop::new(self);
+        (me.w, me.id, me.buf, me.len)
+    }
+}
+
+impl Drop for LightRecv {
+    fn drop(&mut self) {
+        self.w.comm.let_go_recv(self.id);
+    }
+}
+
+/// The receive buffer `[buf, buf + len)` of a light receive.
+#[inline]
+fn recv_bytes<'a>(buf: Ptr, len: usize) -> &'a mut [u8] {
+    if len == 0 {
+        return &mut [];
+    }
+    // SAFETY: `MPI_Irecv`'s fast path made the request only with a buffer
+    // that is not null when `len > 0`; MPI requires a receive buffer to
+    // stay valid and writable for its count and datatype until the
+    // request completes, which is no earlier than the use of this slice.
+    unsafe { std::slice::from_raw_parts_mut(buf.get().cast::<u8>(), len) }
 }
 
 /// What a live request owns besides its Rust request: a staging buffer,
@@ -342,6 +391,28 @@ impl Req {
         }
     }
 
+    /// Makes a light receive (`ReqState::Recv`) a live request, for the
+    /// calls that know only those.
+    #[inline]
+    fn expand(&mut self) {
+        if matches!(self.state, ReqState::Recv(_)) {
+            self.expand_recv();
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn expand_recv(&mut self) {
+        let ReqState::Recv(l) =
+            std::mem::replace(&mut self.state, ReqState::Done(Ok(CStatus::empty())))
+        else {
+            return;
+        };
+        let (w, id, buf, len) = l.into_parts();
+        let req = w.comm.recv_request(id, recv_bytes(buf, len));
+        self.state = Req::live_on(CommRef::Predefined(w), req, Fin::None, Keep::default()).state;
+    }
+
     pub(crate) fn done(comm: &Arc<CommObj>, st: CStatus) -> Req {
         Req {
             comm: CommRef::of(comm),
@@ -352,6 +423,7 @@ impl Req {
     /// Waits for completion; the request is then `Done`, or an inactive
     /// persistent one (whose result is returned).
     fn wait(&mut self) -> std::result::Result<CStatus, Error> {
+        self.expand();
         match std::mem::replace(&mut self.state, ReqState::Done(Ok(CStatus::empty()))) {
             ReqState::Live { req, fin, keep } => {
                 let r = req.wait();
@@ -364,6 +436,7 @@ impl Req {
                 self.state = ReqState::Done(r.clone());
                 r
             }
+            ReqState::Recv(_) => unreachable!("expanded above"),
             ReqState::Persistent { spec, active } => {
                 let r = match active {
                     Some(mut a) => a.wait(),
@@ -382,6 +455,7 @@ impl Req {
 
     /// Tests for completion: `Some` when complete (as [`wait`](Self::wait)).
     fn test(&mut self) -> Option<std::result::Result<CStatus, Error>> {
+        self.expand();
         match &mut self.state {
             ReqState::Live { req, .. } => match req.test() {
                 Ok(None) => None,
@@ -398,6 +472,7 @@ impl Req {
                 }
             },
             ReqState::Done(r) => Some(r.clone()),
+            ReqState::Recv(_) => unreachable!("expanded above"),
             ReqState::Persistent { active, .. } => {
                 let r = match active {
                     Some(a) => a.test()?,
@@ -1033,9 +1108,21 @@ pub unsafe extern "C" fn MPI_Irecv(
             && (len == 0 || !buf.is_null())
         {
             let r = catch_unwind(AssertUnwindSafe(|| {
-                let b = super::bytes_mut(buf, len)?;
-                let r = w.comm.irecv(b, src, rtag(tag)?)?;
-                let r = Req::live_on(CommRef::Predefined(w), r, Fin::None, Keep::default());
+                // A light receive: the slot and the buffer (not null, the
+                // test above).
+                let state = match w.comm.post_irecv(len, src, rtag(tag)?)? {
+                    Some(id) => ReqState::Recv(LightRecv {
+                        w,
+                        id,
+                        buf: Ptr(buf),
+                        len,
+                    }),
+                    None => ReqState::Done(Ok(CStatus::from_rust(&Status::null()))),
+                };
+                let r = Req {
+                    state,
+                    comm: CommRef::Predefined(w),
+                };
                 give_request(r, request)
             }));
             return finish_fast(w, "MPI_Irecv", r);
@@ -1309,6 +1396,7 @@ fn wait_live_together(reqs: &[*mut c_void]) {
             let Some(req) = st.reqs.get_mut(hd) else {
                 continue;
             };
+            req.expand();
             if !matches!(req.state, ReqState::Live { .. }) {
                 continue;
             }
@@ -1365,12 +1453,16 @@ fn wait_all_taken(
             if hd == REQUEST_NULL || hd == REQUEST_SENT {
                 continue;
             }
+            let taken = st.reqs.take_if(hd, |r| {
+                matches!(r.state, ReqState::Live { .. } | ReqState::Recv(_))
+            });
             let Some(Req {
                 state: ReqState::Live { req, fin, keep },
                 comm,
-            }) = st
-                .reqs
-                .take_if(hd, |r| matches!(r.state, ReqState::Live { .. }))
+            }) = taken.map(|mut r| {
+                r.expand();
+                r
+            })
             else {
                 // Another kind, or given twice: put back what was taken,
                 // untouched, for the general path.
@@ -1429,6 +1521,95 @@ fn wait_all_taken(
     // The lends and staging buffers go now, after every request.
     drop(held);
     Some(first_err)
+}
+
+/// `MPI_Waitall` of null requests, sends complete at their call and light
+/// receives only (OSU's bandwidth window at its receiver): takes the
+/// receives out of the table and frees their handles under one lock,
+/// lends their buffers to one wait on their slots, and writes each
+/// status in place: the first error with its communicator, if any.
+/// `Err(sts)`, with nothing done, when any request is of another kind,
+/// not a valid handle or given twice (`wait_all_taken` or the general
+/// path then take them).
+#[allow(clippy::type_complexity)]
+fn wait_recvs_taken<'s>(
+    reqs: &mut [*mut c_void],
+    mut sts: Option<&'s mut [CStatus]>,
+) -> std::result::Result<Option<(Arc<CommObj>, Error)>, Option<&'s mut [CStatus]>> {
+    // (index in `reqs`, communicator, slot, buffer, length): the receives
+    // are no longer let go on drop; each is finished or let go below.
+    let mut taken = Vec::with_capacity(reqs.len());
+    {
+        let mut st = state();
+        for (i, &r) in reqs.iter().enumerate() {
+            let hd = h(r);
+            if hd == REQUEST_NULL || hd == REQUEST_SENT {
+                continue;
+            }
+            let Some(Req {
+                state: ReqState::Recv(l),
+                ..
+            }) = st
+                .reqs
+                .take_if(hd, |r| matches!(r.state, ReqState::Recv(_)))
+            else {
+                // Another kind, or given twice: put back what was taken.
+                for (j, w, id, buf, len) in taken.drain(..) {
+                    let state = ReqState::Recv(LightRecv { w, id, buf, len });
+                    let comm = CommRef::Predefined(w);
+                    st.reqs.put_back(h(reqs[j]), Req { state, comm });
+                }
+                return Err(sts);
+            };
+            let (w, id, buf, len) = l.into_parts();
+            taken.push((i, w, id, buf, len));
+        }
+        for &(i, ..) in &taken {
+            st.reqs.release_taken(h(reqs[i]));
+        }
+    }
+    for r in reqs.iter_mut() {
+        *r = to_handle(REQUEST_NULL);
+    }
+    if let Some(sts) = sts.as_deref_mut() {
+        // Null and sent entries: the empty status; the others are
+        // overwritten below.
+        sts.fill(CStatus::empty());
+    }
+    let Some(&(_, w, ..)) = taken.first() else {
+        return Ok(None);
+    };
+    // Every predefined communicator is of this one process: one engine.
+    let mut sinks: Vec<(crate::p2p::SlotId, &mut [u8])> = taken
+        .iter()
+        .map(|&(_, _, id, buf, len)| (id, recv_bytes(buf, len)))
+        .collect();
+    let mut first_err = None;
+    let waited = w.comm.wait_recvs(&mut sinks, |j, r| {
+        let st = match r {
+            Ok(s) => CStatus::from_rust(&s),
+            Err(e) => {
+                let st = err_status(&e);
+                first_err.get_or_insert_with(|| (Arc::clone(taken[j].1), e));
+                st
+            }
+        };
+        if let Some(sts) = sts.as_deref_mut() {
+            sts[taken[j].0] = st;
+        }
+    });
+    drop(sinks);
+    if let Err(e) = waited {
+        // Nothing finished: every receive is let go, and has the error.
+        for &(i, w, id, ..) in &taken {
+            w.comm.let_go_recv(id);
+            if let Some(sts) = sts.as_deref_mut() {
+                sts[i] = err_status(&e);
+            }
+        }
+        first_err = Some((Arc::clone(w), e));
+    }
+    Ok(first_err)
 }
 
 /// Finishes, under one lock, the longest prefix of `reqs` that is null or
@@ -1543,6 +1724,10 @@ fn all(
                     None
                 } else {
                     Some(array_mut(statuses, n, "array_of_statuses")?)
+                };
+                let sts = match wait_recvs_taken(reqs, sts) {
+                    Ok(first_err) => return Ok(AllOut::Written(first_err)),
+                    Err(sts) => sts,
                 };
                 if let Some(first_err) = wait_all_taken(reqs, sts) {
                     return Ok(AllOut::Written(first_err));
@@ -1891,6 +2076,7 @@ pub unsafe extern "C" fn MPI_Cancel(request: *mut *mut c_void) -> c_int {
             } => a,
             _ => &mut req,
         };
+        target.expand();
         if let ReqState::Live { req: r, .. } = &mut target.state {
             if r.cancel() {
                 let mut s = CStatus::empty();

@@ -752,6 +752,51 @@ impl Communicator {
         Ok(Request::recv(&self.proc_, id, buf))
     }
 
+    /// Posts a receive of at most `len` bytes from `src` with `tag` and
+    /// gives its engine slot, for a caller that keeps the buffer itself
+    /// (the C layer's light receive request: `MPI_Irecv` on a predefined
+    /// communicator); `None` for `PROC_NULL`. The slot is finished by
+    /// [`wait_recvs`](Self::wait_recvs) or [`recv_request`]
+    /// (Self::recv_request)'s request, or let go by [`let_go_recv`]
+    /// (Self::let_go_recv).
+    #[inline]
+    pub(crate) fn post_irecv(&self, len: usize, src: i32, tag: i32) -> Result<Option<p2p::SlotId>> {
+        let Some((cid, peer)) = self.recv_target(src, tag, false)? else {
+            return Ok(None);
+        };
+        let id = self
+            .shared()
+            .lock()
+            .post_recv_from(cid, src, peer, tag, len);
+        Ok(Some(id))
+    }
+
+    /// The request of a receive posted by [`post_irecv`](Self::post_irecv)
+    /// into `buf` (what `irecv` would have given).
+    pub(crate) fn recv_request<'a>(&'a self, id: p2p::SlotId, buf: &'a mut [u8]) -> Request<'a> {
+        Request::recv(&self.proc_, id, buf)
+    }
+
+    /// Waits for receives posted by [`post_irecv`](Self::post_irecv)
+    /// (slots and buffers in `sinks`), lending every buffer to progress,
+    /// then finishes each and hands `each` its position and outcome.
+    /// `Err` when the wait itself fails: nothing is finished, and the
+    /// caller lets the slots go.
+    pub(crate) fn wait_recvs(
+        &self,
+        sinks: p2p::Sinks<'_, '_>,
+        each: impl FnMut(usize, Result<Status>),
+    ) -> Result<()> {
+        request::wait_recvs(&self.proc_, sinks, each)
+    }
+
+    /// Lets go a receive posted by [`post_irecv`](Self::post_irecv) that
+    /// will not be finished, as dropping its request would: cancelled if
+    /// not matched yet, else finished into its slot's own buffer.
+    pub(crate) fn let_go_recv(&self, id: p2p::SlotId) {
+        self.shared().lock().orphan(id);
+    }
+
     /// Receives `count` messages from `src` (or `ANY_SOURCE`) with `tag`
     /// into the one buffer `buf`, all posted at once, and waits for them
     /// all: what C does with a window of `MPI_Irecv`s into one buffer and

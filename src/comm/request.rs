@@ -280,6 +280,31 @@ impl Request<'_> {
     }
 }
 
+/// Waits for the posted receives of `sinks` (slot and buffer each),
+/// every buffer lent to progress for the whole wait, then finishes each
+/// under one lock and hands `each` its position and outcome. `Err` when
+/// the wait fails: then nothing is finished.
+pub(crate) fn wait_recvs(
+    proc_: &Process,
+    sinks: crate::p2p::Sinks<'_, '_>,
+    mut each: impl FnMut(usize, Result<Status>),
+) -> Result<()> {
+    // The receives complete mostly in order: each look starts at the
+    // first one not yet seen complete.
+    let mut k = 0;
+    proc_.p2p.wait_until_into(None, sinks, |e, sinks| {
+        while k < sinks.len() && e.is_complete(sinks[k].0) {
+            k += 1;
+        }
+        (k == sinks.len()).then_some(Ok(()))
+    })?;
+    let mut e = proc_.p2p.lock();
+    for (i, (id, buf)) in sinks.iter_mut().enumerate() {
+        each(i, e.finish_recv(*id, buf));
+    }
+    Ok(())
+}
+
 /// Waits for all requests (`MPI_Waitall`), returning their statuses in
 /// order.
 ///
