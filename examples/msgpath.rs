@@ -7,7 +7,8 @@
 //! sleeps 10 ms, so the whole batch sits in its ring, then receives it: no
 //! spinning enters the counts. `MODE=blocking` (default): 32 `send` /
 //! `recv` per batch; `MODE=window`: a window of 64 `isend` (in a lending
-//! scope) / `irecv` and `wait_all`, as `shmpi-bench bw` does. The
+//! scope) / `irecv` and `wait_all`; `MODE=many`: the same sends, and one
+//! `recv_many` of the 64 into one buffer, as `shmpi-bench bw` does. The
 //! functions `send_batch` and `recv_batch` hold the counted work.
 
 const ROUNDS: usize = 300;
@@ -17,7 +18,9 @@ fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(8);
-    let window = std::env::var("MODE").is_ok_and(|m| m == "window");
+    let mode = std::env::var("MODE").unwrap_or_default();
+    let many = mode == "many";
+    let window = many || mode == "window";
     let batch = if window { 64 } else { 32 };
     let u = shmpi::init().expect("init");
     let w = u.world();
@@ -32,7 +35,7 @@ fn main() {
             w.recv(&mut ack, 1, 2).expect("ack");
         } else {
             std::thread::sleep(std::time::Duration::from_millis(10));
-            recv_batch(&w, &mut rbufs, window);
+            recv_batch(&w, &mut rbufs, window, many);
             w.send(&ack, 0, 2).expect("ack");
         }
     }
@@ -62,8 +65,11 @@ fn send_batch(w: &shmpi::Communicator, buf: &[u8], batch: usize, window: bool) {
 }
 
 #[inline(never)]
-fn recv_batch(w: &shmpi::Communicator, bufs: &mut [Vec<u8>], window: bool) {
-    if window {
+fn recv_batch(w: &shmpi::Communicator, bufs: &mut [Vec<u8>], window: bool, many: bool) {
+    if many {
+        let n = bufs.len();
+        w.recv_many(&mut bufs[0], n, 0, 1).expect("recv_many");
+    } else if window {
         let reqs: Vec<_> = bufs
             .iter_mut()
             .map(|b| w.irecv(b, 0, 1).expect("irecv"))

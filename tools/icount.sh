@@ -9,8 +9,9 @@
 #   ICOUNT_NOBUILD=1  count what is built, build nothing
 #
 # For each size, runs examples/msgpath.rs under `shmpiexec -n 2` with
-# every rank under `valgrind --tool=callgrind`, in both modes (blocking
-# send/recv; a window of 64 isend/irecv with wait_all), and prints the
+# every rank under `valgrind --tool=callgrind`, in three modes (blocking
+# send/recv; a window of 64 isend/irecv with wait_all; the same sends
+# into one recv_many, as shmpi-bench bw receives), and prints the
 # inclusive instruction count of `send_batch` and `recv_batch` divided by
 # the number of messages. The receiver's batch waits in the ring before it
 # is received, so no spinning is counted. Needs valgrind (Debian:
@@ -31,7 +32,7 @@ trap 'rm -rf "$out"' EXIT
 echo "# instructions per message (callgrind), commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
 printf '%-8s %-9s %10s %10s\n' size mode send recv
 for s in "${sizes[@]}"; do
-    for mode in blocking window; do
+    for mode in blocking window many; do
         rm -f "$out"/cg.*
         S=$s MODE=$mode timeout 600 valgrind --tool=callgrind --trace-children=yes \
             --callgrind-out-file="$out/cg.%p" \
