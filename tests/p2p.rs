@@ -676,3 +676,76 @@ fn a_nonblocking_window_into_one_buffer_crosses_an_opposite_window() {
         },
     );
 }
+
+/// Messages of 2-8 KiB received into posted receives while the sender
+/// waits (each frame the newest in its ring when the receiver copies it,
+/// so copied out back to front: `Incoming::copy_back`) and in a stream
+/// (copied either way, as the ring stands), into buffers at odd
+/// offsets: every byte arrives, nothing past the message is written;
+/// sizes at both ends of the range and just outside it too.
+#[test]
+fn messages_of_2_to_8_kib_arrive_intact_whichever_way_they_are_copied() {
+    run_ranks(
+        2,
+        "messages_of_2_to_8_kib_arrive_intact_whichever_way_they_are_copied",
+        |u| {
+            let w = u.world();
+            let sizes = [2048usize, 2049, 3000, 4096, 6001, 8192, 8193];
+            let offsets = [0usize, 1, 7, 31];
+            // 1. One message at a time, acknowledged.
+            for (i, &len) in sizes.iter().enumerate() {
+                for (j, &off) in offsets.iter().enumerate() {
+                    let seed = (100 * i + j) as u64;
+                    if w.rank() == 0 {
+                        w.send(&pattern(seed, len), 1, 1).unwrap();
+                        w.recv(&mut [0u8; 1], 1, 2).unwrap();
+                    } else {
+                        let mut store = vec![0xA5u8; len + off + 64];
+                        let st = w
+                            .irecv(&mut store[off..off + len + 32], 0, 1)
+                            .unwrap()
+                            .wait()
+                            .unwrap();
+                        assert_eq!(st.bytes, len);
+                        assert!(
+                            store[off..off + len] == pattern(seed, len)[..],
+                            "{len} bytes at offset {off}"
+                        );
+                        assert!(store[..off].iter().all(|&b| b == 0xA5), "before {len}");
+                        assert!(
+                            store[off + len..].iter().all(|&b| b == 0xA5),
+                            "after {len} at offset {off}"
+                        );
+                        w.send(&[1u8], 0, 2).unwrap();
+                    }
+                }
+            }
+            // 2. Windows of 32, streamed: each receive its own buffer.
+            for (i, &len) in sizes.iter().enumerate() {
+                let seed = |k: usize| (10_000 + 100 * i + k) as u64;
+                if w.rank() == 0 {
+                    let msgs: Vec<Vec<u8>> = (0..32).map(|k| pattern(seed(k), len)).collect();
+                    shmpi::comm::scope(|s| {
+                        let reqs: Vec<_> =
+                            msgs.iter().map(|m| s.isend(&w, m, 1, 3).unwrap()).collect();
+                        shmpi::comm::wait_all(reqs).unwrap();
+                    });
+                } else {
+                    let mut bufs: Vec<Vec<u8>> = (0..32).map(|_| vec![0u8; len + 1]).collect();
+                    let reqs: Vec<_> = bufs
+                        .iter_mut()
+                        .map(|b| w.irecv(&mut b[1..], 0, 3).unwrap())
+                        .collect();
+                    shmpi::comm::wait_all(reqs).unwrap();
+                    for (k, b) in bufs.iter().enumerate() {
+                        assert!(
+                            b[1..] == pattern(seed(k), len)[..],
+                            "window {len}, message {k}"
+                        );
+                    }
+                }
+            }
+            w.barrier().unwrap();
+        },
+    );
+}

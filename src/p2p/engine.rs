@@ -326,6 +326,7 @@ impl Matcher {
         sinks: Sinks<'_, '_>,
         stream: usize,
         hint: &mut usize,
+        back: bool,
     ) {
         let s = &mut slots[id];
         let end = (off + data.len()).min(s.cap);
@@ -362,6 +363,8 @@ impl Matcher {
                 let (dst, src) = (&mut sink[off..end], &data[..end - off]);
                 if streaming {
                     crate::transport::bytes::copy_streaming(dst, src);
+                } else if back {
+                    crate::ring::copy_bytes_back(dst, src);
                 } else {
                     crate::ring::copy_bytes(dst, src);
                 }
@@ -387,6 +390,7 @@ impl Matcher {
         total: usize,
         data: &[u8],
         sinks: Sinks<'_, '_>,
+        back: bool,
     ) {
         let s = &mut self.slots[id];
         s.state = SlotState::Filling {
@@ -407,6 +411,7 @@ impl Matcher {
             sinks,
             self.stream,
             &mut self.sink_hint,
+            back,
         );
         if hdr.kind == FrameKind::Sync {
             self.acks.push((peer, hdr.ctx, hdr.token));
@@ -426,6 +431,7 @@ impl Matcher {
                         sinks,
                         self.stream,
                         &mut self.sink_hint,
+                        inc.copy_back,
                     );
                     if inc.is_last() {
                         self.inbound[inc.peer] = Inbound::Idle;
@@ -470,10 +476,20 @@ impl Matcher {
             self.splits.push((inc.peer, hdr.tag as u32, c));
             return;
         }
-        self.arrive(hdr, inc.peer, inc.total, inc.data, inc.is_last(), sinks);
+        self.arrive(
+            hdr,
+            inc.peer,
+            inc.total,
+            inc.data,
+            inc.is_last(),
+            sinks,
+            inc.copy_back,
+        );
     }
 
-    /// A message's first bytes arrived (from a ring or from this process).
+    /// A message's first bytes arrived (from a ring or from this process;
+    /// `back`: copy them out back to front, `Incoming::copy_back`).
+    #[allow(clippy::too_many_arguments)]
     #[inline]
     fn arrive(
         &mut self,
@@ -483,6 +499,7 @@ impl Matcher {
         data: &[u8],
         last: bool,
         sinks: Sinks<'_, '_>,
+        back: bool,
     ) {
         let rts = (hdr.kind == FrameKind::Rts)
             .then(|| Rts::decode(data).expect("peer wrote a malformed rendezvous request"));
@@ -507,7 +524,7 @@ impl Matcher {
                 self.posted.remove(pos)
             }
             .expect("position is valid");
-            self.start_into(id, &hdr, peer, total, data, sinks);
+            self.start_into(id, &hdr, peer, total, data, sinks, back);
             if let Some(rts) = rts {
                 self.pulls.push(Pull {
                     slot: id,
@@ -1148,7 +1165,8 @@ impl Engine {
         }
         if dest == self.m.me {
             let me = self.m.me;
-            self.m.arrive(hdr, me, data.len(), data, true, &mut []);
+            self.m
+                .arrive(hdr, me, data.len(), data, true, &mut [], false);
             self.flush_acks();
             return (SendStart::Done, ack_slot);
         }

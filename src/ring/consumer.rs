@@ -310,6 +310,20 @@ impl Frame<'_> {
         self.len == 0
     }
 
+    /// Whether this is the last frame the producer has published (as far
+    /// as its `tail` shows): a producer still sending is then writing
+    /// just past it. A hint (a Relaxed load of a line the producer
+    /// writes once a frame), for how to copy the payload out
+    /// ([`copy_bytes_back`](super::copy_bytes_back)).
+    #[inline]
+    pub fn is_newest(&self) -> bool {
+        let end = self.consumer.head + frame::footprint(self.len) as u64;
+        // Relaxed: informational (see `RingHeader::len`); nothing is read
+        // on its strength.
+        let tail = self.consumer.header().tail.load(Ordering::Relaxed);
+        tail.wrapping_sub(end) as i64 <= 0
+    }
+
     /// Copies payload bytes `at..at + dst.len()` into `dst`.
     ///
     /// # Panics

@@ -83,6 +83,47 @@ pub(super) fn vectors(dst: &mut [u8], src: &[u8]) {
     dst.copy_from_slice(src);
 }
 
+/// [`vectors`] from the end of the buffers to their start.
+#[inline(never)]
+pub(super) fn vectors_back(dst: &mut [u8], src: &[u8]) {
+    assert!(
+        dst.len() == src.len() && src.len() > 32,
+        "vector copy lengths"
+    );
+    #[cfg(target_arch = "x86_64")]
+    {
+        assert!(has_avx2(), "vector copy without AVX2");
+        // SAFETY: as in `vectors`: AVX2 and the lengths are asserted.
+        unsafe { avx2_back(dst, src) }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    dst.copy_from_slice(src);
+}
+
+/// [`avx2`] from the end: four 32-byte moves a step down from the end,
+/// then single ones, then the first 32 bytes (loaded first, stored last).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn avx2_back(dst: &mut [u8], src: &[u8]) {
+    let first = load(src);
+    let mut e = src.len();
+    while e >= 128 {
+        let (a, b) = (load(&src[e - 32..]), load(&src[e - 64..]));
+        let (c, f) = (load(&src[e - 96..]), load(&src[e - 128..]));
+        store(&mut dst[e - 32..], a);
+        store(&mut dst[e - 64..], b);
+        store(&mut dst[e - 96..], c);
+        store(&mut dst[e - 128..], f);
+        e -= 128;
+    }
+    while e >= 32 {
+        let a = load(&src[e - 32..]);
+        store(&mut dst[e - 32..], a);
+        e -= 32;
+    }
+    store(dst, first);
+}
+
 /// The copy itself (`dst.len() == src.len() > 32`): four 32-byte moves a
 /// step, then single ones, then the last 32 bytes (loaded first, stored
 /// last, rewriting bytes already copied with the same values).
@@ -136,25 +177,32 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_vector_copy_equals_memcpy_at_every_length_and_alignment() {
+    fn the_vector_copies_equal_memcpy_at_every_length_and_alignment() {
         if !has_avx2() {
             return;
         }
         let src: Vec<u8> = (0..9000u32).map(|i| (i * 131 + 17) as u8).collect();
         for len in (33..300).chain([4095, 4096, 4097, 8191, 8960]) {
             for off in [0, 1, 7, 31] {
-                let mut dst = vec![0xEEu8; len + 64];
-                vectors(&mut dst[off..off + len], &src[off..off + len]);
-                assert_eq!(
-                    &dst[off..off + len],
-                    &src[off..off + len],
-                    "len {len} off {off}"
-                );
-                assert!(dst[..off].iter().all(|&b| b == 0xEE), "before, len {len}");
-                assert!(
-                    dst[off + len..].iter().all(|&b| b == 0xEE),
-                    "after, len {len}"
-                );
+                for back in [false, true] {
+                    let mut dst = vec![0xEEu8; len + 64];
+                    let (d, s) = (&mut dst[off..off + len], &src[off..off + len]);
+                    if back {
+                        vectors_back(d, s);
+                    } else {
+                        vectors(d, s);
+                    }
+                    assert_eq!(
+                        &dst[off..off + len],
+                        &src[off..off + len],
+                        "len {len} off {off} back {back}"
+                    );
+                    assert!(dst[..off].iter().all(|&b| b == 0xEE), "before, len {len}");
+                    assert!(
+                        dst[off + len..].iter().all(|&b| b == 0xEE),
+                        "after, len {len}"
+                    );
+                }
             }
         }
     }

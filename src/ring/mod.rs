@@ -83,6 +83,33 @@ pub fn copy_bytes(dst: &mut [u8], src: &[u8]) {
     }
 }
 
+/// [`copy_bytes`] for a consumer copying a frame out while its producer
+/// is likely writing the next one just past it: from the end of the
+/// frame to its start, where the vector loop is in use (else as
+/// `copy_bytes`). Read front to back, the consumer's hardware prefetch
+/// runs on into the lines the producer is filling and takes them from it
+/// mid-write: on the AMD EPYC VM a window of 64 messages of 2.5-6 KiB
+/// received into one buffer (OSU's `osu_bw`), the receiver keeping up,
+/// ran at 7-10 GB/s forward and 17-25 GB/s backward, while into 64
+/// buffers (the receiver behind) backward lost about 10%
+/// (`docs/benchmarks.md`, "Issue 6, fourteenth pass").
+///
+/// # Panics
+/// If the lengths differ.
+#[inline]
+pub fn copy_bytes_back(dst: &mut [u8], src: &[u8]) {
+    if src.len() > 32 && copy::vector_copy_from() != usize::MAX {
+        assert_eq!(
+            dst.len(),
+            src.len(),
+            "copy between slices of different lengths"
+        );
+        copy::vectors_back(dst, src);
+    } else {
+        copy_bytes(dst, src);
+    }
+}
+
 /// Whether `word`, read at a consumer's next header position, is a frame
 /// (or wrap marker) of that position's lap `lap`, as
 /// [`Consumer::next_word`] gives them.

@@ -92,6 +92,16 @@ pub const DEFAULT_DEMOTE: usize = 4 << 10;
 /// hot window"; figures in `docs/benchmarks.md`, "Issue 6, tenth pass").
 pub const DEFAULT_HOT_WINDOW: usize = 4 << 10;
 
+/// Payload sizes a receiver copies out back to front when the frame is
+/// the newest in its ring (`Incoming::copy_back`): measured on the AMD
+/// EPYC VM (`docs/benchmarks.md`, "Issue 6, fourteenth pass"): at 2 KiB
+/// and below the receiver kept up without harm (and backward lost 10%
+/// of bidirectional bandwidth at 2 KiB), above 8 KiB backward was slower
+/// (12-16 KiB).
+pub const COPY_BACK_MIN: usize = 2049;
+/// See [`COPY_BACK_MIN`].
+pub const COPY_BACK_MAX: usize = 8192;
+
 /// One frame (or fragment) handed to [`Transport::poll`]'s handler.
 #[derive(Debug)]
 pub struct Incoming<'a> {
@@ -105,6 +115,11 @@ pub struct Incoming<'a> {
     pub offset: usize,
     /// The bytes; valid only during the handler call.
     pub data: &'a [u8],
+    /// Whether to copy `data` out back to front
+    /// ([`ring::copy_bytes_back`]): the frame carries 2-8 KiB and is the
+    /// last its producer has published, so a producer still sending is
+    /// writing just past it.
+    pub copy_back: bool,
 }
 
 impl Incoming<'_> {
@@ -1346,12 +1361,16 @@ impl Transport {
                 }
                 Kind::More => (*rx_total, word as usize),
             };
+            // (The tail is looked at only for frames in the range where
+            // the direction was measured to matter.)
+            let copy_back = (COPY_BACK_MIN..=COPY_BACK_MAX).contains(&data.len()) && f.is_newest();
             handler(Incoming {
                 peer,
                 envelope,
                 total,
                 offset,
                 data,
+                copy_back,
             });
             released += ring::footprint(bytes.len());
             f.release();
