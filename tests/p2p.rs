@@ -677,9 +677,10 @@ fn a_nonblocking_window_into_one_buffer_crosses_an_opposite_window() {
     );
 }
 
-/// Messages of 2-8 KiB received into posted receives while the sender
-/// waits (each frame the newest in its ring when the receiver copies it,
-/// so copied out back to front: `Incoming::copy_back`) and in a stream
+/// Messages of 2-8 KiB received into posted and blocking receives while
+/// the sender waits (each frame the newest in its ring when the receiver
+/// copies it, so copied out back to front: `Incoming::copy_back`,
+/// `TAKE_BACK_MIN`) and in a stream
 /// (copied either way, as the ring stands), into buffers at odd
 /// offsets: every byte arrives, nothing past the message is written;
 /// sizes at both ends of the range and just outside it too.
@@ -701,11 +702,14 @@ fn messages_of_2_to_8_kib_arrive_intact_whichever_way_they_are_copied() {
                         w.recv(&mut [0u8; 1], 1, 2).unwrap();
                     } else {
                         let mut store = vec![0xA5u8; len + off + 64];
-                        let st = w
-                            .irecv(&mut store[off..off + len + 32], 0, 1)
-                            .unwrap()
-                            .wait()
-                            .unwrap();
+                        let into = &mut store[off..off + len + 32];
+                        // A posted receive, and a blocking one (its fast
+                        // path copies from 2 KiB back to front).
+                        let st = if j % 2 == 0 {
+                            w.irecv(into, 0, 1).unwrap().wait().unwrap()
+                        } else {
+                            w.recv(into, 0, 1).unwrap()
+                        };
                         assert_eq!(st.bytes, len);
                         assert!(
                             store[off..off + len] == pattern(seed, len)[..],
