@@ -2,7 +2,7 @@
 //! (MPI 4.1 §3.7).
 
 use super::Process;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::p2p::{SlotId, Status};
 
 enum Op<'a> {
@@ -311,19 +311,9 @@ pub(crate) fn wait_recvs(
 /// # Errors
 /// The first error among them; all are completed regardless.
 pub fn wait_all(mut reqs: Vec<Request<'_>>) -> Result<Vec<Status>> {
-    let mut out = Vec::with_capacity(reqs.len());
-    let mut first_err = None;
-    wait_all_with(&mut reqs, |_, r| match r {
-        Ok(s) => out.push(s),
-        Err(err) => {
-            out.push(Status::null());
-            first_err.get_or_insert(err);
-        }
-    });
-    match first_err {
-        Some(e) => Err(e),
-        None => Ok(out),
-    }
+    let mut out = Collected::with_capacity(reqs.len());
+    wait_all_with(&mut reqs, |_, r| out.push(r));
+    out.finish()
 }
 
 /// As [`wait_all`], with each request's own outcome: every receive
@@ -415,20 +405,45 @@ fn finish_coll(e: &mut crate::p2p::Engine, id: SlotId, fin: Option<Finish<'_>>) 
 /// The statuses of finished requests in order, or the first error (every
 /// request is finished either way; a failed one's status is empty).
 fn collect(results: impl Iterator<Item = Result<Status>>) -> Result<Vec<Status>> {
-    let mut out = Vec::with_capacity(results.size_hint().0);
-    let mut first_err = None;
+    let mut out = Collected::with_capacity(results.size_hint().0);
     for r in results {
+        out.push(r);
+    }
+    out.finish()
+}
+
+/// Outcomes gathered in order as [`collect`] gives them.
+struct Collected {
+    statuses: Vec<Status>,
+    first_err: Option<Error>,
+}
+
+impl Collected {
+    #[inline]
+    fn with_capacity(n: usize) -> Self {
+        Collected {
+            statuses: Vec::with_capacity(n),
+            first_err: None,
+        }
+    }
+
+    #[inline(always)]
+    fn push(&mut self, r: Result<Status>) {
         match r {
-            Ok(s) => out.push(s),
+            Ok(s) => self.statuses.push(s),
             Err(err) => {
-                out.push(Status::null());
-                first_err.get_or_insert(err);
+                self.statuses.push(Status::null());
+                self.first_err.get_or_insert(err);
             }
         }
     }
-    match first_err {
-        Some(e) => Err(e),
-        None => Ok(out),
+
+    #[inline]
+    fn finish(self) -> Result<Vec<Status>> {
+        match self.first_err {
+            Some(e) => Err(e),
+            None => Ok(self.statuses),
+        }
     }
 }
 

@@ -64,10 +64,11 @@ fn has_avx2() -> bool {
 }
 
 /// Copies `src` into `dst` (equal lengths, more than 32 bytes) with
-/// 32-byte loads and stores, four to a step. Called only where
+/// 32-byte loads and stores, four to a step: from the start to the end,
+/// or with `back` from the end to the start. Called only where
 /// `vector_copy_from` is finite, which it is only with AVX2.
 #[inline(never)]
-pub(super) fn vectors(dst: &mut [u8], src: &[u8]) {
+pub(super) fn vectors(dst: &mut [u8], src: &[u8], back: bool) {
     assert!(
         dst.len() == src.len() && src.len() > 32,
         "vector copy lengths"
@@ -75,29 +76,21 @@ pub(super) fn vectors(dst: &mut [u8], src: &[u8]) {
     #[cfg(target_arch = "x86_64")]
     {
         assert!(has_avx2(), "vector copy without AVX2");
-        // SAFETY: `avx2` needs the CPU to have AVX2, asserted above; the
-        // lengths it needs (equal, over 32) are asserted too.
-        unsafe { avx2(dst, src) }
+        if back {
+            // SAFETY: `avx2_back` needs the CPU to have AVX2, asserted
+            // above; the lengths it needs (equal, over 32) are asserted
+            // too.
+            unsafe { avx2_back(dst, src) }
+        } else {
+            // SAFETY: as for `avx2_back`.
+            unsafe { avx2(dst, src) }
+        }
     }
     #[cfg(not(target_arch = "x86_64"))]
-    dst.copy_from_slice(src);
-}
-
-/// [`vectors`] from the end of the buffers to their start.
-#[inline(never)]
-pub(super) fn vectors_back(dst: &mut [u8], src: &[u8]) {
-    assert!(
-        dst.len() == src.len() && src.len() > 32,
-        "vector copy lengths"
-    );
-    #[cfg(target_arch = "x86_64")]
     {
-        assert!(has_avx2(), "vector copy without AVX2");
-        // SAFETY: as in `vectors`: AVX2 and the lengths are asserted.
-        unsafe { avx2_back(dst, src) }
+        let _ = back;
+        dst.copy_from_slice(src);
     }
-    #[cfg(not(target_arch = "x86_64"))]
-    dst.copy_from_slice(src);
 }
 
 /// [`avx2`] from the end: four 32-byte moves a step down from the end,
@@ -187,11 +180,7 @@ mod tests {
                 for back in [false, true] {
                     let mut dst = vec![0xEEu8; len + 64];
                     let (d, s) = (&mut dst[off..off + len], &src[off..off + len]);
-                    if back {
-                        vectors_back(d, s);
-                    } else {
-                        vectors(d, s);
-                    }
+                    vectors(d, s, back);
                     assert_eq!(
                         &dst[off..off + len],
                         &src[off..off + len],

@@ -76,7 +76,7 @@ pub fn copy_bytes(dst: &mut [u8], src: &[u8]) {
         dst[n - 1] = c;
     } else if n > 32 {
         if n >= copy::vector_copy_from() {
-            copy::vectors(dst, src);
+            copy::vectors(dst, src, false);
         } else {
             dst.copy_from_slice(src);
         }
@@ -104,7 +104,7 @@ pub fn copy_bytes_back(dst: &mut [u8], src: &[u8]) {
             src.len(),
             "copy between slices of different lengths"
         );
-        copy::vectors_back(dst, src);
+        copy::vectors(dst, src, true);
     } else {
         copy_bytes(dst, src);
     }
