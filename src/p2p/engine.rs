@@ -1515,12 +1515,7 @@ impl Engine {
                 return false;
             }
             let n = data.len().min(buf.len());
-            // As the transport's own waited-for take (`TAKE_BACK_MIN`).
-            if n >= crate::transport::TAKE_BACK_MIN {
-                crate::ring::copy_bytes_back(&mut buf[..n], &data[..n]);
-            } else {
-                crate::ring::copy_bytes(&mut buf[..n], &data[..n]);
-            }
+            crate::transport::copy_awaited(&mut buf[..n], &data[..n]);
             status = Some(Status {
                 source: hdr.src as i32,
                 tag: hdr.tag,

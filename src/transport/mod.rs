@@ -112,6 +112,19 @@ pub const COPY_BACK_MAX: usize = 8192;
 /// Without the vector loop (Intel) the copy stays forward.
 pub const TAKE_BACK_MIN: usize = 2048;
 
+/// Copies the payload of a frame its receiver waited for by its header
+/// (equal lengths): back to front from [`TAKE_BACK_MIN`] bytes, since its
+/// producer has just written it and, read front to back, its lines came
+/// in one after another.
+#[inline(always)]
+pub fn copy_awaited(dst: &mut [u8], src: &[u8]) {
+    if src.len() >= TAKE_BACK_MIN {
+        ring::copy_bytes_back(dst, src);
+    } else {
+        ring::copy_bytes(dst, src);
+    }
+}
+
 /// One frame (or fragment) handed to [`Transport::poll`]'s handler.
 #[derive(Debug)]
 pub struct Incoming<'a> {
@@ -187,15 +200,7 @@ fn take_if_headed(f: ring::Frame<'_>, head: &SoleHead, buf: &mut [u8]) -> Option
         return None;
     }
     let n = data.len().min(buf.len());
-    // A receiver waiting for this one message (a ping-pong's) copies a
-    // long one back to front: its producer has just written it, and
-    // read front to back its lines came in one after another (see
-    // `TAKE_BACK_MIN`).
-    if n >= TAKE_BACK_MIN {
-        ring::copy_bytes_back(&mut buf[..n], &data[..n]);
-    } else {
-        ring::copy_bytes(&mut buf[..n], &data[..n]);
-    }
+    copy_awaited(&mut buf[..n], &data[..n]);
     let len = data.len();
     let fp = ring::footprint(bytes.len());
     f.release();
