@@ -46,6 +46,18 @@ pub use frame::{footprint, FRAME_ALIGN, FRAME_HEADER};
 /// If the lengths differ.
 #[inline(always)]
 pub fn copy_bytes(dst: &mut [u8], src: &[u8]) {
+    copy_bytes_back_from::<{ usize::MAX }>(dst, src);
+}
+
+/// [`copy_bytes`], but from `BACK` bytes on back to front where the
+/// vector loop is in use ([`copy_bytes_back`]); shorter copies take
+/// exactly `copy_bytes`'s path (the size test sits in its long-copy
+/// branch, and folds away for `usize::MAX`).
+///
+/// # Panics
+/// If the lengths differ.
+#[inline(always)]
+pub fn copy_bytes_back_from<const BACK: usize>(dst: &mut [u8], src: &[u8]) {
     let n = src.len();
     assert_eq!(dst.len(), n, "copy between slices of different lengths");
     // The first and the last `K` bytes, overlapping when n < 2K (bytes in
@@ -75,7 +87,10 @@ pub fn copy_bytes(dst: &mut [u8], src: &[u8]) {
         dst[n / 2] = b;
         dst[n - 1] = c;
     } else if n > 32 {
-        if n >= copy::vector_copy_from() {
+        let from = copy::vector_copy_from();
+        if n >= BACK && from != usize::MAX {
+            copy::vectors(dst, src, true);
+        } else if n >= from {
             copy::vectors(dst, src, false);
         } else {
             dst.copy_from_slice(src);
@@ -98,16 +113,7 @@ pub fn copy_bytes(dst: &mut [u8], src: &[u8]) {
 /// If the lengths differ.
 #[inline]
 pub fn copy_bytes_back(dst: &mut [u8], src: &[u8]) {
-    if src.len() > 32 && copy::vector_copy_from() != usize::MAX {
-        assert_eq!(
-            dst.len(),
-            src.len(),
-            "copy between slices of different lengths"
-        );
-        copy::vectors(dst, src, true);
-    } else {
-        copy_bytes(dst, src);
-    }
+    copy_bytes_back_from::<33>(dst, src);
 }
 
 /// Whether `word`, read at a consumer's next header position, is a frame

@@ -118,11 +118,7 @@ pub const TAKE_BACK_MIN: usize = 2048;
 /// in one after another.
 #[inline(always)]
 pub fn copy_awaited(dst: &mut [u8], src: &[u8]) {
-    if src.len() >= TAKE_BACK_MIN {
-        ring::copy_bytes_back(dst, src);
-    } else {
-        ring::copy_bytes(dst, src);
-    }
+    ring::copy_bytes_back_from::<TAKE_BACK_MIN>(dst, src);
 }
 
 /// One frame (or fragment) handed to [`Transport::poll`]'s handler.
