@@ -118,10 +118,11 @@ impl<'a> Request<'a> {
     }
 
     /// The buffer lent to progress while the request waits, with the slot
-    /// that carries it: a receive window's (every message of it lands
-    /// there directly).
+    /// that carries it: a receive's, or a receive window's (every message
+    /// of it lands there directly).
     fn sink(&mut self) -> Option<(SlotId, &mut [u8])> {
         match &mut self.op {
+            Some(Op::Recv(id, buf)) => Some((*id, &mut **buf)),
             Some(Op::RecvMany(ids, buf)) => Some((ids[0], &mut **buf)),
             _ => None,
         }
@@ -162,6 +163,27 @@ impl<'a> Request<'a> {
                         .then(|| finish_many(e, &ids, &mut *sinks[0].1))
                 });
             self.op = None;
+            return r;
+        }
+        if let Some(Op::Recv(id, buf)) = &mut self.op {
+            // The buffer is lent to progress for the wait, as `wait_all`
+            // lends it: the message lands there directly, not in the
+            // slot's own buffer and then again here. The request keeps
+            // the slot unless it is finished (a failed wait leaves it to
+            // the drop).
+            let id = *id;
+            let mut finished = false;
+            let r = proc_
+                .p2p
+                .wait_until_into(None, &mut [(id, &mut **buf)], |e, sinks| {
+                    e.is_complete(id).then(|| {
+                        finished = true;
+                        e.finish_recv(id, &mut *sinks[0].1)
+                    })
+                });
+            if finished {
+                self.op = None;
+            }
             return r;
         }
         let id = self.slots()[0];
