@@ -753,3 +753,82 @@ fn messages_of_2_to_8_kib_arrive_intact_whichever_way_they_are_copied() {
         },
     );
 }
+
+/// A receive waited for alone (`Request::wait` of one `irecv`, the engine
+/// otherwise quiet) takes its message the blocking receive's way, and
+/// falls back to the general wait whenever that would be wrong: another
+/// message in front, a second receive posted before it, a pipelined
+/// message; a message longer than the buffer is `Truncate` with the
+/// status of the whole message.
+#[test]
+fn a_receive_waited_for_alone_matches_as_the_general_path_would() {
+    run_ranks(
+        2,
+        "a_receive_waited_for_alone_matches_as_the_general_path_would",
+        |u| {
+            let w = u.world();
+            w.set_errhandler(shmpi::ErrHandler::Return);
+            if w.rank() == 0 {
+                w.barrier().unwrap();
+                w.send(&pattern(1, 100), 1, 1).unwrap();
+                w.barrier().unwrap();
+                w.send(&pattern(3, 40), 1, 3).unwrap();
+                w.send(&pattern(2, 50), 1, 2).unwrap();
+                w.barrier().unwrap();
+                w.send(&pattern(41, 30), 1, 4).unwrap();
+                w.send(&pattern(42, 31), 1, 4).unwrap();
+                w.barrier().unwrap();
+                w.send(&pattern(5, 8), 1, 5).unwrap();
+                w.barrier().unwrap();
+                w.send(&pattern(6, 70_000), 1, 6).unwrap();
+            } else {
+                // 1. Posted before the message, waited for alone.
+                let mut b = vec![0u8; 100];
+                let r = w.irecv(&mut b, 0, 1).unwrap();
+                w.barrier().unwrap();
+                let st = r.wait().unwrap();
+                assert_eq!((st.source, st.tag, st.bytes), (0, 1, 100));
+                assert_eq!(b, pattern(1, 100));
+                // 2. Another message (tag 3) in front of the awaited one.
+                let mut b2 = vec![0u8; 50];
+                let r = w.irecv(&mut b2, 0, 2).unwrap();
+                w.barrier().unwrap();
+                let st = r.wait().unwrap();
+                assert_eq!((st.tag, st.bytes), (2, 50));
+                assert_eq!(b2, pattern(2, 50));
+                let mut b3 = vec![0u8; 40];
+                w.recv(&mut b3, 0, 3).unwrap();
+                assert_eq!(b3, pattern(3, 40));
+                // 3. Two receives posted for the same source and tag: the
+                // first posted gets the first message, whichever is waited
+                // for first.
+                let (mut x, mut y) = (vec![0u8; 31], vec![0u8; 31]);
+                let rx = w.irecv(&mut x, 0, 4).unwrap();
+                let ry = w.irecv(&mut y, 0, 4).unwrap();
+                w.barrier().unwrap();
+                let sy = ry.wait().unwrap();
+                let sx = rx.wait().unwrap();
+                assert_eq!((sx.bytes, sy.bytes), (30, 31));
+                assert_eq!(&x[..30], &pattern(41, 30)[..]);
+                assert_eq!(y, pattern(42, 31));
+                // 4. Longer than the buffer: Truncate, the whole message's
+                // length in the error's status.
+                let mut small = vec![0u8; 4];
+                let r = w.irecv(&mut small, 0, 5).unwrap();
+                w.barrier().unwrap();
+                let err = r.wait().unwrap_err();
+                assert_eq!(err.class(), ErrorClass::Truncate);
+                assert_eq!(err.status().map(|s| s.bytes), Some(8));
+                assert_eq!(small, pattern(5, 8)[..4]);
+                // 5. A message pipelined in fragments.
+                let mut big = vec![0u8; 70_000];
+                let r = w.irecv(&mut big, 0, 6).unwrap();
+                w.barrier().unwrap();
+                let st = r.wait().unwrap();
+                assert_eq!(st.bytes, 70_000);
+                assert!(big == pattern(6, 70_000));
+            }
+            w.barrier().unwrap();
+        },
+    );
+}

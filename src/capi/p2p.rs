@@ -423,6 +423,21 @@ impl Req {
     /// Waits for completion; the request is then `Done`, or an inactive
     /// persistent one (whose result is returned).
     fn wait(&mut self) -> std::result::Result<CStatus, Error> {
+        if let ReqState::Recv(l) = &self.state {
+            // A light receive alone in a quiet engine waits as a blocking
+            // receive does (`Communicator::wait_posted_direct`).
+            if let Some(r) = l.w.comm.wait_posted_direct(l.id, recv_bytes(l.buf, l.len)) {
+                // Its slot is finished: the light receive is spent, not let go.
+                if let ReqState::Recv(l) =
+                    std::mem::replace(&mut self.state, ReqState::Done(Ok(CStatus::empty())))
+                {
+                    let _ = l.into_parts();
+                }
+                let r = finish(r, Fin::None);
+                self.state = ReqState::Done(r.clone());
+                return r;
+            }
+        }
         self.expand();
         match std::mem::replace(&mut self.state, ReqState::Done(Ok(CStatus::empty()))) {
             ReqState::Live { req, fin, keep } => {

@@ -790,6 +790,18 @@ impl Communicator {
         request::wait_recvs(&self.proc_, sinks, each)
     }
 
+    /// The wait of a receive posted by [`post_irecv`](Self::post_irecv)
+    /// into `buf`, when it alone is posted in a quiet engine: as a
+    /// blocking receive waits (`Shared::wait_posted_direct`). `None`: not
+    /// taken, the receive still posted.
+    pub(crate) fn wait_posted_direct(
+        &self,
+        id: p2p::SlotId,
+        buf: &mut [u8],
+    ) -> Option<Result<Status>> {
+        self.shared().wait_posted_direct(id, buf)
+    }
+
     /// Lets go a receive posted by [`post_irecv`](Self::post_irecv) that
     /// will not be finished, as dropping its request would: cancelled if
     /// not matched yet, else finished into its slot's own buffer.

@@ -172,6 +172,12 @@ impl<'a> Request<'a> {
             // the slot unless it is finished (a failed wait leaves it to
             // the drop).
             let id = *id;
+            // A receive alone in a quiet engine waits as a blocking one
+            // does, on the header word its message will start with.
+            if let Some(r) = proc_.p2p.wait_posted_direct(id, buf) {
+                self.op = None;
+                return r;
+            }
             let mut finished = false;
             let r = proc_
                 .p2p

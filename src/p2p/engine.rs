@@ -1478,6 +1478,53 @@ impl Engine {
         self.direct_ok_busy(ctx, src, peer, tag)
     }
 
+    /// Whether the posted receive `id` may be waited for by the blocking
+    /// receive's fast path ([`wait_exact`](Self::wait_exact)): it names its
+    /// source and tag, it alone is posted, and the rest of the engine is as
+    /// [`direct_ok`](Self::direct_ok) wants it (so the message it would
+    /// match is the next whole one from its peer with its header, and
+    /// taking that frame past the matcher is what matching would do). Its
+    /// (context, source, peer, tag) when so. Every
+    /// [`DIRECT_STREAK`]-th time it says no, as `direct_ok` does.
+    pub fn posted_direct(&mut self, id: SlotId) -> Option<(u32, i32, usize, i32)> {
+        if self.m.posted.len() != 1 || self.m.posted.front() != Some(&id) {
+            return None;
+        }
+        let SlotState::Posted { ctx, src, tag } = self.m.slots[id].state else {
+            return None;
+        };
+        if src < 0 || tag == ANY_TAG {
+            return None;
+        }
+        let peer = self.m.slots[id].peer?;
+        self.m.streak += 1;
+        if self.m.streak >= DIRECT_STREAK {
+            self.m.streak = 0;
+            return None;
+        }
+        let m = &self.m;
+        let ok = peer != m.me
+            && m.tasks.is_empty()
+            && m.acks.is_empty()
+            && m.pulls.is_empty()
+            && m.splits.is_empty()
+            && matches!(m.inbound.get(peer), Some(Inbound::Idle))
+            && m.find_unexpected(ctx, src, tag).is_none()
+            && self.t.sends_idle();
+        ok.then_some((ctx, src, peer, tag))
+    }
+
+    /// Completes the posted receive `id` with the message of `st` that
+    /// [`wait_exact`](Self::wait_exact) took into a `cap`-byte buffer
+    /// after [`posted_direct`](Self::posted_direct) said yes: out of the
+    /// posted queue and freed; the status, or `Truncate` as MPI reports it.
+    pub fn finish_posted_direct(&mut self, id: SlotId, st: Status, cap: usize) -> Result<Status> {
+        debug_assert_eq!(self.m.posted.front(), Some(&id), "not the posted receive");
+        self.m.posted.pop_front();
+        self.m.release(id);
+        received(st, cap)
+    }
+
     /// [`direct_ok`](Self::direct_ok) when something is queued: each
     /// condition in turn (an unexpected message from another source or
     /// with another tag does not stop a direct receive).

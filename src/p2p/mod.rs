@@ -708,6 +708,50 @@ impl Shared {
         if !e.direct_ok(ctx, src, peer, tag) {
             return None;
         }
+        match self.wait_named(&mut e, ctx, src, peer, tag, buf) {
+            Exact::Taken(bytes) => Some(bytes),
+            Exact::Other | Exact::Empty => None,
+        }
+    }
+
+    /// The wait of one receive posted as `id` into `buf` (its capacity),
+    /// by [`recv_named`](Self::recv_named)'s spin when the engine allows
+    /// (`Engine::posted_direct`): the message goes straight from the ring
+    /// into `buf` and the slot is finished. `None`: not taken (the engine
+    /// busy, something else in front, or the wait ladder says sleep); the
+    /// receive stays posted for the general wait.
+    pub fn wait_posted_direct(&self, id: SlotId, buf: &mut [u8]) -> Option<Result<Status>> {
+        if self.multi() {
+            return None;
+        }
+        let mut e = self.lock();
+        let (ctx, src, peer, tag) = e.posted_direct(id)?;
+        match self.wait_named(&mut e, ctx, src, peer, tag, buf) {
+            Exact::Taken(bytes) => {
+                let st = Status {
+                    source: src,
+                    tag,
+                    bytes,
+                };
+                Some(e.finish_posted_direct(id, st, buf.len()))
+            }
+            Exact::Other | Exact::Empty => None,
+        }
+    }
+
+    /// The spin of [`recv_named`](Self::recv_named), after its checks: the
+    /// front frame of `peer`'s ring taken into `buf` if it starts with the
+    /// header of a whole message on `ctx` from `src` with `tag`.
+    #[inline(always)]
+    fn wait_named(
+        &self,
+        e: &mut Engine,
+        ctx: u32,
+        src: i32,
+        peer: usize,
+        tag: i32,
+        buf: &mut [u8],
+    ) -> Exact {
         // Source and tag named: the frame header such a message starts
         // with is known, and compared whole.
         let head = Engine::sole_head(ctx, src, tag);
@@ -729,10 +773,7 @@ impl Shared {
             }
             self.spin_on(&mut waiter, rounds)
         };
-        match e.wait_exact(peer, &head, buf, spin) {
-            Exact::Taken(bytes) => Some(bytes),
-            Exact::Other | Exact::Empty => None,
-        }
+        e.wait_exact(peer, &head, buf, spin)
     }
 
     /// One round of [`recv_named`](Self::recv_named)'s wait after its
