@@ -7,12 +7,16 @@
  * contains no OSU code.
  *
  * Usage (exactly 2 ranks):
- *   osu_pingpong latency|bw [--min-size N] [--max-size N]
+ *   osu_pingpong latency|nblatency|bw [--min-size N] [--max-size N]
  *                           [--iterations N] [--warmup N] [--alloc-mem]
  *
  *   latency  rank 0 sends a message, rank 1 echoes it back; the reported
  *            one-way latency is RTT / 2 in microseconds, averaged over the
  *            timed iterations.  Sizes: 0, 1, 2, 4, ... max.
+ *   nblatency  as latency, with every receive posted by MPI_Irecv before
+ *            the rank's own send and completed by MPI_Wait (rank 0:
+ *            Irecv, Send, Wait; rank 1: Irecv, Wait, Send), the pattern
+ *            of a halo exchange.  Not an OSU test.
  *   bw       rank 0 posts a window of 64 MPI_Isend, rank 1 a window of 64
  *            MPI_Irecv; both MPI_Waitall, then rank 1 returns a 4-byte ack.
  *            Bandwidth = bytes moved / time in MB/s (10^6 bytes/s), measured
@@ -40,7 +44,7 @@
 #define TAG_DATA 1
 #define TAG_ACK 2
 
-enum mode { MODE_LATENCY, MODE_BW };
+enum mode { MODE_LATENCY, MODE_NBLATENCY, MODE_BW };
 
 struct opts {
     enum mode mode;
@@ -92,10 +96,12 @@ static void parse_args(int argc, char **argv, struct opts *o)
         usage_exit("missing mode");
     if (strcmp(argv[1], "latency") == 0)
         o->mode = MODE_LATENCY;
+    else if (strcmp(argv[1], "nblatency") == 0)
+        o->mode = MODE_NBLATENCY;
     else if (strcmp(argv[1], "bw") == 0)
         o->mode = MODE_BW;
     else
-        usage_exit("mode must be 'latency' or 'bw'");
+        usage_exit("mode must be 'latency', 'nblatency' or 'bw'");
 
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i];
@@ -146,7 +152,7 @@ static long first_size(long min)
 static void counts_for(const struct opts *o, long size, long *iters, long *warm)
 {
     int large = size > LARGE_THRESHOLD;
-    if (o->mode == MODE_LATENCY) {
+    if (o->mode != MODE_BW) {
         *iters = large ? 1000 : 10000;
         *warm = large ? 100 : 1000;
     } else {
@@ -176,14 +182,26 @@ static void *alloc_touched(size_t bytes, int fill)
     return p;
 }
 
-/* One-way latency in microseconds. */
-static double run_latency(char *sbuf, char *rbuf, int size, long iters, long warm)
+/* One-way latency in microseconds; with nb, receives by MPI_Irecv posted
+ * before the rank's send, then MPI_Wait. */
+static double run_latency(char *sbuf, char *rbuf, int size, long iters, long warm,
+                          int nb)
 {
     double t0 = 0.0;
     for (long i = 0; i < warm + iters; i++) {
         if (i == warm)
             t0 = MPI_Wtime();
-        if (rank == 0) {
+        if (nb) {
+            MPI_Request r;
+            MPI_Irecv(rbuf, size, MPI_CHAR, 1 - rank, TAG_DATA, MPI_COMM_WORLD, &r);
+            if (rank == 0) {
+                MPI_Send(sbuf, size, MPI_CHAR, 1, TAG_DATA, MPI_COMM_WORLD);
+                MPI_Wait(&r, MPI_STATUS_IGNORE);
+            } else {
+                MPI_Wait(&r, MPI_STATUS_IGNORE);
+                MPI_Send(sbuf, size, MPI_CHAR, 0, TAG_DATA, MPI_COMM_WORLD);
+            }
+        } else if (rank == 0) {
             MPI_Send(sbuf, size, MPI_CHAR, 1, TAG_DATA, MPI_COMM_WORLD);
             MPI_Recv(rbuf, size, MPI_CHAR, 1, TAG_DATA, MPI_COMM_WORLD,
                      MPI_STATUS_IGNORE);
@@ -267,7 +285,11 @@ int main(int argc, char **argv)
     }
 
     if (rank == 0) {
-        if (o.mode == MODE_LATENCY) {
+        if (o.mode == MODE_NBLATENCY) {
+            printf("# OSU-style MPI Latency Test, receives by MPI_Irecv + MPI_Wait "
+                   "(shmpi peers harness)\n");
+            printf("# Size          Latency (us)\n");
+        } else if (o.mode == MODE_LATENCY) {
             printf("# OSU-style MPI Latency Test (shmpi peers harness)\n");
             printf("# Size          Latency (us)\n");
         } else {
@@ -280,7 +302,7 @@ int main(int argc, char **argv)
     /* Untimed warm-up (50,000 round trips of 8 bytes, about 10 ms) so the
      * first row is not measured on a cold core; shmpi-bench does the same. */
     MPI_Barrier(MPI_COMM_WORLD);
-    (void)run_latency(sbuf, rbuf, 8, 1, 50000);
+    (void)run_latency(sbuf, rbuf, 8, 1, 50000, 0);
 
     for (long size = first_size(o.min_size); size <= o.max_size;
          size = next_size(size)) {
@@ -288,9 +310,10 @@ int main(int argc, char **argv)
         counts_for(&o, size, &iters, &warm);
 
         MPI_Barrier(MPI_COMM_WORLD);
-        double v = o.mode == MODE_LATENCY
-                       ? run_latency(sbuf, rbuf, (int)size, iters, warm)
-                       : run_bw(sbuf, rbuf, (int)size, iters, warm);
+        double v = o.mode == MODE_BW
+                       ? run_bw(sbuf, rbuf, (int)size, iters, warm)
+                       : run_latency(sbuf, rbuf, (int)size, iters, warm,
+                                     o.mode == MODE_NBLATENCY);
         if (rank == 0) {
             printf("%-10d%18.3f\n", (int)size, v);
             fflush(stdout);
