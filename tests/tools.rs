@@ -406,6 +406,29 @@ fn shmpi_bench_bw_windows_into_one_buffer_or_a_buffer_per_receive() {
     }
 }
 
+/// `latency --irecv` (receives by `irecv` + `wait`) prints a positive
+/// latency per size under its own title, across the sizes of the direct
+/// wait (one frame) and of the pipelined path.
+#[test]
+fn shmpi_bench_latency_with_irecv_prints_every_size() {
+    let out = bench(&[
+        "latency",
+        "--irecv",
+        "--min-size",
+        "1",
+        "--max-size",
+        "131072",
+        "--iterations",
+        "50",
+        "--warmup",
+        "5",
+    ]);
+    assert!(out.contains("receives by irecv + wait"), "{out}");
+    let r = rows(&out);
+    assert_eq!(r.len(), 18, "sizes 1 .. 128 KiB: {out}");
+    assert!(r.iter().all(|r| r.len() == 2 && r[1] > 0.0), "{out}");
+}
+
 /// `examples/layers.rs`, the layer-by-layer latency of one job: runs
 /// under the launcher and prints the three medians.
 #[test]

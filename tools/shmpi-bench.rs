@@ -108,11 +108,15 @@ struct Opts {
     /// `--across-jobs`: the two ranks are two jobs, the second spawned by
     /// the first, talking over a bridge (`docs/connect.md`).
     across_jobs: bool,
+    /// `--irecv`: `latency` receives by `irecv` posted before the rank's
+    /// send, then `wait` (a halo exchange's pattern; `osu_pingpong
+    /// nblatency` in C), not by `recv`.
+    irecv: bool,
 }
 
 const USAGE: &str = "usage: shmpi-bench latency|bw|bibw [--min-size N] [--max-size N] \
 [--iterations N] [--warmup N] [--cpus A,B] [--format osu|csv|json] [--floor] [--plain-isend] [--many-buffers] \
-[--alloc-mem] [--across-jobs]\n       \
+[--alloc-mem] [--across-jobs] [--irecv]\n       \
 shmpi-bench comm [--ranks 2,4,8] [--iterations N] [--warmup N]\n       \
 shmpi-bench latency --ranks N ...  (ranks 0 and 1 ping-pong, the others idle)\n       \
 shmpi-bench floor [--cpus A,B] [--iterations N]\n       \
@@ -166,6 +170,7 @@ fn parse(args: &[String]) -> Result<Opts, String> {
         many_buffers: false,
         alloc_mem: false,
         across_jobs: false,
+        irecv: false,
         ranks: if matches!(test, Test::Coll(_)) {
             vec![2]
         } else {
@@ -177,13 +182,19 @@ fn parse(args: &[String]) -> Result<Opts, String> {
         let flag = args[i].as_str();
         if matches!(
             flag,
-            "--floor" | "--plain-isend" | "--many-buffers" | "--alloc-mem" | "--across-jobs"
+            "--floor"
+                | "--plain-isend"
+                | "--many-buffers"
+                | "--alloc-mem"
+                | "--across-jobs"
+                | "--irecv"
         ) {
             o.floor |= flag == "--floor";
             o.plain_isend |= flag == "--plain-isend";
             o.many_buffers |= flag == "--many-buffers";
             o.alloc_mem |= flag == "--alloc-mem";
             o.across_jobs |= flag == "--across-jobs";
+            o.irecv |= flag == "--irecv";
             i += 1;
             continue;
         }
@@ -264,7 +275,9 @@ fn page_aligned(store: &mut Vec<u8>, size: usize, fill: u8) -> &mut [u8] {
     &mut store[off..off + size]
 }
 
-fn latency(w: &shmpi::Communicator, size: usize, iters: usize, warm: usize) -> f64 {
+/// One-way latency (us) of a ping-pong of `size` bytes; with `irecv`,
+/// each receive is an `irecv` posted before the rank's send, then `wait`.
+fn latency(w: &shmpi::Communicator, size: usize, iters: usize, warm: usize, irecv: bool) -> f64 {
     let mut sstore = Vec::new();
     let mut rstore = Vec::new();
     let sbuf = &*page_aligned(&mut sstore, size, b'a');
@@ -276,7 +289,16 @@ fn latency(w: &shmpi::Communicator, size: usize, iters: usize, warm: usize) -> f
         if i == warm {
             t0 = Instant::now();
         }
-        if me == 0 {
+        if irecv {
+            let r = w.irecv(&mut *rbuf, 1 - me, 1).unwrap();
+            if me == 0 {
+                w.send(sbuf, 1, 1).unwrap();
+                r.wait().unwrap();
+            } else {
+                r.wait().unwrap();
+                w.send(sbuf, 0, 1).unwrap();
+            }
+        } else if me == 0 {
             w.send(sbuf, 1, 1).unwrap();
             w.recv(rbuf, 1, 1).unwrap();
         } else {
@@ -345,6 +367,7 @@ fn latency_with_floor(
     size: usize,
     iters: usize,
     warm: usize,
+    irecv: bool,
 ) -> FloorBursts {
     let each = iters.div_ceil(FLOOR_BURSTS).max(1);
     let mut bursts = Vec::with_capacity(FLOOR_BURSTS);
@@ -359,7 +382,7 @@ fn latency_with_floor(
             0.0
         };
         let warm = if b == 0 { warm } else { warm.min(100) };
-        let lat = latency(w, size, each, warm);
+        let lat = latency(w, size, each, warm, irecv);
         if w.rank() == 0 {
             bursts.push((lat, floor));
         }
@@ -735,6 +758,7 @@ fn run_pair(o: &Opts, w: &shmpi::Communicator, u: &shmpi::Universe) -> Result<()
     let me = w.rank();
     let pool = o.alloc_mem.then_some(u);
     let (title, col) = match o.test {
+        Test::Latency if o.irecv => ("Latency Test, receives by irecv + wait", "Latency (us)"),
         Test::Latency => ("Latency Test", "Latency (us)"),
         Test::Bw => ("Bandwidth Test", "Bandwidth (MB/s)"),
         Test::Bibw => ("Bi-Directional Bandwidth Test", "Bandwidth (MB/s)"),
@@ -801,18 +825,18 @@ fn run_pair(o: &Opts, w: &shmpi::Communicator, u: &shmpi::Universe) -> Result<()
     // Untimed warm-up (50,000 round trips of 8 bytes, about 10 ms) so the
     // first row is not measured on a cold core; the peers' harness
     // (tools/peers/osu_pingpong.c) does the same.
-    latency(w, 8, 1, 50_000);
+    latency(w, 8, 1, 50_000, false);
     for size in sizes(o) {
         let (iters, warm) = counts(o, size);
         let mut ratio = None;
         let v = match o.test {
             Test::Latency => match &floor_cpus {
                 Some(cpus) => {
-                    let b = latency_with_floor(w, cpus, size, iters, warm);
+                    let b = latency_with_floor(w, cpus, size, iters, warm, o.irecv);
                     ratio = Some(b.ratio());
                     b.latency()
                 }
-                None => latency(w, size, iters, warm),
+                None => latency(w, size, iters, warm, o.irecv),
             },
             Test::Bw => bandwidth(
                 w,
