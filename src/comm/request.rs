@@ -166,11 +166,6 @@ impl<'a> Request<'a> {
             return r;
         }
         if let Some(Op::Recv(id, buf)) = &mut self.op {
-            // The buffer is lent to progress for the wait, as `wait_all`
-            // lends it: the message lands there directly, not in the
-            // slot's own buffer and then again here. The request keeps
-            // the slot unless it is finished (a failed wait leaves it to
-            // the drop).
             let id = *id;
             // A receive alone in a quiet engine waits as a blocking one
             // does, on the header word its message will start with.
@@ -178,6 +173,11 @@ impl<'a> Request<'a> {
                 self.op = None;
                 return r;
             }
+            // Else its buffer is lent to progress for the wait, as
+            // `wait_all` lends it: the message lands there directly, not
+            // in the slot's own buffer and then again here. The request
+            // keeps the slot unless it is finished (a failed wait leaves
+            // it to the drop).
             let mut finished = false;
             let r = proc_
                 .p2p

@@ -1458,15 +1458,31 @@ impl Engine {
     /// rank receiving only this way still drains its other rings.
     #[inline(always)]
     pub fn direct_ok(&mut self, ctx: u32, src: i32, peer: usize, tag: i32) -> bool {
+        self.direct_ok_posted(ctx, src, peer, tag, 0)
+    }
+
+    /// [`direct_ok`](Self::direct_ok) with exactly `posted` receives
+    /// posted: 0 for a blocking receive, 1 for a posted one that is its
+    /// own caller ([`posted_direct`](Self::posted_direct)).
+    #[inline(always)]
+    fn direct_ok_posted(
+        &mut self,
+        ctx: u32,
+        src: i32,
+        peer: usize,
+        tag: i32,
+        posted: usize,
+    ) -> bool {
         self.m.streak += 1;
         if self.m.streak >= DIRECT_STREAK {
             self.m.streak = 0;
             return false;
         }
         // The common case, a quiet engine, in one test: every queue is
-        // empty (their lengths or'ed), and so is every send.
+        // empty but for the `posted` receives (their lengths or'ed), and
+        // so is every send.
         let m = &self.m;
-        let queues = m.posted.len()
+        let queues = (m.posted.len() ^ posted)
             | m.tasks.len()
             | m.acks.len()
             | m.pulls.len()
@@ -1475,7 +1491,7 @@ impl Engine {
         if queues == 0 && self.t.sends_quiet() {
             return peer != m.me && matches!(m.inbound.get(peer), Some(Inbound::Idle));
         }
-        self.direct_ok_busy(ctx, src, peer, tag)
+        self.direct_ok_busy(ctx, src, peer, tag, posted)
     }
 
     /// Whether the posted receive `id` may be waited for by the blocking
@@ -1497,21 +1513,8 @@ impl Engine {
             return None;
         }
         let peer = self.m.slots[id].peer?;
-        self.m.streak += 1;
-        if self.m.streak >= DIRECT_STREAK {
-            self.m.streak = 0;
-            return None;
-        }
-        let m = &self.m;
-        let ok = peer != m.me
-            && m.tasks.is_empty()
-            && m.acks.is_empty()
-            && m.pulls.is_empty()
-            && m.splits.is_empty()
-            && matches!(m.inbound.get(peer), Some(Inbound::Idle))
-            && m.find_unexpected(ctx, src, tag).is_none()
-            && self.t.sends_idle();
-        ok.then_some((ctx, src, peer, tag))
+        self.direct_ok_posted(ctx, src, peer, tag, 1)
+            .then_some((ctx, src, peer, tag))
     }
 
     /// Completes the posted receive `id` with the message of `st` that
@@ -1530,9 +1533,9 @@ impl Engine {
     /// with another tag does not stop a direct receive).
     #[cold]
     #[inline(never)]
-    fn direct_ok_busy(&mut self, ctx: u32, src: i32, peer: usize, tag: i32) -> bool {
+    fn direct_ok_busy(&mut self, ctx: u32, src: i32, peer: usize, tag: i32, posted: usize) -> bool {
         peer != self.m.me
-            && self.m.posted.is_empty()
+            && self.m.posted.len() == posted
             && self.m.tasks.is_empty()
             && self.m.acks.is_empty()
             && self.m.pulls.is_empty()
