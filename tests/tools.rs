@@ -427,6 +427,17 @@ fn shmpi_bench_latency_with_irecv_prints_every_size() {
     let r = rows(&out);
     assert_eq!(r.len(), 18, "sizes 1 .. 128 KiB: {out}");
     assert!(r.iter().all(|r| r.len() == 2 && r[1] > 0.0), "{out}");
+    // Not an option of the bandwidth tests: refused, not ignored.
+    let o = support::output_bounded(
+        Command::new(env!("CARGO_BIN_EXE_shmpi-bench")).args(["bw", "--irecv"]),
+        Duration::from_secs(60),
+    );
+    assert!(!o.status.success());
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("--irecv is an option of latency"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
 }
 
 /// `examples/layers.rs`, the layer-by-layer latency of one job: runs

@@ -235,6 +235,9 @@ fn parse(args: &[String]) -> Result<Opts, String> {
     if o.min > o.max {
         return Err("--min-size is above --max-size".into());
     }
+    if o.irecv && !matches!(o.test, Test::Latency) {
+        return Err("--irecv is an option of latency (the ping-pong's receives)".into());
+    }
     Ok(o)
 }
 
