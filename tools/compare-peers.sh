@@ -5,8 +5,11 @@
 #
 # Usage: tools/compare-peers.sh [MODE] [--rounds R] [--max-size N] [--ranks N]
 #
-#   MODE: latency | bw | all (both) | barrier | bcast | reduce | allreduce |
-#         allgather | alltoall | coll (all six collectives)
+#   MODE: latency | bw | all (both) | nblatency | barrier | bcast | reduce |
+#         allreduce | allgather | alltoall | coll (all six collectives)
+#         nblatency: the ping-pong with MPI_Irecv posted before the send and
+#         MPI_Wait after it (osu_pingpong nblatency; shmpi-bench latency
+#         --irecv), the halo exchange's pattern
 #   --ranks N: ranks for the collectives (default 2; point-to-point is
 #              always 2). With more ranks than CPUs nobody is pinned.
 #
@@ -16,7 +19,7 @@
 #      into target/peers/.  A peer whose
 #      compiler or launcher is missing is skipped with a message.
 #   2. Runs the contenders - shmpi (target/release/shmpi-bench, or $SHMPI_BENCH),
-#      shmpi-C (latency and bw only: the same osu_pingpong.c built with
+#      shmpi-C (latency, nblatency and bw only: the same osu_pingpong.c built with
 #      tools/shmpicc and run by shmpiexec, when target/release has
 #      libshmpi.so), MPICH, Open MPI - each with 2 ranks pinned to 2 cores,
 #      all printing the same OSU column format ("# ..." comments, then
@@ -54,7 +57,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 
 usage() {
-    echo "usage: $0 [latency|bw|all|barrier|bcast|reduce|allreduce|allgather|alltoall|coll] [--rounds R] [--max-size N] [--ranks N]" >&2
+    echo "usage: $0 [latency|bw|all|nblatency|barrier|bcast|reduce|allreduce|allgather|alltoall|coll] [--rounds R] [--max-size N] [--ranks N]" >&2
     exit 2
 }
 
@@ -65,7 +68,7 @@ MAX_SIZE=$((4 * 1024 * 1024))
 NRANKS=2
 while [ $# -gt 0 ]; do
     case "$1" in
-        latency | bw | all | barrier | bcast | reduce | allreduce | allgather | alltoall | coll) MODE=$1 ;;
+        latency | bw | all | nblatency | barrier | bcast | reduce | allreduce | allgather | alltoall | coll) MODE=$1 ;;
         --ranks) [ $# -ge 2 ] || usage; NRANKS=$2; shift ;;
         --rounds) [ $# -ge 2 ] || usage; ROUNDS=$2; shift ;;
         --max-size) [ $# -ge 2 ] || usage; MAX_SIZE=$2; shift ;;
@@ -141,7 +144,7 @@ else
 fi
 
 # shmpi under the peers' own C program (built with tools/shmpicc against
-# target/release/libshmpi.so), for latency and bw: the same source for
+# target/release/libshmpi.so), for the point-to-point modes: the same source for
 # all three libraries.
 SHMPI_C=$OUTDIR/osu_pingpong.shmpi
 if [ -x target/release/shmpiexec ] && [ -e target/release/libshmpi.so ]; then
@@ -229,13 +232,15 @@ run_one() {
     local name=${NAMES[$i]} out="$WORK/run.out" err="$WORK/run.err"
     local -a cmd extra=()
     local n=2 bin=osu_pingpong line
-    case "$mode" in latency | bw) ;; *) n=$NRANKS; bin=osu_coll ;; esac
+    local arg=$mode
+    case "$mode" in latency | bw | nblatency) ;; *) n=$NRANKS; bin=osu_coll ;; esac
     if [ "$name" = shmpi ]; then
         cmd=("$SHMPI_BENCH") # may contain spaces
         # CSV for point to point: three decimals, as the C program
         # prints (the OSU columns have two, which at 0.1 us rounds
         # shmpi's figure by up to 4% against the peers' exact one).
         if [ "$bin" = osu_coll ]; then extra=(--ranks "$n"); else extra=(--format csv); fi
+        if [ "$mode" = nblatency ]; then arg=latency; extra+=(--irecv); fi
     else
         line=${CMDS[$i]//@BIN@/$bin}
         line=${line//@N@/$n}
@@ -249,12 +254,12 @@ run_one() {
         read -r -a cmd <<<"$line"
     fi
     if [ "$name" = shmpi-C ] && [ "$bin" != osu_pingpong ]; then
-        return 0 # the C contender runs latency and bw only
+        return 0 # the C contender runs the point-to-point modes only
     fi
     echo "  round $round/$ROUNDS  $name $mode"
     shm_snapshot >"$WORK/shm.before"
     # -k: if TERM is ignored, KILL 10 s later.
-    timeout -k 10 "$RUN_TIMEOUT" "${cmd[@]}" "$mode" --max-size "$MAX_SIZE" "${extra[@]}" >"$out" 2>"$err" || rc=$?
+    timeout -k 10 "$RUN_TIMEOUT" "${cmd[@]}" "$arg" --max-size "$MAX_SIZE" "${extra[@]}" >"$out" 2>"$err" || rc=$?
     if [ "$rc" -ne 0 ]; then
         shm_cleanup "$WORK/shm.before"
         if [ "$rc" -eq 124 ]; then
