@@ -66,6 +66,12 @@ pub(crate) const REQUEST_NULL: usize = 0x180;
 /// completing it gives the empty status and `MPI_REQUEST_NULL` (as
 /// MPICH's completed "lightweight" requests cost no allocation).
 pub(crate) const REQUEST_SENT: usize = 0x181;
+/// Light receive handles (`MPI_Irecv`'s fast path, `p2p::Reqs`): this
+/// bit, `LIGHT_SELF` for `MPI_COMM_SELF` (else `MPI_COMM_WORLD`), the
+/// engine slot's generation in bits 30-61 and its index in bits 0-29.
+/// Above every table's range, so no table handle is one.
+pub(crate) const LIGHT_RECV: usize = 1 << 63;
+pub(crate) const LIGHT_SELF: usize = 1 << 62;
 pub(crate) const DATATYPE_NULL: usize = 0x200;
 pub(crate) const OP_NULL: usize = 0x20;
 
@@ -205,7 +211,7 @@ pub(crate) struct State {
     pub(crate) groups: Table<Arc<crate::group::Group>>,
     pub(crate) types: Table<Arc<TypeObj>>,
     pub(crate) ops: Table<Arc<types::OpObj>>,
-    pub(crate) reqs: Table<p2p::Req>,
+    pub(crate) reqs: p2p::Reqs,
     pub(crate) infos: Table<env::Info>,
     pub(crate) errhs: Table<Errh>,
     pub(crate) msgs: Table<p2p::Msg>,
@@ -218,7 +224,7 @@ static STATE: Mutex<State> = Mutex::new(State {
     groups: Table::new(GROUP_BASE),
     types: Table::new(TYPE_BASE),
     ops: Table::new(OP_BASE),
-    reqs: Table::new(REQ_BASE),
+    reqs: p2p::Reqs::new(Table::new(REQ_BASE)),
     infos: Table::new(INFO_BASE),
     errhs: Table::new(ERRH_BASE),
     msgs: Table::new(MSG_BASE),

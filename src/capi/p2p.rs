@@ -11,8 +11,8 @@
 use super::types::{committed, TypeObj};
 use super::{
     array_mut, bytes, bytes_mut, comm_obj, count, guard, guard_on, h, lock, out, read, state,
-    to_handle, CommObj, ANY_TAG, COMM_NULL, MESSAGE_NO_PROC, MESSAGE_NULL, PROC_NULL, REQUEST_NULL,
-    REQUEST_SENT, SUCCESS, UNDEFINED,
+    to_handle, CommObj, Table, ANY_TAG, COMM_NULL, LIGHT_RECV, LIGHT_SELF, MESSAGE_NO_PROC,
+    MESSAGE_NULL, PROC_NULL, REQUEST_NULL, REQUEST_SENT, SUCCESS, UNDEFINED,
 };
 use crate::comm::{Message, Request};
 use crate::error::{Error, ErrorClass, Result};
@@ -215,9 +215,10 @@ pub(crate) enum ReqState {
         fin: Fin,
         keep: Keep,
     },
-    /// A plain receive from `MPI_Irecv`'s fast path, without a Rust
-    /// request: `MPI_Waitall` finishes a window of them natively
-    /// (`wait_recvs_taken`), every other call makes it `Live` first
+    /// A light receive from `MPI_Irecv`'s fast path that a call made an
+    /// object of ([`Reqs`]), without a Rust request: `MPI_Waitall`
+    /// finishes it natively (`wait_recvs_taken`), `MPI_Wait` tries the
+    /// direct wait, every other call makes it `Live` first
     /// ([`Req::expand`]).
     Recv(LightRecv),
     /// Complete, with this status (or error).
@@ -230,6 +231,151 @@ pub(crate) enum ReqState {
     /// A nonblocking collective built here (`nbc`): several messages and
     /// a last local step.
     Multi(Box<super::nbc::Multi>),
+}
+
+/// The request handles: a table of request objects, and the light
+/// receives of `MPI_Irecv`'s fast path, whose handles
+/// (`super::LIGHT_RECV`) name a keyed engine slot
+/// (`Communicator::post_irecv_keyed`) and no object, so that the
+/// `MPI_Irecv` / `MPI_Wait` pair of a halo exchange takes no lock of the C
+/// layer and no table slot. `MPI_Wait`'s and `MPI_Waitall`'s fast paths
+/// use such a handle as it is; every other call reaches it through this
+/// type, which on its first use makes the object (a light receive,
+/// `ReqState::Recv`, the slot's key taken) and keeps it under the same
+/// handle, the one the program holds.
+#[derive(Debug)]
+pub(crate) struct Reqs {
+    table: Table<Req>,
+    /// The light handles made objects: `None` while a call has the object
+    /// out (as a table slot that is `None` and not free).
+    light: std::collections::BTreeMap<usize, Option<Req>>,
+}
+
+impl Reqs {
+    pub(crate) const fn new(table: Table<Req>) -> Reqs {
+        Reqs {
+            table,
+            light: std::collections::BTreeMap::new(),
+        }
+    }
+
+    pub(crate) fn insert(&mut self, v: Req) -> usize {
+        self.table.insert(v)
+    }
+
+    /// The entry of the light handle `h`, its object made on first use;
+    /// `None` for a handle that is stale (its receive finished) or names
+    /// no keyed slot.
+    fn light(&mut self, h: usize) -> Option<&mut Option<Req>> {
+        use std::collections::btree_map::Entry;
+        match self.light.entry(h) {
+            Entry::Occupied(e) => Some(e.into_mut()),
+            Entry::Vacant(e) => {
+                let (w, id, gen) = light_parts(h)?;
+                let (key, len) = w.comm.take_key(id, gen)?;
+                let buf = Ptr(std::ptr::with_exposed_provenance_mut(key));
+                Some(e.insert(Some(Req {
+                    state: ReqState::Recv(LightRecv { w, id, buf, len }),
+                    comm: CommRef::Predefined(w),
+                })))
+            }
+        }
+    }
+
+    pub(crate) fn get(&mut self, h: usize) -> Option<&Req> {
+        if h & LIGHT_RECV != 0 {
+            return self.light(h)?.as_ref();
+        }
+        self.table.get(h)
+    }
+
+    pub(crate) fn get_mut(&mut self, h: usize) -> Option<&mut Req> {
+        if h & LIGHT_RECV != 0 {
+            return self.light(h)?.as_mut();
+        }
+        self.table.get_mut(h)
+    }
+
+    /// Takes the object out, keeping its handle reserved.
+    pub(crate) fn take(&mut self, h: usize) -> Option<Req> {
+        if h & LIGHT_RECV != 0 {
+            return self.light(h)?.take();
+        }
+        self.table.take(h)
+    }
+
+    /// Takes the object out if `f` says so of it, keeping its handle
+    /// reserved.
+    #[inline]
+    pub(crate) fn take_if(&mut self, h: usize, f: impl FnOnce(&Req) -> bool) -> Option<Req> {
+        if h & LIGHT_RECV != 0 {
+            let slot = self.light(h)?;
+            return if slot.as_ref().is_some_and(f) {
+                slot.take()
+            } else {
+                None
+            };
+        }
+        self.table.take_if(h, f)
+    }
+
+    /// Puts an object taken with [`take`](Self::take) back.
+    pub(crate) fn put_back(&mut self, h: usize, v: Req) {
+        if h & LIGHT_RECV != 0 {
+            if let Some(slot) = self.light.get_mut(&h) {
+                *slot = Some(v);
+            }
+            return;
+        }
+        self.table.put_back(h, v);
+    }
+
+    /// Frees a live handle, giving its object (`None`, and nothing freed,
+    /// for a handle that is not live).
+    pub(crate) fn release(&mut self, h: usize) -> Option<Req> {
+        if h & LIGHT_RECV != 0 {
+            let v = self.light(h)?.take()?;
+            self.light.remove(&h);
+            return Some(v);
+        }
+        self.table.release(h)
+    }
+
+    /// Frees a handle whose object the caller took out with
+    /// [`take`](Self::take).
+    pub(crate) fn release_taken(&mut self, h: usize) {
+        if h & LIGHT_RECV != 0 {
+            if matches!(self.light.get(&h), Some(None)) {
+                self.light.remove(&h);
+            }
+            return;
+        }
+        self.table.release_taken(h);
+    }
+}
+
+/// The handle of a light receive: slot `id` of generation `gen` on
+/// `MPI_COMM_WORLD` or (`on_self`) `MPI_COMM_SELF`; `None` for a slot
+/// index past the handle's 30 bits (the caller makes a table request).
+#[inline]
+fn light_handle(on_self: bool, id: crate::p2p::SlotId, gen: u32) -> Option<usize> {
+    let comm = if on_self { LIGHT_SELF } else { 0 };
+    (id < 1 << 30).then_some(LIGHT_RECV | comm | (gen as usize) << 30 | id)
+}
+
+/// A light receive handle's communicator, slot and generation; `None` for
+/// any other handle, or a communicator not (yet) made.
+#[inline]
+fn light_parts(h: usize) -> Option<(&'static Arc<CommObj>, crate::p2p::SlotId, u32)> {
+    if h & LIGHT_RECV == 0 {
+        return None;
+    }
+    let w = if h & LIGHT_SELF != 0 {
+        super::SELF.get()?
+    } else {
+        super::WORLD.get()?
+    };
+    Some((w, h & ((1 << 30) - 1), (h >> 30) as u32))
 }
 
 /// A receive on a predefined communicator into the caller's contiguous
@@ -270,9 +416,12 @@ fn recv_bytes<'a>(buf: Ptr, len: usize) -> &'a mut [u8] {
         return &mut [];
     }
     // SAFETY: `MPI_Irecv`'s fast path made the request only with a buffer
-    // that is not null when `len > 0`; MPI requires a receive buffer to
-    // stay valid and writable for its count and datatype until the
-    // request completes, which is no earlier than the use of this slice.
+    // that is not null when `len > 0` (given here as it is, or as its
+    // slot's key: the address it exposed, read back only while the key
+    // is of the slot's current generation, so of this receive); MPI
+    // requires a receive buffer to stay valid and writable for its count
+    // and datatype until the request completes, which is no earlier than
+    // the use of this slice.
     unsafe { std::slice::from_raw_parts_mut(buf.get().cast::<u8>(), len) }
 }
 
@@ -1123,15 +1272,23 @@ pub unsafe extern "C" fn MPI_Irecv(
             && (len == 0 || !buf.is_null())
         {
             let r = catch_unwind(AssertUnwindSafe(|| {
-                // A light receive: the slot and the buffer (not null, the
-                // test above).
-                let state = match w.comm.post_irecv(len, src, rtag(tag)?)? {
-                    Some(id) => ReqState::Recv(LightRecv {
-                        w,
-                        id,
-                        buf: Ptr(buf),
-                        len,
-                    }),
+                // A light receive: the slot keyed with the buffer's address
+                // (not null, the test above), and a handle that names it.
+                let on_self = h(comm) == super::COMM_SELF;
+                let key = buf.expose_provenance();
+                let state = match w.comm.post_irecv_keyed(len, src, rtag(tag)?, key)? {
+                    Some((id, gen)) => match light_handle(on_self, id, gen) {
+                        Some(hd) => return out(request, to_handle(hd), "request"),
+                        None => {
+                            w.comm.take_key(id, gen);
+                            ReqState::Recv(LightRecv {
+                                w,
+                                id,
+                                buf: Ptr(buf),
+                                len,
+                            })
+                        }
+                    },
                     None => ReqState::Done(Ok(CStatus::from_rust(&Status::null()))),
                 };
                 let r = Req {
@@ -1324,6 +1481,20 @@ fn complete(slot: &mut *mut c_void, block: bool) -> std::result::Result<Option<O
     Ok(Some(out))
 }
 
+/// `MPI_Wait`'s fast path: a light receive handle as `MPI_Irecv` made it
+/// (no call has made it an object), the only receive posted in a quiet
+/// engine, waits as a blocking receive does
+/// (`Communicator::wait_keyed_direct`) and is finished, its slot freed.
+/// `None`: any other handle or case, for the general path.
+#[inline]
+fn wait_light(hd: usize) -> Option<Outcome> {
+    let (w, id, gen) = light_parts(hd)?;
+    let r = w.comm.wait_keyed_direct(id, gen, |key, len| {
+        recv_bytes(Ptr(std::ptr::with_exposed_provenance_mut(key)), len)
+    })?;
+    Some(outcome(finish(r, Fin::None), w))
+}
+
 /// A finished request's outcome: its status, or its error with the
 /// communicator whose handler raises it.
 fn outcome(r: std::result::Result<CStatus, Error>, comm: &Arc<CommObj>) -> Outcome {
@@ -1352,9 +1523,14 @@ fn inactive(slot: *mut c_void) -> bool {
 pub unsafe extern "C" fn MPI_Wait(request: *mut *mut c_void, status: *mut CStatus) -> c_int {
     guard_on("MPI_Wait", || {
         let mut slot = read(request, "request").map_err(|e| (None, e))?;
-        let o = complete(&mut slot, true)
-            .map_err(|e| (None, e))?
-            .expect("a blocking completion completes");
+        let o = match wait_light(h(slot)) {
+            Some(o) => {
+                slot = to_handle(REQUEST_NULL);
+                Some(o)
+            }
+            None => complete(&mut slot, true).map_err(|e| (None, e))?,
+        }
+        .expect("a blocking completion completes");
         out(request, slot, "request").map_err(|e| (None, e))?;
         put_status(status, &o.status);
         match o.err {
@@ -1551,36 +1727,55 @@ fn wait_recvs_taken<'s>(
     reqs: &mut [*mut c_void],
     mut sts: Option<&'s mut [CStatus]>,
 ) -> std::result::Result<Option<(Arc<CommObj>, Error)>, Option<&'s mut [CStatus]>> {
-    // (index in `reqs`, communicator, slot, buffer, length): the receives
-    // are no longer let go on drop; each is finished or let go below.
+    // (index in `reqs`, communicator, slot, buffer, length, the key taken
+    // from a light handle's slot or `None` for an object taken out of
+    // `Reqs`): the receives are no longer let go on drop; each is finished
+    // or let go below.
     let mut taken = Vec::with_capacity(reqs.len());
-    {
-        let mut st = state();
-        for (i, &r) in reqs.iter().enumerate() {
-            let hd = h(r);
-            if hd == REQUEST_NULL || hd == REQUEST_SENT {
+    // The C layer's lock, taken only for a handle that is not a light one
+    // as `MPI_Irecv` made it (a window of those needs none).
+    let mut st = None;
+    for (i, &r) in reqs.iter().enumerate() {
+        let hd = h(r);
+        if hd == REQUEST_NULL || hd == REQUEST_SENT {
+            continue;
+        }
+        if let Some((w, id, gen)) = light_parts(hd) {
+            if let Some((key, len)) = w.comm.take_key(id, gen) {
+                let buf = Ptr(std::ptr::with_exposed_provenance_mut(key));
+                taken.push((i, w, id, buf, len, Some(key)));
                 continue;
             }
-            let Some(Req {
-                state: ReqState::Recv(l),
-                ..
-            }) = st
-                .reqs
-                .take_if(hd, |r| matches!(r.state, ReqState::Recv(_)))
-            else {
-                // Another kind, or given twice: put back what was taken.
-                for (j, w, id, buf, len) in taken.drain(..) {
-                    let state = ReqState::Recv(LightRecv { w, id, buf, len });
-                    let comm = CommRef::Predefined(w);
-                    st.reqs.put_back(h(reqs[j]), Req { state, comm });
-                }
-                return Err(sts);
-            };
-            let (w, id, buf, len) = l.into_parts();
-            taken.push((i, w, id, buf, len));
         }
-        for &(i, ..) in &taken {
-            st.reqs.release_taken(h(reqs[i]));
+        let st = st.get_or_insert_with(state);
+        let Some(Req {
+            state: ReqState::Recv(l),
+            ..
+        }) = st
+            .reqs
+            .take_if(hd, |r| matches!(r.state, ReqState::Recv(_)))
+        else {
+            // Another kind, or given twice: put back what was taken.
+            for (j, w, id, buf, len, key) in taken.drain(..) {
+                match key {
+                    Some(key) => w.comm.restore_key(id, key),
+                    None => {
+                        let state = ReqState::Recv(LightRecv { w, id, buf, len });
+                        let comm = CommRef::Predefined(w);
+                        st.reqs.put_back(h(reqs[j]), Req { state, comm });
+                    }
+                }
+            }
+            return Err(sts);
+        };
+        let (w, id, buf, len) = l.into_parts();
+        taken.push((i, w, id, buf, len, None));
+    }
+    if let Some(mut st) = st {
+        for &(i, .., key) in &taken {
+            if key.is_none() {
+                st.reqs.release_taken(h(reqs[i]));
+            }
         }
     }
     for r in reqs.iter_mut() {
@@ -1597,7 +1792,7 @@ fn wait_recvs_taken<'s>(
     // Every predefined communicator is of this one process: one engine.
     let mut sinks: Vec<(crate::p2p::SlotId, &mut [u8])> = taken
         .iter()
-        .map(|&(_, _, id, buf, len)| (id, recv_bytes(buf, len)))
+        .map(|&(_, _, id, buf, len, _)| (id, recv_bytes(buf, len)))
         .collect();
     let mut first_err = None;
     let waited = w.comm.wait_recvs(&mut sinks, |j, r| {

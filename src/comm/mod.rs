@@ -752,32 +752,70 @@ impl Communicator {
         Ok(Request::recv(&self.proc_, id, buf))
     }
 
-    /// Posts a receive of at most `len` bytes from `src` with `tag` and
-    /// gives its engine slot, for a caller that keeps the buffer itself
-    /// (the C layer's light receive request: `MPI_Irecv` on a predefined
-    /// communicator); `None` for `PROC_NULL`. The slot is finished by
+    /// Posts a receive of at most `len` bytes from `src` with `tag` for a
+    /// caller that keeps no request object (the C layer's light receive:
+    /// `MPI_Irecv` on a predefined communicator), the slot keyed with
+    /// `key` (its buffer's address, [`Engine::set_key`]); gives the slot
+    /// and its generation, `None` for `PROC_NULL`. The slot is finished
+    /// by [`wait_keyed_direct`](Self::wait_keyed_direct),
     /// [`wait_recvs`](Self::wait_recvs) or [`recv_request`]
     /// (Self::recv_request)'s request, or let go by [`let_go_recv`]
-    /// (Self::let_go_recv).
+    /// (Self::let_go_recv); the last two after [`take_key`]
+    /// (Self::take_key).
+    ///
+    /// [`Engine::set_key`]: crate::p2p::engine::Engine::set_key
     #[inline]
-    pub(crate) fn post_irecv(&self, len: usize, src: i32, tag: i32) -> Result<Option<p2p::SlotId>> {
+    pub(crate) fn post_irecv_keyed(
+        &self,
+        len: usize,
+        src: i32,
+        tag: i32,
+        key: usize,
+    ) -> Result<Option<(p2p::SlotId, u32)>> {
         let Some((cid, peer)) = self.recv_target(src, tag, false)? else {
             return Ok(None);
         };
-        let id = self
-            .shared()
-            .lock()
-            .post_recv_from(cid, src, peer, tag, len);
-        Ok(Some(id))
+        let mut e = self.shared().lock();
+        let id = e.post_recv_from(cid, src, peer, tag, len);
+        let gen = e.set_key(id, key);
+        Ok(Some((id, gen)))
     }
 
-    /// The request of a receive posted by [`post_irecv`](Self::post_irecv)
+    /// The key and capacity of the keyed receive `id` of generation
+    /// `gen` ([`post_irecv_keyed`](Self::post_irecv_keyed)), and the slot
+    /// no longer keyed; `None` if the handle is stale or its key taken.
+    pub(crate) fn take_key(&self, id: p2p::SlotId, gen: u32) -> Option<(usize, usize)> {
+        self.shared().lock().take_key(id, gen)
+    }
+
+    /// Keys the receive `id` again with `key` after [`take_key`]
+    /// (Self::take_key) (a caller that took it and gives it back).
+    pub(crate) fn restore_key(&self, id: p2p::SlotId, key: usize) {
+        self.shared().lock().set_key(id, key);
+    }
+
+    /// The wait of the keyed receive `id` of generation `gen` when it
+    /// alone is posted in a quiet engine, as
+    /// [`wait_posted_direct`](Self::wait_posted_direct), into the buffer
+    /// `buf_of` makes of its key and capacity. `None`: not taken (the key
+    /// stale or taken, or not the direct case); the receive still posted.
+    #[inline]
+    pub(crate) fn wait_keyed_direct<'b>(
+        &self,
+        id: p2p::SlotId,
+        gen: u32,
+        buf_of: impl FnOnce(usize, usize) -> &'b mut [u8],
+    ) -> Option<Result<Status>> {
+        self.shared().wait_keyed_direct(id, gen, buf_of)
+    }
+
+    /// The request of a receive posted by [`post_irecv_keyed`](Self::post_irecv_keyed)
     /// into `buf` (what `irecv` would have given).
     pub(crate) fn recv_request<'a>(&'a self, id: p2p::SlotId, buf: &'a mut [u8]) -> Request<'a> {
         Request::recv(&self.proc_, id, buf)
     }
 
-    /// Waits for receives posted by [`post_irecv`](Self::post_irecv)
+    /// Waits for receives posted by [`post_irecv_keyed`](Self::post_irecv_keyed)
     /// (slots and buffers in `sinks`), lending every buffer to progress,
     /// then finishes each and hands `each` its position and outcome.
     /// `Err` when the wait itself fails: nothing is finished, and the
@@ -790,7 +828,7 @@ impl Communicator {
         request::wait_recvs(&self.proc_, sinks, each)
     }
 
-    /// The wait of a receive posted by [`post_irecv`](Self::post_irecv)
+    /// The wait of a receive posted by [`post_irecv_keyed`](Self::post_irecv_keyed)
     /// into `buf`, when it alone is posted in a quiet engine: as a
     /// blocking receive waits (`Shared::wait_posted_direct`). `None`: not
     /// taken, the receive still posted.
@@ -802,7 +840,7 @@ impl Communicator {
         self.shared().wait_posted_direct(id, buf)
     }
 
-    /// Lets go a receive posted by [`post_irecv`](Self::post_irecv) that
+    /// Lets go a receive posted by [`post_irecv_keyed`](Self::post_irecv_keyed) that
     /// will not be finished, as dropping its request would: cancelled if
     /// not matched yet, else finished into its slot's own buffer.
     pub(crate) fn let_go_recv(&self, id: p2p::SlotId) {

@@ -125,6 +125,14 @@ struct Slot {
     /// the first receive of a window that shares one buffer
     /// ([`Engine::share_sink`]).
     sink: SlotId,
+    /// How many times the slot was allocated (wrapping): a key handed out
+    /// with one use ([`Engine::set_key`]) does not fit a later one.
+    gen: u32,
+    /// The owner's word for a posted receive that a handle of the owner's
+    /// stands for, with no request object (the C layer's light
+    /// `MPI_Irecv`: its buffer's address); `None` for every other slot,
+    /// and from the release on.
+    key: Option<usize>,
 }
 
 /// A matched rendezvous whose bytes are still in the sender's memory: the
@@ -252,6 +260,8 @@ impl Matcher {
             s.rdv_span = (0, 0);
             s.peer = None;
             s.sink = id;
+            s.gen = s.gen.wrapping_add(1);
+            s.key = None;
             id
         } else {
             self.grow(state, cap)
@@ -276,6 +286,8 @@ impl Matcher {
             task: None,
             task_result: None,
             sink: id,
+            gen: 0,
+            key: None,
         });
         id
     }
@@ -288,6 +300,7 @@ impl Matcher {
             s.task_result = None;
         }
         s.state = SlotState::Free;
+        s.key = None;
         if s.buf.capacity() > 1 << 20 {
             s.buf = Vec::new();
         }
@@ -1526,6 +1539,40 @@ impl Engine {
         self.m.posted.pop_front();
         self.m.release(id);
         received(st, cap)
+    }
+
+    /// Marks the posted receive `id` as stood for by a handle of the
+    /// caller's with the word `key` (the C layer: the buffer's address),
+    /// instead of a request object; returns the slot's generation, which
+    /// [`key`](Self::key) and [`take_key`](Self::take_key) check, so a
+    /// handle kept past the slot's release fits no later use of it.
+    pub fn set_key(&mut self, id: SlotId, key: usize) -> u32 {
+        let s = &mut self.m.slots[id];
+        s.key = Some(key);
+        s.gen
+    }
+
+    /// The key and capacity of slot `id` if it is still the keyed receive
+    /// of generation `gen`; `None` for a handle that is stale (its
+    /// receive finished), was taken ([`take_key`](Self::take_key)) or
+    /// names no slot.
+    #[inline]
+    pub fn key(&self, id: SlotId, gen: u32) -> Option<(usize, usize)> {
+        let s = self.m.slots.get(id)?;
+        if s.gen != gen {
+            return None;
+        }
+        Some((s.key?, s.cap))
+    }
+
+    /// [`key`](Self::key), and the slot no longer keyed: its owner now
+    /// holds it by other means (a request object, or a wait in
+    /// progress), and the handle's next lookup finds nothing until
+    /// [`set_key`](Self::set_key) restores it.
+    pub fn take_key(&mut self, id: SlotId, gen: u32) -> Option<(usize, usize)> {
+        let r = self.key(id, gen)?;
+        self.m.slots[id].key = None;
+        Some(r)
     }
 
     /// [`direct_ok`](Self::direct_ok) when something is queued: each

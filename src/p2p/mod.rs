@@ -739,6 +739,36 @@ impl Shared {
         }
     }
 
+    /// [`wait_posted_direct`](Self::wait_posted_direct) for the keyed
+    /// receive `id` of generation `gen` ([`Engine::set_key`]), its buffer
+    /// made by `buf_of` from the slot's key and capacity. `None`: not
+    /// taken (as there, or the key stale or taken); the slot untouched.
+    pub fn wait_keyed_direct<'b>(
+        &self,
+        id: SlotId,
+        gen: u32,
+        buf_of: impl FnOnce(usize, usize) -> &'b mut [u8],
+    ) -> Option<Result<Status>> {
+        if self.multi() {
+            return None;
+        }
+        let mut e = self.lock();
+        let (key, cap) = e.key(id, gen)?;
+        let (ctx, src, peer, tag) = e.posted_direct(id)?;
+        let buf = buf_of(key, cap);
+        match self.wait_named(&mut e, ctx, src, peer, tag, buf) {
+            Exact::Taken(bytes) => {
+                let st = Status {
+                    source: src,
+                    tag,
+                    bytes,
+                };
+                Some(e.finish_posted_direct(id, st, cap))
+            }
+            Exact::Other | Exact::Empty => None,
+        }
+    }
+
     /// The spin of [`recv_named`](Self::recv_named), after its checks: the
     /// front frame of `peer`'s ring taken into `buf` if it starts with the
     /// header of a whole message on `ctx` from `src` with `tag`.
