@@ -8,8 +8,10 @@
 //! spinning enters the counts. `MODE=blocking` (default): 32 `send` /
 //! `recv` per batch; `MODE=window`: a window of 64 `isend` (in a lending
 //! scope) / `irecv` and `wait_all`; `MODE=many`: the same sends, and one
-//! `recv_many` of the 64 into one buffer, as `shmpi-bench bw` does. The
-//! functions `send_batch` and `recv_batch` hold the counted work.
+//! `recv_many` of the 64 into one buffer, as `shmpi-bench bw` does;
+//! `MODE=irecv`: the blocking sends, each received by an `irecv` and its
+//! `wait` (the halo exchange's receive, `shmpi-bench latency --irecv`).
+//! The functions `send_batch` and `recv_batch` hold the counted work.
 
 const ROUNDS: usize = 300;
 
@@ -21,6 +23,7 @@ fn main() {
     let mode = std::env::var("MODE").unwrap_or_default();
     let many = mode == "many";
     let window = many || mode == "window";
+    let irecv = mode == "irecv";
     let batch = if window { 64 } else { 32 };
     let u = shmpi::init().expect("init");
     let w = u.world();
@@ -35,7 +38,7 @@ fn main() {
             w.recv(&mut ack, 1, 2).expect("ack");
         } else {
             std::thread::sleep(std::time::Duration::from_millis(10));
-            recv_batch(&w, &mut rbufs, window, many);
+            recv_batch(&w, &mut rbufs, window, many, irecv);
             w.send(&ack, 0, 2).expect("ack");
         }
     }
@@ -65,8 +68,19 @@ fn send_batch(w: &shmpi::Communicator, buf: &[u8], batch: usize, window: bool) {
 }
 
 #[inline(never)]
-fn recv_batch(w: &shmpi::Communicator, bufs: &mut [Vec<u8>], window: bool, many: bool) {
-    if many {
+fn recv_batch(
+    w: &shmpi::Communicator,
+    bufs: &mut [Vec<u8>],
+    window: bool,
+    many: bool,
+    irecv: bool,
+) {
+    if irecv {
+        let buf = &mut bufs[0];
+        for _ in 0..32 {
+            w.irecv(buf, 0, 1).expect("irecv").wait().expect("wait");
+        }
+    } else if many {
         let n = bufs.len();
         w.recv_many(&mut bufs[0], n, 0, 1).expect("recv_many");
     } else if window {

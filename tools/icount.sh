@@ -9,9 +9,10 @@
 #   ICOUNT_NOBUILD=1  count what is built, build nothing
 #
 # For each size, runs examples/msgpath.rs under `shmpiexec -n 2` with
-# every rank under `valgrind --tool=callgrind`, in three modes (blocking
+# every rank under `valgrind --tool=callgrind`, in four modes (blocking
 # send/recv; a window of 64 isend/irecv with wait_all; the same sends
-# into one recv_many, as shmpi-bench bw receives), and prints the
+# into one recv_many, as shmpi-bench bw receives; blocking sends each
+# received by irecv + wait), and prints the
 # inclusive instruction count of `send_batch` and `recv_batch` divided by
 # the number of messages. The receiver's batch waits in the ring before it
 # is received, so no spinning is counted. Needs valgrind (Debian:
@@ -32,7 +33,7 @@ trap 'rm -rf "$out"' EXIT
 echo "# instructions per message (callgrind), commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
 printf '%-8s %-9s %10s %10s\n' size mode send recv
 for s in "${sizes[@]}"; do
-    for mode in blocking window many; do
+    for mode in blocking window many irecv; do
         rm -f "$out"/cg.*
         S=$s MODE=$mode timeout 600 valgrind --tool=callgrind --trace-children=yes \
             --callgrind-out-file="$out/cg.%p" \
