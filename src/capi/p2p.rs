@@ -243,6 +243,13 @@ pub(crate) enum ReqState {
 /// type, which on its first use makes the object (a light receive,
 /// `ReqState::Recv`, the slot's key taken) and keeps it under the same
 /// handle, the one the program holds.
+///
+/// A handle made an object stays in `light` until the program's
+/// completion call frees it, possibly after its slot was freed (a
+/// cancelled receive, or one an `MPI_Testall` completed beside one still
+/// pending) and used again; after 2^32 uses the slot's generation comes
+/// back to the handle's, so `MPI_Irecv` does not hand out a handle `light`
+/// still holds ([`Reqs::holds`]).
 #[derive(Debug)]
 pub(crate) struct Reqs {
     table: Table<Req>,
@@ -250,6 +257,18 @@ pub(crate) struct Reqs {
     /// out (as a table slot that is `None` and not free).
     light: std::collections::BTreeMap<usize, Option<Req>>,
 }
+
+/// How many handles `Reqs::light` holds, read by `MPI_Irecv` without the
+/// C layer's lock: while 0 no new handle can be one of them.
+///
+/// Relaxed: written under the C layer's lock when `light` changes. A
+/// held handle that a new one could equal was made an object (counted)
+/// before its receive finished and freed the slot under the engine lock,
+/// and `MPI_Irecv` allocates the slot again under the engine lock before
+/// it reads this count: the two locks order the count's increment before
+/// that read, so a handle still held is never missed. (A stale 0 read is
+/// only possible for handles of other slots, which cannot collide.)
+static LIGHT_HELD: crate::sync::AtomicUsize = crate::sync::AtomicUsize::new(0);
 
 impl Reqs {
     pub(crate) const fn new(table: Table<Req>) -> Reqs {
@@ -274,12 +293,28 @@ impl Reqs {
                 let (w, id, gen) = light_parts(h)?;
                 let (key, len) = w.comm.take_key(id, gen)?;
                 let buf = Ptr(std::ptr::with_exposed_provenance_mut(key));
+                // Relaxed: see `LIGHT_HELD` (the lock held here orders it).
+                LIGHT_HELD.fetch_add(1, crate::sync::Ordering::Relaxed);
                 Some(e.insert(Some(Req {
                     state: ReqState::Recv(LightRecv { w, id, buf, len }),
                     comm: CommRef::Predefined(w),
                 })))
             }
         }
+    }
+
+    /// Drops `h`'s entry from `light`.
+    fn unhold(&mut self, h: usize) {
+        if self.light.remove(&h).is_some() {
+            // Relaxed: see `LIGHT_HELD`.
+            LIGHT_HELD.fetch_sub(1, crate::sync::Ordering::Relaxed);
+        }
+    }
+
+    /// Whether the light handle `h` is one made an object and not yet
+    /// freed (see [`Reqs`]).
+    fn holds(&self, h: usize) -> bool {
+        self.light.contains_key(&h)
     }
 
     pub(crate) fn get(&mut self, h: usize) -> Option<&Req> {
@@ -335,7 +370,7 @@ impl Reqs {
     pub(crate) fn release(&mut self, h: usize) -> Option<Req> {
         if h & LIGHT_RECV != 0 {
             let v = self.light(h)?.take()?;
-            self.light.remove(&h);
+            self.unhold(h);
             return Some(v);
         }
         self.table.release(h)
@@ -346,7 +381,7 @@ impl Reqs {
     pub(crate) fn release_taken(&mut self, h: usize) {
         if h & LIGHT_RECV != 0 {
             if matches!(self.light.get(&h), Some(None)) {
-                self.light.remove(&h);
+                self.unhold(h);
             }
             return;
         }
@@ -361,6 +396,14 @@ impl Reqs {
 fn light_handle(on_self: bool, id: crate::p2p::SlotId, gen: u32) -> Option<usize> {
     let comm = if on_self { LIGHT_SELF } else { 0 };
     (id < 1 << 30).then_some(LIGHT_RECV | comm | (gen as usize) << 30 | id)
+}
+
+/// Whether the new light handle `hd` equals one still held as an object
+/// (see [`Reqs`]); the C layer's lock is taken only while any is.
+#[inline]
+fn light_held(hd: usize) -> bool {
+    // Relaxed: see `LIGHT_HELD`.
+    LIGHT_HELD.load(crate::sync::Ordering::Relaxed) != 0 && state().reqs.holds(hd)
 }
 
 /// A light receive handle's communicator, slot and generation; `None` for
@@ -1278,8 +1321,13 @@ pub unsafe extern "C" fn MPI_Irecv(
                 let key = buf.expose_provenance();
                 let state = match w.comm.post_irecv_keyed(len, src, rtag(tag)?, key)? {
                     Some((id, gen)) => match light_handle(on_self, id, gen) {
-                        Some(hd) => return out(request, to_handle(hd), "request"),
-                        None => {
+                        Some(hd) if !light_held(hd) => {
+                            return out(request, to_handle(hd), "request")
+                        }
+                        // A slot index past the handle's bits, or a
+                        // handle still held from the slot's use 2^32
+                        // generations ago: an ordinary table request.
+                        _ => {
                             w.comm.take_key(id, gen);
                             ReqState::Recv(LightRecv {
                                 w,
@@ -1715,10 +1763,11 @@ fn wait_all_taken(
 }
 
 /// `MPI_Waitall` of null requests, sends complete at their call and light
-/// receives only (OSU's bandwidth window at its receiver): takes the
-/// receives out of the table and frees their handles under one lock,
-/// lends their buffers to one wait on their slots, and writes each
-/// status in place: the first error with its communicator, if any.
+/// receives only (OSU's bandwidth window at its receiver): takes each
+/// light handle's slot key (a handle made an object: the object, out of
+/// `Reqs` under the C layer's lock, taken only then), lends the buffers
+/// to one wait on their slots, and writes each status in place: the
+/// first error with its communicator, if any.
 /// `Err(sts)`, with nothing done, when any request is of another kind,
 /// not a valid handle or given twice (`wait_all_taken` or the general
 /// path then take them).
