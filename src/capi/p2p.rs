@@ -1270,6 +1270,11 @@ macro_rules! isend_fn {
                     if n >= 0 && tag >= 0 && !request.is_null() && (len == 0 || !buf.is_null()) {
                         let r = catch_unwind(AssertUnwindSafe(|| {
                             let data = super::bytes(buf, len)?;
+                            // A standard send the ring takes whole now is
+                            // complete: the shared handle, no request.
+                            if $mode == Mode::Send && w.comm.try_isend_now(data, dest, tag)? {
+                                return out(request, to_handle(REQUEST_SENT), "request");
+                            }
                             let r =
                                 isend_req(w, data, dest, tag, $mode == Mode::Ssend, Vec::new())?;
                             give_send(r, request)

@@ -573,6 +573,31 @@ impl Communicator {
         self.ret("MPI_Send", r)
     }
 
+    /// The first try of a standard-mode nonblocking send of bytes (the C
+    /// layer's `MPI_Isend` fast path): the message goes whole into the
+    /// ring now, as [`send`](Self::send)'s eager path puts it, when
+    /// nothing stands before it there; `Ok(true)`: the send is complete
+    /// (also to `PROC_NULL`), no request needed; `Ok(false)`: nothing
+    /// done, the caller starts an ordinary nonblocking send. Either way
+    /// messages to one peer keep their order, as between `send` and
+    /// `isend`.
+    ///
+    /// # Errors
+    /// As [`send`](Self::send) (the communicator's handler called).
+    #[inline(never)]
+    pub(crate) fn try_isend_now(&self, data: &[u8], dest: i32, tag: i32) -> Result<bool> {
+        let r = self.send_route(dest, tag, false).map(|route| match route {
+            Some((world, cid)) => {
+                let src = self.ctx.rank as u32;
+                self.shared()
+                    .lock()
+                    .try_send_eager(cid, src, world, tag, data)
+            }
+            None => true,
+        });
+        self.ret("MPI_Isend", r)
+    }
+
     /// Synchronous send (`MPI_Ssend`): returns once the receiver has
     /// matched the message.
     ///
