@@ -205,6 +205,19 @@ pub fn output_bounded(cmd: &mut Command, timeout: Duration) -> std::process::Out
             break st;
         }
         if start.elapsed() > timeout {
+            // SIGTERM first, as `launch` does: a launcher (shmpiexec,
+            // mpiexec) passes it to its ranks; killed outright it would
+            // leave them running, orphaned, past the failed test.
+            let _ = Command::new("kill")
+                .arg("-TERM")
+                .arg(child.id().to_string())
+                .status();
+            let grace = Instant::now();
+            while child.try_wait().ok().flatten().is_none()
+                && grace.elapsed() < Duration::from_secs(5)
+            {
+                std::thread::sleep(Duration::from_millis(20));
+            }
             let _ = child.kill();
             let _ = child.wait();
             panic!("command did not finish within {timeout:?}");
