@@ -721,22 +721,7 @@ impl Shared {
     /// busy, something else in front, or the wait ladder says sleep); the
     /// receive stays posted for the general wait.
     pub fn wait_posted_direct(&self, id: SlotId, buf: &mut [u8]) -> Option<Result<Status>> {
-        if self.multi() {
-            return None;
-        }
-        let mut e = self.lock();
-        let (ctx, src, peer, tag) = e.posted_direct(id)?;
-        match self.wait_named(&mut e, ctx, src, peer, tag, buf) {
-            Exact::Taken(bytes) => {
-                let st = Status {
-                    source: src,
-                    tag,
-                    bytes,
-                };
-                Some(e.finish_posted_direct(id, st, buf.len()))
-            }
-            Exact::Other | Exact::Empty => None,
-        }
+        self.wait_posted_with(id, |_| Some(buf))
     }
 
     /// [`wait_posted_direct`](Self::wait_posted_direct) for the keyed
@@ -749,13 +734,27 @@ impl Shared {
         gen: u32,
         buf_of: impl FnOnce(usize, usize) -> &'b mut [u8],
     ) -> Option<Result<Status>> {
+        self.wait_posted_with(id, |e| {
+            let (key, cap) = e.key(id, gen)?;
+            Some(buf_of(key, cap))
+        })
+    }
+
+    /// The body of both: the buffer that `buf` picks (under the engine
+    /// lock, before anything else; `None`: not taken), then the direct
+    /// wait if `Engine::posted_direct` allows it.
+    #[inline(always)]
+    fn wait_posted_with<'b>(
+        &self,
+        id: SlotId,
+        buf: impl FnOnce(&Engine) -> Option<&'b mut [u8]>,
+    ) -> Option<Result<Status>> {
         if self.multi() {
             return None;
         }
         let mut e = self.lock();
-        let (key, cap) = e.key(id, gen)?;
+        let buf = buf(&e)?;
         let (ctx, src, peer, tag) = e.posted_direct(id)?;
-        let buf = buf_of(key, cap);
         match self.wait_named(&mut e, ctx, src, peer, tag, buf) {
             Exact::Taken(bytes) => {
                 let st = Status {
@@ -763,7 +762,7 @@ impl Shared {
                     tag,
                     bytes,
                 };
-                Some(e.finish_posted_direct(id, st, cap))
+                Some(e.finish_posted_direct(id, st, buf.len()))
             }
             Exact::Other | Exact::Empty => None,
         }

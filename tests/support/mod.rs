@@ -74,20 +74,7 @@ pub fn launch(
             break;
         }
         if start.elapsed() > timeout {
-            // SIGTERM: the launcher passes it to the ranks and cleans up;
-            // SIGKILL after a grace period if it does not.
-            let _ = Command::new("kill")
-                .arg("-TERM")
-                .arg(child.id().to_string())
-                .status();
-            let grace = Instant::now();
-            while child.try_wait().ok().flatten().is_none()
-                && grace.elapsed() < Duration::from_secs(5)
-            {
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            let _ = child.kill();
-            let _ = child.wait();
+            end_gently(&mut child);
             break;
         }
         std::thread::sleep(Duration::from_millis(5));
@@ -179,6 +166,23 @@ pub fn segments_of_user() -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// Ends a command that overran: SIGTERM first, which a launcher
+/// (shmpiexec, mpiexec) passes to its ranks before it cleans up (killed
+/// outright it would leave them running, orphaned, past the failed test),
+/// SIGKILL after a grace of 5 s if it is still there; then reaps it.
+fn end_gently(child: &mut std::process::Child) {
+    let _ = Command::new("kill")
+        .arg("-TERM")
+        .arg(child.id().to_string())
+        .status();
+    let grace = Instant::now();
+    while child.try_wait().ok().flatten().is_none() && grace.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
 /// Runs `cmd` to its end, capturing its output, but kills it after
 /// `timeout` (then panics), so a hang fails the test instead of CI.
 pub fn output_bounded(cmd: &mut Command, timeout: Duration) -> std::process::Output {
@@ -205,21 +209,7 @@ pub fn output_bounded(cmd: &mut Command, timeout: Duration) -> std::process::Out
             break st;
         }
         if start.elapsed() > timeout {
-            // SIGTERM first, as `launch` does: a launcher (shmpiexec,
-            // mpiexec) passes it to its ranks; killed outright it would
-            // leave them running, orphaned, past the failed test.
-            let _ = Command::new("kill")
-                .arg("-TERM")
-                .arg(child.id().to_string())
-                .status();
-            let grace = Instant::now();
-            while child.try_wait().ok().flatten().is_none()
-                && grace.elapsed() < Duration::from_secs(5)
-            {
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            let _ = child.kill();
-            let _ = child.wait();
+            end_gently(&mut child);
             panic!("command did not finish within {timeout:?}");
         }
         std::thread::sleep(Duration::from_millis(5));
