@@ -1241,6 +1241,7 @@ impl Engine {
 
     /// Posts a receive of at most `cap` bytes. If an unexpected message
     /// matches, it is taken at once.
+    #[inline]
     pub fn post_recv_from(
         &mut self,
         ctx: u32,
@@ -1515,6 +1516,7 @@ impl Engine {
     /// taking that frame past the matcher is what matching would do). Its
     /// (context, source, peer, tag) when so. Every
     /// [`DIRECT_STREAK`]-th time it says no, as `direct_ok` does.
+    #[inline]
     pub fn posted_direct(&mut self, id: SlotId) -> Option<(u32, i32, usize, i32)> {
         if self.m.posted.len() != 1 || self.m.posted.front() != Some(&id) {
             return None;
@@ -1534,6 +1536,7 @@ impl Engine {
     /// [`wait_exact`](Self::wait_exact) took into a `cap`-byte buffer
     /// after [`posted_direct`](Self::posted_direct) said yes: out of the
     /// posted queue and freed; the status, or `Truncate` as MPI reports it.
+    #[inline]
     pub fn finish_posted_direct(&mut self, id: SlotId, st: Status, cap: usize) -> Result<Status> {
         debug_assert_eq!(self.m.posted.front(), Some(&id), "not the posted receive");
         self.m.posted.pop_front();
