@@ -4,6 +4,7 @@
  * crash; the job goes on. MPI calls this erroneous, so what happens is
  * the implementation's choice: this checks shmpi's (docs/c-abi.md). */
 #include "common.h"
+#include <stdint.h>
 
 static int cls(int rc)
 {
@@ -46,26 +47,41 @@ int main(int argc, char **argv)
     MPI_Request r = (MPI_Request)(intptr_t)0x5000abcd;
     CHECK(cls(MPI_Wait(&r, MPI_STATUS_IGNORE)) == MPI_ERR_REQUEST, "made-up request");
     /* A receive's handle kept after the receive completed (shmpi's light
-     * receive handle names an engine slot): every call refuses it, also
-     * once a new receive uses the same slot, which it leaves alone. */
+     * receive handle names an engine slot, docs/c-abi.md): every call
+     * refuses it, also once a new receive uses the same slot (receives
+     * are posted until one does: the handle's low 30 bits are the slot),
+     * which it leaves alone. */
     {
-        int a = -1, b = -1, x = 7, y = 8, flag = 0;
-        MPI_Request q, copy, q2;
+        enum { MAXQ = 64 };
+        int a = -1, b[MAXQ], x = 7, flag = 0, nq = 0, reused = 0;
+        MPI_Request q, copy, q2[MAXQ];
         CHECK_OK(MPI_Irecv(&a, 1, MPI_INT, rank, 99, MPI_COMM_WORLD, &q));
         copy = q;
         CHECK_OK(MPI_Send(&x, 1, MPI_INT, rank, 99, MPI_COMM_WORLD));
         CHECK_OK(MPI_Wait(&q, MPI_STATUS_IGNORE));
         CHECK(a == 7 && q == MPI_REQUEST_NULL, "receive to self got %d", a);
         CHECK(cls(MPI_Wait(&copy, MPI_STATUS_IGNORE)) == MPI_ERR_REQUEST, "finished receive waited");
-        CHECK_OK(MPI_Irecv(&b, 1, MPI_INT, rank, 98, MPI_COMM_WORLD, &q2));
+        const uintptr_t slot = ((uintptr_t)1 << 30) - 1;
+        while (nq < MAXQ && !reused) {
+            b[nq] = -1;
+            CHECK_OK(MPI_Irecv(&b[nq], 1, MPI_INT, rank, 98, MPI_COMM_WORLD, &q2[nq]));
+            reused = ((uintptr_t)q2[nq] & slot) == ((uintptr_t)copy & slot);
+            nq++;
+        }
+        CHECK(reused, "no new receive took the slot of the finished one in %d tries", nq);
         CHECK(cls(MPI_Wait(&copy, MPI_STATUS_IGNORE)) == MPI_ERR_REQUEST, "stale handle, slot reused");
         CHECK(cls(MPI_Test(&copy, &flag, MPI_STATUS_IGNORE)) == MPI_ERR_REQUEST, "stale handle tested");
         CHECK(cls(MPI_Waitall(1, &copy, MPI_STATUSES_IGNORE)) != MPI_SUCCESS, "stale handle in Waitall");
         CHECK(cls(MPI_Cancel(&copy)) == MPI_ERR_REQUEST, "stale handle cancelled");
         CHECK(cls(MPI_Request_free(&copy)) == MPI_ERR_REQUEST, "stale handle freed");
-        CHECK_OK(MPI_Send(&y, 1, MPI_INT, rank, 98, MPI_COMM_WORLD));
-        CHECK_OK(MPI_Wait(&q2, MPI_STATUS_IGNORE));
-        CHECK(b == 8 && q2 == MPI_REQUEST_NULL, "the receive beside a stale handle got %d", b);
+        for (int k = 0; k < nq; k++) {
+            int y = 100 + k;
+            CHECK_OK(MPI_Send(&y, 1, MPI_INT, rank, 98, MPI_COMM_WORLD));
+        }
+        CHECK_OK(MPI_Waitall(nq, q2, MPI_STATUSES_IGNORE));
+        for (int k = 0; k < nq; k++)
+            CHECK(b[k] == 100 + k && q2[k] == MPI_REQUEST_NULL,
+                  "receive %d beside a stale handle got %d", k, b[k]);
     }
     CHECK(cls(MPI_Info_set((MPI_Info)g, "k", "v")) == MPI_ERR_INFO, "group as info");
     CHECK(cls(MPI_Comm_set_errhandler(MPI_COMM_WORLD, (MPI_Errhandler)g)) != MPI_SUCCESS,
