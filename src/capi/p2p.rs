@@ -1786,21 +1786,36 @@ fn wait_recvs_taken<'s>(
     // `Reqs`): the receives are no longer let go on drop; each is finished
     // or let go below.
     let mut taken = Vec::with_capacity(reqs.len());
-    // The C layer's lock, taken only for a handle that is not a light one
-    // as `MPI_Irecv` made it (a window of those needs none).
-    let mut st = None;
-    for (i, &r) in reqs.iter().enumerate() {
-        let hd = h(r);
-        if hd == REQUEST_NULL || hd == REQUEST_SENT {
-            continue;
-        }
-        if let Some((w, id, gen)) = light_parts(hd) {
-            if let Some((key, len)) = w.comm.take_key(id, gen) {
-                let buf = Ptr(std::ptr::with_exposed_provenance_mut(key));
-                taken.push((i, w, id, buf, len, Some(key)));
+    // The other handles to look at (by index): none in a window of light
+    // handles as `MPI_Irecv` made them.
+    let mut rest = Vec::new();
+    // Every light handle's key, under one engine lock (all predefined
+    // communicators are of this process's one engine).
+    let first = reqs.iter().find_map(|&r| light_parts(h(r)));
+    let mut keyed = |take: &mut dyn FnMut(crate::p2p::SlotId, u32) -> Option<(usize, usize)>| {
+        for (i, &r) in reqs.iter().enumerate() {
+            let hd = h(r);
+            if hd == REQUEST_NULL || hd == REQUEST_SENT {
                 continue;
             }
+            if let Some((w, id, gen)) = light_parts(hd) {
+                if let Some((key, len)) = take(id, gen) {
+                    let buf = Ptr(std::ptr::with_exposed_provenance_mut(key));
+                    taken.push((i, w, id, buf, len, Some(key)));
+                    continue;
+                }
+            }
+            rest.push(i);
         }
+    };
+    match first {
+        Some((w, ..)) => w.comm.take_keys(keyed),
+        None => keyed(&mut |_, _| None),
+    }
+    // The C layer's lock, taken only for those others.
+    let mut st = None;
+    for &i in &rest {
+        let hd = h(reqs[i]);
         let st = st.get_or_insert_with(state);
         let Some(Req {
             state: ReqState::Recv(l),

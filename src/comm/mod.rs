@@ -813,6 +813,17 @@ impl Communicator {
         self.shared().lock().take_key(id, gen)
     }
 
+    /// [`take_key`](Self::take_key) for many receives under one engine
+    /// lock: `f` gets the taker and calls it for each (it must not call
+    /// into the engine otherwise).
+    pub(crate) fn take_keys<R>(
+        &self,
+        f: impl FnOnce(&mut dyn FnMut(p2p::SlotId, u32) -> Option<(usize, usize)>) -> R,
+    ) -> R {
+        let mut e = self.shared().lock();
+        f(&mut |id, gen| e.take_key(id, gen))
+    }
+
     /// Keys the receive `id` again with `key` after [`take_key`]
     /// (Self::take_key) (a caller that took it and gives it back).
     pub(crate) fn restore_key(&self, id: p2p::SlotId, key: usize) {

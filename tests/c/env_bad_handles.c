@@ -83,6 +83,18 @@ int main(int argc, char **argv)
             CHECK(b[k] == 100 + k && q2[k] == MPI_REQUEST_NULL,
                   "receive %d beside a stale handle got %d", k, b[k]);
     }
+    /* The same receive twice in one MPI_Waitall: refused for the second
+     * entry, and the receive itself still completes, with its data. */
+    {
+        int a = -1, x = 5;
+        MPI_Request q[2];
+        CHECK_OK(MPI_Irecv(&a, 1, MPI_INT, rank, 97, MPI_COMM_WORLD, &q[0]));
+        q[1] = q[0];
+        CHECK_OK(MPI_Send(&x, 1, MPI_INT, rank, 97, MPI_COMM_WORLD));
+        CHECK(cls(MPI_Waitall(2, q, MPI_STATUSES_IGNORE)) == MPI_ERR_REQUEST,
+              "a receive given twice to Waitall");
+        CHECK(a == 5 && q[0] == MPI_REQUEST_NULL, "the receive given twice got %d", a);
+    }
     CHECK(cls(MPI_Info_set((MPI_Info)g, "k", "v")) == MPI_ERR_INFO, "group as info");
     CHECK(cls(MPI_Comm_set_errhandler(MPI_COMM_WORLD, (MPI_Errhandler)g)) != MPI_SUCCESS,
           "group as errhandler");
