@@ -367,6 +367,94 @@ fn sigterm_to_the_launcher_is_passed_on_and_the_job_cleaned_up() {
     assert_no_new_segments(&before);
 }
 
+/// Whether process `pid` has ended (gone, or a zombie nobody reaped yet).
+fn process_ended(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // The state follows the command name (in parentheses).
+        Ok(stat) => stat[stat.rfind(')').map_or(0, |i| i + 2)..].starts_with(['Z', 'X']),
+        Err(_) => true,
+    }
+}
+
+#[test]
+fn sigkill_to_the_launcher_ends_every_rank() {
+    let name = "sigkill_to_the_launcher_ends_every_rank";
+    if is_rank_of(name) {
+        let u = shmpi::init().unwrap();
+        let w = u.world();
+        println!(
+            "rank {} pid {} segment {}",
+            w.rank(),
+            std::process::id(),
+            std::env::var("SHMPI_SEGMENT").unwrap_or_default()
+        );
+        // Wait for a message that never comes: only a signal ends this.
+        let mut b = [0u8];
+        let _ = w.recv(&mut b, 1 - w.rank(), 0);
+        unreachable!("nobody sends");
+    }
+    let exe = std::env::current_exe().unwrap();
+    let mut child = Command::new(support::shmpiexec())
+        .args(["-n", "2"])
+        .arg(&exe)
+        .args([name, "--exact", "--nocapture", "--test-threads=1"])
+        .env(support::CASE, name)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let out = child.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(out).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    // Both ranks' pids and the segment's path, each within a bound.
+    let mut pids = Vec::new();
+    let mut segment = String::new();
+    while pids.len() < 2 {
+        let Ok(line) = rx.recv_timeout(Duration::from_secs(20)) else {
+            let _ = child.kill();
+            panic!("the job did not start; pids so far {pids:?}");
+        };
+        // The test harness's "test NAME ... " of each rank starts lines
+        // without ending them: look for the words anywhere.
+        let f: Vec<&str> = line.split_whitespace().collect();
+        for w in f.windows(4) {
+            if let ["pid", pid, "segment", seg] = w {
+                pids.push(pid.parse::<u32>().unwrap());
+                segment = seg.to_string();
+            }
+        }
+    }
+    // The launcher unlinks the segment once every rank is in: wait for
+    // that first (bounded), so the check below is of the ranks alone.
+    let t0 = std::time::Instant::now();
+    while std::path::Path::new(&segment).exists() && t0.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    child.kill().unwrap();
+    let _ = child.wait();
+    let t1 = std::time::Instant::now();
+    while !pids.iter().all(|&p| process_ended(p)) {
+        if t1.elapsed() > Duration::from_secs(10) {
+            for p in &pids {
+                let _ = Command::new("kill")
+                    .args(["-KILL", &p.to_string()])
+                    .status();
+            }
+            panic!("ranks {pids:?} outlived their launcher killed by SIGKILL");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(
+        !std::path::Path::new(&segment).exists(),
+        "segment {segment} left behind"
+    );
+}
+
 /// The CPUs each rank may run on, from the ranks' own reports.
 fn affinities(out: &str) -> Vec<(usize, Vec<usize>)> {
     let mut v: Vec<(usize, Vec<usize>)> = out

@@ -11,6 +11,10 @@
 //! the ranks fit the cores, bind to nothing when they do not, with a note).
 //! With `SHMPI_TOPOLOGY` set to a synthetic or XML topology the placement
 //! is computed (and reported) on it but not applied.
+//!
+//! SIGINT, SIGTERM and SIGHUP are passed on to the ranks; if `shmpiexec`
+//! is killed outright, the kernel sends its ranks SIGKILL
+//! (`PR_SET_PDEATHSIG`, set by `job::run`).
 
 use shmpi::job::{self, JobSpec, SegmentShape};
 use shmpi::topology::placement::report;

@@ -161,7 +161,11 @@ pub(crate) fn job_id() -> u64 {
 
 /// Runs a job to its end and reports how it ended. Errors before any rank
 /// starts (no space for the segment, a program that cannot be started) are
-/// returned as `Err` with a message.
+/// returned as `Err` with a message. Every rank is started from the
+/// calling thread and gets SIGKILL if that thread ends first
+/// (`PR_SET_PDEATHSIG`), as when the launcher is killed: `run` returns
+/// only after every rank has ended, so call it from a thread that lives
+/// until then (it does, unless it is killed).
 ///
 /// # Errors
 /// A message for the user when the job cannot start.
@@ -210,6 +214,10 @@ pub fn run(spec: &JobSpec, shape: SegmentShape) -> Result<JobOutcome, String> {
         if spec.tag_output {
             cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
         }
+        // A rank ends with this thread: a launcher killed by SIGKILL
+        // leaves no rank behind (this thread supervises the job to its
+        // end, below).
+        os::die_with_parent(&mut cmd);
         match cmd.spawn() {
             Ok(mut child) => {
                 if spec.tag_output {

@@ -44,6 +44,52 @@ pub fn take_signal() -> Option<i32> {
     }
 }
 
+/// Makes the process `cmd` starts end with SIGKILL when the thread that
+/// starts it ends (`PR_SET_PDEATHSIG`): a rank does not outlive a
+/// launcher killed with SIGKILL (which cannot pass anything on), where it
+/// would wait for its peers, or spin, for ever. A launcher that ends
+/// normally has reaped every rank first, so the signal never comes then.
+/// The caller must start the process from a thread that lives as long as
+/// the job (`job::run` supervises its ranks on the thread that started
+/// them). A child whose parent is already gone when it arms the signal
+/// does not start (`spawn` fails with `ESRCH`).
+pub fn die_with_parent(cmd: &mut std::process::Command) {
+    use std::os::unix::process::CommandExt;
+    let parent = std::process::id() as libc::pid_t;
+    // SAFETY: the closure runs in the child between fork and exec, where
+    // only async-signal-safe work is allowed: `arm_parent_death` makes two
+    // system calls on plain integers and builds an `io::Error` from an
+    // error number (no allocation); it takes no lock and touches no memory
+    // shared with other threads of the parent.
+    unsafe { cmd.pre_exec(move || arm_parent_death(parent)) };
+}
+
+/// The child's half of [`die_with_parent`]: SIGKILL when the parent's
+/// thread ends, unless the parent (`parent`) is already gone.
+fn arm_parent_death(parent: libc::pid_t) -> std::io::Result<()> {
+    // SAFETY: prctl(2) with PR_SET_PDEATHSIG takes a signal number; no
+    // memory is passed.
+    let rc = unsafe {
+        libc::prctl(
+            libc::PR_SET_PDEATHSIG,
+            libc::SIGKILL as libc::c_ulong,
+            0,
+            0,
+            0,
+        )
+    };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // The parent may have died between the fork and the prctl: the child
+    // was then reparented, and the signal will never come.
+    // SAFETY: getppid(2) takes nothing and cannot fail.
+    if unsafe { libc::getppid() } != parent {
+        return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
+    }
+    Ok(())
+}
+
 /// Sends `sig` to process `pid`; errors (already gone) are ignored.
 pub fn send_signal(pid: u32, sig: i32) {
     if pid == 0 || pid > i32::MAX as u32 {
