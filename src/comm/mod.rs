@@ -706,7 +706,12 @@ impl Communicator {
 
     /// Starts a send of `data`; with a `lender` (a [`scope`]), what does
     /// not fit the ring now is pushed later straight from `data`, else it
-    /// goes by rendezvous or is copied.
+    /// goes by rendezvous or is copied. A standard-mode message the ring
+    /// takes whole goes in here, as a blocking send's eager path puts it,
+    /// and its request is done from the start; the rest out of line
+    /// ([`isend_general`](Self::isend_general)). (A window of 64 8-byte
+    /// sends: `docs/benchmarks.md`, "Issue 6, sixteenth pass".)
+    #[inline]
     pub(crate) fn isend_bytes<'a, 'env>(
         &'a self,
         data: &'env [u8],
@@ -719,6 +724,31 @@ impl Communicator {
         let Some((world, cid)) = self.send_route(dest, tag, coll)? else {
             return Ok(Request::done(&self.proc_, Status::null()));
         };
+        if !sync {
+            let src = self.ctx.rank as u32;
+            if self
+                .shared()
+                .lock()
+                .try_send_eager(cid, src, world, tag, data)
+            {
+                return Ok(Request::done(&self.proc_, Status::null()));
+            }
+        }
+        self.isend_general(data, world, cid, tag, sync, lender)
+    }
+
+    /// [`isend_bytes`](Self::isend_bytes) past the eager fast path, to
+    /// world rank `world` on context `cid` (the arguments checked).
+    #[inline(never)]
+    fn isend_general<'a, 'env>(
+        &'a self,
+        data: &'env [u8],
+        world: usize,
+        cid: u32,
+        tag: i32,
+        sync: bool,
+        lender: Option<Lending<'_, 'env>>,
+    ) -> Result<Request<'a>> {
         let hold = match lender {
             Some(Lending::Scope(_)) => Hold::Lent,
             // The caller keeps the buffer until the request completes:
