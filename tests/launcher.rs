@@ -310,6 +310,29 @@ fn a_rank_blocked_in_recv_sleeps_instead_of_burning_a_core() {
     );
 }
 
+/// Starts a job of two ranks of this test binary running case `name`,
+/// its stdout piped and its stderr as `err`; does not wait for it.
+fn start_two_ranks(name: &str, err: std::process::Stdio) -> std::process::Child {
+    let exe = std::env::current_exe().unwrap();
+    Command::new(support::shmpiexec())
+        .args(["-n", "2"])
+        .arg(&exe)
+        .args([name, "--exact", "--nocapture", "--test-threads=1"])
+        .env(support::CASE, name)
+        .stdout(std::process::Stdio::piped())
+        .stderr(err)
+        .spawn()
+        .unwrap()
+}
+
+/// In a rank of a 2-rank job: waits for a message that never comes, so
+/// only a signal ends the rank.
+fn wait_for_ever(w: &shmpi::Communicator) -> ! {
+    let mut b = [0u8];
+    let _ = w.recv(&mut b, 1 - w.rank(), 0);
+    unreachable!("nobody sends");
+}
+
 #[test]
 fn sigterm_to_the_launcher_is_passed_on_and_the_job_cleaned_up() {
     let name = "sigterm_to_the_launcher_is_passed_on_and_the_job_cleaned_up";
@@ -319,22 +342,10 @@ fn sigterm_to_the_launcher_is_passed_on_and_the_job_cleaned_up() {
         if w.rank() == 0 {
             println!("ready");
         }
-        // Wait for a message that never comes: only the signal ends this.
-        let mut b = [0u8];
-        let _ = w.recv(&mut b, 1 - w.rank(), 0);
-        unreachable!("nobody sends");
+        wait_for_ever(&w);
     }
     let before = segments_of_user();
-    let exe = std::env::current_exe().unwrap();
-    let mut child = Command::new(support::shmpiexec())
-        .args(["-n", "2"])
-        .arg(&exe)
-        .args([name, "--exact", "--nocapture", "--test-threads=1"])
-        .env(support::CASE, name)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = start_two_ranks(name, std::process::Stdio::piped());
     // Wait (bounded) until rank 0 says it is in the job.
     let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
     let mut line = String::new();
@@ -388,21 +399,9 @@ fn sigkill_to_the_launcher_ends_every_rank() {
             std::process::id(),
             std::env::var("SHMPI_SEGMENT").unwrap_or_default()
         );
-        // Wait for a message that never comes: only a signal ends this.
-        let mut b = [0u8];
-        let _ = w.recv(&mut b, 1 - w.rank(), 0);
-        unreachable!("nobody sends");
+        wait_for_ever(&w);
     }
-    let exe = std::env::current_exe().unwrap();
-    let mut child = Command::new(support::shmpiexec())
-        .args(["-n", "2"])
-        .arg(&exe)
-        .args([name, "--exact", "--nocapture", "--test-threads=1"])
-        .env(support::CASE, name)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = start_two_ranks(name, std::process::Stdio::null());
     let (tx, rx) = std::sync::mpsc::channel();
     let out = child.stdout.take().unwrap();
     std::thread::spawn(move || {
