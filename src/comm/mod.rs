@@ -587,15 +587,21 @@ impl Communicator {
     #[inline(never)]
     pub(crate) fn try_isend_now(&self, data: &[u8], dest: i32, tag: i32) -> Result<bool> {
         let r = self.send_route(dest, tag, false).map(|route| match route {
-            Some((world, cid)) => {
-                let src = self.ctx.rank as u32;
-                self.shared()
-                    .lock()
-                    .try_send_eager(cid, src, world, tag, data)
-            }
+            Some((world, cid)) => self.send_eager_now(world, cid, tag, data),
             None => true,
         });
         self.ret("MPI_Isend", r)
+    }
+
+    /// The eager fast path of a standard-mode send to world rank `world`
+    /// on context `cid`, the arguments checked: true if the ring took the
+    /// message whole (`Engine::try_send_eager`), false with nothing done.
+    #[inline(always)]
+    fn send_eager_now(&self, world: usize, cid: u32, tag: i32, data: &[u8]) -> bool {
+        let src = self.ctx.rank as u32;
+        self.shared()
+            .lock()
+            .try_send_eager(cid, src, world, tag, data)
     }
 
     /// Synchronous send (`MPI_Ssend`): returns once the receiver has
@@ -724,15 +730,8 @@ impl Communicator {
         let Some((world, cid)) = self.send_route(dest, tag, coll)? else {
             return Ok(Request::done(&self.proc_, Status::null()));
         };
-        if !sync {
-            let src = self.ctx.rank as u32;
-            if self
-                .shared()
-                .lock()
-                .try_send_eager(cid, src, world, tag, data)
-            {
-                return Ok(Request::done(&self.proc_, Status::null()));
-            }
+        if !sync && self.send_eager_now(world, cid, tag, data) {
+            return Ok(Request::done(&self.proc_, Status::null()));
         }
         self.isend_general(data, world, cid, tag, sync, lender)
     }

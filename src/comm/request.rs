@@ -333,6 +333,14 @@ pub(crate) fn wait_recvs(
     Ok(())
 }
 
+/// Whether every request of `reqs` completed when it started or was
+/// finished already (nothing left to wait for, lock or drop).
+#[inline]
+fn all_done(reqs: &[Request<'_>]) -> bool {
+    reqs.iter()
+        .all(|r| matches!(r.op, None | Some(Op::Done(_))))
+}
+
 /// Waits for all requests (`MPI_Waitall`), returning their statuses in
 /// order.
 ///
@@ -344,10 +352,7 @@ pub fn wait_all(mut reqs: Vec<Request<'_>>) -> Result<Vec<Status>> {
     // `into_done`, so no drop runs per element (30 instructions each in
     // a window of 8-byte sends, `docs/benchmarks.md`, "Issue 6,
     // sixteenth pass").
-    if reqs
-        .iter()
-        .all(|r| matches!(r.op, None | Some(Op::Done(_))))
-    {
+    if all_done(&reqs) {
         return Ok(reqs
             .into_iter()
             .map(|r| r.into_done().unwrap_or_else(|_| Status::null()))
@@ -379,10 +384,7 @@ pub(crate) fn wait_all_with(reqs: &mut [Request<'_>], mut each: impl FnMut(usize
     };
     // Every one complete already (a window of short sends the ring took
     // at their call): their outcomes, with no lock, progress or vectors.
-    if reqs
-        .iter()
-        .all(|r| matches!(r.op, None | Some(Op::Done(_))))
-    {
+    if all_done(reqs) {
         for (i, r) in reqs.iter_mut().enumerate() {
             let st = match r.op.take() {
                 Some(Op::Done(st)) => st,
