@@ -43,28 +43,31 @@ impl std::fmt::Debug for Op<'_> {
 #[must_use = "a request must be waited on or tested to learn its outcome"]
 pub struct Request<'a> {
     proc_: &'a Process,
-    op: Option<Op<'a>>,
+    /// Dropped by hand ([`Drop`] below): a request that is done or spent
+    /// (a window of short sends, dropped by the dozen) then runs no drop
+    /// glue for its `Op`.
+    op: std::mem::ManuallyDrop<Option<Op<'a>>>,
 }
 
 impl<'a> Request<'a> {
     pub(crate) fn done(proc_: &'a Process, st: Status) -> Request<'a> {
         Request {
             proc_,
-            op: Some(Op::Done(st)),
+            op: std::mem::ManuallyDrop::new(Some(Op::Done(st))),
         }
     }
 
     pub(crate) fn send(proc_: &'a Process, id: SlotId) -> Request<'a> {
         Request {
             proc_,
-            op: Some(Op::Send(id)),
+            op: std::mem::ManuallyDrop::new(Some(Op::Send(id))),
         }
     }
 
     pub(crate) fn recv(proc_: &'a Process, id: SlotId, buf: &'a mut [u8]) -> Request<'a> {
         Request {
             proc_,
-            op: Some(Op::Recv(id, buf)),
+            op: std::mem::ManuallyDrop::new(Some(Op::Recv(id, buf))),
         }
     }
 
@@ -76,14 +79,14 @@ impl<'a> Request<'a> {
         assert!(!ids.is_empty(), "a receive window of no receive");
         Request {
             proc_,
-            op: Some(Op::RecvMany(ids, buf)),
+            op: std::mem::ManuallyDrop::new(Some(Op::RecvMany(ids, buf))),
         }
     }
 
     pub(crate) fn coll(proc_: &'a Process, id: SlotId, fin: Option<Finish<'a>>) -> Request<'a> {
         Request {
             proc_,
-            op: Some(Op::Coll(id, fin)),
+            op: std::mem::ManuallyDrop::new(Some(Op::Coll(id, fin))),
         }
     }
 
@@ -92,7 +95,7 @@ impl<'a> Request<'a> {
     /// request; the request back otherwise.
     #[inline]
     pub(crate) fn into_done(self) -> std::result::Result<Status, Self> {
-        match self.op {
+        match *self.op {
             Some(Op::Done(st)) => {
                 // Nothing in it to drop (a status; no slot, no buffer):
                 // forgotten, so no drop glue runs for its `Op`.
@@ -105,7 +108,7 @@ impl<'a> Request<'a> {
 
     /// The engine slots the request waits for (none once done).
     fn slots(&self) -> &[SlotId] {
-        match &self.op {
+        match &*self.op {
             None | Some(Op::Done(_)) => &[],
             Some(Op::Send(id) | Op::Recv(id, _) | Op::Coll(id, _)) => std::slice::from_ref(id),
             Some(Op::RecvMany(ids, _)) => ids,
@@ -121,7 +124,7 @@ impl<'a> Request<'a> {
     /// that carries it: a receive's, or a receive window's (every message
     /// of it lands there directly).
     fn sink(&mut self) -> Option<(SlotId, &mut [u8])> {
-        match &mut self.op {
+        match &mut *self.op {
             Some(Op::Recv(id, buf)) => Some((*id, &mut **buf)),
             Some(Op::RecvMany(ids, buf)) => Some((ids[0], &mut **buf)),
             _ => None,
@@ -149,7 +152,7 @@ impl<'a> Request<'a> {
         if self.slots().is_empty() {
             return self.finish_unlocked();
         }
-        if let Some(Op::RecvMany(ids, buf)) = &mut self.op {
+        if let Some(Op::RecvMany(ids, buf)) = &mut *self.op {
             // The window's buffer is lent to progress for the wait, which
             // ends (no deadline) only once every receive is finished,
             // errors or not. (Copied, not taken: should progress panic, the
@@ -162,15 +165,15 @@ impl<'a> Request<'a> {
                         .all(|&id| e.is_complete(id))
                         .then(|| finish_many(e, &ids, &mut *sinks[0].1))
                 });
-            self.op = None;
+            *self.op = None;
             return r;
         }
-        if let Some(Op::Recv(id, buf)) = &mut self.op {
+        if let Some(Op::Recv(id, buf)) = &mut *self.op {
             let id = *id;
             // A receive alone in a quiet engine waits as a blocking one
             // does, on the header word its message will start with.
             if let Some(r) = proc_.p2p.wait_posted_direct(id, buf) {
-                self.op = None;
+                *self.op = None;
                 return r;
             }
             // Else its buffer is lent to progress for the wait, as
@@ -188,7 +191,7 @@ impl<'a> Request<'a> {
                     })
                 });
             if finished {
-                self.op = None;
+                *self.op = None;
             }
             return r;
         }
@@ -241,13 +244,13 @@ impl<'a> Request<'a> {
     /// is not a single receive (a send, a window of `irecv_many`): it then
     /// completes as usual.
     pub fn cancel(&mut self) -> bool {
-        let Some(Op::Recv(id, _)) = &self.op else {
+        let Some(Op::Recv(id, _)) = &*self.op else {
             return false;
         };
         let id = *id;
         let cancelled = self.proc_.p2p.lock().cancel_recv(id);
         if cancelled {
-            self.op = None;
+            *self.op = None;
         }
         cancelled
     }
@@ -264,10 +267,11 @@ impl Drop for Request<'_> {
     /// dozen); a live one is let go out of line.
     #[inline]
     fn drop(&mut self) {
-        if matches!(self.op, None | Some(Op::Done(_))) {
+        if matches!(*self.op, None | Some(Op::Done(_))) {
             return;
         }
         self.let_go();
+        drop(std::mem::take(&mut *self.op));
     }
 }
 
@@ -278,7 +282,7 @@ impl Request<'_> {
     #[cold]
     #[inline(never)]
     fn let_go(&mut self) {
-        if let Some(Op::RecvMany(ids, _)) = &self.op {
+        if let Some(Op::RecvMany(ids, _)) = &*self.op {
             // Receives only: the matched ones finish in the background
             // into their slots' own buffers (the borrow ends here, and the
             // first slot, whose buffer they shared, may be reused once
@@ -334,11 +338,11 @@ pub(crate) fn wait_recvs(
 }
 
 /// Whether every request of `reqs` completed when it started or was
-/// finished already (nothing left to wait for, lock or drop).
+/// finished already (nothing left to wait for or lock).
 #[inline]
 fn all_done(reqs: &[Request<'_>]) -> bool {
     reqs.iter()
-        .all(|r| matches!(r.op, None | Some(Op::Done(_))))
+        .all(|r| matches!(*r.op, None | Some(Op::Done(_))))
 }
 
 /// Waits for all requests (`MPI_Waitall`), returning their statuses in
@@ -348,10 +352,9 @@ fn all_done(reqs: &[Request<'_>]) -> bool {
 /// The first error among them; all are completed regardless.
 pub fn wait_all(mut reqs: Vec<Request<'_>>) -> Result<Vec<Status>> {
     // Every one complete already (a window of short sends the ring took
-    // at their call): their statuses, each request consumed by
-    // `into_done`, so no drop runs per element (30 instructions each in
-    // a window of 8-byte sends, `docs/benchmarks.md`, "Issue 6,
-    // sixteenth pass").
+    // at their call): their statuses straight into the vector returned,
+    // 40 instructions per request fewer than through `wait_all_with` and
+    // `Collected` (`docs/benchmarks.md`, "Issue 6, sixteenth pass").
     if all_done(&reqs) {
         return Ok(reqs
             .into_iter()
@@ -399,7 +402,7 @@ pub(crate) fn wait_all_with(reqs: &mut [Request<'_>], mut each: impl FnMut(usize
     let mut sinks: Vec<(SlotId, &mut [u8])> = Vec::with_capacity(reqs.len());
     let mut sends = Vec::new();
     for r in reqs.iter_mut() {
-        match &mut r.op {
+        match &mut *r.op {
             Some(Op::Recv(id, buf)) => sinks.push((*id, &mut **buf)),
             Some(Op::RecvMany(ids, buf)) => {
                 sinks.push((ids[0], &mut **buf));
