@@ -388,11 +388,33 @@ fn process_ended(pid: u32) -> bool {
 }
 
 #[test]
-fn sigkill_to_the_launcher_ends_every_rank() {
-    let name = "sigkill_to_the_launcher_ends_every_rank";
+fn sigkill_to_the_launcher_ends_every_rank_and_leaves_no_file() {
+    launcher_killed(
+        "sigkill_to_the_launcher_ends_every_rank_and_leaves_no_file",
+        false,
+    );
+}
+
+#[test]
+fn sigkill_to_the_launchers_process_group_leaves_no_file() {
+    launcher_killed(
+        "sigkill_to_the_launchers_process_group_leaves_no_file",
+        true,
+    );
+}
+
+/// Kills a 2-rank job's launcher with SIGKILL (`group`: its whole process
+/// group, ranks included, as `kill -9 -PGID` does) once both ranks hold a
+/// pool file; then every rank must end and no file of the job remain,
+/// each within a bound.
+fn launcher_killed(name: &str, group: bool) {
     if is_rank_of(name) {
         let u = shmpi::init().unwrap();
         let w = u.world();
+        // A pool file in /dev/shm (`{segment}-pool-{rank}`), which only
+        // the rank's finalize or the launcher removes: the reaper must.
+        let _pool = u.alloc_mem(4096).unwrap();
+        w.barrier().unwrap();
         println!(
             "rank {} pid {} segment {}",
             w.rank(),
@@ -401,7 +423,22 @@ fn sigkill_to_the_launcher_ends_every_rank() {
         );
         wait_for_ever(&w);
     }
-    let mut child = start_two_ranks(name, std::process::Stdio::null());
+    let mut child = if group {
+        use std::os::unix::process::CommandExt;
+        let exe = std::env::current_exe().unwrap();
+        Command::new(support::shmpiexec())
+            .args(["-n", "2"])
+            .arg(&exe)
+            .args([name, "--exact", "--nocapture", "--test-threads=1"])
+            .env(support::CASE, name)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .process_group(0)
+            .spawn()
+            .unwrap()
+    } else {
+        start_two_ranks(name, std::process::Stdio::null())
+    };
     let (tx, rx) = std::sync::mpsc::channel();
     let out = child.stdout.take().unwrap();
     std::thread::spawn(move || {
@@ -434,7 +471,13 @@ fn sigkill_to_the_launcher_ends_every_rank() {
     while std::path::Path::new(&segment).exists() && t0.elapsed() < Duration::from_secs(10) {
         std::thread::sleep(Duration::from_millis(10));
     }
-    child.kill().unwrap();
+    if group {
+        let pgid = format!("-{}", child.id());
+        let st = Command::new("kill").args(["-KILL", "--", &pgid]).status();
+        assert!(st.is_ok_and(|s| s.success()), "kill -KILL -- {pgid}");
+    } else {
+        child.kill().unwrap();
+    }
     let _ = child.wait();
     let t1 = std::time::Instant::now();
     while !pids.iter().all(|&p| process_ended(p)) {
@@ -452,6 +495,27 @@ fn sigkill_to_the_launcher_ends_every_rank() {
         !std::path::Path::new(&segment).exists(),
         "segment {segment} left behind"
     );
+    // The ranks' pool files: the launcher's reaper removes them once it
+    // sees the launcher gone (bounded).
+    let left = || job_files(&segment);
+    let t2 = std::time::Instant::now();
+    while !left().is_empty() && t2.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(left().is_empty(), "files left behind: {:?}", left());
+}
+
+/// The files of the job whose segment is `segment`: the segment and
+/// every `{segment}-…` beside it.
+fn job_files(segment: &str) -> Vec<String> {
+    let seg = std::path::Path::new(segment);
+    let stem = seg.file_name().unwrap().to_string_lossy().into_owned();
+    std::fs::read_dir(seg.parent().unwrap())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| *n == stem || n.starts_with(&format!("{stem}-")))
+        .collect()
 }
 
 /// The CPUs each rank may run on, from the ranks' own reports.

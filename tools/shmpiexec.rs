@@ -14,7 +14,8 @@
 //!
 //! SIGINT, SIGTERM and SIGHUP are passed on to the ranks; if `shmpiexec`
 //! is killed outright, the kernel sends its ranks SIGKILL
-//! (`PR_SET_PDEATHSIG`, set by `job::run`).
+//! (`PR_SET_PDEATHSIG`, set by `job::run`) and the reaper `job::run`
+//! forked first removes the job's files (`shm::os::Reaper`).
 
 use shmpi::job::{self, JobSpec, SegmentShape};
 use shmpi::topology::placement::report;

@@ -163,7 +163,8 @@ pub(crate) fn job_id() -> u64 {
 /// starts (no space for the segment, a program that cannot be started) are
 /// returned as `Err` with a message. Every rank is started from the
 /// calling thread and gets SIGKILL if that thread ends first
-/// (`PR_SET_PDEATHSIG`), as when the launcher is killed: `run` returns
+/// (`PR_SET_PDEATHSIG`), as when the launcher is killed, whose files a
+/// reaper forked first then removes (`shm::os::Reaper`): `run` returns
 /// only after every rank has ended, so call it from a thread that lives
 /// until then (it does, unless it is killed).
 ///
@@ -174,6 +175,10 @@ pub fn run(spec: &JobSpec, shape: SegmentShape) -> Result<JobOutcome, String> {
     os::ignore_sigxfsz();
     let job = job_id();
     let path = segment_path(&spec.shm_dir, job);
+    // Removes the job's files if this process is killed (SIGKILL) before
+    // it can: started before the first of them is made, armed once the
+    // segment is ours.
+    let reaper = os::Reaper::start(&path).map_err(|e| format!("shmpiexec: {e}"))?;
     let seg_spec = SegmentSpec {
         size: shape.size,
         layout_digest: shape.layout_digest,
@@ -181,6 +186,7 @@ pub fn run(spec: &JobSpec, shape: SegmentShape) -> Result<JobOutcome, String> {
         job_id: job,
     };
     let seg = Segment::create(&path, seg_spec).map_err(|e| format!("shmpiexec: {e}"))?;
+    reaper.arm();
     let mut children: Vec<Option<Child>> = Vec::with_capacity(spec.nranks);
     for rank in 0..spec.nranks {
         let contract = JobContract {
@@ -239,6 +245,12 @@ pub fn run(spec: &JobSpec, shape: SegmentShape) -> Result<JobOutcome, String> {
     }
     let pids: Vec<u32> = children.iter().flatten().map(Child::id).collect();
     let outcome = supervise(spec.nranks, &mut children, &seg);
+    // `supervise` removed the segment and the pools, and a job that ended
+    // cleanly has no window file left (each goes once its members have
+    // mapped it). After a failure the reaper sweeps for such a file.
+    if outcome.failure.is_none() {
+        reaper.disarm();
+    }
     // Ports and names a killed rank could not take away.
     super::names::forget_processes(&pids);
     Ok(outcome)

@@ -200,3 +200,344 @@ pub fn open_sized_file(path: &std::path::Path, len: usize) -> Result<std::fs::Fi
     }
     Ok(file)
 }
+
+/// A process that removes a job's files from their directory once the
+/// launcher that started it is gone without removing them itself: every
+/// name that is the segment's own or starts with it and a dash (the
+/// ranks' pools `{segment}-pool-{r}`, windows `{segment}-win-…`). A
+/// launcher killed by SIGKILL cannot remove them, and its ranks die with
+/// it ([`die_with_parent`]), so without the reaper a pool, a window's
+/// file or a segment not yet unlinked would stay in `/dev/shm` for good.
+///
+/// The reaper learns of the launcher's end by end-of-file on a pipe whose
+/// only writer is the launcher (`O_CLOEXEC`: no rank inherits it; the
+/// reaper closes every other descriptor it inherited). It removes
+/// nothing unless [`arm`](Self::arm)ed (once the segment is made: a
+/// segment that could not be made because its name was taken is another
+/// job's) and not [`disarm`](Self::disarm)ed (the launcher cleaned up
+/// itself). Then it sweeps at once and again after 10, 50 and 250 ms,
+/// for a file a rank was making as the launcher died (a rank's death
+/// signal comes after the pipe closes). It sits in a session of its own,
+/// so a signal to the launcher's process group (Ctrl-C, `kill -9 -PGID`)
+/// does not take it with the launcher. Dropping the `Reaper` closes the
+/// pipe and reaps the process (within [`REAPER_WAIT`]; past that it is
+/// left, a zombie child until this process ends).
+#[derive(Debug)]
+pub struct Reaper {
+    pid: libc::pid_t,
+    /// The pipe's write end (-1 once closed).
+    fd: libc::c_int,
+}
+
+/// How long dropping a [`Reaper`] waits for its process to end: at once
+/// when disarmed, after its sweeps (about 0.3 s) when armed.
+const REAPER_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// What the launcher writes to its reaper.
+const ARM: u8 = b'a';
+const DISARM: u8 = b'd';
+
+/// Pauses between the reaper's sweeps, in ms.
+const SWEEPS_MS: [u64; 3] = [10, 50, 250];
+
+impl Reaper {
+    /// Starts the reaper for the files of segment `segment`, not armed.
+    ///
+    /// # Errors
+    /// The step that failed (a pipe, a path with a NUL byte, the fork).
+    pub fn start(segment: &std::path::Path) -> Result<Reaper, String> {
+        use std::os::unix::ffi::OsStrExt;
+        let dir = match segment.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => std::path::Path::new("."),
+        };
+        let stem = segment
+            .file_name()
+            .ok_or_else(|| format!("{} names no file", segment.display()))?
+            .as_bytes()
+            .to_vec();
+        let dir = std::ffi::CString::new(dir.as_os_str().as_bytes())
+            .map_err(|_| format!("{} holds a NUL byte", dir.display()))?;
+        let mut fds = [-1 as libc::c_int; 2];
+        // SAFETY: `fds` is an array of two ints that pipe2(2) fills.
+        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+            return Err(format!(
+                "cannot make the reaper's pipe: {}",
+                std::io::Error::last_os_error()
+            ));
+        }
+        // SAFETY: fork(2) takes nothing. The child inherits every
+        // descriptor of this process, the pipe's write end included, and
+        // runs only `reap`, which closes all of them but the read end
+        // first (else it would never see end-of-file), then makes
+        // async-signal-safe system calls on memory made before the fork
+        // (`dir`, `stem`) and on its own stack, and `_exit`s: it allocates
+        // nothing, takes no lock another thread may have held at the fork,
+        // and runs no destructor.
+        let pid = unsafe { libc::fork() };
+        if pid == 0 {
+            reap(fds[0], &dir, &stem);
+        }
+        // SAFETY: our read end, closed once (a child, if forked, has its
+        // own copy).
+        unsafe { libc::close(fds[0]) };
+        if pid < 0 {
+            let e = std::io::Error::last_os_error();
+            // SAFETY: our write end, closed once.
+            unsafe { libc::close(fds[1]) };
+            return Err(format!("cannot start the reaper: {e}"));
+        }
+        Ok(Reaper { pid, fd: fds[1] })
+    }
+
+    /// The reaper's process id.
+    pub fn pid(&self) -> u32 {
+        self.pid as u32
+    }
+
+    /// From now on, the reaper removes the files if the launcher ends
+    /// without [`disarm`](Self::disarm).
+    pub fn arm(&self) {
+        self.tell(ARM);
+    }
+
+    /// The launcher has removed the job's files itself: the reaper
+    /// removes nothing.
+    pub fn disarm(&self) {
+        self.tell(DISARM);
+    }
+
+    fn tell(&self, b: u8) {
+        loop {
+            // SAFETY: write(2) of one byte from a live local to our own
+            // pipe's write end.
+            let n = unsafe { libc::write(self.fd, (&b as *const u8).cast(), 1) };
+            if n == 1 || std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
+                return;
+            }
+        }
+    }
+}
+
+impl Drop for Reaper {
+    fn drop(&mut self) {
+        if self.fd >= 0 {
+            // SAFETY: the write end this `Reaper` owns, closed once.
+            unsafe { libc::close(self.fd) };
+            self.fd = -1;
+        }
+        let deadline = std::time::Instant::now() + REAPER_WAIT;
+        loop {
+            let mut status = 0;
+            // SAFETY: waitpid(2) on our own child, with a live int for the
+            // status.
+            let rc = unsafe { libc::waitpid(self.pid, &mut status, libc::WNOHANG) };
+            if rc != 0 || std::time::Instant::now() >= deadline {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+    }
+}
+
+/// The reaper's life (in the child of a fork: async-signal-safe system
+/// calls only, nothing allocated, never returns): waits for end-of-file
+/// on `rfd`, then, if armed and not disarmed, unlinks in `dir` every
+/// entry named `stem` or `stem-…` (swept again after each of
+/// [`SWEEPS_MS`]), and exits.
+fn reap(rfd: libc::c_int, dir: &std::ffi::CStr, stem: &[u8]) -> ! {
+    // No descriptor but the pipe's read end: not the write end (or the
+    // end-of-file would never come), not another job's pipe, not the
+    // launcher's stdout.
+    close_all_but(rfd);
+    // Out of the launcher's session and process group, and with the
+    // default actions for the signals the launcher catches.
+    // SAFETY: setsid(2) takes nothing.
+    unsafe { libc::setsid() };
+    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        // SAFETY: a standard signal set to SIG_DFL; no memory passed.
+        unsafe { libc::signal(sig, libc::SIG_DFL) };
+    }
+    let (mut armed, mut disarmed) = (false, false);
+    let mut got = [0u8; 64];
+    loop {
+        // SAFETY: `got` is a live buffer of its length on this stack.
+        let n = unsafe { libc::read(rfd, got.as_mut_ptr().cast(), got.len()) };
+        if n == 0 {
+            break;
+        }
+        if n < 0 {
+            // errno (a raw OS error is a plain code in `io::Error`: no
+            // allocation).
+            if std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
+                continue;
+            }
+            break;
+        }
+        for &b in got.iter().take(n as usize) {
+            armed |= b == ARM;
+            disarmed |= b == DISARM;
+        }
+    }
+    if armed && !disarmed {
+        // SAFETY: `dir` is a NUL-terminated path made before the fork.
+        let dfd = unsafe {
+            libc::open(
+                dir.as_ptr(),
+                libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC,
+            )
+        };
+        if dfd >= 0 {
+            unlink_job_files(dfd, stem);
+            for ms in SWEEPS_MS {
+                let t = libc::timespec {
+                    tv_sec: 0,
+                    tv_nsec: (ms * 1_000_000) as libc::c_long,
+                };
+                // SAFETY: nanosleep(2) reads `t`, a live local; no
+                // remainder is asked for.
+                unsafe { libc::nanosleep(&t, std::ptr::null_mut()) };
+                // SAFETY: lseek(2) on the directory this child opened.
+                unsafe { libc::lseek(dfd, 0, libc::SEEK_SET) };
+                unlink_job_files(dfd, stem);
+            }
+        }
+    }
+    // SAFETY: _exit(2) ends the process without running anything of the
+    // parent's (no atexit handler, no stdio flush).
+    unsafe { libc::_exit(0) }
+}
+
+/// Closes every descriptor of this process but `keep`: close_range(2),
+/// or, where the kernel lacks it (before 5.9) or a filter refuses it, one
+/// by one up to the descriptor limit.
+fn close_all_but(keep: libc::c_int) {
+    let keep = keep as libc::c_uint;
+    let below = (keep > 0).then(|| (0, keep - 1));
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit(2) fills the live local `limit`.
+    let top = if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } == 0 {
+        limit.rlim_cur.min(1 << 20) as libc::c_uint
+    } else {
+        1 << 16
+    };
+    for (lo, hi) in below.into_iter().chain([(keep + 1, libc::c_uint::MAX)]) {
+        // SAFETY: close_range(2) on plain integers; it closes descriptors
+        // only, and `keep`, the one this child still needs, is outside.
+        let rc = unsafe { libc::syscall(libc::SYS_close_range, lo, hi, 0 as libc::c_uint) };
+        if rc != 0 {
+            for fd in lo..=hi.min(top) {
+                // SAFETY: closes one descriptor (EBADF if none is open).
+                unsafe { libc::close(fd as libc::c_int) };
+            }
+        }
+    }
+}
+
+/// Unlinks, in the directory open as `dfd`, every entry named `stem` or
+/// starting with `stem` and `-` (getdents64(2) into a stack buffer: no
+/// allocation, as the reaper requires).
+fn unlink_job_files(dfd: libc::c_int, stem: &[u8]) {
+    // Entries removed while the directory is read may make the reading
+    // skip others: read it again from the start while a pass removed
+    // something (a few passes at most; no job has that many files).
+    for _ in 0..8 {
+        if !unlink_pass(dfd, stem) {
+            return;
+        }
+        // SAFETY: lseek(2) on the directory this child opened.
+        unsafe { libc::lseek(dfd, 0, libc::SEEK_SET) };
+    }
+}
+
+/// One reading of the directory for [`unlink_job_files`]: whether it
+/// removed anything.
+fn unlink_pass(dfd: libc::c_int, stem: &[u8]) -> bool {
+    let mut removed = false;
+    let mut buf = [0u8; 4096];
+    loop {
+        // SAFETY: getdents64(2) writes at most `buf.len()` bytes into this
+        // stack buffer.
+        let n = unsafe { libc::syscall(libc::SYS_getdents64, dfd, buf.as_mut_ptr(), buf.len()) };
+        if n <= 0 {
+            return removed;
+        }
+        let n = (n as usize).min(buf.len());
+        let mut at = 0;
+        // A linux_dirent64: d_ino (8), d_off (8), d_reclen (2), d_type
+        // (1), then the NUL-terminated name.
+        while at + 19 <= n {
+            let reclen = u16::from_ne_bytes([buf[at + 16], buf[at + 17]]) as usize;
+            if reclen < 20 || at + reclen > n {
+                return removed;
+            }
+            let name = &buf[at + 19..at + reclen];
+            let len = name.iter().position(|&b| b == 0).unwrap_or(name.len());
+            let name = &name[..len];
+            let ours = name.len() >= stem.len()
+                && &name[..stem.len()] == stem
+                && (name.len() == stem.len() || name[stem.len()] == b'-');
+            if ours && len < reclen - 19 {
+                // SAFETY: the name is NUL-terminated inside `buf` (the
+                // NUL found above is before the record's end); unlinkat(2)
+                // only reads it.
+                let rc = unsafe { libc::unlinkat(dfd, buf[at + 19..].as_ptr().cast(), 0) };
+                removed |= rc == 0;
+            }
+            at += reclen;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_reaper_removes_the_jobs_files_and_only_them_once_its_pipe_closes() {
+        let dir = std::env::temp_dir().join(format!("shmpi-reaper-test-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir(&dir).unwrap();
+        let names = [
+            "job",
+            "job-pool-0",
+            "job-win-7-0",
+            "jobx",
+            "jo",
+            "other-job",
+        ];
+        for n in names {
+            std::fs::write(dir.join(n), b"x").unwrap();
+        }
+        // More than one read of the directory holds (a 4 KiB buffer takes
+        // about a hundred such names), removed while it is read.
+        for r in 0..300 {
+            std::fs::write(dir.join(format!("job-pool-{r}-long-enough-name")), b"x").unwrap();
+        }
+        // Not armed, or disarmed: nothing removed.
+        drop(Reaper::start(&dir.join("job")).unwrap());
+        let r = Reaper::start(&dir.join("job")).unwrap();
+        r.arm();
+        r.disarm();
+        drop(r);
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), names.len() + 300);
+        let reaper = Reaper::start(&dir.join("job")).unwrap();
+        reaper.arm();
+        assert!(process_alive(reaper.pid()));
+        // Alive and idle while the pipe is open: nothing removed yet.
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        assert!(dir.join("job-pool-0").exists());
+        drop(reaper);
+        let mut left: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        assert_eq!(left, ["jo", "jobx", "other-job"]);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

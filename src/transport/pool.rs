@@ -9,7 +9,8 @@
 //! Pages are committed per allocation (`posix_fallocate`), so a full
 //! `/dev/shm` is a `NoMem` error at allocation, never a SIGBUS later. The
 //! owner removes its pool file at finalize (every rendezvous from it has
-//! been acked by then); the launcher removes what a killed job left.
+//! been acked by then); the launcher removes what a killed job left, and
+//! the launcher's reaper (`shm::os::Reaper`) what a killed launcher left.
 
 use crate::error::{Error, ErrorClass, Result};
 use memmap2::{Mmap, MmapRaw};
