@@ -149,6 +149,22 @@ impl<'a> Request<'a> {
     /// `Truncate` for a receive whose message was too long.
     pub fn wait(mut self) -> Result<Status> {
         let proc_ = self.proc_;
+        // A receive first: `irecv` and its `wait` are the halo exchange's
+        // receive, and this is their whole path when the direct wait
+        // takes the message.
+        if let Some(Op::Recv(id, buf)) = &mut *self.op {
+            let id = *id;
+            // A receive alone in a quiet engine waits as a blocking one
+            // does, on the header word its message will start with.
+            if let Some(r) = proc_.p2p.wait_posted_direct(id, buf) {
+                // Its slot is finished, and `Op::Recv` owns nothing (a slot
+                // number, a borrow): forgotten, so neither the drop glue
+                // nor `Drop` runs.
+                std::mem::forget(self);
+                return r;
+            }
+            return self.wait_recv_general(id);
+        }
         if self.slots().is_empty() {
             return self.finish_unlocked();
         }
@@ -168,37 +184,36 @@ impl<'a> Request<'a> {
             *self.op = None;
             return r;
         }
-        if let Some(Op::Recv(id, buf)) = &mut *self.op {
-            let id = *id;
-            // A receive alone in a quiet engine waits as a blocking one
-            // does, on the header word its message will start with.
-            if let Some(r) = proc_.p2p.wait_posted_direct(id, buf) {
-                *self.op = None;
-                return r;
-            }
-            // Else its buffer is lent to progress for the wait, as
-            // `wait_all` lends it: the message lands there directly, not
-            // in the slot's own buffer and then again here. The request
-            // keeps the slot unless it is finished (a failed wait leaves
-            // it to the drop).
-            let mut finished = false;
-            let r = proc_
-                .p2p
-                .wait_until_into(None, &mut [(id, &mut **buf)], |e, sinks| {
-                    e.is_complete(id).then(|| {
-                        finished = true;
-                        e.finish_recv(id, &mut *sinks[0].1)
-                    })
-                });
-            if finished {
-                *self.op = None;
-            }
-            return r;
-        }
         let id = self.slots()[0];
         proc_
             .p2p
             .wait_until(None, |e| e.is_complete(id).then(|| self.finish(e)))
+    }
+
+    /// [`wait`](Self::wait) of the receive in slot `id` that the direct
+    /// wait did not take: its buffer is lent to progress for the wait, as
+    /// `wait_all` lends it, so the message lands there directly, not in
+    /// the slot's own buffer and then again here. The request keeps the
+    /// slot unless it is finished (a failed wait leaves it to the drop).
+    #[inline(never)]
+    fn wait_recv_general(mut self, id: SlotId) -> Result<Status> {
+        let proc_ = self.proc_;
+        let Some(Op::Recv(_, buf)) = &mut *self.op else {
+            unreachable!("wait_recv_general of a receive");
+        };
+        let mut finished = false;
+        let r = proc_
+            .p2p
+            .wait_until_into(None, &mut [(id, &mut **buf)], |e, sinks| {
+                e.is_complete(id).then(|| {
+                    finished = true;
+                    e.finish_recv(id, &mut *sinks[0].1)
+                })
+            });
+        if finished {
+            *self.op = None;
+        }
+        r
     }
 
     fn finish_unlocked(&mut self) -> Result<Status> {
