@@ -172,6 +172,14 @@ fn shmpi_bench_floor_and_protocols_print_their_tables() {
             .unwrap();
         let v: f64 = lat.split_whitespace().last().unwrap().parse().unwrap();
         assert!(v > 0.0, "{out}");
+        // The ring carrying 64 bytes, and its ratio to the 8-byte ring.
+        let r = out
+            .lines()
+            .find(|l| l.starts_with("ring one-way latency, 64 B"))
+            .unwrap();
+        let w: Vec<&str> = r.split_whitespace().collect();
+        let (us, x): (f64, f64) = (w[6].parse().unwrap(), w[7].parse().unwrap());
+        assert!(us > 0.0 && x > 0.0, "{out}");
         // The transport alone, and its ratio to the ring.
         let t = out
             .lines()

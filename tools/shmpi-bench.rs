@@ -915,6 +915,12 @@ fn floor(o: &Opts) -> Result<(), String> {
     let [best, pause, fine] = us(f.ring_ns);
     println!("ring one-way latency, 8 B (us)   {best:>10.3}");
     println!("  paced by PAUSE / finely (us)   {pause:>10.3} {fine:>10.3}");
+    let [best64, pause, fine] = us(f.ring64_ns);
+    println!(
+        "ring one-way latency, 64 B (us)  {best64:>10.3}   {:.2} x the 8 B ring (two lines a slot)",
+        f.ring64_x
+    );
+    println!("  paced by PAUSE / finely (us)   {pause:>10.3} {fine:>10.3}");
     println!(
         "transport one-way, 8 B (us)      {:>10.3}   {:.2} x the ring",
         f.transport_ns / 1000.0,
@@ -934,6 +940,12 @@ struct Floor {
     /// on a sequence word in the slot (the C ring of MEASUREMENTS.md), one
     /// way, paced by PAUSE and finely (medians over the bursts).
     ring_ns: [f64; 2],
+    /// The same ring carrying 64 bytes, its slots across two lines
+    /// ([`RING64_WORDS`]): the floor of a message that needs two lines.
+    ring64_ns: [f64; 2],
+    /// The median of `ring64 / ring` over bursts of each in turn (both
+    /// the lower of their pacings).
+    ring64_x: f64,
     /// The same through shmpi's transport alone (no MPI layer), one way.
     transport_ns: f64,
     /// The median of `transport_ns / ring` over bursts of each in turn,
@@ -949,7 +961,7 @@ struct Floor {
 /// after `warm` untimed round trips: the lower of the two pacings
 /// ([`ring_floor_paced`]).
 fn ring_floor_warm(cpus: &[usize], iters: u64, warm: u64) -> f64 {
-    let (pause, fine) = ring_floor_paced(cpus, iters, warm);
+    let (pause, fine) = ring_floor_paced::<2>(cpus, iters, warm);
     pause.min(fine)
 }
 
@@ -959,37 +971,50 @@ fn ring_floor_warm(cpus: &[usize], iters: u64, warm: u64) -> f64 {
 /// The floor is the lower of the two.
 const PACINGS: [fn(); 2] = [std::hint::spin_loop, shmpi::ring::poll_pause];
 
-/// The minimal ring's one-way time (ns) paced by PAUSE, then finely.
-fn ring_floor_paced(cpus: &[usize], iters: u64, warm: u64) -> (f64, f64) {
-    let t = PACINGS.map(|pace| ring_floor_with(cpus, iters, warm, pace));
+/// The minimal ring's one-way time (ns) paced by PAUSE, then finely, its
+/// slots of `W` words ([`ring_floor_with`]).
+fn ring_floor_paced<const W: usize>(cpus: &[usize], iters: u64, warm: u64) -> (f64, f64) {
+    let t = PACINGS.map(|pace| ring_floor_with::<W>(cpus, iters, warm, pace));
     (t[0], t[1])
 }
 
-/// [`ring_floor_warm`] with one pacing.
-fn ring_floor_with(cpus: &[usize], iters: u64, warm: u64, pace: fn()) -> f64 {
+/// Words of a minimal-ring slot that carries 64 bytes: the sequence word
+/// and eight payload words, 72 bytes, so two cache lines, as every frame
+/// of a 64-byte message with a header of any size is.
+const RING64_WORDS: usize = 9;
+
+/// [`ring_floor_warm`] with one pacing, each slot `W` words: the sequence
+/// word, then `W - 1` payload words (`W` = 2: the 8-byte ring, one line
+/// per slot; [`RING64_WORDS`]: 64 bytes, the slot across two lines).
+fn ring_floor_with<const W: usize>(cpus: &[usize], iters: u64, warm: u64, pace: fn()) -> f64 {
     use shmpi::sync::{AtomicU64, CachePadded, Ordering};
     const SLOTS: usize = 64;
-    type Ring = Vec<CachePadded<[AtomicU64; 2]>>;
-    let ring = || -> Ring {
+    type Ring<const W: usize> = Vec<CachePadded<[AtomicU64; W]>>;
+    let ring = || -> Ring<W> {
         (0..SLOTS)
-            .map(|_| CachePadded::new([AtomicU64::new(0), AtomicU64::new(0)]))
+            .map(|_| CachePadded::new(std::array::from_fn(|_| AtomicU64::new(0))))
             .collect()
     };
     let (ping, pong) = (ring(), ring());
-    // Waits for message `i` in `r`, returns its payload.
-    let take = |r: &Ring, i: u64| {
+    // Waits for message `i` in `r`, returns its payload (the first word
+    // plus the others).
+    let take = |r: &Ring<W>, i: u64| {
         let s = &r[i as usize % SLOTS];
         // Acquire: pairs with the Release of the sequence word in `put`.
         while s[0].load(Ordering::Acquire) != i {
             pace();
         }
         // Relaxed: ordered after the Acquire above.
-        s[1].load(Ordering::Relaxed)
+        s[1..]
+            .iter()
+            .fold(0u64, |a, w| a.wrapping_add(w.load(Ordering::Relaxed)))
     };
-    let put = |r: &Ring, i: u64, v: u64| {
+    let put = |r: &Ring<W>, i: u64, v: u64| {
         let s = &r[i as usize % SLOTS];
-        // Relaxed: published by the Release of the sequence word.
-        s[1].store(v, Ordering::Relaxed);
+        for w in &s[1..] {
+            // Relaxed: published by the Release of the sequence word.
+            w.store(v, Ordering::Relaxed);
+        }
         s[0].store(i, Ordering::Release);
     };
     pinned_pair(
@@ -1077,7 +1102,7 @@ fn measure_floor(o: &Opts, iters: u64) -> Result<Floor, String> {
             },
         );
     }
-    let (ring_ns, transport_ns, transport_x) = ring_and_transport(&cpus, iters)?;
+    let b = ring_and_transport(&cpus, iters)?;
     let len = 64 << 20;
     let src = vec![1u8; len];
     let mut dst = vec![0u8; len];
@@ -1092,9 +1117,11 @@ fn measure_floor(o: &Opts, iters: u64) -> Result<Floor, String> {
     Ok(Floor {
         cpus,
         line_ns: line,
-        ring_ns,
-        transport_ns,
-        transport_x,
+        ring_ns: b.ring_ns,
+        ring64_ns: b.ring64_ns,
+        ring64_x: b.ring64_x,
+        transport_ns: b.transport_ns,
+        transport_x: b.transport_x,
         memcpy_mbs: mbs,
     })
 }
@@ -1102,16 +1129,28 @@ fn measure_floor(o: &Opts, iters: u64) -> Result<Floor, String> {
 /// Bursts of `ring_and_transport`.
 const TRANSPORT_BURSTS: u64 = 7;
 
-/// The ring floor, in both pacings ([`ring_floor_paced`]), and the same
-/// ping-pong through shmpi's own transport without the MPI layer (what an
-/// embedder of `shmpi::transport` gets: two `Transport`s on a segment of
-/// their own, one per pinned thread, 8-byte sole frames sent with
-/// `try_send_eager` and received with `wait_exact`, its polls paced by
+/// What [`ring_and_transport`] measured: medians over its bursts (ns,
+/// one way) and of the bursts' ratios.
+struct Bursts {
+    ring_ns: [f64; 2],
+    ring64_ns: [f64; 2],
+    ring64_x: f64,
+    transport_ns: f64,
+    transport_x: f64,
+}
+
+/// The ring floor, in both pacings ([`ring_floor_paced`]), the same ring
+/// carrying 64 bytes ([`RING64_WORDS`]), and the 8-byte ping-pong through
+/// shmpi's own transport without the MPI layer (what an embedder of
+/// `shmpi::transport` gets: two `Transport`s on a segment of their own,
+/// one per pinned thread, 8-byte sole frames sent with `try_send_eager`
+/// and received with `wait_exact`, its polls paced by
 /// `shmpi::ring::poll_pause`), in alternating bursts of
 /// `iters / TRANSPORT_BURSTS` round trips, so that each set shares the
-/// machine's state of the moment: the medians of each (one way, ns) and
-/// of the bursts' ratios (transport / the lower ring).
-fn ring_and_transport(cpus: &[usize], iters: u64) -> Result<([f64; 2], f64, f64), String> {
+/// machine's state of the moment: the medians of each and of the bursts'
+/// ratios (64-byte ring / ring, transport / ring, each against the lower
+/// pacing).
+fn ring_and_transport(cpus: &[usize], iters: u64) -> Result<Bursts, String> {
     use shmpi::shm::{segment_path, Segment};
     use shmpi::transport::{sole_head, Envelope, Exact, Layout, Transport};
     let layout = Layout::new(2, shmpi::transport::layout::SMALL_JOB_RING)?;
@@ -1140,10 +1179,12 @@ fn ring_and_transport(cpus: &[usize], iters: u64) -> Result<([f64; 2], f64, f64)
         u64::from_le_bytes(*buf)
     };
     let each = (iters / TRANSPORT_BURSTS).max(1);
-    let (mut rings, mut transports, mut ratios) = (vec![], vec![], vec![]);
+    let (mut rings, mut rings64, mut transports) = (vec![], vec![], vec![]);
+    let (mut ring64_x, mut transport_x) = (vec![], vec![]);
     for _ in 0..TRANSPORT_BURSTS {
-        let (pause, fine) = ring_floor_paced(cpus, each, 1000);
+        let (pause, fine) = ring_floor_paced::<2>(cpus, each, 1000);
         let r = pause.min(fine);
+        let (pause64, fine64) = ring_floor_paced::<RING64_WORDS>(cpus, each, 1000);
         let t = pinned_pair(
             cpus,
             each,
@@ -1158,11 +1199,20 @@ fn ring_and_transport(cpus: &[usize], iters: u64) -> Result<([f64; 2], f64, f64)
             },
         );
         rings.push([pause, fine]);
+        rings64.push([pause64, fine64]);
+        ring64_x.push(pause64.min(fine64) / r);
         transports.push(t);
-        ratios.push(t / r);
+        transport_x.push(t / r);
     }
-    let ring = |k: usize| median(rings.iter().map(|r: &[f64; 2]| r[k]).collect());
-    Ok(([ring(0), ring(1)], median(transports), median(ratios)))
+    let each_pacing =
+        |v: &[[f64; 2]]| [0, 1].map(|k| median(v.iter().map(|r: &[f64; 2]| r[k]).collect()));
+    Ok(Bursts {
+        ring_ns: each_pacing(&rings),
+        ring64_ns: each_pacing(&rings64),
+        ring64_x: median(ring64_x),
+        transport_ns: median(transports),
+        transport_x: median(transport_x),
+    })
 }
 
 /// The protocol each message size takes on this build and environment.
