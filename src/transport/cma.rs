@@ -40,12 +40,24 @@ pub const DEFAULT_CMA_SPLIT: usize = 64 << 10;
 ///   core wrote at 10-17 GB/s, so the ring's two serial copies lose to one
 ///   `process_vm_readv` from 8 KiB: every send goes by rendezvous from
 ///   8 KiB, and from 64 KiB the copy is shared.
-/// - Others (AMD EPYC VMs): cross-core copies inside the shared L3 are
-///   fast and `process_vm_readv`'s page pinning dominates, so blocking
-///   sends stay on the ring and only a plain `isend` goes by rendezvous,
-///   from 256 KiB (as measured before the shared copy existed). The ring
-///   copies frames from 4 KiB with its AVX2 loop, where glibc's `memcpy`
-///   takes a slower `rep movsb` (`ring/copy.rs`).
+/// - AMD family 23 (Zen 1 and 2, whose L3 is split among four-core
+///   complexes; the 2-vCPU EPYC VM of 2026-12-05, model 1): as the others
+///   below, but blocking sends (and C's `MPI_Isend`) go by rendezvous
+///   from 64 KiB. When the two cores sit on different dies the ring's
+///   lines cross between them twice a lap (the sender takes each back
+///   from the receiver, the receiver reads it dirty) and the ring moves
+///   about 4.6 GB/s against 11-17 GB/s by the shared single copy; on one
+///   die the single copy is as fast or faster in latency from 64 KiB and
+///   loses only window bandwidth at 64 KiB and 512 KiB-2 MiB, still well
+///   above the peers' (`docs/tuning.md`, "AMD family 23").
+/// - Other AMD (EPYC VMs of families 25 and 26): cross-core copies inside
+///   the shared L3 are fast and `process_vm_readv`'s page pinning
+///   dominates, so blocking sends stay on the ring and only a plain
+///   `isend` goes by rendezvous, from 256 KiB (as measured before the
+///   shared copy existed).
+///
+/// On AMD the ring copies frames from 4 KiB with its AVX2 loop, where
+/// glibc's `memcpy` takes a slower `rep movsb` (`ring/copy.rs`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Defaults {
     /// `SHMPI_CMA_THRESHOLD`: sends that would be copied (a plain `isend`).
@@ -61,25 +73,47 @@ pub struct Defaults {
 }
 
 impl Defaults {
-    /// The row for this machine's CPU vendor (`/proc/cpuinfo`).
+    /// The row for this machine's CPU (`/proc/cpuinfo`).
     pub fn for_this_cpu() -> Defaults {
-        let intel = std::fs::read_to_string("/proc/cpuinfo")
-            .map(|s| s.lines().take(8).any(|l| l.contains("GenuineIntel")))
-            .unwrap_or(false);
-        if intel {
-            Defaults {
+        let info = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+        Defaults::for_cpu(&info)
+    }
+
+    /// The row for the CPU that `cpuinfo` (the text of `/proc/cpuinfo`)
+    /// describes: its first processor's vendor and family.
+    pub fn for_cpu(cpuinfo: &str) -> Defaults {
+        let field = |name: &str| {
+            cpuinfo
+                .lines()
+                .take_while(|l| !l.trim().is_empty())
+                .find_map(|l| {
+                    let (k, v) = l.split_once(':')?;
+                    (k.trim() == name).then(|| v.trim())
+                })
+        };
+        let family = field("cpu family").and_then(|f| f.parse::<u32>().ok());
+        match field("vendor_id") {
+            Some("GenuineIntel") => Defaults {
                 threshold: 8 << 10,
                 blocking: 8 << 10,
                 split: DEFAULT_CMA_SPLIT,
                 vector_copy: usize::MAX,
-            }
-        } else {
-            Defaults {
-                threshold: DEFAULT_CMA_THRESHOLD,
-                blocking: usize::MAX,
-                split: DEFAULT_CMA_SPLIT,
-                vector_copy: 4 << 10,
-            }
+            },
+            Some("AuthenticAMD") if family == Some(23) => Defaults {
+                blocking: 64 << 10,
+                ..Defaults::other()
+            },
+            _ => Defaults::other(),
+        }
+    }
+
+    /// The row of CPUs not named above (AMD families 25 and 26 measured).
+    fn other() -> Defaults {
+        Defaults {
+            threshold: DEFAULT_CMA_THRESHOLD,
+            blocking: usize::MAX,
+            split: DEFAULT_CMA_SPLIT,
+            vector_copy: 4 << 10,
         }
     }
 }
@@ -306,6 +340,29 @@ mod tests {
         assert_eq!(target[3500], 3500u32 as u8);
         let e = transfer_runs(me, &runs, src.as_mut_ptr(), 5, true).unwrap_err();
         assert_eq!(e.raw_os_error(), Some(libc::EINVAL));
+    }
+
+    #[test]
+    fn the_defaults_follow_the_cpus_vendor_and_family() {
+        let cpu = |vendor: &str, family: u32| {
+            format!(
+                "processor\t: 0\nvendor_id\t: {vendor}\ncpu family\t: {family}\nmodel\t\t: 1\n\n\
+                 processor\t: 1\nvendor_id\t: Other\ncpu family\t: 1\n"
+            )
+        };
+        let intel = Defaults::for_cpu(&cpu("GenuineIntel", 6));
+        assert_eq!((intel.threshold, intel.blocking), (8 << 10, 8 << 10));
+        assert_eq!(intel.vector_copy, usize::MAX);
+        let zen1 = Defaults::for_cpu(&cpu("AuthenticAMD", 23));
+        assert_eq!((zen1.threshold, zen1.blocking), (256 << 10, 64 << 10));
+        assert_eq!(zen1.vector_copy, 4 << 10);
+        for family in [25, 26] {
+            let zen = Defaults::for_cpu(&cpu("AuthenticAMD", family));
+            assert_eq!((zen.threshold, zen.blocking), (256 << 10, usize::MAX));
+        }
+        // Unreadable or unknown: the other row.
+        assert_eq!(Defaults::for_cpu(""), Defaults::other());
+        assert_eq!(Defaults::for_cpu(&cpu("AuthenticAMD", 23)).split, 64 << 10);
     }
 
     #[test]
