@@ -99,6 +99,9 @@ fn init_inner() -> Result<Universe> {
     transport.set_rank_cpus((0..contract.size).map(|r| seg.control(r).cpu()).collect());
     // Every peer's probe word is published now (the start barrier).
     transport.probe_single_copy();
+    // Then, every rank together and before any message, which peers are
+    // distant (`transport::placement`).
+    transport.probe_placement();
     if contract.size == 1 {
         seg.unlink();
     }
@@ -187,6 +190,15 @@ pub struct Protocols {
     /// (`SHMPI_DEMOTE`; `None`: none, always where the CPU has no
     /// `CLDEMOTE`). Frames of one cache line are never demoted.
     pub demote: Option<usize>,
+    /// `SHMPI_DISTANT`: `auto` (the start-up probe), `all` or `none`.
+    pub distant_mode: &'static str,
+    /// The size from which a blocking send or plain `isend` to a distant
+    /// peer goes by rendezvous (`SHMPI_DISTANT_RENDEZVOUS`; `None`: never).
+    pub distant_from: Option<usize>,
+    /// The start-up probe's one-way cache-line hand-off to each rank, in
+    /// ns (`None`: this rank, or not measured), and whether that rank is
+    /// distant (`transport::placement`).
+    pub peers: Vec<(Option<u32>, bool)>,
 }
 
 impl Universe {
@@ -247,6 +259,16 @@ impl Universe {
             cma_split: t.split_threshold(),
             cma_mode: t.cma_mode().name(),
             demote: t.demote_limit(),
+            distant_mode: t.distant_policy().0.name(),
+            distant_from: t.distant_policy().1,
+            peers: {
+                let distant = t.distant_peers();
+                t.hand_off_ns()
+                    .iter()
+                    .enumerate()
+                    .map(|(p, ns)| (*ns, distant.contains(&p)))
+                    .collect()
+            },
         }
     }
 

@@ -448,3 +448,138 @@ fn a_rendezvous_from_a_freed_buffer_fails_the_receive_and_never_hangs_the_sender
         },
     );
 }
+
+/// Blocking sends of 8 KiB and 32 KiB, each way, intact; returns this
+/// rank's rendezvous counts after them.
+fn distant_exchange(u: &shmpi::Universe) -> (u64, u64) {
+    let w = u.world();
+    let me = w.rank();
+    let before = u.rendezvous_counts();
+    for (i, &n) in [8 << 10, 32 << 10, (32 << 10) + 3].iter().enumerate() {
+        let seed = 100 + i as u64;
+        if me == 0 {
+            w.send(&pattern(seed, n), 1, 1).unwrap();
+            let mut b = vec![0u8; n];
+            w.recv(&mut b, 1, 2).unwrap();
+            assert!(b == pattern(seed + 1, n), "{n} B back differs");
+        } else {
+            let mut b = vec![0u8; n];
+            w.recv(&mut b, 0, 1).unwrap();
+            assert!(b == pattern(seed, n), "{n} B differs");
+            w.send(&pattern(seed + 1, n), 0, 2).unwrap();
+        }
+    }
+    w.barrier().unwrap();
+    let after = u.rendezvous_counts();
+    (after.0 - before.0, after.1 - before.1)
+}
+
+#[test]
+fn messages_to_a_distant_peer_go_by_rendezvous_from_its_threshold() {
+    // Every peer distant (no probe); blocking sends otherwise on the ring.
+    run_ranks_with(
+        2,
+        "messages_to_a_distant_peer_go_by_rendezvous_from_its_threshold",
+        &[],
+        &[
+            ("SHMPI_DISTANT", "all"),
+            ("SHMPI_CMA_BLOCKING", "0"),
+            ("SHMPI_DISTANT_RENDEZVOUS", "16384"),
+        ],
+        |u| {
+            let p = u.protocols();
+            let peer = 1 - u.world().rank() as usize;
+            assert_eq!(p.distant_mode, "all");
+            assert_eq!(p.distant_from, Some(16384));
+            assert_eq!(p.peers[peer], (None, true), "{:?}", p.peers);
+            assert!(!p.peers[1 - peer].1, "a rank is not distant from itself");
+            let (sent, received) = distant_exchange(u);
+            if u.single_copy() == SingleCopy::Usable {
+                // The two messages of 32 KiB and more, not the 8 KiB one.
+                assert_eq!((sent, received), (2, 2));
+            } else {
+                assert_eq!((sent, received), (0, 0));
+            }
+        },
+    );
+}
+
+#[test]
+fn no_peer_is_distant_under_none() {
+    run_ranks_with(
+        2,
+        "no_peer_is_distant_under_none",
+        &[],
+        &[("SHMPI_DISTANT", "none"), ("SHMPI_CMA_BLOCKING", "0")],
+        |u| {
+            let p = u.protocols();
+            assert_eq!(p.distant_mode, "none");
+            assert_eq!(p.distant_from, None);
+            assert!(
+                p.peers.iter().all(|&(ns, d)| ns.is_none() && !d),
+                "{:?}",
+                p.peers
+            );
+            assert_eq!(distant_exchange(u), (0, 0), "a rendezvous to a near peer");
+        },
+    );
+}
+
+#[test]
+fn the_placement_probe_measures_every_peer_or_none() {
+    // Two ranks: probed where the machine has two CPUs. The verdict
+    // follows the measured time; a probe given up (a deadline missed on a
+    // busy machine) leaves every peer unmeasured and near.
+    run_ranks_with(
+        2,
+        "the_placement_probe_measures_every_peer_or_none",
+        &[],
+        &[("SHMPI_CMA_BLOCKING", "0")],
+        |u| {
+            let p = u.protocols();
+            let me = u.world().rank() as usize;
+            assert_eq!(p.distant_mode, "auto");
+            assert_eq!(p.peers[me], (None, false));
+            let (ns, distant) = p.peers[1 - me];
+            match ns {
+                Some(ns) => {
+                    assert!(support::online_cpus() >= 2);
+                    assert!(ns > 0, "a hand-off of 0 ns");
+                    let far = ns > shmpi::transport::placement::DISTANT_NS;
+                    assert_eq!(distant, far, "{ns} ns");
+                }
+                None => assert!(!distant),
+            }
+            let (sent, _) = distant_exchange(u);
+            if !distant || u.single_copy() != SingleCopy::Usable {
+                assert_eq!(sent, 0);
+            }
+        },
+    );
+}
+
+#[test]
+fn no_probe_when_the_ranks_outnumber_the_cpus() {
+    // Spinning ranks would wait for each other to be scheduled.
+    let n = support::online_cpus() + 1;
+    if n > 8 {
+        println!("{} CPUs: too many ranks for this test", n - 1);
+        return;
+    }
+    run_ranks_with(
+        n,
+        "no_probe_when_the_ranks_outnumber_the_cpus",
+        &[],
+        &[],
+        |u| {
+            let p = u.protocols();
+            assert_eq!(p.distant_mode, "auto");
+            assert_eq!(p.peers.len(), n);
+            assert!(
+                p.peers.iter().all(|&(ns, d)| ns.is_none() && !d),
+                "{:?}",
+                p.peers
+            );
+        },
+    );
+}

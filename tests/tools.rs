@@ -199,7 +199,9 @@ fn shmpi_bench_floor_and_protocols_print_their_tables() {
             .args(["protocols", "--max-size", "1048576"])
             .env("SHMPI_CMA_BLOCKING", "0")
             .env("SHMPI_CMA_THRESHOLD", "262144")
-            .env("SHMPI_CMA_SPLIT", "524288"),
+            .env("SHMPI_CMA_SPLIT", "524288")
+            // Whatever the placement of the moment (below for the probe).
+            .env("SHMPI_DISTANT", "none"),
         Duration::from_secs(60),
     );
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -226,6 +228,10 @@ fn shmpi_bench_floor_and_protocols_print_their_tables() {
         assert!(out.contains("# demotion (CLDEMOTE): off"), "{out}");
         assert!(!out.contains("demoted"), "{out}");
     }
+    assert!(
+        out.contains("# placement (SHMPI_DISTANT=none): rank 1 no probe: near"),
+        "{out}"
+    );
     assert!(row("131072").contains("pipelined"), "{out}");
     assert!(row("512").contains("messages"), "{out}");
     assert!(out.contains("from never for a blocking send"), "{out}");
@@ -261,6 +267,38 @@ fn shmpi_bench_floor_and_protocols_print_their_tables() {
         // The first column (after the 10-wide size and two spaces) is
         // the blocking send's.
         assert!(r[12..].starts_with("rendezvous: single copy"), "{out}");
+    }
+    // A distant peer: its blocking sends by rendezvous from
+    // SHMPI_DISTANT_RENDEZVOUS; the probe's own line under auto.
+    for (mode, line) in [
+        ("all", "# placement (SHMPI_DISTANT=all): rank 1 no probe: distant, its blocking sends and plain isends by rendezvous from 16384 B"),
+        ("auto", "# placement (SHMPI_DISTANT=auto): rank 1 "),
+    ] {
+        let o = support::output_bounded(
+            Command::new(env!("CARGO_BIN_EXE_shmpi-bench"))
+                .args(["protocols", "--max-size", "65536"])
+                .env("SHMPI_CMA_BLOCKING", "0")
+                .env("SHMPI_DISTANT", mode),
+            Duration::from_secs(60),
+        );
+        let out = String::from_utf8_lossy(&o.stdout).to_string();
+        assert!(out.contains(line), "{out}");
+        let blocking = |size: &str| {
+            let r = out
+                .lines()
+                .find(|l| l.split_whitespace().next() == Some(size))
+                .unwrap();
+            r[12..].to_string()
+        };
+        let usable = out.contains("single copy (process_vm_readv): usable");
+        let distant = out.contains(": distant,");
+        assert_eq!(distant, mode == "all" || out.contains("us: distant"), "{out}");
+        assert!(blocking("8192").starts_with("eager"), "{out}");
+        assert_eq!(
+            blocking("16384").starts_with("rendezvous"),
+            usable && distant,
+            "{out}"
+        );
     }
     // Forced off, nothing is single copy.
     let off = support::output_bounded(

@@ -1250,8 +1250,33 @@ fn protocols(o: &Opts, u: &shmpi::Universe) {
         ),
         None => println!("# demotion (CLDEMOTE): off (not on this CPU, or SHMPI_DEMOTE=0)"),
     }
+    // The peer of this table: the other rank of the pair.
+    let peer = 1 - u.world().rank().min(1) as usize;
+    let (hand_off, distant) = p.peers.get(peer).copied().unwrap_or((None, false));
+    let measured = match hand_off {
+        Some(ns) => format!(
+            "one-way cache-line hand-off {:.3} us",
+            f64::from(ns) / 1000.0
+        ),
+        None if p.distant_mode == "auto" => {
+            "not measured (more ranks than CPUs, or a missed deadline)".into()
+        }
+        None => "no probe".into(),
+    };
+    println!(
+        "# placement (SHMPI_DISTANT={}): rank {peer} {measured}: {}",
+        p.distant_mode,
+        match (distant, p.distant_from) {
+            (true, Some(d)) => format!(
+                "distant, its blocking sends and plain isends by rendezvous from {d} B (SHMPI_DISTANT_RENDEZVOUS)"
+            ),
+            (true, None) => "distant, but SHMPI_DISTANT_RENDEZVOUS=0".into(),
+            (false, _) => "near".into(),
+        }
+    );
     println!("# Size      send / blocking or scoped isend        plain isend (buffer kept by the request)      small collectives (per member)");
     let usable = u.single_copy() == shmpi::shm::SingleCopy::Usable;
+    let distant_from = if distant { p.distant_from } else { None };
     let on = p.cma_mode == "auto" || p.cma_mode == "always";
     let rdv = |s: usize| {
         if p.cma_split.is_some_and(|t| s >= t) {
@@ -1278,6 +1303,10 @@ fn protocols(o: &Opts, u: &shmpi::Universe) {
         } else {
             p.cma_blocking
         };
+        let blocking_from = match (blocking_from, distant_from) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
         let blocking = if usable && on && blocking_from.is_some_and(|t| s >= t) {
             rdv(s)
         } else if s <= p.eager_limit {
@@ -1285,13 +1314,14 @@ fn protocols(o: &Opts, u: &shmpi::Universe) {
         } else {
             "pipelined: ring fragments, 2 copies"
         };
-        let nonblocking = if usable && on && s >= p.cma_threshold {
-            rdv(s)
-        } else if s <= p.eager_limit {
-            one_frame(s)
-        } else {
-            "ring fragments, the rest copied first"
-        };
+        let nonblocking =
+            if usable && on && (s >= p.cma_threshold || distant_from.is_some_and(|t| s >= t)) {
+                rdv(s)
+            } else if s <= p.eager_limit {
+                one_frame(s)
+            } else {
+                "ring fragments, the rest copied first"
+            };
         let coll = if s <= 48 {
             "collective region, in the flag line"
         } else if s <= shm_max {

@@ -62,6 +62,10 @@ struct Life {
     /// The claim word of this rank's current shared rendezvous copy (see
     /// [`Split`]): `generation << 2 | state`.
     split: AtomicU64,
+    /// This rank's word of the start-up placement probe
+    /// (`transport::placement`): only the rank writes it, its partner of
+    /// the moment reads it.
+    ping: AtomicU64,
 }
 
 /// Who copies the back part of a rendezvous message whose copy the
@@ -153,6 +157,21 @@ impl ControlBlock {
     pub fn probe(&self) -> u64 {
         // Relaxed: read after the start barrier (see `set_probe`).
         self.life.probe.load(Ordering::Relaxed)
+    }
+
+    /// Writes this rank's placement-probe word.
+    pub fn set_ping(&self, v: u64) {
+        // Release: pairs with the partner's Acquire in `ping`; the probe
+        // carries nothing but the value itself, but a result word must not
+        // be seen before the round trips it reports.
+        self.life.ping.store(v, Ordering::Release);
+    }
+
+    /// This rank's placement-probe word (see [`set_ping`](Self::set_ping)).
+    #[inline]
+    pub fn ping(&self) -> u64 {
+        // Acquire: pairs with the Release in `set_ping`.
+        self.life.ping.load(Ordering::Acquire)
     }
 
     /// Records the outcome of this rank's single-copy self-test.

@@ -36,6 +36,7 @@ pub mod cma;
 pub mod layout;
 pub mod lend;
 pub mod owner;
+pub mod placement;
 pub mod pool;
 pub mod rma;
 pub mod shmcoll;
@@ -382,9 +383,21 @@ pub struct Transport {
     /// rendezvous, copied once out of the pool (`SHMPI_POOL_THRESHOLD`).
     pool_threshold: usize,
     /// Messages shorter than this go as one sole frame whatever holds
-    /// their buffer (below the fragment size and both thresholds above):
+    /// their buffer (below the fragment size, the thresholds above and,
+    /// once a peer is found distant, `distant_from`):
     /// [`try_send_eager`](Transport::try_send_eager).
     eager_below: usize,
+    /// How peers are judged distant (`SHMPI_DISTANT`; [`placement`]).
+    distant_mode: placement::DistantMode,
+    /// Blocking sends and plain `isend`s of at least this many bytes to a
+    /// distant peer go by rendezvous (`SHMPI_DISTANT_RENDEZVOUS`;
+    /// `usize::MAX`: never).
+    distant_from: usize,
+    /// The start-up probe's one-way hand-off to each peer, in ns (`None`:
+    /// this rank, or not measured).
+    hand_off: Vec<Option<u32>>,
+    /// Which peers are distant ([`probe_placement`](Self::probe_placement)).
+    distant: Vec<bool>,
     /// Read-only views of the peers' pools, mapped at the first
     /// rendezvous from each.
     peer_pools: Vec<std::sync::OnceLock<pool::PeerPool>>,
@@ -499,6 +512,14 @@ impl Transport {
         let cma_mode = CmaMode::from_env()?;
         let pool_len = env_size("SHMPI_ALLOC_POOL")?.unwrap_or(pool::DEFAULT_POOL);
         let pool_threshold = env_size("SHMPI_POOL_THRESHOLD")?.unwrap_or(DEFAULT_POOL_THRESHOLD);
+        let distant_mode = placement::DistantMode::from_env()?;
+        let distant_from = match distant_mode {
+            placement::DistantMode::None => usize::MAX,
+            _ => never_if_0(
+                env_size("SHMPI_DISTANT_RENDEZVOUS")?,
+                placement::DEFAULT_DISTANT_RENDEZVOUS,
+            ),
+        };
         // Peers test single copy by reading this word (`probe_single_copy`)
         // once the start barrier has published its address.
         seg.control(me)
@@ -538,6 +559,10 @@ impl Transport {
                 .min(cma_threshold)
                 .min(blocking_from)
                 .min(pool_threshold),
+            distant_mode,
+            distant_from,
+            hand_off: vec![None; n],
+            distant: vec![false; n],
             peer_pools: (0..n).map(|_| std::sync::OnceLock::new()).collect(),
             bridges: Vec::new(),
             far: Vec::new(),
@@ -661,6 +686,59 @@ impl Transport {
         state
     }
 
+    /// Finds which peers are distant (see [`placement`]): under
+    /// `SHMPI_DISTANT=auto` by the start-up probe of the cache-line
+    /// hand-off, which every rank of the job must run at the same point
+    /// (after the start barrier, before any message) and which runs only
+    /// when the ranks are at most the CPUs online; under `all` every peer,
+    /// under `none` none. From then on messages to a distant peer from
+    /// `SHMPI_DISTANT_RENDEZVOUS` bytes may go by rendezvous
+    /// ([`rendezvous_to`](Self::rendezvous_to)).
+    pub fn probe_placement(&mut self) {
+        let n = self.size();
+        match self.distant_mode {
+            placement::DistantMode::None => return,
+            placement::DistantMode::All => {
+                self.distant = (0..n).map(|p| p != self.me).collect();
+            }
+            placement::DistantMode::Auto => {
+                if n < 2 || n > wait::online_cpus() || self.distant_from == usize::MAX {
+                    return;
+                }
+                self.hand_off = placement::probe(&self.seg, self.me, n);
+                self.distant = self
+                    .hand_off
+                    .iter()
+                    .map(|ns| ns.is_some_and(|ns| ns > placement::DISTANT_NS))
+                    .collect();
+            }
+        }
+        if self.distant.iter().any(|&d| d) {
+            self.eager_below = self.eager_below.min(self.distant_from);
+        }
+    }
+
+    /// The start-up probe's one-way hand-off time to each rank, in ns
+    /// (`None`: this rank, or not measured; see
+    /// [`probe_placement`](Self::probe_placement)).
+    pub fn hand_off_ns(&self) -> &[Option<u32>] {
+        &self.hand_off
+    }
+
+    /// The peers this rank counts as distant.
+    pub fn distant_peers(&self) -> Vec<usize> {
+        (0..self.size()).filter(|&p| self.distant[p]).collect()
+    }
+
+    /// `SHMPI_DISTANT` and the size from which a message to a distant peer
+    /// may go by rendezvous (`SHMPI_DISTANT_RENDEZVOUS`; `None`: never).
+    pub fn distant_policy(&self) -> (placement::DistantMode, Option<usize>) {
+        (
+            self.distant_mode,
+            (self.distant_from != usize::MAX).then_some(self.distant_from),
+        )
+    }
+
     /// Whether a message of `len` bytes to `peer` should go by rendezvous
     /// and single copy: `peer`'s self-test said it can read this
     /// process's memory, and the message reaches the threshold of its
@@ -672,6 +750,10 @@ impl Transport {
     /// the receiver shares the copy with the sender
     /// ([`split_ok`](Self::split_ok)). The defaults depend on the CPU
     /// ([`cma::Defaults`]).
+    ///
+    /// Below those thresholds, a message of `SHMPI_DISTANT_RENDEZVOUS`
+    /// bytes or more to a distant peer goes by rendezvous too
+    /// ([`probe_placement`](Self::probe_placement)).
     #[inline]
     pub fn rendezvous_to(&self, peer: usize, len: usize, pipelinable: bool) -> bool {
         let from = match self.cma_mode {
@@ -679,7 +761,7 @@ impl Transport {
             CmaMode::Auto | CmaMode::Always => self.cma_threshold,
             CmaMode::Off | CmaMode::Refuse => return false,
         };
-        len >= from
+        (len >= from || len >= self.distant_from && self.distant.get(peer) == Some(&true))
             && peer != self.me
             && peer < self.size()
             && self.seg.control(peer).single_copy() == SingleCopy::Usable
