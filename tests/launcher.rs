@@ -313,16 +313,20 @@ fn a_rank_blocked_in_recv_sleeps_instead_of_burning_a_core() {
 /// Starts a job of two ranks of this test binary running case `name`,
 /// its stdout piped and its stderr as `err`; does not wait for it.
 fn start_two_ranks(name: &str, err: std::process::Stdio) -> std::process::Child {
+    two_ranks(name, err).spawn().unwrap()
+}
+
+/// The launcher's command for [`start_two_ranks`].
+fn two_ranks(name: &str, err: std::process::Stdio) -> Command {
     let exe = std::env::current_exe().unwrap();
-    Command::new(support::shmpiexec())
-        .args(["-n", "2"])
+    let mut c = Command::new(support::shmpiexec());
+    c.args(["-n", "2"])
         .arg(&exe)
         .args([name, "--exact", "--nocapture", "--test-threads=1"])
         .env(support::CASE, name)
         .stdout(std::process::Stdio::piped())
-        .stderr(err)
-        .spawn()
-        .unwrap()
+        .stderr(err);
+    c
 }
 
 /// In a rank of a 2-rank job: waits for a message that never comes, so
@@ -425,14 +429,7 @@ fn launcher_killed(name: &str, group: bool) {
     }
     let mut child = if group {
         use std::os::unix::process::CommandExt;
-        let exe = std::env::current_exe().unwrap();
-        Command::new(support::shmpiexec())
-            .args(["-n", "2"])
-            .arg(&exe)
-            .args([name, "--exact", "--nocapture", "--test-threads=1"])
-            .env(support::CASE, name)
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::null())
+        two_ranks(name, std::process::Stdio::null())
             .process_group(0)
             .spawn()
             .unwrap()
