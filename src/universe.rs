@@ -261,14 +261,12 @@ impl Universe {
             demote: t.demote_limit(),
             distant_mode: t.distant_policy().0.name(),
             distant_from: t.distant_policy().1,
-            peers: {
-                let distant = t.distant_peers();
-                t.hand_off_ns()
-                    .iter()
-                    .enumerate()
-                    .map(|(p, ns)| (*ns, distant.contains(&p)))
-                    .collect()
-            },
+            peers: t
+                .hand_off_ns()
+                .iter()
+                .enumerate()
+                .map(|(p, ns)| (*ns, t.is_distant(p)))
+                .collect(),
         }
     }
 

@@ -271,7 +271,10 @@ fn shmpi_bench_floor_and_protocols_print_their_tables() {
     // A distant peer: its blocking sends by rendezvous from
     // SHMPI_DISTANT_RENDEZVOUS; the probe's own line under auto.
     for (mode, line) in [
-        ("all", "# placement (SHMPI_DISTANT=all): rank 1 no probe: distant, its blocking sends and plain isends by rendezvous from 16384 B"),
+        (
+            "all",
+            "# placement (SHMPI_DISTANT=all): rank 1 no probe: distant",
+        ),
         ("auto", "# placement (SHMPI_DISTANT=auto): rank 1 "),
     ] {
         let o = support::output_bounded(
@@ -292,7 +295,16 @@ fn shmpi_bench_floor_and_protocols_print_their_tables() {
         };
         let usable = out.contains("single copy (process_vm_readv): usable");
         let distant = out.contains(": distant,");
-        assert_eq!(distant, mode == "all" || out.contains("us: distant"), "{out}");
+        assert_eq!(
+            distant,
+            mode == "all" || out.contains("us: distant"),
+            "{out}"
+        );
+        assert_eq!(
+            out.contains("distant, its blocking sends and plain isends by rendezvous from 16384 B"),
+            distant && usable,
+            "{out}"
+        );
         assert!(blocking("8192").starts_with("eager"), "{out}");
         assert_eq!(
             blocking("16384").starts_with("rendezvous"),

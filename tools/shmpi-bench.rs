@@ -1267,6 +1267,9 @@ fn protocols(o: &Opts, u: &shmpi::Universe) {
         "# placement (SHMPI_DISTANT={}): rank {peer} {measured}: {}",
         p.distant_mode,
         match (distant, p.distant_from) {
+            (true, _) if u.single_copy() != shmpi::shm::SingleCopy::Usable => {
+                "distant, but without single copy its messages go through the ring".into()
+            }
             (true, Some(d)) => format!(
                 "distant, its blocking sends and plain isends by rendezvous from {d} B (SHMPI_DISTANT_RENDEZVOUS)"
             ),
@@ -1274,7 +1277,10 @@ fn protocols(o: &Opts, u: &shmpi::Universe) {
             (false, _) => "near".into(),
         }
     );
-    println!("# Size      send / blocking or scoped isend        plain isend (buffer kept by the request)      small collectives (per member)");
+    println!(
+        "# a scoped isend: one ring frame up to the eager limit, pipelined above, never by single copy"
+    );
+    println!("# Size      blocking send, C MPI_Isend             plain isend (buffer kept by the request)      small collectives (per member)");
     let usable = u.single_copy() == shmpi::shm::SingleCopy::Usable;
     let distant_from = if distant { p.distant_from } else { None };
     let on = p.cma_mode == "auto" || p.cma_mode == "always";
@@ -1303,10 +1309,7 @@ fn protocols(o: &Opts, u: &shmpi::Universe) {
         } else {
             p.cma_blocking
         };
-        let blocking_from = match (blocking_from, distant_from) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
+        let blocking_from = blocking_from.into_iter().chain(distant_from).min();
         let blocking = if usable && on && blocking_from.is_some_and(|t| s >= t) {
             rdv(s)
         } else if s <= p.eager_limit {

@@ -725,9 +725,10 @@ impl Transport {
         &self.hand_off
     }
 
-    /// The peers this rank counts as distant.
-    pub fn distant_peers(&self) -> Vec<usize> {
-        (0..self.size()).filter(|&p| self.distant[p]).collect()
+    /// Whether this rank counts `peer` as distant.
+    #[inline]
+    pub fn is_distant(&self, peer: usize) -> bool {
+        self.distant.get(peer) == Some(&true)
     }
 
     /// `SHMPI_DISTANT` and the size from which a message to a distant peer
@@ -761,7 +762,7 @@ impl Transport {
             CmaMode::Auto | CmaMode::Always => self.cma_threshold,
             CmaMode::Off | CmaMode::Refuse => return false,
         };
-        (len >= from || len >= self.distant_from && self.distant.get(peer) == Some(&true))
+        (len >= from || len >= self.distant_from && self.is_distant(peer))
             && peer != self.me
             && peer < self.size()
             && self.seg.control(peer).single_copy() == SingleCopy::Usable

@@ -90,22 +90,28 @@ impl DistantMode {
         }
     }
 
-    /// Reads `SHMPI_DISTANT` (unset or empty: `auto`).
+    /// Reads `SHMPI_DISTANT` (unset: `auto`; see [`parse`](Self::parse)).
     ///
     /// # Errors
-    /// `Arg` for any value but `auto`, `all`, `none` (or `0`).
+    /// As [`parse`](Self::parse).
     pub fn from_env() -> Result<DistantMode> {
-        match std::env::var("SHMPI_DISTANT") {
-            Err(_) => Ok(DistantMode::Auto),
-            Ok(v) => match v.trim() {
-                "" | "auto" => Ok(DistantMode::Auto),
-                "all" => Ok(DistantMode::All),
-                "none" | "0" => Ok(DistantMode::None),
-                other => Err(Error::new(
-                    ErrorClass::Arg,
-                    format!("SHMPI_DISTANT={other}: expected auto, all or none"),
-                )),
-            },
+        std::env::var("SHMPI_DISTANT").map_or(Ok(DistantMode::Auto), |v| DistantMode::parse(&v))
+    }
+
+    /// The mode a value of `SHMPI_DISTANT` names: `auto` (or empty),
+    /// `all`, `none` (or `0`).
+    ///
+    /// # Errors
+    /// `Arg` for any other value.
+    pub fn parse(v: &str) -> Result<DistantMode> {
+        match v.trim() {
+            "" | "auto" => Ok(DistantMode::Auto),
+            "all" => Ok(DistantMode::All),
+            "none" | "0" => Ok(DistantMode::None),
+            other => Err(Error::new(
+                ErrorClass::Arg,
+                format!("SHMPI_DISTANT={other}: expected auto, all or none"),
+            )),
         }
     }
 }
@@ -244,9 +250,14 @@ mod tests {
     }
 
     #[test]
-    fn the_mode_reads_its_variable() {
-        assert_eq!(DistantMode::Auto.name(), "auto");
-        assert_eq!(DistantMode::All.name(), "all");
-        assert_eq!(DistantMode::None.name(), "none");
+    fn the_modes_parse_from_their_names_and_others_are_refused() {
+        for m in [DistantMode::Auto, DistantMode::All, DistantMode::None] {
+            assert_eq!(DistantMode::parse(m.name()).unwrap(), m);
+        }
+        assert_eq!(DistantMode::parse("").unwrap(), DistantMode::Auto);
+        assert_eq!(DistantMode::parse(" 0 ").unwrap(), DistantMode::None);
+        let e = DistantMode::parse("far").unwrap_err();
+        assert_eq!(e.class(), ErrorClass::Arg);
+        assert!(e.to_string().contains("SHMPI_DISTANT=far"), "{e}");
     }
 }
