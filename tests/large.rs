@@ -312,6 +312,85 @@ fn a_scoped_send_whose_request_is_leaked_still_delivers_what_was_lent() {
 }
 
 #[test]
+fn a_scoped_rendezvous_whose_scope_ends_unread_delivers_the_scopes_copy() {
+    // Scoped sends by (revocable) rendezvous from 64 KiB: the scope ends
+    // before the receiver has even posted, so the offer moves to the
+    // scope's copy and the caller's buffer is freed.
+    run_ranks_with(
+        2,
+        "a_scoped_rendezvous_whose_scope_ends_unread_delivers_the_scopes_copy",
+        &[],
+        &[("SHMPI_CMA", "always"), ("SHMPI_CMA_THRESHOLD", "65536")],
+        |u| {
+            let w = u.world();
+            let n = (3 << 20) + 5;
+            if w.rank() == 0 {
+                let mut buf = pattern(43, n);
+                shmpi::comm::scope(|s| {
+                    let r = s.issend(&w, &buf[1..], 1, 9).unwrap();
+                    std::mem::forget(r);
+                });
+                buf.iter_mut().for_each(|b| *b = 0);
+                drop(buf);
+                w.barrier().unwrap();
+            } else {
+                w.barrier().unwrap();
+                let mut b = vec![0u8; n - 1];
+                w.recv(&mut b, 0, 9).unwrap();
+                assert!(b[..] == pattern(43, n)[1..], "the lent bytes changed");
+            }
+            w.barrier().unwrap();
+            if u.single_copy() == SingleCopy::Usable {
+                let (sent, received) = u.rendezvous_counts();
+                assert_eq!(sent + received, 1, "the message went by rendezvous");
+            }
+        },
+    );
+}
+
+#[test]
+fn scoped_rendezvous_sends_whose_scopes_end_while_they_are_read_arrive_intact() {
+    // The receiver posts first and claims each offer as soon as its
+    // request arrives; the sender ends each scope at once: the end and
+    // the claim race (move first, or wait for the reader), and the
+    // buffer is overwritten right after.
+    run_ranks_with(
+        2,
+        "scoped_rendezvous_sends_whose_scopes_end_while_they_are_read_arrive_intact",
+        &[],
+        &[("SHMPI_CMA", "always"), ("SHMPI_CMA_THRESHOLD", "16384")],
+        |u| {
+            let w = u.world();
+            let sizes = [16 << 10, (64 << 10) + 7, 1 << 20, (2 << 20) + 1];
+            let mut buf = vec![0u8; 2 << 21];
+            for round in 0..48u64 {
+                let n = sizes[round as usize % sizes.len()];
+                let tag = round as i32;
+                if w.rank() == 0 {
+                    buf[..n].copy_from_slice(&pattern(round, n));
+                    w.barrier().unwrap();
+                    shmpi::comm::scope(|s| {
+                        std::mem::forget(s.isend(&w, &buf[..n], 1, tag).unwrap());
+                    });
+                    buf[..n].iter_mut().for_each(|b| *b = 0xa5);
+                } else {
+                    let mut b = vec![0u8; n];
+                    let r = w.irecv(&mut b, 0, tag).unwrap();
+                    w.barrier().unwrap();
+                    r.wait().unwrap();
+                    assert!(b == pattern(round, n), "round {round}: {n} bytes differ");
+                }
+            }
+            w.barrier().unwrap();
+            if u.single_copy() == SingleCopy::Usable {
+                let (sent, received) = u.rendezvous_counts();
+                assert_eq!(sent + received, 48, "every message by rendezvous");
+            }
+        },
+    );
+}
+
+#[test]
 fn large_messages_through_the_rings_arrive_intact_with_single_copy_off() {
     run_ranks_with(
         2,

@@ -301,7 +301,12 @@ fn shmpi_bench_floor_and_protocols_print_their_tables() {
             "{out}"
         );
         assert_eq!(
-            out.contains("distant, its blocking sends and plain isends by rendezvous from 16384 B"),
+            out.contains("distant, its blocking sends and isends (plain and scoped) by rendezvous from 16384 B"),
+            distant && usable,
+            "{out}"
+        );
+        assert_eq!(
+            out.contains("# a scoped isend: from 16384 B by revocable rendezvous"),
             distant && usable,
             "{out}"
         );

@@ -391,3 +391,126 @@ fn wait_exact_takes_the_awaited_message_and_falls_back_for_the_rest() {
         assert_eq!((r, &buf), (Exact::Taken(8), b"at last!"));
     });
 }
+
+/// A revocable rendezvous offer (`shm::offers`) between two transports of
+/// one process: read where it lies while the scope lasts; moved to the
+/// scope's copy when the scope ends first (the caller's buffer may then
+/// change); withdrawn when dropped unread; a stale generation fails; the
+/// end of a scope waits while a receiver is reading; a full table says
+/// so.
+#[test]
+fn a_revocable_offer_is_read_in_place_moved_at_the_scopes_end_or_withdrawn() {
+    use shmpi::shm::offers::{OfferState, OFFERS};
+    let job = 0x5918_0000_0000 | std::process::id() as u64;
+    let path = segment_path(std::path::Path::new("/dev/shm"), job);
+    let spec = Layout::new(2, RING).unwrap().spec(job);
+    let seg0 = Segment::create(&path, spec).unwrap();
+    let other = std::thread::spawn({
+        let path = path.clone();
+        move || open(Segment::attach(&path, spec).unwrap(), 1)
+    });
+    let (seg0, mut sender) = open(seg0, 0);
+    let (_seg1, receiver) = other.join().unwrap();
+    seg0.unlink();
+    if sender.can_reach(1).is_err() {
+        println!("single copy unavailable here: nothing to offer");
+        return;
+    }
+    let src: Vec<u8> = (0..50_000u32).map(|i| (i * 13 + 1) as u8).collect();
+
+    // 1. Read in place inside the scope, then retired.
+    shmpi::transport::lend(|l| {
+        let cell = l.lend(&src);
+        let offer = sender.open_offer(1, src.as_ptr() as u64).unwrap();
+        let id = offer.id();
+        cell.hold_offer(offer);
+        let mut dst = vec![0u8; src.len()];
+        receiver.read_offered(0, id, &mut dst).unwrap();
+        assert!(dst == src, "read in place differs");
+        cell.retire_offer();
+        // Retired: the generation is gone.
+        assert!(receiver.read_offered(0, id, &mut dst).is_err());
+    });
+
+    // 2. The scope ends before the receiver claims: the offer moves to
+    //    the copy, and the caller's buffer may change.
+    let mut buf = src.clone();
+    let (cell, id) = shmpi::transport::lend(|l| {
+        let cell = l.lend(&buf);
+        let offer = sender.open_offer(1, buf.as_ptr() as u64).unwrap();
+        let id = offer.id();
+        cell.hold_offer(offer);
+        (cell, id)
+    });
+    buf.iter_mut().for_each(|b| *b = 0);
+    drop(buf);
+    assert!(!cell.is_borrowed());
+    let mut dst = vec![0u8; src.len()];
+    receiver.read_offered(0, id, &mut dst).unwrap();
+    assert!(dst == src, "the moved offer differs");
+    cell.retire_offer();
+
+    // 3. Dropped unread: withdrawn, and the receiver is told.
+    let id = shmpi::transport::lend(|l| {
+        let cell = l.lend(&src);
+        let offer = sender.open_offer(1, src.as_ptr() as u64).unwrap();
+        let id = offer.id();
+        cell.hold_offer(offer);
+        id
+    });
+    let e = receiver.read_offered(0, id, &mut dst).unwrap_err();
+    assert!(e.to_string().contains("withdrew"), "{e}");
+
+    // 4. The scope's end waits while a receiver reads: claimed by hand
+    //    here, as a receiver in the middle of its copy.
+    let seg = sender.segment().clone();
+    let table = seg.offers(0);
+    let buf = src.clone();
+    let (done_tx, done_rx) = std::sync::mpsc::channel();
+    let (id, cell) = std::thread::scope(|s| {
+        let (id_tx, id_rx) = std::sync::mpsc::channel();
+        let sender = &mut sender;
+        let buf = &buf;
+        let h = s.spawn(move || {
+            let cell = shmpi::transport::lend(|l| {
+                let cell = l.lend(buf);
+                let offer = sender.open_offer(1, buf.as_ptr() as u64).unwrap();
+                let id = offer.id();
+                cell.hold_offer(offer);
+                id_tx.send(id).unwrap();
+                // Until the receiver has claimed it.
+                let (idx, gen) = id;
+                let deadline = Instant::now() + Duration::from_secs(20);
+                while table.entry(idx as usize).state(gen) == Some(OfferState::Offered) {
+                    assert!(Instant::now() < deadline, "never claimed");
+                    std::thread::yield_now();
+                }
+                cell
+            });
+            done_tx.send(()).unwrap();
+            cell
+        });
+        let id = id_rx.recv_timeout(Duration::from_secs(20)).unwrap();
+        let e = table.entry(id.0 as usize);
+        assert!(e.claim(id.1).is_ok());
+        // The scope's end does not return while the claim stands.
+        assert!(done_rx.recv_timeout(Duration::from_millis(200)).is_err());
+        e.finish(id.1);
+        done_rx.recv_timeout(Duration::from_secs(20)).unwrap();
+        (id, h.join().unwrap())
+    });
+    // Read, so nothing was moved.
+    assert_eq!(
+        table.entry(id.0 as usize).state(id.1),
+        Some(OfferState::Done)
+    );
+    cell.retire_offer();
+
+    // 5. A full table: every entry open, then none left.
+    let offers: Vec<_> = (0..OFFERS)
+        .map(|_| sender.open_offer(1, src.as_ptr() as u64).unwrap())
+        .collect();
+    assert!(sender.open_offer(1, src.as_ptr() as u64).is_none());
+    offers.into_iter().for_each(|o| o.retire());
+    assert!(sender.open_offer(1, src.as_ptr() as u64).is_some());
+}

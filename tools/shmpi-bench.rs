@@ -803,6 +803,8 @@ fn run_pair(o: &Opts, w: &shmpi::Communicator, u: &shmpi::Universe) -> Result<()
                     "# OSU-style MPI {title} (shmpi-bench {})",
                     env!("CARGO_PKG_VERSION")
                 );
+                // Which protocols the larger sizes take depends on it.
+                println!("{}", placement_line(u, &u.protocols()).0);
                 match memcpy_floor {
                     None if with_floor => println!(
                         "# floor, same run: the minimal ring (8 B one-way; the lower of its polls paced by PAUSE and finely) between the ranks' CPUs, \
@@ -1250,39 +1252,30 @@ fn protocols(o: &Opts, u: &shmpi::Universe) {
         ),
         None => println!("# demotion (CLDEMOTE): off (not on this CPU, or SHMPI_DEMOTE=0)"),
     }
-    // The peer of this table: the other rank of the pair.
-    let peer = 1 - u.world().rank().min(1) as usize;
-    let (hand_off, distant) = p.peers.get(peer).copied().unwrap_or((None, false));
-    let measured = match hand_off {
-        Some(ns) => format!(
-            "one-way cache-line hand-off {:.3} us",
-            f64::from(ns) / 1000.0
-        ),
-        None if p.distant_mode == "auto" => {
-            "not measured (more ranks than CPUs, or a missed deadline)".into()
-        }
-        None => "no probe".into(),
-    };
-    println!(
-        "# placement (SHMPI_DISTANT={}): rank {peer} {measured}: {}",
-        p.distant_mode,
-        match (distant, p.distant_from) {
-            (true, _) if u.single_copy() != shmpi::shm::SingleCopy::Usable => {
-                "distant, but without single copy its messages go through the ring".into()
-            }
-            (true, Some(d)) => format!(
-                "distant, its blocking sends and plain isends by rendezvous from {d} B (SHMPI_DISTANT_RENDEZVOUS)"
-            ),
-            (true, None) => "distant, but SHMPI_DISTANT_RENDEZVOUS=0".into(),
-            (false, _) => "near".into(),
-        }
-    );
-    println!(
-        "# a scoped isend: one ring frame up to the eager limit, pipelined above, never by single copy"
-    );
-    println!("# Size      blocking send, C MPI_Isend             plain isend (buffer kept by the request)      small collectives (per member)");
+    let (placement, distant) = placement_line(u, &p);
+    println!("{placement}");
     let usable = u.single_copy() == shmpi::shm::SingleCopy::Usable;
     let distant_from = if distant { p.distant_from } else { None };
+    // Where a scoped isend leaves the ring (`Transport::offer_to`).
+    let offers_from = match p.cma_mode {
+        _ if !usable => None,
+        "always" => Some(p.cma_threshold),
+        "auto" => distant_from,
+        _ => None,
+    };
+    match offers_from {
+        Some(t) => println!(
+            "# a scoped isend: from {t} B by revocable rendezvous (read or shared as a plain isend's; \
+             through the ring while {} of this rank's offers are unread), below as a blocking send on the ring",
+            shmpi::shm::offers::OFFERS
+        ),
+        None if usable && p.cma_mode == "auto" => println!(
+            "# a scoped isend: one ring frame up to the eager limit, pipelined above \
+             (by revocable rendezvous only to a distant peer)"
+        ),
+        None => println!("# a scoped isend: one ring frame up to the eager limit, pipelined above"),
+    }
+    println!("# Size      blocking send, C MPI_Isend             plain isend (buffer kept by the request)      small collectives (per member)");
     let on = p.cma_mode == "auto" || p.cma_mode == "always";
     let rdv = |s: usize| {
         if p.cma_split.is_some_and(|t| s >= t) {
@@ -1575,4 +1568,37 @@ fn main() -> ExitCode {
             ExitCode::from(1)
         }
     }
+}
+
+/// The start-up placement probe's line for the other rank of the pair
+/// (`# placement ...`), and whether it found that rank distant.
+fn placement_line(u: &shmpi::Universe, p: &shmpi::Protocols) -> (String, bool) {
+    // The peer of this table: the other rank of the pair.
+    let peer = 1 - u.world().rank().min(1) as usize;
+    let (hand_off, distant) = p.peers.get(peer).copied().unwrap_or((None, false));
+    let measured = match hand_off {
+        Some(ns) => format!(
+            "one-way cache-line hand-off {:.3} us",
+            f64::from(ns) / 1000.0
+        ),
+        None if p.distant_mode == "auto" => {
+            "not measured (more ranks than CPUs, or a missed deadline)".into()
+        }
+        None => "no probe".into(),
+    };
+    let line = format!(
+        "# placement (SHMPI_DISTANT={}): rank {peer} {measured}: {}",
+        p.distant_mode,
+        match (distant, p.distant_from) {
+            (true, _) if u.single_copy() != shmpi::shm::SingleCopy::Usable => {
+                "distant, but without single copy its messages go through the ring".into()
+            }
+            (true, Some(d)) => format!(
+                "distant, its blocking sends and isends (plain and scoped) by rendezvous from {d} B (SHMPI_DISTANT_RENDEZVOUS)"
+            ),
+            (true, None) => "distant, but SHMPI_DISTANT_RENDEZVOUS=0".into(),
+            (false, _) => "near".into(),
+        }
+    );
+    (line, distant)
 }

@@ -757,7 +757,20 @@ impl Communicator {
             None => Hold::Borrowed,
         };
         let mut e = self.shared().lock();
-        let (start, ack) = e.start_send(cid, self.ctx.rank as u32, world, tag, data, sync, hold);
+        let src = self.ctx.rank as u32;
+        // A scoped send that a blocking send's policy would take by
+        // rendezvous goes by a revocable one: the scope's end moves the
+        // offer to its copy of the buffer (`transport::lend`).
+        let offered = match lender {
+            Some(Lending::Scope(l)) => {
+                e.start_send_offered(cid, src, world, tag, data, || l.lend(data))
+            }
+            _ => None,
+        };
+        let (start, ack) = match offered {
+            Some(r) => r,
+            None => e.start_send(cid, src, world, tag, data, sync, hold),
+        };
         let slot = match (start, ack) {
             (SendStart::Done, None) => {
                 drop(e);

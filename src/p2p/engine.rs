@@ -12,7 +12,7 @@ use super::envelope::{Cts, FrameKind, Header, Rts, ANY_SOURCE, ANY_TAG};
 use super::status::Status;
 use crate::error::{Error, ErrorClass, ErrorStatus, Result};
 use crate::transport::{
-    Exact, Front, Incoming, OutMsg, Sent, Sleeper, SoleHead, Ticket, Transport,
+    Exact, Front, Incoming, Lent, OutMsg, Sent, Sleeper, SoleHead, Ticket, Transport,
 };
 use std::collections::{HashMap, VecDeque};
 
@@ -114,6 +114,10 @@ struct Slot {
     /// A rendezvous send's bytes in this process (address, length): the
     /// part a receiver's shared-copy offer ([`Cts`]) may name.
     rdv_span: (u64, u64),
+    /// A rendezvous send lent from a scope: the cell holding its offer
+    /// (retired on the ack; the scope's end, not the request, keeps the
+    /// buffer alive).
+    lent: Option<Lent>,
     /// The peer a receive waits on (a specific source) or a send waits
     /// for (its ack): when it dies, the operation fails (`fail_peer`).
     peer: Option<usize>,
@@ -258,6 +262,7 @@ impl Matcher {
             s.err = None;
             s.rendezvous = false;
             s.rdv_span = (0, 0);
+            s.lent = None;
             s.peer = None;
             s.sink = id;
             s.gen = s.gen.wrapping_add(1);
@@ -282,6 +287,7 @@ impl Matcher {
             err: None,
             rendezvous: false,
             rdv_span: (0, 0),
+            lent: None,
             peer: None,
             task: None,
             task_result: None,
@@ -320,6 +326,9 @@ impl Matcher {
 
     fn complete_send(&mut self, id: SlotId) {
         self.slots[id].state = SlotState::Sent;
+        if let Some(l) = self.slots[id].lent.take() {
+            l.retire_offer();
+        }
         if self.slots[id].orphan {
             self.release(id);
         }
@@ -692,11 +701,12 @@ pub enum Hold {
     Now,
     /// Lent to the transport until a scope ends (a scoped `isend`): what
     /// does not fit now is pushed from it later, through the ring. Never
-    /// by rendezvous: a scope's end copies what the transport still holds,
-    /// but a reader in another process could not be stopped. Blocking
-    /// sends of the collective algorithms use it too (pushed from their
-    /// buffer until the call returns, never by rendezvous; see
-    /// `p2p::blocking_hold`).
+    /// by a plain rendezvous, whose reader in another process no scope's
+    /// end could stop: a scoped send that goes by rendezvous goes by a
+    /// revocable one instead ([`Engine::start_send_offered`]), and comes
+    /// here only when that does not apply. Blocking sends of the
+    /// collective algorithms use it too (pushed from their buffer until
+    /// the call returns, never by rendezvous; see `p2p::blocking_hold`).
     Lent,
     /// Until the send completes, and the caller pushes what does not fit
     /// now from it later (a blocking send): pipelined through the ring, or
@@ -926,9 +936,29 @@ impl Engine {
         offered: &mut u64,
         revoked: &mut u64,
     ) -> Result<()> {
+        let Some(offer) = p.rts.offer else {
+            return Self::pull_from(t, p, p.rts.addr, dst, offered, revoked);
+        };
+        // A revocable offer: claimed first, the bytes read where the
+        // claim says, released after (whatever the outcome).
+        let addr = t.claim_offer(p.peer, offer)?;
+        let r = Self::pull_from(t, p, addr, dst, offered, revoked);
+        t.finish_offer(p.peer, offer);
+        r
+    }
+
+    /// [`pull`](Self::pull) from the bytes at `addr` in the sender.
+    fn pull_from(
+        t: &mut Transport,
+        p: &Pull,
+        addr: u64,
+        dst: &mut [u8],
+        offered: &mut u64,
+        revoked: &mut u64,
+    ) -> Result<()> {
         let n = dst.len();
-        if !t.split_ok(p.peer, p.rts.addr, n) {
-            return t.read_from(p.peer, p.rts.addr, dst);
+        if !t.split_ok(p.peer, addr, n) {
+            return t.read_from(p.peer, addr, dst);
         }
         // The receiver starts a frame's trip earlier than the sender, so
         // it takes that much more; page-aligned, so the two pin no page
@@ -954,11 +984,11 @@ impl Engine {
             let _ = t.enqueue(out, &offer);
         }
         let (head, tail) = dst.split_at_mut(front);
-        let r = t.read_from(p.peer, p.rts.addr, head);
+        let r = t.read_from(p.peer, addr, head);
         // Settle even after a failed read: a claim may be in progress.
         if t.split_settle(p.peer, gen)? {
             *revoked += 1;
-            t.read_from(p.peer, p.rts.addr + front as u64, tail)?;
+            t.read_from(p.peer, addr + front as u64, tail)?;
         }
         r
     }
@@ -982,14 +1012,27 @@ impl Engine {
             let s = &self.m.slots[id];
             let (addr, len) = s.rdv_span;
             let inside = c.off <= len && c.len <= len - c.off;
-            if s.rendezvous
-                && s.peer == Some(peer)
-                && inside
-                && !self.is_complete(id)
-                && self
-                    .t
-                    .split_write(peer, c.gen, addr + c.off, c.len as usize, c.dst)
-            {
+            if !(s.rendezvous && s.peer == Some(peer) && inside && !self.is_complete(id)) {
+                continue;
+            }
+            let t = &self.t;
+            let written = match &s.lent {
+                // Lent from a scope: written from the cell's bytes under
+                // its lock, which the scope's end takes to copy them, so
+                // they stay put while the kernel reads them.
+                Some(l) => l.with(|b| {
+                    b.len() as u64 == len
+                        && t.split_write(
+                            peer,
+                            c.gen,
+                            b.as_ptr() as u64 + c.off,
+                            c.len as usize,
+                            c.dst,
+                        )
+                }),
+                None => t.split_write(peer, c.gen, addr + c.off, c.len as usize, c.dst),
+            };
+            if written {
                 self.m.split_written += 1;
             }
         }
@@ -1142,38 +1185,15 @@ impl Engine {
             kind: FrameKind::Data,
             token: 0,
         };
-        let ack_slot = (sync || rdv).then(|| {
-            // 24-bit tokens; skip any still awaiting an ack (an issend
-            // that was never matched) so a late ack cannot complete the
-            // wrong send.
-            let mut token = self.m.next_token & 0x00ff_ffff;
-            while self.m.awaiting.contains_key(&token) {
-                self.m.next_token = self.m.next_token.wrapping_add(1);
-                token = self.m.next_token & 0x00ff_ffff;
-            }
-            self.m.next_token = self.m.next_token.wrapping_add(1);
-            hdr.kind = if rdv { FrameKind::Rts } else { FrameKind::Sync };
-            hdr.token = token;
-            let id = self.m.alloc(SlotState::AwaitAck { ticket: None }, 0);
-            self.m.slots[id].rendezvous = rdv;
-            if rdv {
-                self.m.slots[id].rdv_span =
-                    (pool.unwrap_or(data.as_ptr() as u64), data.len() as u64);
-            }
-            self.m.slots[id].peer = Some(dest);
-            self.m.awaiting.insert(token, id);
-            id
-        });
+        let span = (pool.unwrap_or(data.as_ptr() as u64), data.len() as u64);
+        let ack_slot = (sync || rdv).then(|| self.await_ack(&mut hdr, dest, rdv.then_some(span)));
         if let (true, Some(id)) = (rdv, ack_slot) {
             let rts = Rts {
-                addr: pool.unwrap_or(data.as_ptr() as u64),
-                len: data.len() as u64,
-            }
-            .encode();
-            self.m.rdv_sent += 1;
-            if let Sent::Partial(out) = self.t.send(dest, &hdr.pack(), &rts) {
-                self.queue_send(out, &rts, Some(id));
-            }
+                addr: span.0,
+                len: span.1,
+                offer: None,
+            };
+            self.send_rts(dest, &hdr, &rts, id);
             return (SendStart::Done, Some(id));
         }
         if dest == self.m.me {
@@ -1187,6 +1207,88 @@ impl Engine {
             Sent::Done => (SendStart::Done, ack_slot),
             Sent::Partial(o) => (SendStart::Partial(o), ack_slot),
         }
+    }
+
+    /// A slot for a send that completes on the receiver's ack (`span`: a
+    /// rendezvous send's bytes), under a fresh token written into `hdr`
+    /// with the frame kind.
+    fn await_ack(&mut self, hdr: &mut Header, dest: usize, span: Option<(u64, u64)>) -> SlotId {
+        // 24-bit tokens; skip any still awaiting an ack (an issend that
+        // was never matched) so a late ack cannot complete the wrong send.
+        let mut token = self.m.next_token & 0x00ff_ffff;
+        while self.m.awaiting.contains_key(&token) {
+            self.m.next_token = self.m.next_token.wrapping_add(1);
+            token = self.m.next_token & 0x00ff_ffff;
+        }
+        self.m.next_token = self.m.next_token.wrapping_add(1);
+        hdr.kind = if span.is_some() {
+            FrameKind::Rts
+        } else {
+            FrameKind::Sync
+        };
+        hdr.token = token;
+        let id = self.m.alloc(SlotState::AwaitAck { ticket: None }, 0);
+        if let Some(span) = span {
+            self.m.slots[id].rendezvous = true;
+            self.m.slots[id].rdv_span = span;
+        }
+        self.m.slots[id].peer = Some(dest);
+        self.m.awaiting.insert(token, id);
+        id
+    }
+
+    /// Sends rendezvous request `rts` of slot `id` (queued when the ring
+    /// is full).
+    fn send_rts(&mut self, dest: usize, hdr: &Header, rts: &Rts, id: SlotId) {
+        let (b, n) = rts.encode();
+        self.m.rdv_sent += 1;
+        if let Sent::Partial(out) = self.t.send(dest, &hdr.pack(), &b[..n]) {
+            self.queue_send(out, &b[..n], Some(id));
+        }
+    }
+
+    /// Starts a send of `data` lent from a scope by a revocable rendezvous
+    /// (see `shm::offers`) where the transport's policy says so
+    /// (`Transport::offer_to`): the receiver reads the caller's buffer,
+    /// or, once the scope has ended, the copy the scope's end made
+    /// (`lend()` makes the scope's cell for `data`). `None`: not by
+    /// rendezvous (not to this peer at this size, the receiver cannot
+    /// read this process, or all offer entries are in use); nothing was
+    /// done. Standard and synchronous sends alike: the
+    /// ack comes after the match.
+    #[allow(clippy::too_many_arguments)]
+    pub fn start_send_offered(
+        &mut self,
+        ctx: u32,
+        src: u32,
+        dest: usize,
+        tag: i32,
+        data: &[u8],
+        lend: impl FnOnce() -> Lent,
+    ) -> Option<(SendStart, Option<SlotId>)> {
+        if self.t.is_dead(dest) || !self.t.offer_to(dest, data.len()) {
+            return None;
+        }
+        let addr = data.as_ptr() as u64;
+        let offer = self.t.open_offer(dest, addr)?;
+        let rts = Rts {
+            addr,
+            len: data.len() as u64,
+            offer: Some(offer.id()),
+        };
+        let lent = lend();
+        lent.hold_offer(offer);
+        let mut hdr = Header {
+            ctx,
+            src,
+            tag,
+            kind: FrameKind::Rts,
+            token: 0,
+        };
+        let id = self.await_ack(&mut hdr, dest, Some((addr, rts.len)));
+        self.m.slots[id].lent = Some(lent);
+        self.send_rts(dest, &hdr, &rts, id);
+        Some((SendStart::Done, Some(id)))
     }
 
     /// Continues a partial send from its buffer; true when complete.
@@ -1318,6 +1420,9 @@ impl Engine {
             } else {
                 self.m.awaiting.retain(|_, v| *v != id);
                 self.m.slots[id].state = SlotState::Sent;
+                if let Some(l) = self.m.slots[id].lent.take() {
+                    l.retire_offer();
+                }
             }
             self.m.slots[id].err = Some(err.clone());
             if self.m.slots[id].orphan {
@@ -1460,7 +1565,7 @@ impl Engine {
     /// yet (its buffer is still being read).
     pub fn is_borrowing(&self, id: SlotId) -> bool {
         let s = &self.m.slots[id];
-        s.rendezvous && !self.is_complete(id)
+        s.rendezvous && s.lent.is_none() && !self.is_complete(id)
     }
 
     /// Whether a blocking receive from world rank `peer` may take its

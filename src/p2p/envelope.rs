@@ -44,35 +44,58 @@ pub enum FrameKind {
 }
 
 /// The payload of a rendezvous request: the message's address in the
-/// sender's process and its length (16 bytes, little-endian).
+/// sender's process and its length (16 bytes, little-endian), and, for a
+/// revocable offer (a send lent from a scope), the entry of the sender's
+/// offer table that the receiver claims before reading and whose address
+/// then counts (`shm::offers`; 12 bytes more: index, generation).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Rts {
     /// Address of the first byte in the sender's process.
     pub addr: u64,
     /// Length in bytes.
     pub len: u64,
+    /// The offer entry's index and generation, if revocable.
+    pub offer: Option<(u32, u64)>,
 }
 
 impl Rts {
-    /// Bytes on the wire.
+    /// Bytes on the wire without an offer.
     pub const BYTES: usize = 16;
+    /// Bytes on the wire with one.
+    pub const OFFER_BYTES: usize = 28;
 
-    /// Encodes.
-    pub fn encode(&self) -> [u8; 16] {
-        let mut b = [0u8; 16];
+    /// Encodes: the buffer and how much of it is used.
+    pub fn encode(&self) -> ([u8; Self::OFFER_BYTES], usize) {
+        let mut b = [0u8; Self::OFFER_BYTES];
         b[..8].copy_from_slice(&self.addr.to_le_bytes());
-        b[8..].copy_from_slice(&self.len.to_le_bytes());
-        b
+        b[8..16].copy_from_slice(&self.len.to_le_bytes());
+        match self.offer {
+            None => (b, Self::BYTES),
+            Some((idx, gen)) => {
+                b[16..20].copy_from_slice(&idx.to_le_bytes());
+                b[20..28].copy_from_slice(&gen.to_le_bytes());
+                (b, Self::OFFER_BYTES)
+            }
+        }
     }
 
-    /// Decodes; `None` when `b` is not 16 bytes.
+    /// Decodes; `None` when `b` is neither 16 nor 28 bytes.
     pub fn decode(b: &[u8]) -> Option<Rts> {
-        if b.len() != Self::BYTES {
+        if b.len() != Self::BYTES && b.len() != Self::OFFER_BYTES {
             return None;
         }
+        let offer = if b.len() == Self::OFFER_BYTES {
+            Some((
+                u32::from_le_bytes(b[16..20].try_into().ok()?),
+                u64::from_le_bytes(b[20..28].try_into().ok()?),
+            ))
+        } else {
+            None
+        };
         Some(Rts {
             addr: u64::from_le_bytes(b[..8].try_into().ok()?),
-            len: u64::from_le_bytes(b[8..].try_into().ok()?),
+            len: u64::from_le_bytes(b[8..16].try_into().ok()?),
+            offer,
         })
     }
 }

@@ -6,7 +6,7 @@ use crate::sync::{AtomicU32, AtomicU64, CachePadded, Ordering, CACHE_LINE};
 /// `"SHMPISEG"` as a little-endian u64.
 pub const MAGIC: u64 = u64::from_le_bytes(*b"SHMPISEG");
 /// Bumped whenever the meaning of any byte in the segment changes.
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 
 /// What the creator and every attacher agree on; attach refuses a segment
 /// whose header differs from the attacher's expectation in any field.

@@ -10,6 +10,8 @@ mod header;
 pub mod ids;
 #[path = "lines.rs"]
 pub mod lines;
+#[path = "offers.rs"]
+pub mod offers;
 #[path = "os.rs"]
 pub mod os;
 #[path = "segment.rs"]
@@ -35,9 +37,16 @@ pub const fn id_maps_offset(nranks: usize) -> usize {
 }
 
 /// Bytes of what `shm` owns: the header, `nranks` control blocks,
-/// `nranks` context-id maps and the collective-region pool. The launcher reserves all of it; the layout
-/// above it starts at the next page.
+/// `nranks` context-id maps, the collective-region pool and `nranks`
+/// offer tables. The launcher reserves all of it; the layout above it
+/// starts at the next page.
 pub const fn control_end(nranks: usize) -> usize {
+    offers_offset(nranks) + nranks * offers::OFFER_TABLE_BYTES
+}
+
+/// Offset of rank 0's offer table (after the collective-region pool, one
+/// [`offers::OfferTable`] per rank).
+pub const fn offers_offset(nranks: usize) -> usize {
     coll_pool_offset(nranks) + collregion::pool_bytes(nranks)
 }
 

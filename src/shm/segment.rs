@@ -345,6 +345,30 @@ impl Segment {
     }
 }
 
+impl Segment {
+    /// Rank `rank`'s offer table (see [`super::offers`]).
+    ///
+    /// # Panics
+    /// If `rank` is not below the segment's rank count.
+    pub fn offers(&self, rank: usize) -> &super::offers::OfferTable {
+        assert!(rank < self.spec.nranks as usize, "rank {rank} out of range");
+        let off = super::offers_offset(self.spec.nranks as usize)
+            + rank * super::offers::OFFER_TABLE_BYTES;
+        // SAFETY: `off` lies within the reserved area below
+        // `control_end(nranks)`, page-aligned (the pool's end) plus a
+        // multiple of the table size (itself a multiple of the cache
+        // line); tables are all atomics, valid for any bit pattern
+        // including the file's zeros (every entry free).
+        unsafe {
+            &*self
+                .map
+                .as_ptr()
+                .wrapping_add(off)
+                .cast::<super::offers::OfferTable>()
+        }
+    }
+}
+
 impl Drop for Segment {
     fn drop(&mut self) {
         self.unlink();

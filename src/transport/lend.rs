@@ -19,7 +19,17 @@
 //! fragments, the scope's end locks it to detach. Both are uncontended in
 //! the common case (the sender waits for its sends inside the scope, so
 //! there is nothing left to detach).
+//!
+//! A lent buffer may also go by rendezvous, read by its receiver in
+//! another process, which no mutex of ours can stop: then the cell holds
+//! an [`Offer`], an entry of this rank's offer table (`shm::offers`). At
+//! the scope's end the cell copies the bytes as always and moves the
+//! offer to the copy, unless the receiver is reading already, in which
+//! case it waits for the receiver to finish: the receiver never reads the
+//! caller's buffer after `lend` returns.
 
+use crate::shm::offers::{OfferEntry, OfferState};
+use crate::shm::Segment;
 use std::marker::PhantomData;
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -39,16 +49,127 @@ enum Data {
 // any thread are what a `&[u8]` (which is `Sync`) allows.
 unsafe impl Send for Data {}
 
+/// A revocable rendezvous offer of this rank's: an entry of its offer
+/// table (`shm::offers`) naming the bytes of one send to `peer`. Made by
+/// [`Transport::open_offer`](super::Transport::open_offer); retired when
+/// the receiver acked (or died); dropped unretired, it is withdrawn (or,
+/// when the receiver is reading, waited for) first.
+#[derive(Debug)]
+pub struct Offer {
+    seg: Arc<Segment>,
+    me: usize,
+    peer: usize,
+    idx: usize,
+    gen: u64,
+    live: bool,
+}
+
+impl Offer {
+    pub(super) fn new(seg: Arc<Segment>, me: usize, peer: usize, idx: usize, gen: u64) -> Offer {
+        Offer {
+            seg,
+            me,
+            peer,
+            idx,
+            gen,
+            live: true,
+        }
+    }
+
+    /// The entry's index and generation, as the rendezvous request
+    /// carries them to the receiver.
+    pub fn id(&self) -> (u32, u64) {
+        (self.idx as u32, self.gen)
+    }
+
+    fn entry(&self) -> &OfferEntry {
+        self.seg.offers(self.me).entry(self.idx)
+    }
+
+    /// Waits while the receiver reads (a copy in progress: a short spin,
+    /// then yielding), or until its process is gone.
+    fn wait_reading(&self) {
+        let mut rounds = 0u32;
+        while self.entry().state(self.gen) == Some(OfferState::Reading) {
+            rounds = rounds.wrapping_add(1);
+            if rounds < 128 {
+                std::hint::spin_loop();
+                continue;
+            }
+            std::thread::yield_now();
+            if rounds % 1024 == 0
+                && !crate::shm::os::process_alive(self.seg.control(self.peer).pid())
+            {
+                return;
+            }
+        }
+    }
+
+    /// The bytes now also live at `addr` (a copy in this process that
+    /// stays until the offer is retired): a receiver that has not claimed
+    /// the offer yet reads them there; one that is reading is waited for.
+    fn move_to(&self, addr: u64) {
+        loop {
+            if self.entry().begin_move(self.gen) {
+                self.entry().end_move(self.gen, addr);
+                return;
+            }
+            match self.entry().state(self.gen) {
+                Some(OfferState::Reading) => self.wait_reading(),
+                // Read already (the ack has not been seen yet), or no
+                // longer this offer.
+                Some(OfferState::Done | OfferState::Withdrawn | OfferState::Free) | None => return,
+                Some(OfferState::Offered) => {}
+                Some(OfferState::Moving) => unreachable!("only the owner moves its offer"),
+            }
+        }
+    }
+
+    /// Frees the entry: the receiver acked (it read everything, or
+    /// dropped the message unread), or died.
+    pub fn retire(mut self) {
+        self.entry().retire();
+        self.live = false;
+    }
+}
+
+impl Drop for Offer {
+    fn drop(&mut self) {
+        if !self.live {
+            return;
+        }
+        // The bytes are going away unacked (the transport was dropped with
+        // the send in flight): take the offer back, or let the reader
+        // finish, then free the entry.
+        if !self.entry().withdraw(self.gen) {
+            self.wait_reading();
+        }
+        self.entry().retire();
+    }
+}
+
+/// Fields drop in order: the offer (withdrawn, or its reader waited for)
+/// before the bytes it names.
+#[derive(Debug)]
+struct Cell {
+    offer: Option<Offer>,
+    data: Data,
+}
+
 /// A lent send buffer, as the transport's queue holds it.
 #[derive(Debug, Clone)]
-pub struct Lent(Arc<Mutex<Data>>);
+pub struct Lent(Arc<Mutex<Cell>>);
 
 impl Lent {
+    fn cell(data: Data) -> Lent {
+        Lent(Arc::new(Mutex::new(Cell { offer: None, data })))
+    }
+
     /// Runs `f` on the bytes (the caller's buffer, or the copy made when
     /// the scope ended first).
     pub fn with<R>(&self, f: impl FnOnce(&[u8]) -> R) -> R {
         let g = self.lock();
-        match &*g {
+        match &g.data {
             // SAFETY: `Borrowed` holds a pointer and length taken from a
             // `&'env [u8]` by `Lender::lend`; `lend` turns every cell to
             // `Owned` (under this mutex, which we hold) before `'env` can
@@ -61,7 +182,7 @@ impl Lent {
 
     /// Length in bytes.
     pub fn len(&self) -> usize {
-        match &*self.lock() {
+        match &self.lock().data {
             Data::Borrowed(_, n) => *n,
             Data::Owned(v) => v.len(),
         }
@@ -74,23 +195,52 @@ impl Lent {
 
     /// Whether the bytes are still the caller's (not yet detached).
     pub fn is_borrowed(&self) -> bool {
-        matches!(&*self.lock(), Data::Borrowed(..))
+        matches!(&self.lock().data, Data::Borrowed(..))
     }
 
-    fn lock(&self) -> MutexGuard<'_, Data> {
-        // A panic while the lock was held cannot leave `Data` half made:
-        // both variants are written whole.
+    /// Where the bytes are in this process, and how many.
+    pub fn span(&self) -> (u64, usize) {
+        match &self.lock().data {
+            Data::Borrowed(p, n) => (*p as u64, *n),
+            Data::Owned(v) => (v.as_ptr() as u64, v.len()),
+        }
+    }
+
+    /// Ties `offer` (a rendezvous offer of these bytes) to the cell: the
+    /// scope's end moves it to the copy.
+    pub fn hold_offer(&self, offer: Offer) {
+        self.lock().offer = Some(offer);
+    }
+
+    /// Retires the cell's offer (the receiver acked or died).
+    pub fn retire_offer(&self) {
+        if let Some(o) = self.lock().offer.take() {
+            o.retire();
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Cell> {
+        // A panic while the lock was held cannot leave `Cell` half made:
+        // its fields are written whole.
         self.0.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Copies the bytes into the cell (if still borrowed).
+    /// Copies the bytes into the cell (if still borrowed); an offer of
+    /// them moves to the copy, or its reader is waited for.
     fn detach(&self) {
         let mut g = self.lock();
-        if let Data::Borrowed(p, n) = *g {
-            // SAFETY: as in `with`: still inside `lend` (this is its end),
-            // so the borrow is alive; the lock is held.
+        if let Data::Borrowed(p, n) = g.data {
+            // SAFETY: as in `with`: still inside `lend` (this is its end,
+            // or the `RawLend`'s drop), so the borrow is alive; the lock
+            // is held.
             let copy = unsafe { std::slice::from_raw_parts(p, n) }.to_vec();
-            *g = Data::Owned(copy);
+            if let Some(o) = &g.offer {
+                // The heap block of `copy` stays where it is when the
+                // vector moves into the cell, until the cell drops, and
+                // the cell outlives the offer it holds.
+                o.move_to(copy.as_ptr() as u64);
+            }
+            g.data = Data::Owned(copy);
         }
     }
 }
@@ -107,10 +257,7 @@ pub struct Lender<'env> {
 impl<'env> Lender<'env> {
     /// Lends `data` until the end of the scope.
     pub fn lend(&self, data: &'env [u8]) -> Lent {
-        let cell = Lent(Arc::new(Mutex::new(Data::Borrowed(
-            data.as_ptr(),
-            data.len(),
-        ))));
+        let cell = Lent::cell(Data::Borrowed(data.as_ptr(), data.len()));
         let mut cells = self.cells.lock().unwrap_or_else(|e| e.into_inner());
         // Cells the transport is done with (only the scope holds them)
         // need no detaching: forget them as we go, so a long scope does
@@ -146,10 +293,7 @@ impl RawLend {
     /// `data` stays alive and is not written until the `RawLend` is
     /// dropped (its lifetime is not tracked).
     pub unsafe fn new(data: &[u8]) -> RawLend {
-        RawLend(Lent(Arc::new(Mutex::new(Data::Borrowed(
-            data.as_ptr(),
-            data.len(),
-        )))))
+        RawLend(Lent::cell(Data::Borrowed(data.as_ptr(), data.len())))
     }
 
     /// The cell to hand to the transport's queue.

@@ -51,7 +51,7 @@ pub use pool::SharedBuf;
 /// `docs/tuning.md`).
 pub const DEFAULT_POOL_THRESHOLD: usize = 16 << 10;
 pub use layout::{default_ring_capacity, Layout};
-pub use lend::{lend, Lender, Lent, RawLend};
+pub use lend::{lend, Lender, Lent, Offer, RawLend};
 pub use wait::{Rung, WaitPolicy, Waiter};
 pub use wire::{sole_head, Envelope, SoleHead, SOLE_HEADER, WIRE_HEADER};
 
@@ -371,6 +371,10 @@ pub struct Transport {
     hot: usize,
     /// The generation of this rank's last shared-copy offer.
     split_gen: u64,
+    /// The generation of this rank's last rendezvous offer, and where the
+    /// next search of its offer table for a free entry starts.
+    offer_gen: u64,
+    offer_hint: usize,
     /// `SHMPI_STREAM_THRESHOLD` (see [`stream_threshold`](Self::stream_threshold)).
     stream_threshold: usize,
     /// Informational lines on stderr (`SHMPI_VERBOSE`).
@@ -550,6 +554,8 @@ impl Transport {
             demote,
             hot,
             split_gen: 0,
+            offer_gen: 0,
+            offer_hint: 0,
             stream_threshold,
             verbose: std::env::var("SHMPI_VERBOSE").is_ok_and(|v| !v.is_empty() && v != "0"),
             shared: std::sync::OnceLock::new(),
@@ -875,6 +881,111 @@ impl Transport {
             cma::transfer_runs(cb.pid(), &[(dst, len)], src as usize as *mut u8, len, true).is_ok();
         cb.split_set(gen, if ok { Split::Done } else { Split::Offered });
         ok
+    }
+
+    /// Opens a revocable rendezvous offer to `peer` of the `len` bytes at
+    /// `addr` in this process (see `shm::offers`); `None` when all of this
+    /// rank's offer entries are in use (the send then goes through the
+    /// ring).
+    pub fn open_offer(&mut self, peer: usize, addr: u64) -> Option<Offer> {
+        let table = self.seg.offers(self.me);
+        let n = crate::shm::offers::OFFERS;
+        let idx = (0..n)
+            .map(|k| (self.offer_hint + k) % n)
+            .find(|&i| table.entry(i).is_free())?;
+        self.offer_hint = (idx + 1) % n;
+        self.offer_gen += 1;
+        table.entry(idx).open(self.offer_gen, addr);
+        Some(Offer::new(
+            self.seg.clone(),
+            self.me,
+            peer,
+            idx,
+            self.offer_gen,
+        ))
+    }
+
+    /// The receiver's claim of `peer`'s revocable offer `(idx, gen)`:
+    /// the address of the bytes in `peer`'s process, waiting out a move
+    /// (a memory copy in the sender). Once claimed the bytes stay there
+    /// until [`finish_offer`](Self::finish_offer).
+    ///
+    /// # Errors
+    /// `Other` when the sender took the offer back (its transport went
+    /// away with the send unfinished) or the request names no entry.
+    pub fn claim_offer(&self, peer: usize, (idx, gen): (u32, u64)) -> crate::Result<u64> {
+        let gone = |why: &str| {
+            Err(crate::error::Error::new(
+                crate::error::ErrorClass::Other,
+                format!("rendezvous message from rank {peer}: {why}"),
+            ))
+        };
+        if peer >= self.size() || idx as usize >= crate::shm::offers::OFFERS {
+            return gone("the request names no offer entry");
+        }
+        let e = self.seg.offers(peer).entry(idx as usize);
+        let mut rounds = 0u32;
+        loop {
+            match e.claim(gen) {
+                Ok(a) => return Ok(a),
+                Err(Some(crate::shm::offers::OfferState::Moving)) => {
+                    rounds = rounds.wrapping_add(1);
+                    if rounds < 128 {
+                        std::hint::spin_loop();
+                        continue;
+                    }
+                    std::thread::yield_now();
+                    if rounds % 1024 == 0
+                        && !crate::shm::os::process_alive(self.seg.control(peer).pid())
+                    {
+                        return gone("the sender died while moving it");
+                    }
+                }
+                Err(_) => return gone("the sender withdrew it before it was read"),
+            }
+        }
+    }
+
+    /// The receiver is done with `peer`'s claimed offer `(idx, gen)`
+    /// (read, or the read failed): the sender may let the bytes go.
+    pub fn finish_offer(&self, peer: usize, (idx, gen): (u32, u64)) {
+        self.seg.offers(peer).entry(idx as usize).finish(gen);
+    }
+
+    /// [`claim_offer`](Self::claim_offer), a read of everything into
+    /// `dst`, [`finish_offer`](Self::finish_offer).
+    ///
+    /// # Errors
+    /// As `claim_offer`, or the read's.
+    pub fn read_offered(
+        &self,
+        peer: usize,
+        offer: (u32, u64),
+        dst: &mut [u8],
+    ) -> crate::Result<()> {
+        let addr = self.claim_offer(peer, offer)?;
+        let r = self.read_from(peer, addr, dst);
+        self.finish_offer(peer, offer);
+        r
+    }
+
+    /// Whether a scoped send of `len` bytes to `peer` goes by revocable
+    /// rendezvous: under `SHMPI_CMA=auto` only to a distant peer, from
+    /// `SHMPI_DISTANT_RENDEZVOUS` (a window of them to a near peer runs
+    /// faster through the ring, whose copies in and out overlap on two
+    /// cores); under `always` from `SHMPI_CMA_THRESHOLD`. The receiver
+    /// must be able to read this process.
+    #[inline]
+    pub fn offer_to(&self, peer: usize, len: usize) -> bool {
+        let by_size = match self.cma_mode {
+            CmaMode::Auto => len >= self.distant_from && self.is_distant(peer),
+            CmaMode::Always => len >= self.cma_threshold,
+            CmaMode::Off | CmaMode::Refuse => false,
+        };
+        by_size
+            && peer != self.me
+            && peer < self.size()
+            && self.seg.control(peer).single_copy() == SingleCopy::Usable
     }
 
     /// The size from which messages go by rendezvous, when the receiver
