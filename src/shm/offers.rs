@@ -15,15 +15,18 @@
 //! sender moves (scope end, bytes copied elsewhere in its process):
 //!                       Offered  -> Moving -> Offered (new address)
 //! sender withdraws (the bytes are going away with no copy):
-//!                       Offered  -> Withdrawn
-//! sender retires (ack seen, or the receiver is dead): any -> Free
+//!                       Offered  -> Withdrawn, then retired
+//! sender retires (ack seen, a withdrawal, or the receiver found dead):
+//!                       any      -> Free
 //! ```
 //!
 //! The sender moves or withdraws only from `Offered`; finding `Reading` it
-//! waits for `Done`, so no receiver ever reads bytes that are gone or
-//! changing. A receiver finding `Moving` waits for `Offered` (a memory
-//! copy in the sender). Each open takes a new generation, so a late claim
-//! of an old offer fails instead of reading a later one.
+//! waits for `Done` (or for the reader's process to be gone), so no
+//! receiver ever reads bytes that are gone or changing. A receiver
+//! finding `Moving` waits for `Offered` (the sender made its copy before
+//! it moved: `Moving` spans two stores). Each open takes a new
+//! generation, so a late claim of an old offer (`Free` or a newer
+//! generation) fails instead of reading a later one.
 //!
 //! One table per rank, written by its owner (open, move, withdraw, retire)
 //! and by the receivers of its sends (claim, finish).
@@ -105,8 +108,8 @@ impl OfferEntry {
     /// Whether the entry is free (only its owner asks: only it frees and
     /// opens).
     pub fn is_free(&self) -> bool {
-        // Relaxed: the owner's own last write to the word, or a receiver's
-        // Done, which the owner frees only after it saw the ack.
+        // Relaxed: only the owner makes a word `Free` or takes it out of
+        // `Free`, so the load sees its own last such write.
         OfferState::of(self.word.load(Ordering::Relaxed)) == OfferState::Free
     }
 
@@ -124,10 +127,11 @@ impl OfferEntry {
     /// state that stood in the way (`Moving`: try again soon; anything
     /// else, or `None` for another generation: the offer is gone).
     pub fn claim(&self, gen: u64) -> Result<u64, Option<OfferState>> {
-        // AcqRel: Acquire pairs with the owner's Release in `open` and
+        // AcqRel: the Acquire pairs with the owner's Release in `open` and
         // `end_move` (the address read next is the one offered); the
-        // claim and the owner's move or withdrawal race on this one word,
-        // and exactly one wins.
+        // Release half publishes nothing (the owner learns of the claim
+        // only through a failed CAS). The claim and the owner's move or
+        // withdrawal race on this one word, and exactly one wins.
         match self.word.compare_exchange(
             word(gen, OfferState::Offered),
             word(gen, OfferState::Reading),
@@ -152,9 +156,10 @@ impl OfferEntry {
     /// The owner starts to move offer `gen`: true when it was `Offered`
     /// (no receiver can claim it until [`end_move`](Self::end_move)).
     pub fn begin_move(&self, gen: u64) -> bool {
-        // Acquire: on failure the owner reads the state (see `state`); on
-        // success nothing of the receiver's is read. Relaxed would do for
-        // the success; AcqRel keeps the race on this one word plain.
+        // AcqRel, Acquire on failure: stronger than needed (the owner reads
+        // nothing of the receiver's after it, and re-reads the state with
+        // `state`'s own Acquire); the race is decided by this one word's
+        // modification order at any ordering.
         self.word
             .compare_exchange(
                 word(gen, OfferState::Offered),

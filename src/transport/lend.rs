@@ -52,8 +52,9 @@ unsafe impl Send for Data {}
 /// A revocable rendezvous offer of this rank's: an entry of its offer
 /// table (`shm::offers`) naming the bytes of one send to `peer`. Made by
 /// [`Transport::open_offer`](super::Transport::open_offer); retired when
-/// the receiver acked (or died); dropped unretired, it is withdrawn (or,
-/// when the receiver is reading, waited for) first.
+/// the receiver acked (or, a rank of another job, was found dead);
+/// dropped unretired, it is withdrawn (or, when the receiver is reading,
+/// waited for: until it finishes or its process is gone) and retired.
 #[derive(Debug)]
 pub struct Offer {
     seg: Arc<Segment>,
@@ -87,8 +88,9 @@ impl Offer {
     }
 
     /// Waits while the receiver reads (a copy in progress: a short spin,
-    /// then yielding), or until its process is gone.
-    fn wait_reading(&self) {
+    /// then yielding); false when its process is gone meanwhile (it will
+    /// never finish, and reads nothing more).
+    fn wait_reading(&self) -> bool {
         let mut rounds = 0u32;
         while self.entry().state(self.gen) == Some(OfferState::Reading) {
             rounds = rounds.wrapping_add(1);
@@ -100,9 +102,10 @@ impl Offer {
             if rounds % 1024 == 0
                 && !crate::shm::os::process_alive(self.seg.control(self.peer).pid())
             {
-                return;
+                return false;
             }
         }
+        true
     }
 
     /// The bytes now also live at `addr` (a copy in this process that
@@ -115,7 +118,11 @@ impl Offer {
                 return;
             }
             match self.entry().state(self.gen) {
-                Some(OfferState::Reading) => self.wait_reading(),
+                Some(OfferState::Reading) => {
+                    if !self.wait_reading() {
+                        return;
+                    }
+                }
                 // Read already (the ack has not been seen yet), or no
                 // longer this offer.
                 Some(OfferState::Done | OfferState::Withdrawn | OfferState::Free) | None => return,
@@ -126,7 +133,7 @@ impl Offer {
     }
 
     /// Frees the entry: the receiver acked (it read everything, or
-    /// dropped the message unread), or died.
+    /// dropped the message unread), or was found dead.
     pub fn retire(mut self) {
         self.entry().retire();
         self.live = false;
@@ -142,7 +149,7 @@ impl Drop for Offer {
         // the send in flight): take the offer back, or let the reader
         // finish, then free the entry.
         if !self.entry().withdraw(self.gen) {
-            self.wait_reading();
+            let _ = self.wait_reading();
         }
         self.entry().retire();
     }
@@ -196,14 +203,6 @@ impl Lent {
     /// Whether the bytes are still the caller's (not yet detached).
     pub fn is_borrowed(&self) -> bool {
         matches!(&self.lock().data, Data::Borrowed(..))
-    }
-
-    /// Where the bytes are in this process, and how many.
-    pub fn span(&self) -> (u64, usize) {
-        match &self.lock().data {
-            Data::Borrowed(p, n) => (*p as u64, *n),
-            Data::Owned(v) => (v.as_ptr() as u64, v.len()),
-        }
     }
 
     /// Ties `offer` (a rendezvous offer of these bytes) to the cell: the

@@ -907,7 +907,7 @@ impl Transport {
 
     /// The receiver's claim of `peer`'s revocable offer `(idx, gen)`:
     /// the address of the bytes in `peer`'s process, waiting out a move
-    /// (a memory copy in the sender). Once claimed the bytes stay there
+    /// (two stores in the sender, its copy already made). Once claimed the bytes stay there
     /// until [`finish_offer`](Self::finish_offer).
     ///
     /// # Errors
