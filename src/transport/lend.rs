@@ -93,15 +93,7 @@ impl Offer {
     fn wait_reading(&self) -> bool {
         let mut rounds = 0u32;
         while self.entry().state(self.gen) == Some(OfferState::Reading) {
-            rounds = rounds.wrapping_add(1);
-            if rounds < 128 {
-                std::hint::spin_loop();
-                continue;
-            }
-            std::thread::yield_now();
-            if rounds % 1024 == 0
-                && !crate::shm::os::process_alive(self.seg.control(self.peer).pid())
-            {
+            if !super::wait::step_round(&mut rounds, || self.seg.control(self.peer).pid()) {
                 return false;
             }
         }

@@ -840,23 +840,15 @@ impl Transport {
                     unreachable!("only this rank revokes or starts a generation")
                 }
             }
-            rounds = rounds.wrapping_add(1);
-            if rounds < 128 {
-                std::hint::spin_loop();
-                continue;
-            }
-            std::thread::yield_now();
-            if rounds % 1024 == 0 {
+            if !wait::step_round(&mut rounds, || self.seg.control(peer).pid()) {
                 let pid = self.seg.control(peer).pid();
-                if !crate::shm::os::process_alive(pid) {
-                    return Err(crate::error::Error::new(
-                        crate::error::ErrorClass::Other,
-                        format!(
-                            "rank {peer} (pid {pid}) died while writing its part of a \
-                             rendezvous message into this rank"
-                        ),
-                    ));
-                }
+                return Err(crate::error::Error::new(
+                    crate::error::ErrorClass::Other,
+                    format!(
+                        "rank {peer} (pid {pid}) died while writing its part of a \
+                         rendezvous message into this rank"
+                    ),
+                ));
             }
         }
     }
@@ -929,15 +921,7 @@ impl Transport {
             match e.claim(gen) {
                 Ok(a) => return Ok(a),
                 Err(Some(crate::shm::offers::OfferState::Moving)) => {
-                    rounds = rounds.wrapping_add(1);
-                    if rounds < 128 {
-                        std::hint::spin_loop();
-                        continue;
-                    }
-                    std::thread::yield_now();
-                    if rounds % 1024 == 0
-                        && !crate::shm::os::process_alive(self.seg.control(peer).pid())
-                    {
+                    if !wait::step_round(&mut rounds, || self.seg.control(peer).pid()) {
                         return gone("the sender died while moving it");
                     }
                 }

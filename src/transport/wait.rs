@@ -92,6 +92,21 @@ pub fn spin_round(policy: &WaitPolicy, round: usize) {
     }
 }
 
+/// One round of a short wait on another process of the job that is in
+/// the middle of a bounded step (a copy, or two stores), round 0 first:
+/// a spin for the first 128 rounds, a yield after, and every 1024th
+/// round a look at whether process `pid()` still lives. False once it is
+/// gone (it will never finish the step).
+pub fn step_round(rounds: &mut u32, pid: impl FnOnce() -> u32) -> bool {
+    *rounds = rounds.wrapping_add(1);
+    if *rounds < 128 {
+        std::hint::spin_loop();
+        return true;
+    }
+    std::thread::yield_now();
+    *rounds % 1024 != 0 || crate::shm::os::process_alive(pid())
+}
+
 /// What the next pause of a [`Waiter`] should be.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Rung {
