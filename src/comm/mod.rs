@@ -758,9 +758,10 @@ impl Communicator {
         };
         let mut e = self.shared().lock();
         let src = self.ctx.rank as u32;
-        // A scoped send that a blocking send's policy would take by
-        // rendezvous goes by a revocable one: the scope's end moves the
-        // offer to its copy of the buffer (`transport::lend`).
+        // A scoped send that the transport sends by revocable rendezvous
+        // (`Transport::offer_to`: to a distant peer) goes so; the scope's
+        // end moves the offer to its copy of the buffer, or waits for a
+        // read in progress (`transport::lend`).
         let offered = match lender {
             Some(Lending::Scope(l)) => {
                 e.start_send_offered(cid, src, world, tag, data, || l.lend(data))

@@ -1254,9 +1254,8 @@ impl Engine {
     /// (`lend()` makes the scope's cell for `data`). `None`: not by
     /// rendezvous (not to this peer at this size, the receiver cannot
     /// read this process, or all offer entries are in use); nothing was
-    /// done. Standard and synchronous sends alike: the
-    /// ack comes after the match.
-    #[allow(clippy::too_many_arguments)]
+    /// done. Standard and synchronous sends alike: the ack comes after
+    /// the match.
     pub fn start_send_offered(
         &mut self,
         ctx: u32,

@@ -215,6 +215,21 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_rendezvous_request_round_trips_with_and_without_its_offer() {
+        for offer in [None, Some((63, u64::MAX >> 3))] {
+            let r = Rts {
+                addr: 0x7fff_1234_5678,
+                len: (16 << 20) + 3,
+                offer,
+            };
+            let (b, n) = r.encode();
+            assert_eq!(n, if offer.is_some() { 28 } else { 16 });
+            assert_eq!(Rts::decode(&b[..n]), Some(r));
+        }
+        assert_eq!(Rts::decode(&[0; 20]), None);
+    }
+
+    #[test]
     fn header_round_trips_and_wildcards_match() {
         let h = Header {
             ctx: 7,

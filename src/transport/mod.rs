@@ -875,10 +875,10 @@ impl Transport {
         ok
     }
 
-    /// Opens a revocable rendezvous offer to `peer` of the `len` bytes at
-    /// `addr` in this process (see `shm::offers`); `None` when all of this
-    /// rank's offer entries are in use (the send then goes through the
-    /// ring).
+    /// Opens a revocable rendezvous offer to `peer` of the bytes at `addr`
+    /// in this process (see `shm::offers`; the length travels in the
+    /// request); `None` when all of this rank's offer entries are in use
+    /// (the send then goes through the ring).
     pub fn open_offer(&mut self, peer: usize, addr: u64) -> Option<Offer> {
         let table = self.seg.offers(self.me);
         let n = crate::shm::offers::OFFERS;
@@ -899,8 +899,8 @@ impl Transport {
 
     /// The receiver's claim of `peer`'s revocable offer `(idx, gen)`:
     /// the address of the bytes in `peer`'s process, waiting out a move
-    /// (two stores in the sender, its copy already made). Once claimed the bytes stay there
-    /// until [`finish_offer`](Self::finish_offer).
+    /// (two stores in the sender, its copy already made). Once claimed,
+    /// the bytes stay there until [`finish_offer`](Self::finish_offer).
     ///
     /// # Errors
     /// `Other` when the sender took the offer back (its transport went
