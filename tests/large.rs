@@ -36,6 +36,15 @@ fn unaligned(seed: u64, n: usize, off: usize) -> Vec<u8> {
     v
 }
 
+/// Where single copy is usable, that this rank sent or received `n`
+/// messages by rendezvous in all (its ring peer the rest of the pair).
+fn assert_rendezvous_total(u: &shmpi::Universe, n: u64) {
+    if u.single_copy() == SingleCopy::Usable {
+        let (sent, received) = u.rendezvous_counts();
+        assert_eq!(sent + received, n, "messages by rendezvous");
+    }
+}
+
 /// What path the messages should have taken.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Path {
@@ -340,10 +349,7 @@ fn a_scoped_rendezvous_whose_scope_ends_unread_delivers_the_scopes_copy() {
                 assert!(b[..] == pattern(43, n)[1..], "the lent bytes changed");
             }
             w.barrier().unwrap();
-            if u.single_copy() == SingleCopy::Usable {
-                let (sent, received) = u.rendezvous_counts();
-                assert_eq!(sent + received, 1, "the message went by rendezvous");
-            }
+            assert_rendezvous_total(u, 1);
         },
     );
 }
@@ -382,10 +388,7 @@ fn scoped_rendezvous_sends_whose_scopes_end_while_they_are_read_arrive_intact() 
                 }
             }
             w.barrier().unwrap();
-            if u.single_copy() == SingleCopy::Usable {
-                let (sent, received) = u.rendezvous_counts();
-                assert_eq!(sent + received, 48, "every message by rendezvous");
-            }
+            assert_rendezvous_total(u, 48);
         },
     );
 }
@@ -480,10 +483,7 @@ fn dropping_a_rendezvous_send_waits_until_the_receiver_has_the_bytes() {
                 w.barrier().unwrap();
                 assert!(b == pattern(5, n), "the sender reused its buffer too early");
             }
-            if u.single_copy() == SingleCopy::Usable {
-                let (sent, received) = u.rendezvous_counts();
-                assert_eq!(sent + received, 1, "the message went by rendezvous");
-            }
+            assert_rendezvous_total(u, 1);
         },
     );
 }

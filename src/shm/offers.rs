@@ -156,6 +156,12 @@ impl OfferEntry {
     /// The owner starts to move offer `gen`: true when it was `Offered`
     /// (no receiver can claim it until [`end_move`](Self::end_move)).
     pub fn begin_move(&self, gen: u64) -> bool {
+        self.leave_offered(gen, OfferState::Moving)
+    }
+
+    /// The owner moves offer `gen` from `Offered` to `to`, if no receiver
+    /// claimed it first.
+    fn leave_offered(&self, gen: u64, to: OfferState) -> bool {
         // AcqRel, Acquire on failure: stronger than needed (the owner reads
         // nothing of the receiver's after it, and re-reads the state with
         // `state`'s own Acquire); the race is decided by this one word's
@@ -163,7 +169,7 @@ impl OfferEntry {
         self.word
             .compare_exchange(
                 word(gen, OfferState::Offered),
-                word(gen, OfferState::Moving),
+                word(gen, to),
                 Ordering::AcqRel,
                 Ordering::Acquire,
             )
@@ -182,15 +188,7 @@ impl OfferEntry {
     /// The owner takes offer `gen` back: true when it was `Offered` (no
     /// receiver will read it; a later claim fails).
     pub fn withdraw(&self, gen: u64) -> bool {
-        // AcqRel: as `begin_move`.
-        self.word
-            .compare_exchange(
-                word(gen, OfferState::Offered),
-                word(gen, OfferState::Withdrawn),
-                Ordering::AcqRel,
-                Ordering::Acquire,
-            )
-            .is_ok()
+        self.leave_offered(gen, OfferState::Withdrawn)
     }
 
     /// The state of offer `gen` (`None`: another generation).
