@@ -411,6 +411,25 @@ fn large_messages_through_the_rings_arrive_intact_with_single_copy_off() {
 }
 
 #[test]
+fn frames_streamed_to_a_distant_peer_arrive_intact() {
+    // Every peer distant and no single copy: every frame of 2 KiB or more
+    // (sole or fragment) is written with non-temporal stores, at every
+    // alignment the suite uses, through a small ring that wraps often.
+    run_ranks_with(
+        2,
+        "frames_streamed_to_a_distant_peer_arrive_intact",
+        &["--ring-size", "262144"],
+        &[("SHMPI_CMA", "off"), ("SHMPI_DISTANT", "all")],
+        |u| {
+            let peer = 1 - u.world().rank() as usize;
+            assert!(u.protocols().peers[peer].1, "the peer is distant");
+            suite(u, Path::Rings);
+            assert_eq!(distant_exchange(u), (0, 0));
+        },
+    );
+}
+
+#[test]
 fn refused_single_copy_falls_back_to_the_rings_with_one_line_when_verbose() {
     const NAME: &str = "refused_single_copy_falls_back_to_the_rings_with_one_line_when_verbose";
     if support::is_rank_of(NAME) {
@@ -578,6 +597,57 @@ fn messages_to_a_distant_peer_go_by_rendezvous_from_its_threshold() {
                 assert_eq!((sent, received), (2, 2));
             } else {
                 assert_eq!((sent, received), (0, 0));
+            }
+        },
+    );
+}
+
+#[test]
+fn a_peer_whose_ring_copies_slow_down_turns_distant_while_the_job_runs() {
+    // Every timed copy into the ring counts as slow (SHMPI_DISTANT_SLOW far
+    // above any rate): once the small ring has been round, two large ring
+    // messages make the peer distant, and the later ones go by rendezvous
+    // where single copy is usable. Blocking sends otherwise on the ring.
+    run_ranks_with(
+        2,
+        "a_peer_whose_ring_copies_slow_down_turns_distant_while_the_job_runs",
+        &["--ring-size", "262144"],
+        &[
+            ("SHMPI_CMA_BLOCKING", "0"),
+            ("SHMPI_DISTANT_SLOW", "1000000000000"),
+        ],
+        |u| {
+            let w = u.world();
+            let me = w.rank();
+            let peer = 1 - me as usize;
+            let (probed, _) = u.protocols().peers[peer];
+            let n = (256 << 10) + 1;
+            for i in 0..12u64 {
+                if me == 0 {
+                    w.send(&pattern(i, n), 1, 1).unwrap();
+                    let mut b = vec![0u8; n];
+                    w.recv(&mut b, 1, 2).unwrap();
+                    assert!(b == pattern(i + 100, n), "message {i} back differs");
+                } else {
+                    let mut b = vec![0u8; n];
+                    w.recv(&mut b, 0, 1).unwrap();
+                    assert!(b == pattern(i, n), "message {i} differs");
+                    w.send(&pattern(i + 100, n), 0, 2).unwrap();
+                }
+            }
+            w.barrier().unwrap();
+            let now = u.protocols().peers[peer].1;
+            match probed {
+                // The probe ran, so the placement is followed.
+                Some(_) => {
+                    assert!(now, "the peer did not turn distant");
+                    if u.single_copy() == SingleCopy::Usable {
+                        let (sent, received) = u.rendezvous_counts();
+                        assert!(sent > 0 && received > 0, "{sent} sent, {received} received");
+                    }
+                }
+                // A probe given up (a busy machine): nothing is followed.
+                None => assert!(!now, "distant without a probe"),
             }
         },
     );

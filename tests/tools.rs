@@ -268,8 +268,9 @@ fn shmpi_bench_floor_and_protocols_print_their_tables() {
         // the blocking send's.
         assert!(r[12..].starts_with("rendezvous: single copy"), "{out}");
     }
-    // A distant peer: its blocking sends by rendezvous from
-    // SHMPI_DISTANT_RENDEZVOUS; the probe's own line under auto.
+    // A distant peer: its frames streamed from 2 KiB, its blocking sends
+    // by rendezvous from SHMPI_DISTANT_RENDEZVOUS (64 KiB); the probe's
+    // own line under auto.
     for (mode, line) in [
         (
             "all",
@@ -301,18 +302,28 @@ fn shmpi_bench_floor_and_protocols_print_their_tables() {
             "{out}"
         );
         assert_eq!(
-            out.contains("distant, its blocking sends and isends (plain and scoped) by rendezvous from 16384 B"),
+            out.contains(
+                "distant, its ring frames from 2048 B streamed, its blocking sends and isends \
+                 (plain and scoped) by rendezvous from 65536 B"
+            ),
             distant && usable,
             "{out}"
         );
         assert_eq!(
-            out.contains("# a scoped isend: from 16384 B by revocable rendezvous"),
+            out.contains("# a scoped isend: from 65536 B by revocable rendezvous"),
             distant && usable,
             "{out}"
         );
-        assert!(blocking("8192").starts_with("eager"), "{out}");
+        assert!(
+            blocking("1024").starts_with("eager: one ring frame"),
+            "{out}"
+        );
+        assert!(!blocking("1024").contains("streamed"), "{out}");
+        assert!(blocking("32768").starts_with("eager"), "{out}");
+        assert_eq!(blocking("2048").contains("streamed"), distant, "{out}");
+        assert_eq!(blocking("32768").contains("streamed"), distant, "{out}");
         assert_eq!(
-            blocking("16384").starts_with("rendezvous"),
+            blocking("65536").starts_with("rendezvous"),
             usable && distant,
             "{out}"
         );

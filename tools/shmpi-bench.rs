@@ -1286,10 +1286,14 @@ fn protocols(o: &Opts, u: &shmpi::Universe) {
     };
     // A frame longer than its header line: the message and its wire
     // header past one cache line.
+    // Frames to a distant peer stream from STREAM_MIN.
+    let streams = |s: usize| distant && s >= shmpi::transport::placement::STREAM_MIN;
     let one_frame = |s: usize| {
         let multi_line =
             shmpi::ring::footprint(s + shmpi::transport::SOLE_HEADER) > shmpi::ring::FRAME_ALIGN;
-        if multi_line && p.demote.is_some_and(|d| s <= d) {
+        if streams(s) {
+            "eager: one ring frame, streamed"
+        } else if multi_line && p.demote.is_some_and(|d| s <= d) {
             "eager: one ring frame, demoted"
         } else {
             "eager: one ring frame"
@@ -1307,6 +1311,8 @@ fn protocols(o: &Opts, u: &shmpi::Universe) {
             rdv(s)
         } else if s <= p.eager_limit {
             one_frame(s)
+        } else if streams(s) {
+            "pipelined: ring fragments, streamed"
         } else {
             "pipelined: ring fragments, 2 copies"
         };
@@ -1586,19 +1592,29 @@ fn placement_line(u: &shmpi::Universe, p: &shmpi::Protocols) -> (String, bool) {
         }
         None => "no probe".into(),
     };
+    let stream = shmpi::transport::placement::STREAM_MIN;
     let line = format!(
         "# placement (SHMPI_DISTANT={}): rank {peer} {measured}: {}",
         p.distant_mode,
         match (distant, p.distant_from) {
             (true, _) if u.single_copy() != shmpi::shm::SingleCopy::Usable => {
-                "distant, but without single copy its messages go through the ring".into()
+                format!("distant, its ring frames from {stream} B streamed; without single copy all its messages go through the ring")
             }
             (true, Some(d)) => format!(
-                "distant, its blocking sends and isends (plain and scoped) by rendezvous from {d} B (SHMPI_DISTANT_RENDEZVOUS)"
+                "distant, its ring frames from {stream} B streamed, its blocking sends and isends (plain and scoped) by rendezvous from {d} B (SHMPI_DISTANT_RENDEZVOUS)"
             ),
-            (true, None) => "distant, but SHMPI_DISTANT_RENDEZVOUS=0".into(),
+            (true, None) => format!(
+                "distant, its ring frames from {stream} B streamed, but SHMPI_DISTANT_RENDEZVOUS=0"
+            ),
             (false, _) => "near".into(),
-        }
-    );
+        },
+    ) + &if p.distant_mode == "auto" && hand_off.is_some() {
+        format!(
+            "; followed while the job runs (the rate of its ring copies of {} B and more)",
+            shmpi::transport::placement::WATCH_MIN
+        )
+    } else {
+        String::new()
+    };
     (line, distant)
 }

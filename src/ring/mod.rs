@@ -32,7 +32,7 @@ mod producer;
 mod region;
 
 pub use consumer::{Awaited, AwaitedFront, Consumer, Frame};
-pub use copy::{set_vector_copy_from, vector_copy_from};
+pub use copy::{copy_streaming, set_vector_copy_from, vector_copy_from};
 pub use demote::Demote;
 pub use frame::{footprint, FRAME_ALIGN, FRAME_HEADER};
 

@@ -663,6 +663,26 @@ impl Reservation<'_> {
         };
     }
 
+    /// Copies `src` into the payload at byte `at` with non-temporal
+    /// stores, fenced before returning (so before `commit`'s publishing
+    /// store): the lines go to memory and leave every cache, for a
+    /// consumer whose core shares no cache with this one
+    /// ([`copy_streaming`](super::copy_streaming)).
+    ///
+    /// # Panics
+    /// If `at + src.len()` exceeds the reserved length.
+    #[inline]
+    pub fn write_streaming(&mut self, at: usize, src: &[u8]) {
+        assert!(at + src.len() <= self.len, "write past the reserved frame");
+        // SAFETY: as in `write`: `reserve` checked that these bytes are
+        // free and the consumer reads nothing here until `commit`.
+        unsafe {
+            self.producer
+                .region()
+                .write_streaming(self.off + FRAME_HEADER + at, src)
+        };
+    }
+
     /// Publishes the frame to the consumer.
     #[inline(always)]
     pub fn commit(self) {

@@ -78,6 +78,23 @@ mod real {
             super::super::copy_bytes(dst, src);
         }
 
+        /// Copies `src` to `off` with non-temporal stores, fenced
+        /// ([`copy_streaming`](super::super::copy_streaming)).
+        ///
+        /// # Safety
+        /// As for [`write`](Self::write).
+        #[inline]
+        pub(crate) unsafe fn write_streaming(&self, off: usize, src: &[u8]) {
+            debug_assert!(off + src.len() <= self.len);
+            // SAFETY: as in `write`: the caller owns these bytes under the
+            // ring protocol, so no one else touches them while the slice
+            // lives.
+            let dst = unsafe {
+                std::slice::from_raw_parts_mut(self.base.as_ptr().wrapping_add(off), src.len())
+            };
+            super::super::copy_streaming(dst, src);
+        }
+
         /// Writes `words` (little-endian) at `off`, one store each: a
         /// header built in registers reaches the frame without a copy
         /// through the stack, whose narrower stores a wider load could not
@@ -187,6 +204,13 @@ mod model {
                 // SAFETY: loom checks the exclusivity this relies on.
                 self.bytes[off + i].with_mut(|p| unsafe { *p = *b });
             }
+        }
+
+        /// # Safety
+        /// As for the real region.
+        pub(crate) unsafe fn write_streaming(&self, off: usize, src: &[u8]) {
+            // SAFETY: as for the real region; loom checks exclusivity.
+            unsafe { self.write(off, src) };
         }
 
         /// # Safety

@@ -59,54 +59,9 @@ pub fn streams(total: usize, span: usize, threshold: usize) -> bool {
     total.max(span).saturating_add(total) >= threshold
 }
 
-/// Copies `src` into `dst` (equal lengths) with non-temporal stores where
-/// the CPU has them (x86_64: SSE2's `movntdq`, every x86_64 CPU), so the
-/// destination lines are written to memory without first being read into
-/// the cache. For a destination that is not in any cache (a window of
-/// receive buffers larger than the cache) that halves the memory traffic:
-/// 64 KiB chunks into 64 MiB of cold buffers ran at 14-16 GB/s here against
-/// 7 GB/s for `memcpy` (`docs/tuning.md`). For a destination the caller
-/// will read at once it is slower, so the receiver streams only where the
-/// bytes it is receiving could not stay in the cache anyway
-/// (`SHMPI_STREAM_THRESHOLD`). The stores are fenced before returning, so
-/// the bytes are ordered before whatever the caller publishes next.
-///
-/// # Panics
-/// If the lengths differ.
-pub fn copy_streaming(dst: &mut [u8], src: &[u8]) {
-    assert_eq!(dst.len(), src.len(), "copy_streaming: lengths differ");
-    #[cfg(target_arch = "x86_64")]
-    {
-        use std::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_sfence, _mm_stream_si128};
-        // Bytes before the first 16-aligned destination address go the
-        // ordinary way, and so does the tail below 64 bytes.
-        let head = dst.as_ptr().align_offset(16).min(dst.len());
-        dst[..head].copy_from_slice(&src[..head]);
-        let body = (dst.len() - head) & !63;
-        let (d, s) = (&mut dst[head..head + body], &src[head..head + body]);
-        for (dc, sc) in d.chunks_exact_mut(64).zip(s.chunks_exact(64)) {
-            let dp = dc.as_mut_ptr().cast::<__m128i>();
-            let sp = sc.as_ptr().cast::<__m128i>();
-            for i in 0..4 {
-                // SAFETY: `sc` is a 64-byte chunk of a borrowed slice, so
-                // its 16-byte piece `i` is in bounds; an unaligned load;
-                // SSE2 is part of x86_64.
-                let v = unsafe { _mm_loadu_si128(sp.wrapping_add(i)) };
-                // SAFETY: piece `i` of the 64-byte chunk `dc`, which we
-                // borrow mutably, is in bounds and 16-aligned (the body
-                // starts at a 16-aligned address and advances by 64).
-                unsafe { _mm_stream_si128(dp.wrapping_add(i), v) };
-            }
-        }
-        // SAFETY: a store fence has no memory-safety preconditions; it
-        // orders the non-temporal stores above before later stores.
-        unsafe { _mm_sfence() };
-        let tail = head + body;
-        dst[tail..].copy_from_slice(&src[tail..]);
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    dst.copy_from_slice(src);
-}
+/// Copies with non-temporal stores (in the ring layer, which writes
+/// frames to distant peers so too; see there).
+pub use crate::ring::copy_streaming;
 
 #[cfg(test)]
 mod tests {

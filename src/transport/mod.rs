@@ -62,7 +62,7 @@ use crate::sync::{fence, AtomicU64, Ordering};
 use std::collections::VecDeque;
 use std::ptr::NonNull;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use wire::Kind;
 
 /// Peers whose rings a receiver polls directly (most recently active
@@ -313,6 +313,9 @@ struct Tx {
     /// strict ping-pong, whose laps may end early
     /// (`Producer::end_lap_early`).
     turns: bool,
+    /// What the timed copies into this ring say of the peer's placement
+    /// (when [`Transport::watch`] is on).
+    drift: placement::Drift,
     queue: VecDeque<Queued>,
     next_seq: u64,
     done_seq: u64,
@@ -391,6 +394,12 @@ pub struct Transport {
     /// once a peer is found distant, `distant_from`):
     /// [`try_send_eager`](Transport::try_send_eager).
     eager_below: usize,
+    /// Messages shorter than this go as one sole frame by the quick path
+    /// of [`send`](Transport::send) once the protocol is chosen: up to the
+    /// fragment size, and once a peer is found distant below
+    /// [`placement::STREAM_MIN`] (longer frames to it stream, which only
+    /// `push_frames` does).
+    sole_below: usize,
     /// How peers are judged distant (`SHMPI_DISTANT`; [`placement`]).
     distant_mode: placement::DistantMode,
     /// Blocking sends and plain `isend`s of at least this many bytes to a
@@ -400,8 +409,16 @@ pub struct Transport {
     /// The start-up probe's one-way hand-off to each peer, in ns (`None`:
     /// this rank, or not measured).
     hand_off: Vec<Option<u32>>,
-    /// Which peers are distant ([`probe_placement`](Self::probe_placement)).
+    /// Which peers are distant ([`probe_placement`](Self::probe_placement),
+    /// then [`placement::Drift`]).
     distant: Vec<bool>,
+    /// Whether the verdicts follow the placement after the start-up probe
+    /// (`SHMPI_DISTANT=auto` and the probe ran): large ring messages time
+    /// their copies ([`placement::Drift`]).
+    watch: bool,
+    /// Ring copies slower than this (MB/s) count as a distant placement
+    /// (`SHMPI_DISTANT_SLOW`; [`placement::SLOW_RING`]).
+    slow_ring: u64,
     /// Read-only views of the peers' pools, mapped at the first
     /// rendezvous from each.
     peer_pools: Vec<std::sync::OnceLock<pool::PeerPool>>,
@@ -524,6 +541,8 @@ impl Transport {
                 placement::DEFAULT_DISTANT_RENDEZVOUS,
             ),
         };
+        // MB/s, so bytes per µs; 0: no copy is slow.
+        let slow_ring = env_size("SHMPI_DISTANT_SLOW")?.map_or(placement::SLOW_RING, |v| v as u64);
         // Peers test single copy by reading this word (`probe_single_copy`)
         // once the start barrier has published its address.
         seg.control(me)
@@ -561,6 +580,7 @@ impl Transport {
             shared: std::sync::OnceLock::new(),
             pool_len,
             pool_threshold,
+            sole_below: fragment + 1,
             eager_below: (fragment + 1)
                 .min(cma_threshold)
                 .min(blocking_from)
@@ -569,6 +589,8 @@ impl Transport {
             distant_from,
             hand_off: vec![None; n],
             distant: vec![false; n],
+            watch: false,
+            slow_ring,
             peer_pools: (0..n).map(|_| std::sync::OnceLock::new()).collect(),
             bridges: Vec::new(),
             far: Vec::new(),
@@ -717,11 +739,83 @@ impl Transport {
                     .iter()
                     .map(|ns| ns.is_some_and(|ns| ns > placement::DISTANT_NS))
                     .collect();
+                // A probe given up (every peer unmeasured) says nothing of
+                // the placement; the ring's rates would not either then
+                // (the ranks are not running at once).
+                self.watch = self.hand_off.iter().any(Option::is_some);
             }
         }
         if self.distant.iter().any(|&d| d) {
-            self.eager_below = self.eager_below.min(self.distant_from);
+            self.off_quick_path();
         }
+    }
+
+    /// A peer is distant: messages from [`placement::STREAM_MIN`] bytes
+    /// (whose frames to it stream) and from `SHMPI_DISTANT_RENDEZVOUS`
+    /// (which may go by rendezvous) leave the quick paths, to every peer
+    /// and for good (the checks they cost a near peer's messages are a
+    /// few instructions against a copy of 2 KiB or more).
+    fn off_quick_path(&mut self) {
+        self.eager_below = self
+            .eager_below
+            .min(self.distant_from)
+            .min(placement::STREAM_MIN);
+        self.sole_below = self.sole_below.min(placement::STREAM_MIN);
+    }
+
+    /// Takes what the timed copies into the ring to `peer` said, if they
+    /// said anything: the peer becomes distant or near
+    /// ([`off_quick_path`](Self::off_quick_path) when distant).
+    fn follow_drift(&mut self, peer: usize) {
+        let Some(Some(tx)) = self.tx.get_mut(peer) else {
+            return;
+        };
+        let Some(distant) = tx.drift.take_verdict() else {
+            return;
+        };
+        let rate = tx.drift.rate();
+        let Some(was) = self.distant.get_mut(peer) else {
+            return;
+        };
+        if std::mem::replace(was, distant) == distant {
+            return;
+        }
+        if distant {
+            self.off_quick_path();
+        }
+        if self.verbose {
+            let line = format!(
+                "shmpi: rank {}: rank {peer} is {} now (copies into its ring at {} MB/s; {})\n",
+                self.me,
+                if distant { "distant" } else { "near" },
+                rate,
+                if distant {
+                    "its frames stream, its larger messages go by rendezvous"
+                } else {
+                    "its messages go through the ring as written"
+                }
+            );
+            let _ = std::io::Write::write_all(&mut std::io::stderr(), line.as_bytes());
+        }
+    }
+
+    /// Whether a message of `len` bytes to `peer` goes by rendezvous
+    /// because the peer is distant: from `SHMPI_DISTANT_RENDEZVOUS`,
+    /// except a message of [`placement::WATCH_MIN`] bytes or more when
+    /// the placement is followed and none went through the ring for
+    /// [`placement::EXPLORE_EVERY`] (it goes through the ring, to measure
+    /// again).
+    #[inline]
+    fn distant_for(&self, peer: usize, len: usize) -> bool {
+        len >= self.distant_from && self.is_distant(peer) && !self.explores(peer, len)
+    }
+
+    /// See [`distant_for`](Self::distant_for).
+    #[inline(never)]
+    fn explores(&self, peer: usize, len: usize) -> bool {
+        self.watch
+            && len >= placement::WATCH_MIN
+            && matches!(self.tx.get(peer), Some(Some(tx)) if tx.drift.explore_due(Instant::now()))
     }
 
     /// The start-up probe's one-way hand-off time to each rank, in ns
@@ -768,7 +862,7 @@ impl Transport {
             CmaMode::Auto | CmaMode::Always => self.cma_threshold,
             CmaMode::Off | CmaMode::Refuse => return false,
         };
-        (len >= from || len >= self.distant_from && self.is_distant(peer))
+        (len >= from || self.distant_for(peer, len))
             && peer != self.me
             && peer < self.size()
             && self.seg.control(peer).single_copy() == SingleCopy::Usable
@@ -962,7 +1056,7 @@ impl Transport {
     #[inline]
     pub fn offer_to(&self, peer: usize, len: usize) -> bool {
         let by_size = match self.cma_mode {
-            CmaMode::Auto => len >= self.distant_from && self.is_distant(peer),
+            CmaMode::Auto => self.distant_for(peer, len),
             CmaMode::Always => len >= self.cma_threshold,
             CmaMode::Off | CmaMode::Refuse => false,
         };
@@ -1084,6 +1178,7 @@ impl Transport {
             stalled: false,
             rx_seen: 0,
             turns: true,
+            drift: placement::Drift::default(),
             queue: VecDeque::new(),
             next_seq: 0,
             done_seq: 0,
@@ -1129,7 +1224,7 @@ impl Transport {
     pub fn send(&mut self, peer: usize, env: &Envelope, data: &[u8]) -> Sent {
         // The common case first: a message that fits one frame, to a peer
         // with nothing queued or open, into a ring with room.
-        if data.len() <= self.fragment && self.try_sole(peer, env, data) {
+        if data.len() < self.sole_below && self.try_sole(peer, env, data) {
             return Sent::Done;
         }
         self.send_slow(peer, env, data)
@@ -1255,6 +1350,12 @@ impl Transport {
     pub fn resume(&mut self, out: &mut OutMsg, data: &[u8]) -> bool {
         let peer = out.peer;
         let frag = self.fragment;
+        let watch = self.watch;
+        let how = Push {
+            watch,
+            slow: self.slow_ring,
+            distant: self.is_distant(peer),
+        };
         let tx = self.tx(peer);
         // Another message's fragments are on the ring, or earlier messages
         // wait in the queue: this one must not start (or go on) now.
@@ -1263,7 +1364,7 @@ impl Transport {
             None if !tx.queue.is_empty() => return false,
             _ => {}
         }
-        let (pushed, full) = push_frames(&mut tx.prod, out, data, 0, frag);
+        let (pushed, full) = push_frames(&mut tx.prod, &mut tx.drift, how, out, data, 0, frag);
         tx.stalled = full;
         match (tx.open, out.is_complete()) {
             (Some((_, seq)), true) => {
@@ -1279,6 +1380,9 @@ impl Transport {
         self.maybe_busy |= full || !out.is_complete();
         if pushed > 0 {
             self.notify(peer);
+        }
+        if watch && out.is_complete() && out.total >= placement::WATCH_MIN {
+            self.follow_drift(peer);
         }
         out.is_complete()
     }
@@ -1762,6 +1866,7 @@ impl Transport {
         }
         let mut work = 0;
         let frag = self.fragment;
+        let watch = self.watch;
         for peer in 0..self.tx.len() {
             let Some(tx) = self.tx[peer].as_mut() else {
                 continue;
@@ -1771,12 +1876,20 @@ impl Transport {
                 continue;
             }
             let mut pushed = 0;
+            let how = Push {
+                watch,
+                slow: self.slow_ring,
+                distant: self.distant.get(peer) == Some(&true),
+            };
             while let Some(q) = tx.queue.front_mut() {
+                let drift = &mut tx.drift;
                 let (n, full) = match &q.data {
-                    QueuedData::Copied(d) => push_frames(&mut tx.prod, &mut q.msg, d, q.base, frag),
-                    QueuedData::Lent(l) => {
-                        l.with(|d| push_frames(&mut tx.prod, &mut q.msg, d, q.base, frag))
+                    QueuedData::Copied(d) => {
+                        push_frames(&mut tx.prod, drift, how, &mut q.msg, d, q.base, frag)
                     }
+                    QueuedData::Lent(l) => l.with(|d| {
+                        push_frames(&mut tx.prod, drift, how, &mut q.msg, d, q.base, frag)
+                    }),
                 };
                 pushed += n;
                 tx.stalled = full;
@@ -1796,6 +1909,9 @@ impl Transport {
             if pushed > 0 {
                 work += pushed;
                 self.notify(peer);
+            }
+            if watch && pushed > 0 {
+                self.follow_drift(peer);
             }
         }
         work
@@ -1910,9 +2026,14 @@ pub fn wake_rank(seg: &Segment, rank: usize) {
 
 /// Pushes frames of `out` from `data` (whose byte 0 is message byte `base`)
 /// until done or the ring is full; returns frames pushed and whether the
-/// ring was found full.
+/// ring was found full. `drift` decides at its first frame whether the
+/// message streams (to a distant peer) or times its copies (to follow the
+/// placement), and hears when a message of [`placement::WATCH_MIN`]
+/// bytes or more is all in.
 fn push_frames(
     prod: &mut Producer,
+    drift: &mut placement::Drift,
+    how: Push,
     out: &mut OutMsg,
     data: &[u8],
     base: usize,
@@ -1933,6 +2054,15 @@ fn push_frames(
         } else {
             WIRE_HEADER
         };
+        if !out.started && (how.watch || how.distant) && out.total >= placement::STREAM_MIN {
+            let start = placement::Start {
+                watch: how.watch,
+                distant: how.distant,
+                // Every page of the ring written once.
+                ring_warm: prod.position() >= prod.capacity() as u64,
+            };
+            drift.start(out.id, out.total, start, Instant::now());
+        }
         let mut r = match prod.reserve(hlen + len) {
             Ok(r) => r,
             Err(RingReserveError::TooFewBytes(_)) => {
@@ -1947,13 +2077,37 @@ fn push_frames(
             r.write(0, &wire::encode(kind, word, &out.env));
         }
         let from = out.sent - base;
-        r.write(hlen, &data[from..from + len]);
+        let src = &data[from..from + len];
+        if drift.streams(out.id) {
+            r.write_streaming(hlen, src);
+        } else if drift.times(out.id) {
+            let t = Instant::now();
+            r.write(hlen, src);
+            drift.add(len, t.elapsed());
+        } else {
+            r.write(hlen, src);
+        }
         r.commit();
         frames += 1;
         out.sent += len;
         out.started = true;
+        if how.watch && out.total >= placement::WATCH_MIN && out.is_complete() {
+            drift.end(Instant::now(), how.slow);
+        }
     }
     (frames, full)
+}
+
+/// How [`push_frames`] treats a message's frames (see
+/// [`placement::Drift::start`]).
+#[derive(Clone, Copy)]
+struct Push {
+    /// The placement is followed ([`Transport::watch`]).
+    watch: bool,
+    /// The rate below which a timed message is slow (MB/s).
+    slow: u64,
+    /// The peer counts as distant.
+    distant: bool,
 }
 
 /// What counts as work for a rank, checked without the engine's lock;

@@ -1,6 +1,8 @@
 //! Distant peers: a start-up probe of the cache-line hand-off between
-//! each pair of ranks, and which peers it finds far enough apart that
-//! their larger messages go by rendezvous.
+//! each pair of ranks, which peers it finds far enough apart that their
+//! ring frames stream ([`STREAM_MIN`]) and their larger messages go by
+//! rendezvous, and how the verdict follows the placement while the job
+//! runs ([`Drift`]).
 //!
 //! Whether two cores share a cache decides which large-message path is
 //! faster. Through the ring every line crosses twice a lap (the sender
@@ -14,16 +16,27 @@
 //! on (5.6 against 3.7-3.9 µs at 16 KiB, 10.1 against 5.3-5.6 at 32 KiB).
 //! `docs/tuning.md`, "Distant peers", has the figures.
 //!
-//! The rate of a sender's own copies into the ring does not tell the two
-//! apart (tried: in a ping-pong it was 2.2-5 bytes per cycle on one die and
+//! The rate of a sender's own copies into the ring of a 16-32 KiB message
+//! does not tell the two apart (tried: in a ping-pong it was 2.2-5 bytes per cycle on one die and
 //! 1.5-5 on two, the ranks differing more than the placements), but the
 //! hand-off latency does, by a factor of five. So after the start barrier,
 //! while no message has been sent, every pair of ranks bounces a word
 //! between their control blocks ([`ROUND_TRIPS`] round trips, the median
 //! halved), in rounds of disjoint pairs ([`partner`]); a peer whose
-//! hand-off takes more than [`DISTANT_NS`] is distant. It is measured once:
-//! a job on a machine whose placement changes while it runs keeps its
-//! start's verdict.
+//! hand-off takes more than [`DISTANT_NS`] is distant.
+//!
+//! The verdict then follows the placement ([`Drift`]): on a VM the
+//! hypervisor moves vCPUs between dies while a job runs (on the Zen 4 VM
+//! of 2026-12-05 a 2-rank ping-pong of 4 MiB went from 0.14 to 1.6 ms
+//! between two runs, and within one). At that size the rate of the
+//! sender's copies into the ring does tell the placements apart, once the
+//! ring's pages have all been touched: 10-13 bytes per cycle with a
+//! shared cache, about 1 across dies (medians per message, 12 runs tagged
+//! by `shmpi-bench floor`). So every message of [`WATCH_MIN`] bytes or
+//! more through the ring times its copies; [`SLOW_IN_ROW`] slow ones in a
+//! row make the peer distant, one fast one near again. While the peer is
+//! distant, one message of that size every [`EXPLORE_EVERY`] goes through
+//! the ring anyway, to see whether the placement came back.
 //!
 //! The probe runs only when every rank can have a CPU of its own (ranks
 //! at most the CPUs online); else spinning ranks would wait for each other
@@ -40,16 +53,211 @@ use crate::shm::{ControlBlock, Segment};
 use std::time::{Duration, Instant};
 
 /// The default size from which a blocking send or plain `isend` to a
-/// distant peer goes by rendezvous (`SHMPI_DISTANT_RENDEZVOUS`): from
-/// 16 KiB the rendezvous took two thirds of the ring's time or less in
-/// the far placement (at 8 KiB the two were within 8%), and messages
-/// below the pool threshold (16 KiB) keep the inlined eager path.
-pub const DEFAULT_DISTANT_RENDEZVOUS: usize = 16 << 10;
+/// distant peer goes by rendezvous (`SHMPI_DISTANT_RENDEZVOUS`): 64 KiB
+/// since the ring's frames to a distant peer stream ([`STREAM_MIN`]).
+/// Across Zen 4 CCDs (2026-12-05, the peers' C ping-pong, runs tagged by
+/// `shmpi-bench floor`), one-way µs, streamed ring against rendezvous:
+/// 16 KiB 2.45-2.85 against 4.10, 32 KiB 3.94-4.48 against 5.12, 64 KiB
+/// 7.0-7.3 against 5.8-6.9, 128 KiB 11.5-12.2 against 8.1-9.0. (With
+/// plain stores the ring lost from 16 KiB: it was 16 KiB until then, from
+/// the Zen 1 VM across dies, where the two were within 8% at 8 KiB.)
+pub const DEFAULT_DISTANT_RENDEZVOUS: usize = 64 << 10;
 
 /// A peer whose one-way hand-off takes longer than this is distant:
-/// between the 0.02-0.12 µs seen with a shared cache and the 0.35-0.39 µs
-/// seen across dies.
-pub const DISTANT_NS: u32 = 200;
+/// between the 0.02-0.12 µs seen with a shared cache (SMT siblings, one
+/// Zen 4 CCD, one Zen 1 die) and the 0.20-0.21 µs seen across Zen 4 CCDs
+/// (0.35-0.39 µs across Zen 1 dies). It was 200 ns until 2026-12-05, when
+/// a Zen 4 VM across CCDs measured either side of it from run to run.
+pub const DISTANT_NS: u32 = 150;
+
+/// The smallest message whose ring frames to a distant peer are written
+/// with non-temporal stores (`ring::Reservation::write_streaming`): the
+/// lines go to memory, so the sender need not take them back from the
+/// reader's caches and the reader reads them from memory instead of from
+/// the sender's die. Across Zen 4 CCDs (2026-12-05, the peers' C
+/// ping-pong through the ring, runs tagged by `shmpi-bench floor` before
+/// and after), one-way µs, plain stores against streaming: 1 KiB 0.49-0.52
+/// against 1.00-1.04, 2 KiB 1.34-1.38 against 1.15-1.18, 4 KiB 2.36-2.55
+/// against 1.39-1.42, 8 KiB 4.0-4.6 against 1.82-1.89, 16 KiB 7.8-8.4
+/// against 2.45-2.52, 64 KiB 30 against 7.2, 1 MiB 413-453 against 51.
+/// With a shared cache streaming is two to three times slower (4 KiB
+/// 0.35 against 1.0 µs), so only distant peers get it.
+pub const STREAM_MIN: usize = 2 << 10;
+
+/// The smallest message whose copies into the ring are timed
+/// ([`Drift`]): below it a message's copies are too few and too short to
+/// tell the placements apart (at 16-32 KiB they did not; see the module
+/// text).
+pub const WATCH_MIN: usize = 256 << 10;
+
+/// Copies into the ring slower than this many bytes per µs (MB/s) count
+/// as a distant placement (`SHMPI_DISTANT_SLOW` overrides it): the Zen 4 VM's messages ran 26-34 GB/s with a
+/// shared cache (the slowest single message about 10) and 2.1-2.8 across
+/// CCDs; one `process_vm_readv` shared with the sender moves about 20.
+pub const SLOW_RING: u64 = 6_000;
+
+/// Slow messages in a row that make a peer distant (one stalled copy, a
+/// page fault or a preempted sender, does not).
+pub const SLOW_IN_ROW: u8 = 2;
+
+/// While a peer is distant, a message of [`WATCH_MIN`] bytes or more goes
+/// through the ring at most this often, to measure again (doubled for
+/// each exploration the placement overturned, up to [`MAX_BACKOFF`]
+/// times).
+pub const EXPLORE_EVERY: Duration = Duration::from_millis(100);
+
+/// How many times the exploration interval doubles at most: 1.6 s. An
+/// exploration cannot tell a distant peer from a near one by itself: the
+/// ring's lines have gone cold in the peer's caches meanwhile, so its
+/// copies run fast either way (8.6-15.6 GB/s across Zen 4 CCDs, where the
+/// steady ring ran 2.2-2.5); it makes the peer near, and the next
+/// [`SLOW_IN_ROW`] messages distant again. Across Zen 4 CCDs those three
+/// ring messages of 4 MiB cost about 4 ms more than by rendezvous, 0.3%
+/// of 1.6 s.
+pub const MAX_BACKOFF: u32 = 4;
+
+/// Fast messages in a row after which a near verdict stands (the
+/// exploration interval goes back to [`EXPLORE_EVERY`]); a peer found
+/// distant again before that overturned the exploration.
+pub const CONFIRM: u32 = 8;
+
+/// What [`Drift::start`] knows of a message's ring and peer.
+#[derive(Clone, Copy, Debug)]
+pub struct Start {
+    /// The placement is followed (`SHMPI_DISTANT=auto`, the probe ran).
+    pub watch: bool,
+    /// The peer counts as distant now.
+    pub distant: bool,
+    /// Every byte of the ring has been written once.
+    pub ring_warm: bool,
+}
+
+/// What the timed copies into one peer's ring say of the placement (see
+/// the module text). Kept by the sender for each ring it produces on.
+#[derive(Debug, Default)]
+pub struct Drift {
+    /// The message being timed (its id), if any.
+    timing: Option<u64>,
+    /// Its bytes copied and the time the copies took so far.
+    bytes: u64,
+    nanos: u64,
+    /// Slow messages in a row.
+    slow: u8,
+    /// Fast messages in a row (up to [`CONFIRM`]).
+    fast: u32,
+    /// The exploration interval is [`EXPLORE_EVERY`] times 2 to this.
+    backoff: u32,
+    /// When the last message of [`WATCH_MIN`] bytes or more finished
+    /// going through the ring, timed or not.
+    last: Option<Instant>,
+    /// The message being written with streaming stores (its id), if any.
+    streaming: Option<u64>,
+    /// The verdict of the last timed message, until the transport takes it.
+    verdict: Option<bool>,
+    /// The rate of the last timed message, MB/s.
+    rate: u64,
+}
+
+impl Drift {
+    /// At a message's first frame (`now`): decides how its frames are
+    /// written and whether their copies are timed. To a `distant` peer a
+    /// message of [`STREAM_MIN`] bytes or more streams, except an
+    /// exploration (one of [`WATCH_MIN`] or more when one is due, which
+    /// must copy as a near peer's would to measure); with `watch` a
+    /// message of [`WATCH_MIN`] or more that does not stream is timed,
+    /// once the ring has been round (a first lap's copies fault its pages
+    /// in: 0.3-1 bytes per cycle there).
+    pub fn start(&mut self, id: u64, total: usize, how: Start, now: Instant) {
+        let explores = how.watch && total >= WATCH_MIN && self.explore_due(now);
+        let streams = how.distant && total >= STREAM_MIN && !explores;
+        self.streaming = streams.then_some(id);
+        self.timing = (how.watch && total >= WATCH_MIN && how.ring_warm && !streams).then_some(id);
+        self.bytes = 0;
+        self.nanos = 0;
+    }
+
+    /// Whether message `id`'s frames are written with streaming stores.
+    #[inline]
+    pub fn streams(&self, id: u64) -> bool {
+        self.streaming == Some(id)
+    }
+
+    /// Whether message `id`'s copies are being timed.
+    #[inline]
+    pub fn times(&self, id: u64) -> bool {
+        self.timing == Some(id)
+    }
+
+    /// One copy of the timed message: `bytes` in `took`.
+    pub fn add(&mut self, bytes: usize, took: Duration) {
+        self.bytes += bytes as u64;
+        self.nanos += took.as_nanos() as u64;
+    }
+
+    /// A message of [`WATCH_MIN`] bytes or more is wholly in the ring (at
+    /// `now`): unless it streamed, it counts as the last through the ring
+    /// ([`explore_due`](Self::explore_due)); if it was timed, its rate
+    /// gives a verdict, slow below `slow` MB/s ([`SLOW_RING`] unless
+    /// `SHMPI_DISTANT_SLOW` says otherwise)
+    /// ([`take_verdict`](Self::take_verdict)): distant after
+    /// [`SLOW_IN_ROW`] slow messages in a row, near after a fast one.
+    pub fn end(&mut self, now: Instant, slow: u64) {
+        if self.streaming.take().is_some() {
+            // Streamed: it neither measures nor explores.
+            return;
+        }
+        self.last = Some(now);
+        if self.timing.take().is_none() || self.nanos == 0 {
+            return;
+        }
+        // Bytes per µs: bytes * 1000 / ns.
+        let rate = self.bytes.saturating_mul(1000) / self.nanos;
+        self.rate = rate;
+        if rate < slow {
+            self.slow = self.slow.saturating_add(1);
+            if self.slow >= SLOW_IN_ROW {
+                if (1..CONFIRM).contains(&self.fast) {
+                    // A near verdict overturned: explore less often.
+                    self.backoff = (self.backoff + 1).min(MAX_BACKOFF);
+                }
+                self.fast = 0;
+                self.verdict = Some(true);
+            }
+        } else {
+            self.slow = 0;
+            self.fast = (self.fast + 1).min(CONFIRM);
+            if self.fast == CONFIRM {
+                self.backoff = 0;
+            }
+            self.verdict = Some(false);
+        }
+    }
+
+    /// The verdict of the timed messages since the last call (`Some(true)`:
+    /// distant), if they gave one.
+    pub fn take_verdict(&mut self) -> Option<bool> {
+        self.verdict.take()
+    }
+
+    /// The copy rate of the last timed message, MB/s (0: none yet).
+    pub fn rate(&self) -> u64 {
+        self.rate
+    }
+
+    /// Whether a message of [`WATCH_MIN`] bytes or more to a distant peer
+    /// should go through the ring at `now` to measure again: none did for
+    /// the exploration interval ([`EXPLORE_EVERY`], doubled for each
+    /// exploration overturned since a near verdict last stood).
+    pub fn explore_due(&self, now: Instant) -> bool {
+        self.last
+            .is_none_or(|t| now.saturating_duration_since(t) >= self.interval())
+    }
+
+    /// The exploration interval now.
+    pub fn interval(&self) -> Duration {
+        EXPLORE_EVERY * (1 << self.backoff)
+    }
+}
 
 /// Timed round trips per pair (after [`WARM_TRIPS`] untimed ones).
 pub const ROUND_TRIPS: u64 = 32;
@@ -228,6 +436,136 @@ fn pong(mine: &ControlBlock, tag: u64, wait: Wait<'_>) -> Option<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Times message `id` of `total` bytes as copies of `bytes` at
+    /// `mbs` MB/s each, then ends it at `now`.
+    fn timed(d: &mut Drift, id: u64, total: usize, mbs: u64, now: Instant) {
+        d.start(id, total, NEAR, now);
+        assert!(d.times(id));
+        for _ in 0..total / (64 << 10) {
+            d.add(64 << 10, Duration::from_nanos((64 << 10) * 1000 / mbs));
+        }
+        d.end(now, SLOW_RING);
+    }
+
+    const NEAR: Start = Start {
+        watch: true,
+        distant: false,
+        ring_warm: true,
+    };
+
+    #[test]
+    fn frames_to_a_distant_peer_stream_from_stream_min_except_an_exploration() {
+        let t0 = Instant::now();
+        let far = Start {
+            distant: true,
+            ..NEAR
+        };
+        let mut d = Drift::default();
+        d.start(1, STREAM_MIN - 1, far, t0);
+        assert!(!d.streams(1) && !d.times(1));
+        d.start(2, STREAM_MIN, NEAR, t0);
+        assert!(!d.streams(2), "near peers never stream");
+        d.start(3, STREAM_MIN, far, t0);
+        assert!(d.streams(3) && !d.streams(2) && !d.times(3));
+        // Nothing went through the ring yet: a large message explores,
+        // copied plainly and timed.
+        d.start(4, WATCH_MIN, far, t0);
+        assert!(!d.streams(4) && d.times(4));
+        d.end(t0, SLOW_RING);
+        // Not due again yet: a large message streams, untimed.
+        d.start(5, 4 * WATCH_MIN, far, t0 + EXPLORE_EVERY / 2);
+        assert!(d.streams(5) && !d.times(5));
+        d.end(t0 + EXPLORE_EVERY / 2, SLOW_RING);
+        assert_eq!(d.take_verdict(), None, "a streamed message says nothing");
+        assert!(!d.explore_due(t0 + EXPLORE_EVERY / 2 + EXPLORE_EVERY / 4));
+        // Unwatched (SHMPI_DISTANT=all): always streams, never explores.
+        let all = Start {
+            watch: false,
+            ..far
+        };
+        d.start(6, 4 * WATCH_MIN, all, t0 + 10 * EXPLORE_EVERY);
+        assert!(d.streams(6) && !d.times(6));
+    }
+
+    #[test]
+    fn two_slow_messages_in_a_row_make_a_peer_distant_and_one_fast_one_near() {
+        let now = Instant::now();
+        let mut d = Drift::default();
+        timed(&mut d, 1, 1 << 20, 30_000, now);
+        assert_eq!(d.take_verdict(), Some(false));
+        assert_eq!(d.take_verdict(), None, "a verdict is taken once");
+        timed(&mut d, 2, 1 << 20, 2_500, now);
+        assert_eq!(d.take_verdict(), None, "one slow message is not enough");
+        timed(&mut d, 3, 1 << 20, 25_000, now);
+        assert_eq!(d.take_verdict(), Some(false));
+        timed(&mut d, 4, 1 << 20, 2_500, now);
+        timed(&mut d, 5, 4 << 20, 5_999, now);
+        assert_eq!(d.take_verdict(), Some(true));
+        timed(&mut d, 6, 1 << 20, 2_000, now);
+        assert_eq!(d.take_verdict(), Some(true), "still distant");
+        timed(&mut d, 7, 1 << 20, 6_000, now);
+        assert_eq!(d.take_verdict(), Some(false), "one fast message: near");
+    }
+
+    #[test]
+    fn explorations_overturned_back_off_and_a_standing_near_verdict_resets_them() {
+        let now = Instant::now();
+        let mut d = Drift::default();
+        assert_eq!(d.interval(), EXPLORE_EVERY);
+        let mut id = 0;
+        let mut msg = |d: &mut Drift, mbs| {
+            id += 1;
+            timed(d, id, 1 << 20, mbs, now);
+            d.take_verdict()
+        };
+        // Distant: two slow messages after none fast.
+        msg(&mut d, 2_000);
+        assert_eq!(msg(&mut d, 2_000), Some(true));
+        assert_eq!(d.interval(), EXPLORE_EVERY, "no exploration yet");
+        // Each exploration (a fast cold ring) overturned by two slow ones.
+        for k in 1..=MAX_BACKOFF + 2 {
+            assert_eq!(msg(&mut d, 12_000), Some(false));
+            msg(&mut d, 2_000);
+            assert_eq!(msg(&mut d, 2_000), Some(true));
+            assert_eq!(d.interval(), EXPLORE_EVERY * (1 << k.min(MAX_BACKOFF)));
+        }
+        // The placement came back: a near verdict stands after CONFIRM.
+        for _ in 0..CONFIRM - 1 {
+            assert_eq!(msg(&mut d, 30_000), Some(false));
+        }
+        assert_eq!(d.interval(), EXPLORE_EVERY * (1 << MAX_BACKOFF));
+        msg(&mut d, 30_000);
+        assert_eq!(d.interval(), EXPLORE_EVERY);
+        // One slow message among fast ones changes nothing.
+        msg(&mut d, 2_000);
+        assert_eq!(msg(&mut d, 30_000), Some(false));
+        assert_eq!(d.interval(), EXPLORE_EVERY);
+    }
+
+    #[test]
+    fn short_messages_and_a_cold_ring_are_not_timed_but_count_as_explored() {
+        let t0 = Instant::now();
+        let mut d = Drift::default();
+        assert!(d.explore_due(t0), "nothing went through the ring yet");
+        d.start(1, WATCH_MIN - 1, NEAR, t0);
+        assert!(!d.times(1));
+        let cold = Start {
+            ring_warm: false,
+            ..NEAR
+        };
+        d.start(2, WATCH_MIN, cold, t0);
+        assert!(!d.times(2), "first lap: page faults, not placement");
+        d.end(t0, SLOW_RING);
+        assert_eq!(d.take_verdict(), None);
+        assert!(!d.explore_due(t0 + EXPLORE_EVERY / 2));
+        assert!(d.explore_due(t0 + EXPLORE_EVERY));
+        // A message whose copies took no measurable time gives no verdict.
+        d.start(3, WATCH_MIN, NEAR, t0);
+        d.add(WATCH_MIN, Duration::ZERO);
+        d.end(t0, SLOW_RING);
+        assert_eq!(d.take_verdict(), None);
+    }
 
     #[test]
     fn every_pair_meets_once_and_no_rank_twice_in_a_round() {
