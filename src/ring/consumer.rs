@@ -126,7 +126,8 @@ impl Consumer {
             let off = (self.head as usize) & self.mask;
             // SYNC(ring.frame): Acquire; pairs with the Release stores in
             // `Reservation::commit` and `Producer::reserve` (wrap marker):
-            // the payload is visible after this.
+            // the payload is visible after this (a streamed payload's
+            // too: SYNC(ring.stream), the producer's fence before them).
             // SAFETY: `off` is `head` masked to the capacity (the
             // region's length), and `head` is a multiple of FRAME_ALIGN
             // (checked when made, advanced by footprints and skips to the

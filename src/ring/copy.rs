@@ -187,9 +187,11 @@ pub fn copy_streaming(dst: &mut [u8], src: &[u8]) {
     #[cfg(target_arch = "x86_64")]
     {
         use std::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_sfence, _mm_stream_si128};
-        // Bytes before the first 16-aligned destination address go the
+        // Bytes before the first 64-aligned destination address (a cache
+        // line: whole lines fill the write-combining buffers, and a ring
+        // frame's header line is not streamed over) go the
         // ordinary way, and so does the tail below 64 bytes.
-        let head = dst.as_ptr().align_offset(16).min(dst.len());
+        let head = dst.as_ptr().align_offset(64).min(dst.len());
         dst[..head].copy_from_slice(&src[..head]);
         let body = (dst.len() - head) & !63;
         let (d, s) = (&mut dst[head..head + body], &src[head..head + body]);
@@ -203,13 +205,17 @@ pub fn copy_streaming(dst: &mut [u8], src: &[u8]) {
                 let v = unsafe { _mm_loadu_si128(sp.wrapping_add(i)) };
                 // SAFETY: piece `i` of the 64-byte chunk `dc`, which we
                 // borrow mutably, is in bounds and 16-aligned (the body
-                // starts at a 16-aligned address and advances by 64).
+                // starts at a 64-aligned address and advances by 64).
                 unsafe { _mm_stream_si128(dp.wrapping_add(i), v) };
             }
         }
         // SAFETY: a store fence has no memory-safety preconditions; it
         // orders the non-temporal stores above before later stores.
         unsafe { _mm_sfence() };
+        // SYNC(ring.stream): the fence orders the non-temporal stores
+        // before every later store, the frame header's Release store
+        // among them (whose Acquire load in `Consumer::peek` then sees
+        // the whole payload).
         let tail = head + body;
         dst[tail..].copy_from_slice(&src[tail..]);
     }

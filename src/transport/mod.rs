@@ -391,8 +391,9 @@ pub struct Transport {
     pool_threshold: usize,
     /// Messages shorter than this go as one sole frame whatever holds
     /// their buffer (below the fragment size, the thresholds above and,
-    /// once a peer is found distant, `distant_from`):
-    /// [`try_send_eager`](Transport::try_send_eager).
+    /// once a peer is found distant, `distant_from` and
+    /// [`placement::STREAM_MIN`]; while the placement is followed,
+    /// [`placement::WATCH_MIN`]): [`try_send_eager`](Transport::try_send_eager).
     eager_below: usize,
     /// Messages shorter than this go as one sole frame by the quick path
     /// of [`send`](Transport::send) once the protocol is chosen: up to the
@@ -730,7 +731,7 @@ impl Transport {
                 self.distant = (0..n).map(|p| p != self.me).collect();
             }
             placement::DistantMode::Auto => {
-                if n < 2 || n > wait::online_cpus() || self.distant_from == usize::MAX {
+                if n < 2 || n > wait::online_cpus() {
                     return;
                 }
                 self.hand_off = placement::probe(&self.seg, self.me, n);
@@ -743,6 +744,12 @@ impl Transport {
                 // the placement; the ring's rates would not either then
                 // (the ranks are not running at once).
                 self.watch = self.hand_off.iter().any(Option::is_some);
+                if self.watch {
+                    // Large messages must reach `push_frames` to be timed
+                    // (only an eager limit of 256 KiB or more matters).
+                    self.sole_below = self.sole_below.min(placement::WATCH_MIN);
+                    self.eager_below = self.eager_below.min(placement::WATCH_MIN);
+                }
             }
         }
         if self.distant.iter().any(|&d| d) {
@@ -801,21 +808,25 @@ impl Transport {
 
     /// Whether a message of `len` bytes to `peer` goes by rendezvous
     /// because the peer is distant: from `SHMPI_DISTANT_RENDEZVOUS`,
-    /// except a message of [`placement::WATCH_MIN`] bytes or more when
-    /// the placement is followed and none went through the ring for
-    /// [`placement::EXPLORE_EVERY`] (it goes through the ring, to measure
-    /// again).
+    /// except a message of [`placement::WATCH_MIN`] bytes or more that
+    /// explores (the placement is followed and an exploration is due:
+    /// [`placement::Drift::claim_exploration`]); it goes through the
+    /// ring, to measure again.
     #[inline]
-    fn distant_for(&self, peer: usize, len: usize) -> bool {
+    fn distant_for(&mut self, peer: usize, len: usize) -> bool {
         len >= self.distant_from && self.is_distant(peer) && !self.explores(peer, len)
     }
 
     /// See [`distant_for`](Self::distant_for).
     #[inline(never)]
-    fn explores(&self, peer: usize, len: usize) -> bool {
-        self.watch
-            && len >= placement::WATCH_MIN
-            && matches!(self.tx.get(peer), Some(Some(tx)) if tx.drift.explore_due(Instant::now()))
+    fn explores(&mut self, peer: usize, len: usize) -> bool {
+        if !self.watch || len < placement::WATCH_MIN {
+            return false;
+        }
+        match self.tx.get_mut(peer) {
+            Some(Some(tx)) => tx.drift.claim_exploration(Instant::now()),
+            _ => false,
+        }
     }
 
     /// The start-up probe's one-way hand-off time to each rank, in ns
@@ -856,7 +867,7 @@ impl Transport {
     /// bytes or more to a distant peer goes by rendezvous too
     /// ([`probe_placement`](Self::probe_placement)).
     #[inline]
-    pub fn rendezvous_to(&self, peer: usize, len: usize, pipelinable: bool) -> bool {
+    pub fn rendezvous_to(&mut self, peer: usize, len: usize, pipelinable: bool) -> bool {
         let from = match self.cma_mode {
             CmaMode::Auto if pipelinable => self.blocking_from,
             CmaMode::Auto | CmaMode::Always => self.cma_threshold,
@@ -1054,7 +1065,7 @@ impl Transport {
     /// cores); under `always` from `SHMPI_CMA_THRESHOLD`. The receiver
     /// must be able to read this process.
     #[inline]
-    pub fn offer_to(&self, peer: usize, len: usize) -> bool {
+    pub fn offer_to(&mut self, peer: usize, len: usize) -> bool {
         let by_size = match self.cma_mode {
             CmaMode::Auto => self.distant_for(peer, len),
             CmaMode::Always => len >= self.cma_threshold,
@@ -2054,14 +2065,17 @@ fn push_frames(
         } else {
             WIRE_HEADER
         };
-        if !out.started && (how.watch || how.distant) && out.total >= placement::STREAM_MIN {
+        if !out.started
+            && (how.distant && out.total >= placement::STREAM_MIN
+                || how.watch && out.total >= placement::WATCH_MIN)
+        {
             let start = placement::Start {
                 watch: how.watch,
                 distant: how.distant,
                 // Every page of the ring written once.
                 ring_warm: prod.position() >= prod.capacity() as u64,
             };
-            drift.start(out.id, out.total, start, Instant::now());
+            drift.start(out.id, out.total, start);
         }
         let mut r = match prod.reserve(hlen + len) {
             Ok(r) => r,

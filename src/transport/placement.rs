@@ -102,7 +102,7 @@ pub const SLOW_IN_ROW: u8 = 2;
 
 /// While a peer is distant, a message of [`WATCH_MIN`] bytes or more goes
 /// through the ring at most this often, to measure again (doubled for
-/// each exploration the placement overturned, up to [`MAX_BACKOFF`]
+/// each near verdict overturned before it stood, up to [`MAX_BACKOFF`]
 /// times).
 pub const EXPLORE_EVERY: Duration = Duration::from_millis(100);
 
@@ -116,9 +116,10 @@ pub const EXPLORE_EVERY: Duration = Duration::from_millis(100);
 /// of 1.6 s.
 pub const MAX_BACKOFF: u32 = 4;
 
-/// Fast messages in a row after which a near verdict stands (the
-/// exploration interval goes back to [`EXPLORE_EVERY`]); a peer found
-/// distant again before that overturned the exploration.
+/// Fast messages after which a near verdict stands (the exploration
+/// interval goes back to [`EXPLORE_EVERY`]): a single slow message among
+/// them does not count against it, two in a row make the peer distant
+/// and, before this many, overturn the verdict.
 pub const CONFIRM: u32 = 8;
 
 /// What [`Drift::start`] knows of a message's ring and peer.
@@ -143,13 +144,19 @@ pub struct Drift {
     nanos: u64,
     /// Slow messages in a row.
     slow: u8,
-    /// Fast messages in a row (up to [`CONFIRM`]).
+    /// Fast messages since two slow ones last came in a row (up to
+    /// [`CONFIRM`]).
     fast: u32,
     /// The exploration interval is [`EXPLORE_EVERY`] times 2 to this.
     backoff: u32,
-    /// When the last message of [`WATCH_MIN`] bytes or more finished
-    /// going through the ring, timed or not.
+    /// When an exploration was last decided, or a message of [`WATCH_MIN`]
+    /// bytes or more last finished going plainly through the ring (timed
+    /// or not; a streamed one does not count).
     last: Option<Instant>,
+    /// An exploration was decided ([`claim_exploration`](Self::claim_exploration))
+    /// and no large message to the distant peer has started since: the
+    /// next one goes plainly and timed.
+    explore: bool,
     /// The message being written with streaming stores (its id), if any.
     streaming: Option<u64>,
     /// The verdict of the last timed message, until the transport takes it.
@@ -159,16 +166,17 @@ pub struct Drift {
 }
 
 impl Drift {
-    /// At a message's first frame (`now`): decides how its frames are
-    /// written and whether their copies are timed. To a `distant` peer a
-    /// message of [`STREAM_MIN`] bytes or more streams, except an
-    /// exploration (one of [`WATCH_MIN`] or more when one is due, which
-    /// must copy as a near peer's would to measure); with `watch` a
-    /// message of [`WATCH_MIN`] or more that does not stream is timed,
-    /// once the ring has been round (a first lap's copies fault its pages
-    /// in: 0.3-1 bytes per cycle there).
-    pub fn start(&mut self, id: u64, total: usize, how: Start, now: Instant) {
-        let explores = how.watch && total >= WATCH_MIN && self.explore_due(now);
+    /// At a message's first frame: decides how its frames are written and
+    /// whether their copies are timed. To a `distant` peer a message of
+    /// [`STREAM_MIN`] bytes or more streams, except the first of
+    /// [`WATCH_MIN`] or more after an exploration was decided, which must
+    /// copy as a near peer's would to measure; with `watch` a message of
+    /// [`WATCH_MIN`] or more that does not stream is timed, once the ring
+    /// has been round (a first lap's copies fault its pages in: 0.3-1
+    /// bytes per cycle there).
+    pub fn start(&mut self, id: u64, total: usize, how: Start) {
+        let explores =
+            how.watch && how.distant && total >= WATCH_MIN && std::mem::take(&mut self.explore);
         let streams = how.distant && total >= STREAM_MIN && !explores;
         self.streaming = streams.then_some(id);
         self.timing = (how.watch && total >= WATCH_MIN && how.ring_warm && !streams).then_some(id);
@@ -245,15 +253,30 @@ impl Drift {
     }
 
     /// Whether a message of [`WATCH_MIN`] bytes or more to a distant peer
-    /// should go through the ring at `now` to measure again: none did for
-    /// the exploration interval ([`EXPLORE_EVERY`], doubled for each
-    /// exploration overturned since a near verdict last stood).
+    /// should go through the ring at `now` to measure again: none did, and
+    /// no exploration was decided, for the exploration interval
+    /// ([`interval`](Self::interval)).
     pub fn explore_due(&self, now: Instant) -> bool {
         self.last
             .is_none_or(|t| now.saturating_duration_since(t) >= self.interval())
     }
 
-    /// The exploration interval now.
+    /// Decides an exploration at `now` if one is due (true): the caller
+    /// sends this message through the ring, and no other message is an
+    /// exploration until the interval has passed again, however many are
+    /// decided meanwhile (a window of them).
+    pub fn claim_exploration(&mut self, now: Instant) -> bool {
+        if !self.explore_due(now) {
+            return false;
+        }
+        self.last = Some(now);
+        self.explore = true;
+        true
+    }
+
+    /// The exploration interval now: [`EXPLORE_EVERY`], doubled for each
+    /// near verdict overturned (two slow messages in a row) before it
+    /// stood ([`CONFIRM`] fast messages), up to [`MAX_BACKOFF`] times.
     pub fn interval(&self) -> Duration {
         EXPLORE_EVERY * (1 << self.backoff)
     }
@@ -440,7 +463,7 @@ mod tests {
     /// Times message `id` of `total` bytes as copies of `bytes` at
     /// `mbs` MB/s each, then ends it at `now`.
     fn timed(d: &mut Drift, id: u64, total: usize, mbs: u64, now: Instant) {
-        d.start(id, total, NEAR, now);
+        d.start(id, total, NEAR);
         assert!(d.times(id));
         for _ in 0..total / (64 << 10) {
             d.add(64 << 10, Duration::from_nanos((64 << 10) * 1000 / mbs));
@@ -462,30 +485,38 @@ mod tests {
             ..NEAR
         };
         let mut d = Drift::default();
-        d.start(1, STREAM_MIN - 1, far, t0);
+        d.start(1, STREAM_MIN - 1, far);
         assert!(!d.streams(1) && !d.times(1));
-        d.start(2, STREAM_MIN, NEAR, t0);
+        d.start(2, STREAM_MIN, NEAR);
         assert!(!d.streams(2), "near peers never stream");
-        d.start(3, STREAM_MIN, far, t0);
+        d.start(3, STREAM_MIN, far);
         assert!(d.streams(3) && !d.streams(2) && !d.times(3));
-        // Nothing went through the ring yet: a large message explores,
-        // copied plainly and timed.
-        d.start(4, WATCH_MIN, far, t0);
-        assert!(!d.streams(4) && d.times(4));
+        // No exploration decided: a large message streams too.
+        d.start(4, WATCH_MIN, far);
+        assert!(d.streams(4) && !d.times(4));
+        // Nothing went through the ring yet: an exploration is due, and
+        // only one is decided however many messages ask at once.
+        assert!(d.claim_exploration(t0));
+        assert!(!d.claim_exploration(t0), "a window explores once");
+        d.start(5, WATCH_MIN, far);
+        assert!(
+            !d.streams(5) && d.times(5),
+            "the exploration, plain and timed"
+        );
         d.end(t0, SLOW_RING);
-        // Not due again yet: a large message streams, untimed.
-        d.start(5, 4 * WATCH_MIN, far, t0 + EXPLORE_EVERY / 2);
-        assert!(d.streams(5) && !d.times(5));
+        d.start(6, WATCH_MIN, far);
+        assert!(d.streams(6), "the next one streams again");
         d.end(t0 + EXPLORE_EVERY / 2, SLOW_RING);
         assert_eq!(d.take_verdict(), None, "a streamed message says nothing");
-        assert!(!d.explore_due(t0 + EXPLORE_EVERY / 2 + EXPLORE_EVERY / 4));
+        assert!(!d.claim_exploration(t0 + EXPLORE_EVERY / 2));
+        assert!(d.claim_exploration(t0 + EXPLORE_EVERY));
         // Unwatched (SHMPI_DISTANT=all): always streams, never explores.
         let all = Start {
             watch: false,
             ..far
         };
-        d.start(6, 4 * WATCH_MIN, all, t0 + 10 * EXPLORE_EVERY);
-        assert!(d.streams(6) && !d.times(6));
+        d.start(7, 4 * WATCH_MIN, all);
+        assert!(d.streams(7) && !d.times(7));
     }
 
     #[test]
@@ -548,20 +579,20 @@ mod tests {
         let t0 = Instant::now();
         let mut d = Drift::default();
         assert!(d.explore_due(t0), "nothing went through the ring yet");
-        d.start(1, WATCH_MIN - 1, NEAR, t0);
+        d.start(1, WATCH_MIN - 1, NEAR);
         assert!(!d.times(1));
         let cold = Start {
             ring_warm: false,
             ..NEAR
         };
-        d.start(2, WATCH_MIN, cold, t0);
+        d.start(2, WATCH_MIN, cold);
         assert!(!d.times(2), "first lap: page faults, not placement");
         d.end(t0, SLOW_RING);
         assert_eq!(d.take_verdict(), None);
         assert!(!d.explore_due(t0 + EXPLORE_EVERY / 2));
         assert!(d.explore_due(t0 + EXPLORE_EVERY));
         // A message whose copies took no measurable time gives no verdict.
-        d.start(3, WATCH_MIN, NEAR, t0);
+        d.start(3, WATCH_MIN, NEAR);
         d.add(WATCH_MIN, Duration::ZERO);
         d.end(t0, SLOW_RING);
         assert_eq!(d.take_verdict(), None);
