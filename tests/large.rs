@@ -605,8 +605,9 @@ fn messages_to_a_distant_peer_go_by_rendezvous_from_its_threshold() {
 #[test]
 fn a_peer_whose_ring_copies_slow_down_turns_distant_while_the_job_runs() {
     // Every timed copy into the ring counts as slow (SHMPI_DISTANT_SLOW far
-    // above any rate): once the small ring has been round, two large ring
-    // messages make the peer distant, and the later ones go by rendezvous
+    // above any rate): once the small ring has been round, two timed large
+    // ring messages (one in four is timed) make the peer distant, and the
+    // later ones go by rendezvous
     // where single copy is usable. Blocking sends otherwise on the ring.
     run_ranks_with(
         2,
@@ -622,7 +623,7 @@ fn a_peer_whose_ring_copies_slow_down_turns_distant_while_the_job_runs() {
             let peer = 1 - me as usize;
             let (probed, _) = u.protocols().peers[peer];
             let n = (256 << 10) + 1;
-            for i in 0..12u64 {
+            for i in 0..24u64 {
                 if me == 0 {
                     w.send(&pattern(i, n), 1, 1).unwrap();
                     let mut b = vec![0u8; n];

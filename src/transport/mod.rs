@@ -746,7 +746,7 @@ impl Transport {
                 self.watch = self.hand_off.iter().any(Option::is_some);
                 if self.watch {
                     // Large messages must reach `push_frames` to be timed
-                    // (only an eager limit of 256 KiB or more matters).
+                    // (only an eager limit of 64 KiB or more matters).
                     self.sole_below = self.sole_below.min(placement::WATCH_MIN);
                     self.eager_below = self.eager_below.min(placement::WATCH_MIN);
                 }

@@ -28,12 +28,13 @@
 //! The verdict then follows the placement ([`Drift`]): on a VM the
 //! hypervisor moves vCPUs between dies while a job runs (on the Zen 4 VM
 //! of 2026-12-05 a 2-rank ping-pong of 4 MiB went from 0.14 to 1.6 ms
-//! between two runs, and within one). At that size the rate of the
-//! sender's copies into the ring does tell the placements apart, once the
-//! ring's pages have all been touched: 10-13 bytes per cycle with a
-//! shared cache, about 1 across dies (medians per message, 12 runs tagged
-//! by `shmpi-bench floor`). So every message of [`WATCH_MIN`] bytes or
-//! more through the ring times its copies; [`SLOW_IN_ROW`] slow ones in a
+//! between two runs, and within one). From 64 KiB the rate of the
+//! sender's copies into the ring does tell the placements apart there,
+//! once the ring's pages have all been touched: 10-13 bytes per cycle with
+//! a shared cache, about 1 across dies (medians per message, 12 runs
+//! tagged by `shmpi-bench floor`; [`WATCH_MIN`] has the spread). So one in
+//! [`SAMPLE_EVERY`] messages of [`WATCH_MIN`] bytes or more through the
+//! ring times its copies; [`SLOW_IN_ROW`] slow ones in a
 //! row make the peer distant, one fast one near again. While the peer is
 //! distant, one message of that size every [`EXPLORE_EVERY`] goes through
 //! the ring anyway, to see whether the placement came back.
@@ -85,10 +86,21 @@ pub const DISTANT_NS: u32 = 150;
 pub const STREAM_MIN: usize = 2 << 10;
 
 /// The smallest message whose copies into the ring are timed
-/// ([`Drift`]): below it a message's copies are too few and too short to
-/// tell the placements apart (at 16-32 KiB they did not; see the module
-/// text).
-pub const WATCH_MIN: usize = 256 << 10;
+/// ([`Drift`]). On the Zen 4 VM (2026-12-05 23:10 UTC, the peers' C
+/// ping-pong with 8 KiB fragments, 12 runs tagged by `shmpi-bench floor`
+/// before and after), the rate of a message's copies, 5th percentile /
+/// median / 95th in MB/s: one CCD, 16 KiB 2,210-2,357 / 15,574-29,735 /
+/// 37,151-38,916 (too spread), 64 KiB 23,531-32,062 / 32,062-36,348 /
+/// 39,196-41,426, 256 KiB 22,445-32,279 / 28,696-35,031 / 36,874-38,488;
+/// two CCDs, 64 KiB 1,841-2,445 / 2,480-3,017 / 2,688-4,371, 256 KiB
+/// 1,931-2,311 / 2,444-2,881 / 2,556-5,277. (On the Zen 1 VM at 16-32
+/// KiB they did not separate either; see the module text.)
+pub const WATCH_MIN: usize = 64 << 10;
+
+/// One message in this many of [`WATCH_MIN`] bytes or more is timed (an
+/// exploration always is): two clock reads a fragment are a few percent
+/// of a 64 KiB copy on one CCD.
+pub const SAMPLE_EVERY: u32 = 4;
 
 /// Copies into the ring slower than this many bytes per µs (MB/s) count
 /// as a distant placement (`SHMPI_DISTANT_SLOW` overrides it): the Zen 4 VM's messages ran 26-34 GB/s with a
@@ -144,6 +156,9 @@ pub struct Drift {
     nanos: u64,
     /// Slow messages in a row.
     slow: u8,
+    /// Messages of [`WATCH_MIN`] or more that could have been timed
+    /// ([`SAMPLE_EVERY`]).
+    seen: u32,
     /// Fast messages since two slow ones last came in a row (up to
     /// [`CONFIRM`]).
     fast: u32,
@@ -170,16 +185,20 @@ impl Drift {
     /// whether their copies are timed. To a `distant` peer a message of
     /// [`STREAM_MIN`] bytes or more streams, except the first of
     /// [`WATCH_MIN`] or more after an exploration was decided, which must
-    /// copy as a near peer's would to measure; with `watch` a message of
-    /// [`WATCH_MIN`] or more that does not stream is timed, once the ring
-    /// has been round (a first lap's copies fault its pages in: 0.3-1
+    /// copy as a near peer's would to measure; with `watch` one message in
+    /// [`SAMPLE_EVERY`] of [`WATCH_MIN`] or more that do not stream is
+    /// timed (and the exploration), once the ring has been round (a first lap's copies fault its pages in: 0.3-1
     /// bytes per cycle there).
     pub fn start(&mut self, id: u64, total: usize, how: Start) {
         let explores =
             how.watch && how.distant && total >= WATCH_MIN && std::mem::take(&mut self.explore);
         let streams = how.distant && total >= STREAM_MIN && !explores;
         self.streaming = streams.then_some(id);
-        self.timing = (how.watch && total >= WATCH_MIN && how.ring_warm && !streams).then_some(id);
+        let timed = how.watch && total >= WATCH_MIN && how.ring_warm && !streams && {
+            self.seen = self.seen.wrapping_add(1);
+            explores || self.seen % SAMPLE_EVERY == 0
+        };
+        self.timing = timed.then_some(id);
         self.bytes = 0;
         self.nanos = 0;
     }
@@ -463,8 +482,19 @@ mod tests {
     /// Times message `id` of `total` bytes as copies of `bytes` at
     /// `mbs` MB/s each, then ends it at `now`.
     fn timed(d: &mut Drift, id: u64, total: usize, mbs: u64, now: Instant) {
-        d.start(id, total, NEAR);
-        assert!(d.times(id));
+        // Untimed messages (sampling) before the one timed.
+        let mut k = 0;
+        loop {
+            d.start(id * 100 + k, total, NEAR);
+            if d.times(id * 100 + k) {
+                break;
+            }
+            d.end(now, SLOW_RING);
+            assert_eq!(d.take_verdict(), None, "an untimed message judged");
+            k += 1;
+            assert!(k < u64::from(SAMPLE_EVERY), "none timed in {SAMPLE_EVERY}");
+        }
+        assert!(d.times(id * 100 + k));
         for _ in 0..total / (64 << 10) {
             d.add(64 << 10, Duration::from_nanos((64 << 10) * 1000 / mbs));
         }
