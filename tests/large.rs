@@ -605,9 +605,9 @@ fn messages_to_a_distant_peer_go_by_rendezvous_from_its_threshold() {
 #[test]
 fn a_peer_whose_ring_copies_slow_down_turns_distant_while_the_job_runs() {
     // Every timed copy into the ring counts as slow (SHMPI_DISTANT_SLOW far
-    // above any rate): once the small ring has been round, two timed large
-    // ring messages (one in four is timed) make the peer distant, and the
-    // later ones go by rendezvous
+    // above any rate): once the small ring has been round, two timed
+    // samples of 256 KiB (one message in four is timed) make the peer
+    // distant, and the later ones go by rendezvous
     // where single copy is usable. Blocking sends otherwise on the ring.
     run_ranks_with(
         2,

@@ -102,14 +102,21 @@ pub const WATCH_MIN: usize = 64 << 10;
 /// of a 64 KiB copy on one CCD.
 pub const SAMPLE_EVERY: u32 = 4;
 
+/// Timed copies are judged in samples of at least this many bytes (one
+/// message or several): a preempted copy (a timer tick, the host taking
+/// the vCPU) makes one 64 KiB copy look slow, and two such in a row
+/// turned a near peer distant 18 times in 40 s of a 64 KiB ping-pong on
+/// one CCD; over 256 KiB a 25 µs stall still leaves 8 GB/s. An
+/// exploration times this much of the peer's traffic.
+pub const JUDGE: u64 = 256 << 10;
+
 /// Copies into the ring slower than this many bytes per µs (MB/s) count
 /// as a distant placement (`SHMPI_DISTANT_SLOW` overrides it): the Zen 4 VM's messages ran 26-34 GB/s with a
 /// shared cache (the slowest single message about 10) and 2.1-2.8 across
 /// CCDs; one `process_vm_readv` shared with the sender moves about 20.
 pub const SLOW_RING: u64 = 6_000;
 
-/// Slow messages in a row that make a peer distant (one stalled copy, a
-/// page fault or a preempted sender, does not).
+/// Slow samples ([`JUDGE`]) in a row that make a peer distant.
 pub const SLOW_IN_ROW: u8 = 2;
 
 /// While a peer is distant, a message of [`WATCH_MIN`] bytes or more goes
@@ -128,10 +135,10 @@ pub const EXPLORE_EVERY: Duration = Duration::from_millis(100);
 /// of 1.6 s.
 pub const MAX_BACKOFF: u32 = 4;
 
-/// Fast messages after which a near verdict stands (the exploration
-/// interval goes back to [`EXPLORE_EVERY`]): a single slow message among
-/// them does not count against it, two in a row make the peer distant
-/// and, before this many, overturn the verdict.
+/// Fast samples ([`JUDGE`]) after which a near verdict stands (the
+/// exploration interval goes back to [`EXPLORE_EVERY`]): a single slow
+/// sample among them does not count against it, two in a row make the
+/// peer distant and, before this many, overturn the verdict.
 pub const CONFIRM: u32 = 8;
 
 /// What [`Drift::start`] knows of a message's ring and peer.
@@ -154,12 +161,12 @@ pub struct Drift {
     /// Its bytes copied and the time the copies took so far.
     bytes: u64,
     nanos: u64,
-    /// Slow messages in a row.
+    /// Slow samples in a row.
     slow: u8,
     /// Messages of [`WATCH_MIN`] or more that could have been timed
     /// ([`SAMPLE_EVERY`]).
     seen: u32,
-    /// Fast messages since two slow ones last came in a row (up to
+    /// Fast samples since two slow ones last came in a row (up to
     /// [`CONFIRM`]).
     fast: u32,
     /// The exploration interval is [`EXPLORE_EVERY`] times 2 to this.
@@ -168,30 +175,37 @@ pub struct Drift {
     /// bytes or more last finished going plainly through the ring (timed
     /// or not; a streamed one does not count).
     last: Option<Instant>,
-    /// An exploration was decided ([`claim_exploration`](Self::claim_exploration))
-    /// and no large message to the distant peer has started since: the
-    /// next one goes plainly and timed.
-    explore: bool,
+    /// Bytes of an exploration decided
+    /// ([`claim_exploration`](Self::claim_exploration)) that are still to
+    /// go: the next large messages to the distant peer go plainly through
+    /// the ring, timed, until [`JUDGE`] bytes have.
+    explore: u64,
+    /// The timed bytes of the sample being gathered, and the time their
+    /// copies took.
+    sample_bytes: u64,
+    sample_nanos: u64,
     /// The message being written with streaming stores (its id), if any.
     streaming: Option<u64>,
     /// The verdict of the last timed message, until the transport takes it.
     verdict: Option<bool>,
-    /// The rate of the last timed message, MB/s.
+    /// The rate of the last sample judged, MB/s.
     rate: u64,
 }
 
 impl Drift {
     /// At a message's first frame: decides how its frames are written and
     /// whether their copies are timed. To a `distant` peer a message of
-    /// [`STREAM_MIN`] bytes or more streams, except the first of
-    /// [`WATCH_MIN`] or more after an exploration was decided, which must
+    /// [`STREAM_MIN`] bytes or more streams, except those of [`WATCH_MIN`]
+    /// or more that make up an exploration ([`JUDGE`] bytes), which must
     /// copy as a near peer's would to measure; with `watch` one message in
     /// [`SAMPLE_EVERY`] of [`WATCH_MIN`] or more that do not stream is
     /// timed (and the exploration), once the ring has been round (a first lap's copies fault its pages in: 0.3-1
     /// bytes per cycle there).
     pub fn start(&mut self, id: u64, total: usize, how: Start) {
-        let explores =
-            how.watch && how.distant && total >= WATCH_MIN && std::mem::take(&mut self.explore);
+        let explores = how.watch && how.distant && total >= WATCH_MIN && self.explore > 0;
+        if explores {
+            self.explore = self.explore.saturating_sub(total as u64);
+        }
         let streams = how.distant && total >= STREAM_MIN && !explores;
         self.streaming = streams.then_some(id);
         let timed = how.watch && total >= WATCH_MIN && how.ring_warm && !streams && {
@@ -223,22 +237,29 @@ impl Drift {
 
     /// A message of [`WATCH_MIN`] bytes or more is wholly in the ring (at
     /// `now`): unless it streamed, it counts as the last through the ring
-    /// ([`explore_due`](Self::explore_due)); if it was timed, its rate
-    /// gives a verdict, slow below `slow` MB/s ([`SLOW_RING`] unless
-    /// `SHMPI_DISTANT_SLOW` says otherwise)
-    /// ([`take_verdict`](Self::take_verdict)): distant after
-    /// [`SLOW_IN_ROW`] slow messages in a row, near after a fast one.
+    /// ([`explore_due`](Self::explore_due)); if it was timed, its copies
+    /// join the sample, and a sample of [`JUDGE`] bytes gives a verdict,
+    /// slow below `slow` MB/s ([`SLOW_RING`] unless `SHMPI_DISTANT_SLOW`
+    /// says otherwise) ([`take_verdict`](Self::take_verdict)): distant
+    /// after [`SLOW_IN_ROW`] slow samples in a row, near after a fast one.
     pub fn end(&mut self, now: Instant, slow: u64) {
         if self.streaming.take().is_some() {
             // Streamed: it neither measures nor explores.
             return;
         }
         self.last = Some(now);
-        if self.timing.take().is_none() || self.nanos == 0 {
+        if self.timing.take().is_none() {
+            return;
+        }
+        self.sample_bytes += self.bytes;
+        self.sample_nanos += self.nanos;
+        if self.sample_bytes < JUDGE || self.sample_nanos == 0 {
             return;
         }
         // Bytes per µs: bytes * 1000 / ns.
-        let rate = self.bytes.saturating_mul(1000) / self.nanos;
+        let rate = self.sample_bytes.saturating_mul(1000) / self.sample_nanos;
+        self.sample_bytes = 0;
+        self.sample_nanos = 0;
         self.rate = rate;
         if rate < slow {
             self.slow = self.slow.saturating_add(1);
@@ -266,7 +287,7 @@ impl Drift {
         self.verdict.take()
     }
 
-    /// The copy rate of the last timed message, MB/s (0: none yet).
+    /// The copy rate of the last sample judged, MB/s (0: none yet).
     pub fn rate(&self) -> u64 {
         self.rate
     }
@@ -289,7 +310,7 @@ impl Drift {
             return false;
         }
         self.last = Some(now);
-        self.explore = true;
+        self.explore = JUDGE;
         true
     }
 
@@ -528,12 +549,14 @@ mod tests {
         // only one is decided however many messages ask at once.
         assert!(d.claim_exploration(t0));
         assert!(!d.claim_exploration(t0), "a window explores once");
-        d.start(5, WATCH_MIN, far);
-        assert!(
-            !d.streams(5) && d.times(5),
-            "the exploration, plain and timed"
-        );
-        d.end(t0, SLOW_RING);
+        // The exploration: JUDGE bytes of large messages, plain and timed.
+        for id in 50..50 + JUDGE / WATCH_MIN as u64 {
+            d.start(id, WATCH_MIN, far);
+            assert!(!d.streams(id) && d.times(id), "exploring");
+            d.add(WATCH_MIN, Duration::from_micros(2));
+            d.end(t0, SLOW_RING);
+        }
+        assert_eq!(d.take_verdict(), Some(false), "32 GB/s: near");
         d.start(6, WATCH_MIN, far);
         assert!(d.streams(6), "the next one streams again");
         d.end(t0 + EXPLORE_EVERY / 2, SLOW_RING);
