@@ -547,25 +547,32 @@ fn a_rendezvous_from_a_freed_buffer_fails_the_receive_and_never_hangs_the_sender
     );
 }
 
+/// A blocking send of `n` bytes (`pattern(seed)`) from rank 0 to rank 1
+/// and one back (`pattern(seed + 1)`), each checked.
+fn round_trip(w: &shmpi::Communicator, n: usize, seed: u64) {
+    if w.rank() == 0 {
+        w.send(&pattern(seed, n), 1, 1).unwrap();
+        let mut b = vec![0u8; n];
+        w.recv(&mut b, 1, 2).unwrap();
+        assert!(
+            b == pattern(seed + 1, n),
+            "{n} B back differs (seed {seed})"
+        );
+    } else {
+        let mut b = vec![0u8; n];
+        w.recv(&mut b, 0, 1).unwrap();
+        assert!(b == pattern(seed, n), "{n} B differs (seed {seed})");
+        w.send(&pattern(seed + 1, n), 0, 2).unwrap();
+    }
+}
+
 /// Blocking sends of 8 KiB and 32 KiB, each way, intact; returns this
 /// rank's rendezvous counts after them.
 fn distant_exchange(u: &shmpi::Universe) -> (u64, u64) {
     let w = u.world();
-    let me = w.rank();
     let before = u.rendezvous_counts();
     for (i, &n) in [8 << 10, 32 << 10, (32 << 10) + 3].iter().enumerate() {
-        let seed = 100 + i as u64;
-        if me == 0 {
-            w.send(&pattern(seed, n), 1, 1).unwrap();
-            let mut b = vec![0u8; n];
-            w.recv(&mut b, 1, 2).unwrap();
-            assert!(b == pattern(seed + 1, n), "{n} B back differs");
-        } else {
-            let mut b = vec![0u8; n];
-            w.recv(&mut b, 0, 1).unwrap();
-            assert!(b == pattern(seed, n), "{n} B differs");
-            w.send(&pattern(seed + 1, n), 0, 2).unwrap();
-        }
+        round_trip(&w, n, 100 + 2 * i as u64);
     }
     w.barrier().unwrap();
     let after = u.rendezvous_counts();
@@ -619,22 +626,10 @@ fn a_peer_whose_ring_copies_slow_down_turns_distant_while_the_job_runs() {
         ],
         |u| {
             let w = u.world();
-            let me = w.rank();
-            let peer = 1 - me as usize;
+            let peer = 1 - w.rank() as usize;
             let (probed, _) = u.protocols().peers[peer];
-            let n = (256 << 10) + 1;
             for i in 0..24u64 {
-                if me == 0 {
-                    w.send(&pattern(i, n), 1, 1).unwrap();
-                    let mut b = vec![0u8; n];
-                    w.recv(&mut b, 1, 2).unwrap();
-                    assert!(b == pattern(i + 100, n), "message {i} back differs");
-                } else {
-                    let mut b = vec![0u8; n];
-                    w.recv(&mut b, 0, 1).unwrap();
-                    assert!(b == pattern(i, n), "message {i} differs");
-                    w.send(&pattern(i + 100, n), 0, 2).unwrap();
-                }
+                round_trip(&w, (256 << 10) + 1, 2 * i);
             }
             w.barrier().unwrap();
             let now = u.protocols().peers[peer].1;

@@ -652,15 +652,7 @@ impl Reservation<'_> {
     /// If `at + src.len()` exceeds the reserved length.
     #[inline(always)]
     pub fn write(&mut self, at: usize, src: &[u8]) {
-        assert!(at + src.len() <= self.len, "write past the reserved frame");
-        // SAFETY: `reserve` checked that the frame's bytes are
-        // free (below the consumer's released head + capacity) and the
-        // consumer reads nothing here until `commit` publishes it.
-        unsafe {
-            self.producer
-                .region()
-                .write(self.off + FRAME_HEADER + at, src)
-        };
+        self.write_by(at, src, false);
     }
 
     /// Copies `src` into the payload at byte `at` with non-temporal
@@ -673,14 +665,24 @@ impl Reservation<'_> {
     /// If `at + src.len()` exceeds the reserved length.
     #[inline]
     pub fn write_streaming(&mut self, at: usize, src: &[u8]) {
+        self.write_by(at, src, true);
+    }
+
+    /// [`write`](Self::write) or, `streaming`,
+    /// [`write_streaming`](Self::write_streaming).
+    #[inline(always)]
+    fn write_by(&mut self, at: usize, src: &[u8], streaming: bool) {
         assert!(at + src.len() <= self.len, "write past the reserved frame");
-        // SAFETY: as in `write`: `reserve` checked that these bytes are
-        // free and the consumer reads nothing here until `commit`.
-        unsafe {
-            self.producer
-                .region()
-                .write_streaming(self.off + FRAME_HEADER + at, src)
-        };
+        let (region, off) = (self.producer.region(), self.off + FRAME_HEADER + at);
+        if streaming {
+            // SAFETY: `reserve` checked that the frame's bytes are free
+            // (below the consumer's released head + capacity) and the
+            // consumer reads nothing here until `commit` publishes it.
+            unsafe { region.write_streaming(off, src) };
+        } else {
+            // SAFETY: as for the streaming copy just above.
+            unsafe { region.write(off, src) };
+        }
     }
 
     /// Publishes the frame to the consumer.

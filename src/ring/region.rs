@@ -67,15 +67,8 @@ mod real {
         /// later Release store publishes it.
         #[inline]
         pub(crate) unsafe fn write(&self, off: usize, src: &[u8]) {
-            debug_assert!(off + src.len() <= self.len);
-            // SAFETY: delegated to the caller (see # Safety): the caller
-            // owns these bytes, so no one else reads or writes them while
-            // the slice lives; bounds are checked above in debug builds and
-            // by the producer's `reserve` or `push_quick`.
-            let dst = unsafe {
-                std::slice::from_raw_parts_mut(self.base.as_ptr().wrapping_add(off), src.len())
-            };
-            super::super::copy_bytes(dst, src);
+            // SAFETY: the caller's promise, passed on.
+            unsafe { self.write_by(off, src, super::super::copy_bytes) };
         }
 
         /// Copies `src` to `off` with non-temporal stores, fenced
@@ -85,14 +78,25 @@ mod real {
         /// As for [`write`](Self::write).
         #[inline]
         pub(crate) unsafe fn write_streaming(&self, off: usize, src: &[u8]) {
+            // SAFETY: the caller's promise, passed on.
+            unsafe { self.write_by(off, src, super::super::copy_streaming) };
+        }
+
+        /// Copies `src` to `off` with `copy`.
+        ///
+        /// # Safety
+        /// As for [`write`](Self::write).
+        #[inline(always)]
+        unsafe fn write_by(&self, off: usize, src: &[u8], copy: impl FnOnce(&mut [u8], &[u8])) {
             debug_assert!(off + src.len() <= self.len);
-            // SAFETY: as in `write`: the caller owns these bytes under the
-            // ring protocol, so no one else touches them while the slice
-            // lives.
+            // SAFETY: delegated to the caller (see # Safety): the caller
+            // owns these bytes, so no one else reads or writes them while
+            // the slice lives; bounds are checked above in debug builds and
+            // by the producer's `reserve` or `push_quick`.
             let dst = unsafe {
                 std::slice::from_raw_parts_mut(self.base.as_ptr().wrapping_add(off), src.len())
             };
-            super::super::copy_streaming(dst, src);
+            copy(dst, src);
         }
 
         /// Writes `words` (little-endian) at `off`, one store each: a
