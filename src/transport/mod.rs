@@ -397,9 +397,10 @@ pub struct Transport {
     eager_below: usize,
     /// Messages shorter than this go as one sole frame by the quick path
     /// of [`send`](Transport::send) once the protocol is chosen: up to the
-    /// fragment size, and once a peer is found distant below
+    /// fragment size, once a peer is found distant below
     /// [`placement::STREAM_MIN`] (longer frames to it stream, which only
-    /// `push_frames` does).
+    /// `push_frames` does), and while the placement is followed below
+    /// [`placement::WATCH_MIN`] (longer ones may be timed, there too).
     sole_below: usize,
     /// How peers are judged distant (`SHMPI_DISTANT`; [`placement`]).
     distant_mode: placement::DistantMode,

@@ -34,10 +34,11 @@
 //! a shared cache, about 1 across dies (medians per message, 12 runs
 //! tagged by `shmpi-bench floor`; [`WATCH_MIN`] has the spread). So one in
 //! [`SAMPLE_EVERY`] messages of [`WATCH_MIN`] bytes or more through the
-//! ring times its copies; [`SLOW_IN_ROW`] slow ones in a
-//! row make the peer distant, one fast one near again. While the peer is
-//! distant, one message of that size every [`EXPLORE_EVERY`] goes through
-//! the ring anyway, to see whether the placement came back.
+//! ring times its copies, judged in samples of [`JUDGE`] bytes;
+//! [`SLOW_IN_ROW`] slow samples in a row make the peer distant, one fast
+//! one near again. While the peer is distant, [`JUDGE`] bytes of such
+//! messages go plainly through the ring every [`EXPLORE_EVERY`] or so
+//! (an exploration), to see whether the placement came back.
 //!
 //! The probe runs only when every rank can have a CPU of its own (ranks
 //! at most the CPUs online); else spinning ranks would wait for each other
@@ -111,9 +112,10 @@ pub const SAMPLE_EVERY: u32 = 4;
 pub const JUDGE: u64 = 256 << 10;
 
 /// Copies into the ring slower than this many bytes per µs (MB/s) count
-/// as a distant placement (`SHMPI_DISTANT_SLOW` overrides it): the Zen 4 VM's messages ran 26-34 GB/s with a
-/// shared cache (the slowest single message about 10) and 2.1-2.8 across
-/// CCDs; one `process_vm_readv` shared with the sender moves about 20.
+/// as a distant placement (`SHMPI_DISTANT_SLOW` overrides it): the Zen 4
+/// VM's messages ran 26-34 GB/s with a shared cache (the slowest single
+/// message about 10) and 2.1-2.8 across CCDs; one `process_vm_readv`
+/// shared with the sender moves about 20.
 pub const SLOW_RING: u64 = 6_000;
 
 /// Slow samples ([`JUDGE`]) in a row that make a peer distant.
@@ -130,9 +132,9 @@ pub const EXPLORE_EVERY: Duration = Duration::from_millis(100);
 /// ring's lines have gone cold in the peer's caches meanwhile, so its
 /// copies run fast either way (8.6-15.6 GB/s across Zen 4 CCDs, where the
 /// steady ring ran 2.2-2.5); it makes the peer near, and the next
-/// [`SLOW_IN_ROW`] messages distant again. Across Zen 4 CCDs those three
-/// ring messages of 4 MiB cost about 4 ms more than by rendezvous, 0.3%
-/// of 1.6 s.
+/// [`SLOW_IN_ROW`] samples distant again. With 64 KiB messages, one in
+/// four timed, that is about 2.25 MiB through the ring across Zen 4 CCDs,
+/// about 1 ms more than by rendezvous: under 0.1% of 1.6 s.
 pub const MAX_BACKOFF: u32 = 4;
 
 /// Fast samples ([`JUDGE`]) after which a near verdict stands (the
@@ -186,7 +188,7 @@ pub struct Drift {
     sample_nanos: u64,
     /// The message being written with streaming stores (its id), if any.
     streaming: Option<u64>,
-    /// The verdict of the last timed message, until the transport takes it.
+    /// The verdict of the last sample, until the transport takes it.
     verdict: Option<bool>,
     /// The rate of the last sample judged, MB/s.
     rate: u64,
