@@ -2040,8 +2040,7 @@ pub fn wake_rank(seg: &Segment, rank: usize) {
 /// until done or the ring is full; returns frames pushed and whether the
 /// ring was found full. `drift` decides at its first frame whether the
 /// message streams (to a distant peer) or times its copies (to follow the
-/// placement), and hears when a message of [`placement::WATCH_MIN`]
-/// bytes or more is all in.
+/// placement), and hears when a timed message is all in.
 fn push_frames(
     prod: &mut Producer,
     drift: &mut placement::Drift,
@@ -2106,7 +2105,7 @@ fn push_frames(
         frames += 1;
         out.sent += len;
         out.started = true;
-        if how.watch && out.total >= placement::WATCH_MIN && out.is_complete() {
+        if out.is_complete() && drift.times(out.id) {
             drift.end(Instant::now(), how.slow);
         }
     }

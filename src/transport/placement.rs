@@ -173,9 +173,8 @@ pub struct Drift {
     fast: u32,
     /// The exploration interval is [`EXPLORE_EVERY`] times 2 to this.
     backoff: u32,
-    /// When an exploration was last decided, or a message of [`WATCH_MIN`]
-    /// bytes or more last finished going plainly through the ring (timed
-    /// or not; a streamed one does not count).
+    /// When an exploration was last decided, or a sample last made the
+    /// peer distant: the next exploration waits an interval from there.
     last: Option<Instant>,
     /// Bytes of an exploration decided
     /// ([`claim_exploration`](Self::claim_exploration)) that are still to
@@ -237,19 +236,15 @@ impl Drift {
         self.nanos += took.as_nanos() as u64;
     }
 
-    /// A message of [`WATCH_MIN`] bytes or more is wholly in the ring (at
-    /// `now`): unless it streamed, it counts as the last through the ring
-    /// ([`explore_due`](Self::explore_due)); if it was timed, its copies
-    /// join the sample, and a sample of [`JUDGE`] bytes gives a verdict,
-    /// slow below `slow` MB/s ([`SLOW_RING`] unless `SHMPI_DISTANT_SLOW`
-    /// says otherwise) ([`take_verdict`](Self::take_verdict)): distant
-    /// after [`SLOW_IN_ROW`] slow samples in a row, near after a fast one.
+    /// A timed message is wholly in the ring (at `now`; the transport
+    /// calls this for timed messages only, so the other large messages
+    /// read no clock; for any other it does nothing): its copies join the
+    /// sample, and a sample of [`JUDGE`] bytes gives a verdict, slow below
+    /// `slow` MB/s ([`SLOW_RING`] unless `SHMPI_DISTANT_SLOW` says
+    /// otherwise) ([`take_verdict`](Self::take_verdict)): distant after
+    /// [`SLOW_IN_ROW`] slow samples in a row (the next exploration an
+    /// interval after it), near after a fast one.
     pub fn end(&mut self, now: Instant, slow: u64) {
-        if self.streaming.take().is_some() {
-            // Streamed: it neither measures nor explores.
-            return;
-        }
-        self.last = Some(now);
         if self.timing.take().is_none() {
             return;
         }
@@ -272,6 +267,7 @@ impl Drift {
                 }
                 self.fast = 0;
                 self.verdict = Some(true);
+                self.last = Some(now);
             }
         } else {
             self.slow = 0;
@@ -295,9 +291,10 @@ impl Drift {
     }
 
     /// Whether a message of [`WATCH_MIN`] bytes or more to a distant peer
-    /// should go through the ring at `now` to measure again: none did, and
-    /// no exploration was decided, for the exploration interval
-    /// ([`interval`](Self::interval)).
+    /// should go through the ring at `now` to measure again: no
+    /// exploration was decided, and no sample made the peer distant, for
+    /// the exploration interval ([`interval`](Self::interval)); at once
+    /// when neither ever happened (a peer the probe found distant).
     pub fn explore_due(&self, now: Instant) -> bool {
         self.last
             .is_none_or(|t| now.saturating_duration_since(t) >= self.interval())
@@ -605,10 +602,13 @@ mod tests {
             timed(d, id, 1 << 20, mbs, now);
             d.take_verdict()
         };
-        // Distant: two slow messages after none fast.
+        // Distant: two slow messages after none fast; the first
+        // exploration an interval later.
         msg(&mut d, 2_000);
         assert_eq!(msg(&mut d, 2_000), Some(true));
         assert_eq!(d.interval(), EXPLORE_EVERY, "no exploration yet");
+        assert!(!d.explore_due(now + EXPLORE_EVERY / 2));
+        assert!(d.explore_due(now + EXPLORE_EVERY));
         // Each exploration (a fast cold ring) overturned by two slow ones.
         for k in 1..=MAX_BACKOFF + 2 {
             assert_eq!(msg(&mut d, 12_000), Some(false));
@@ -630,7 +630,7 @@ mod tests {
     }
 
     #[test]
-    fn short_messages_and_a_cold_ring_are_not_timed_but_count_as_explored() {
+    fn short_messages_and_a_cold_ring_are_not_timed_and_explore_nothing() {
         let t0 = Instant::now();
         let mut d = Drift::default();
         assert!(d.explore_due(t0), "nothing went through the ring yet");
@@ -644,8 +644,7 @@ mod tests {
         assert!(!d.times(2), "first lap: page faults, not placement");
         d.end(t0, SLOW_RING);
         assert_eq!(d.take_verdict(), None);
-        assert!(!d.explore_due(t0 + EXPLORE_EVERY / 2));
-        assert!(d.explore_due(t0 + EXPLORE_EVERY));
+        assert!(d.explore_due(t0), "an untimed message is no exploration");
         // A message whose copies took no measurable time gives no verdict.
         d.start(3, WATCH_MIN, NEAR);
         d.add(WATCH_MIN, Duration::ZERO);
