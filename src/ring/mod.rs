@@ -368,6 +368,30 @@ mod tests {
         }
     }
 
+    /// A frame written with streaming stores has no line in any cache:
+    /// demotion passes it by (the pause gating does not even read the
+    /// clock for it); a plain frame of the same size is demotable.
+    #[test]
+    fn streamed_frames_are_not_demoted() {
+        let (mut p, mut c) = heap_ring(4096).unwrap();
+        p.set_demote(Demote::forced_up_to(1024));
+        let mut r = p.reserve(512).unwrap();
+        r.write_streaming(0, &[1; 512]);
+        r.commit();
+        assert_eq!(p.last_demotable(), 0, "a streamed frame is not demotable");
+        let mut r = p.reserve(512).unwrap();
+        r.write(0, &[2; 512]);
+        r.commit();
+        if cfg!(target_arch = "x86_64") {
+            assert_ne!(p.last_demotable(), 0, "a plain frame is");
+        }
+        for want in [1u8, 2] {
+            let f = c.peek().expect("both frames arrive");
+            assert_eq!(f.bytes(), &[want; 512][..]);
+            f.release();
+        }
+    }
+
     /// With 2-bit laps (this build's), random traffic through a small
     /// ring with a hot window whose producer ends its laps early whenever
     /// it may, the consumer now keeping up and now lagging, sizes from 0

@@ -217,6 +217,12 @@ impl Producer {
         self.dirty_n
     }
 
+    /// When the last demotable frame was committed (TSC; tests).
+    #[cfg(test)]
+    pub(crate) fn last_demotable(&self) -> u64 {
+        self.last_commit
+    }
+
     /// The consumer position this producer last saw: a sleeper waiting for
     /// room compares [`RingHeader::head_for_sleep`] against it.
     pub fn head_seen(&self) -> u64 {
@@ -451,6 +457,7 @@ impl Producer {
             producer: self,
             off,
             len,
+            streamed: false,
         })
     }
 
@@ -550,7 +557,7 @@ impl Producer {
         unsafe { self.region().write_words(off + FRAME_HEADER, head) };
         // SAFETY: as above; `8 W + data.len() = len <= fp - FRAME_HEADER`.
         unsafe { self.region().write(off + FRAME_HEADER + 8 * W, data) };
-        self.publish(off, len);
+        self.publish(off, len, false);
         true
     }
 
@@ -564,9 +571,11 @@ impl Producer {
         self.mark_clean(next);
     }
 
-    /// Publishes the frame of `len` payload bytes written at `off`.
+    /// Publishes the frame of `len` payload bytes written at `off`;
+    /// `streamed`: its payload went to memory with non-temporal stores,
+    /// so no cache holds its lines to demote.
     #[inline(always)]
-    fn publish(&mut self, off: usize, len: usize) {
+    fn publish(&mut self, off: usize, len: usize, streamed: bool) {
         let fp = frame::footprint(len);
         // The word where the next frame will start must not read as a
         // frame of the lap the consumer will be in when it looks there: a
@@ -599,7 +608,7 @@ impl Producer {
         if fp > FRAME_ALIGN {
             self.mark_dirty(off + FRAME_ALIGN, fp - FRAME_ALIGN);
         }
-        if self.demote.covers(fp) {
+        if !streamed && self.demote.covers(fp) {
             self.demote_after_pause(off, fp);
         }
         self.tail = self.tail.wrapping_add(fp as u64);
@@ -633,6 +642,8 @@ pub struct Reservation<'a> {
     producer: &'a mut Producer,
     off: usize,
     len: usize,
+    /// Some of the payload was written with non-temporal stores.
+    streamed: bool,
 }
 
 impl Reservation<'_> {
@@ -674,6 +685,7 @@ impl Reservation<'_> {
     fn write_by(&mut self, at: usize, src: &[u8], streaming: bool) {
         assert!(at + src.len() <= self.len, "write past the reserved frame");
         let (region, off) = (self.producer.region(), self.off + FRAME_HEADER + at);
+        self.streamed |= streaming;
         if streaming {
             // SAFETY: `reserve` checked that the frame's bytes are free
             // (below the consumer's released head + capacity) and the
@@ -688,6 +700,6 @@ impl Reservation<'_> {
     /// Publishes the frame to the consumer.
     #[inline(always)]
     pub fn commit(self) {
-        self.producer.publish(self.off, self.len);
+        self.producer.publish(self.off, self.len, self.streamed);
     }
 }
