@@ -195,6 +195,9 @@ pub struct Protocols {
     /// The size from which a blocking send or plain `isend` to a distant
     /// peer goes by rendezvous (`SHMPI_DISTANT_RENDEZVOUS`; `None`: never).
     pub distant_from: Option<usize>,
+    /// The smallest ring message whose copies may be timed to follow the
+    /// placement under `auto` (`SHMPI_DISTANT_WATCH`).
+    pub watch_min: usize,
     /// The start-up probe's one-way cache-line hand-off to each rank, in
     /// ns (`None`: this rank, or not measured), and whether that rank is
     /// distant (`transport::placement`).
@@ -261,6 +264,7 @@ impl Universe {
             demote: t.demote_limit(),
             distant_mode: t.distant_policy().0.name(),
             distant_from: t.distant_policy().1,
+            watch_min: t.watch_min(),
             peers: t
                 .hand_off_ns()
                 .iter()

@@ -649,6 +649,58 @@ fn a_peer_whose_ring_copies_slow_down_turns_distant_while_the_job_runs() {
     );
 }
 
+/// `SHMPI_DISTANT_WATCH` sets the smallest message timed: 16 KiB
+/// messages turn a peer whose copies are all slow distant when it is 16
+/// KiB, and are never timed (the verdict stays the probe's) when it is 64
+/// KiB. 200 round trips: the 256 KiB ring is round after 16 messages, and
+/// two samples of 256 KiB take 128 more (one in four timed).
+fn watch_case(name: &str, watch: &str, followed: bool) {
+    run_ranks_with(
+        2,
+        name,
+        &["--ring-size", "262144"],
+        &[
+            ("SHMPI_CMA_BLOCKING", "0"),
+            ("SHMPI_DISTANT_SLOW", "1000000000000"),
+            ("SHMPI_DISTANT_WATCH", watch),
+        ],
+        |u| {
+            let w = u.world();
+            let peer = 1 - w.rank() as usize;
+            let p = u.protocols();
+            assert_eq!(p.watch_min.to_string(), watch);
+            let (probed, at_start) = p.peers[peer];
+            for i in 0..200u64 {
+                round_trip(&w, (16 << 10) + 5, 2 * i);
+            }
+            w.barrier().unwrap();
+            let now = u.protocols().peers[peer].1;
+            match probed {
+                Some(_) if followed => assert!(now, "the peer did not turn distant"),
+                _ => assert_eq!(now, at_start, "a verdict from untimed messages"),
+            }
+        },
+    );
+}
+
+#[test]
+fn messages_from_the_watch_minimum_follow_the_placement() {
+    watch_case(
+        "messages_from_the_watch_minimum_follow_the_placement",
+        "16384",
+        true,
+    );
+}
+
+#[test]
+fn messages_below_the_watch_minimum_do_not_follow_it() {
+    watch_case(
+        "messages_below_the_watch_minimum_do_not_follow_it",
+        "65536",
+        false,
+    );
+}
+
 #[test]
 fn no_peer_is_distant_under_none() {
     run_ranks_with(

@@ -1611,7 +1611,7 @@ fn placement_line(u: &shmpi::Universe, p: &shmpi::Protocols) -> (String, bool) {
     ) + &if p.distant_mode == "auto" && hand_off.is_some() {
         format!(
             "; followed while the job runs (the rate of its ring copies of {} B and more)",
-            shmpi::transport::placement::WATCH_MIN
+            p.watch_min
         )
     } else {
         String::new()

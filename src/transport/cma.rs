@@ -13,6 +13,7 @@
 //!
 //! [`Transport::probe_single_copy`]: super::Transport::probe_single_copy
 
+use super::placement;
 use crate::error::{Error, ErrorClass, Result};
 
 /// The word peers read to test single copy; its address is published in
@@ -70,6 +71,9 @@ pub struct Defaults {
     /// `SHMPI_VECTOR_COPY`: ring frames copied with the AVX2 loop
     /// (`ring::set_vector_copy_from`); `usize::MAX`: never.
     pub vector_copy: usize,
+    /// `SHMPI_DISTANT_WATCH`: the smallest ring message whose copies may
+    /// be timed to follow the placement (`placement::Drift`).
+    pub watch: usize,
 }
 
 impl Defaults {
@@ -98,9 +102,14 @@ impl Defaults {
                 blocking: 8 << 10,
                 split: DEFAULT_CMA_SPLIT,
                 vector_copy: usize::MAX,
+                watch: placement::WATCH_MIN,
             },
             Some("AuthenticAMD") if family == Some(23) => Defaults {
                 blocking: 64 << 10,
+                ..Defaults::other()
+            },
+            Some("AuthenticAMD") if family == Some(25) => Defaults {
+                watch: placement::WATCH_MIN_FAMILY_25,
                 ..Defaults::other()
             },
             _ => Defaults::other(),
@@ -114,6 +123,7 @@ impl Defaults {
             blocking: usize::MAX,
             split: DEFAULT_CMA_SPLIT,
             vector_copy: 4 << 10,
+            watch: placement::WATCH_MIN,
         }
     }
 }
@@ -359,6 +369,17 @@ mod tests {
         for family in [25, 26] {
             let zen = Defaults::for_cpu(&cpu("AuthenticAMD", family));
             assert_eq!((zen.threshold, zen.blocking), (256 << 10, usize::MAX));
+        }
+        // The placement is followed from 8 KiB where that was measured
+        // (family 25), from 64 KiB elsewhere.
+        let watch = |vendor, family| Defaults::for_cpu(&cpu(vendor, family)).watch;
+        assert_eq!(watch("AuthenticAMD", 25), 8 << 10);
+        for (vendor, family) in [
+            ("AuthenticAMD", 23),
+            ("AuthenticAMD", 26),
+            ("GenuineIntel", 6),
+        ] {
+            assert_eq!(watch(vendor, family), 64 << 10, "{vendor} {family}");
         }
         // Unreadable or unknown: the other row.
         assert_eq!(Defaults::for_cpu(""), Defaults::other());

@@ -393,14 +393,19 @@ pub struct Transport {
     /// their buffer (below the fragment size, the thresholds above and,
     /// once a peer is found distant, `distant_from` and
     /// [`placement::STREAM_MIN`]; while the placement is followed,
-    /// [`placement::WATCH_MIN`]): [`try_send_eager`](Transport::try_send_eager).
+    /// `watch_min`): [`try_send_eager`](Transport::try_send_eager).
     eager_below: usize,
+    /// `eager_below` before the placement lowered it: messages to a near
+    /// peer below this that `watch_min` alone kept off the quick path
+    /// take it when they are not to be timed
+    /// ([`untimed_sole`](Transport::untimed_sole)).
+    eager_near_below: usize,
     /// Messages shorter than this go as one sole frame by the quick path
     /// of [`send`](Transport::send) once the protocol is chosen: up to the
     /// fragment size, once a peer is found distant below
     /// [`placement::STREAM_MIN`] (longer frames to it stream, which only
     /// `push_frames` does), and while the placement is followed below
-    /// [`placement::WATCH_MIN`] (longer ones may be timed, there too).
+    /// `watch_min` (longer ones may be timed, there too).
     sole_below: usize,
     /// How peers are judged distant (`SHMPI_DISTANT`; [`placement`]).
     distant_mode: placement::DistantMode,
@@ -421,6 +426,11 @@ pub struct Transport {
     /// Ring copies slower than this (MB/s) count as a distant placement
     /// (`SHMPI_DISTANT_SLOW`; [`placement::SLOW_RING`]).
     slow_ring: u64,
+    /// The smallest ring message that may be timed or explore while the
+    /// placement is followed (`SHMPI_DISTANT_WATCH`; by CPU,
+    /// [`cma::Defaults`]: [`placement::WATCH_MIN`], 8 KiB on AMD family
+    /// 25).
+    watch_min: usize,
     /// Read-only views of the peers' pools, mapped at the first
     /// rendezvous from each.
     peer_pools: Vec<std::sync::OnceLock<pool::PeerPool>>,
@@ -545,6 +555,14 @@ impl Transport {
         };
         // MB/s, so bytes per µs; 0: no copy is slow.
         let slow_ring = env_size("SHMPI_DISTANT_SLOW")?.map_or(placement::SLOW_RING, |v| v as u64);
+        // 0 would time every message: at least a line.
+        let watch_min = env_size("SHMPI_DISTANT_WATCH")?
+            .unwrap_or(defaults.watch)
+            .max(64);
+        let eager_below = (fragment + 1)
+            .min(cma_threshold)
+            .min(blocking_from)
+            .min(pool_threshold);
         // Peers test single copy by reading this word (`probe_single_copy`)
         // once the start barrier has published its address.
         seg.control(me)
@@ -583,16 +601,15 @@ impl Transport {
             pool_len,
             pool_threshold,
             sole_below: fragment + 1,
-            eager_below: (fragment + 1)
-                .min(cma_threshold)
-                .min(blocking_from)
-                .min(pool_threshold),
+            eager_below,
+            eager_near_below: eager_below,
             distant_mode,
             distant_from,
             hand_off: vec![None; n],
             distant: vec![false; n],
             watch: false,
             slow_ring,
+            watch_min,
             peer_pools: (0..n).map(|_| std::sync::OnceLock::new()).collect(),
             bridges: Vec::new(),
             far: Vec::new(),
@@ -746,10 +763,9 @@ impl Transport {
                 // (the ranks are not running at once).
                 self.watch = self.hand_off.iter().any(Option::is_some);
                 if self.watch {
-                    // Large messages must reach `push_frames` to be timed
-                    // (only an eager limit of 64 KiB or more matters).
-                    self.sole_below = self.sole_below.min(placement::WATCH_MIN);
-                    self.eager_below = self.eager_below.min(placement::WATCH_MIN);
+                    // Large messages must reach `push_frames` to be timed.
+                    self.sole_below = self.sole_below.min(self.watch_min);
+                    self.eager_below = self.eager_below.min(self.watch_min);
                 }
             }
         }
@@ -809,7 +825,7 @@ impl Transport {
 
     /// Whether a message of `len` bytes to `peer` goes by rendezvous
     /// because the peer is distant: from `SHMPI_DISTANT_RENDEZVOUS`,
-    /// except a message of [`placement::WATCH_MIN`] bytes or more that
+    /// except a message of `watch_min` bytes or more that
     /// explores (the placement is followed and an exploration is due:
     /// [`placement::Drift::claim_exploration`]); it goes through the
     /// ring, to measure again.
@@ -821,7 +837,7 @@ impl Transport {
     /// See [`distant_for`](Self::distant_for).
     #[inline(never)]
     fn explores(&mut self, peer: usize, len: usize) -> bool {
-        if !self.watch || len < placement::WATCH_MIN {
+        if !self.watch || len < self.watch_min {
             return false;
         }
         match self.tx.get_mut(peer) {
@@ -850,6 +866,12 @@ impl Transport {
             self.distant_mode,
             (self.distant_from != usize::MAX).then_some(self.distant_from),
         )
+    }
+
+    /// The smallest ring message whose copies may be timed while the
+    /// placement is followed (`SHMPI_DISTANT_WATCH`; [`placement::Drift`]).
+    pub fn watch_min(&self) -> usize {
+        self.watch_min
     }
 
     /// Whether a message of `len` bytes to `peer` should go by rendezvous
@@ -1245,6 +1267,9 @@ impl Transport {
     /// [`send`](Self::send) for a message that is not one sole frame now.
     #[inline(never)]
     fn send_slow(&mut self, peer: usize, env: &Envelope, data: &[u8]) -> Sent {
+        if self.untimed_sole(peer, data.len()) && self.try_sole(peer, env, data) {
+            return Sent::Done;
+        }
         let mut out = OutMsg {
             peer,
             env: *env,
@@ -1261,6 +1286,27 @@ impl Transport {
         }
     }
 
+    /// While the placement is followed, messages of `watch_min` bytes or
+    /// more leave the quick path (`sole_below`) so that one in
+    /// [`placement::SAMPLE_EVERY`] can be timed. To a near peer the others
+    /// need not: a message that fits one frame and is not the one to time
+    /// takes the quick path from here (its frame is written the same way)
+    /// and counts as seen ([`placement::Drift::skips`]). Through
+    /// `push_frames` an 8 KiB message took 0.54-0.57 µs one way on one
+    /// Zen 4 CCD against 0.50 by the quick path (`docs/tuning.md`,
+    /// "Following the placement").
+    #[inline]
+    fn untimed_sole(&mut self, peer: usize, len: usize) -> bool {
+        if !self.watch || len < self.watch_min || len > self.fragment || self.is_distant(peer) {
+            return false;
+        }
+        let Some(Some(tx)) = self.tx.get_mut(peer) else {
+            return false;
+        };
+        let warm = tx.prod.position() >= placement::WARM_LAPS * tx.prod.capacity() as u64;
+        tx.open.is_none() && tx.queue.is_empty() && tx.drift.skips(warm)
+    }
+
     /// The eager fast path: sends `data` to `peer`, a rank of this job, as
     /// one sole frame when it is short enough that neither single copy nor
     /// the pool could apply, nothing stands before it and the ring has
@@ -1269,7 +1315,15 @@ impl Transport {
     pub fn try_send_eager(&mut self, peer: usize, env: &Envelope, data: &[u8]) -> bool {
         // A peer out of range, or this rank, has no producer end: the
         // lookup in `try_sole` sends it to `try_sole_first`, which says no.
-        data.len() < self.eager_below && self.try_sole(peer, env, data)
+        (data.len() < self.eager_below || self.eager_untimed(peer, data.len()))
+            && self.try_sole(peer, env, data)
+    }
+
+    /// See [`try_send_eager`](Self::try_send_eager): a message that only
+    /// the watch kept from the quick path, when it is not to be timed.
+    #[inline(never)]
+    fn eager_untimed(&mut self, peer: usize, len: usize) -> bool {
+        len < self.eager_near_below && self.untimed_sole(peer, len)
     }
 
     /// Pushes `data` as one sole frame if nothing stands before it and the
@@ -1367,6 +1421,7 @@ impl Transport {
             watch,
             slow: self.slow_ring,
             distant: self.is_distant(peer),
+            watch_min: self.watch_min,
         };
         let tx = self.tx(peer);
         // Another message's fragments are on the ring, or earlier messages
@@ -1393,7 +1448,7 @@ impl Transport {
         if pushed > 0 {
             self.notify(peer);
         }
-        if watch && out.is_complete() && out.total >= placement::WATCH_MIN {
+        if watch && out.is_complete() && out.total >= self.watch_min {
             self.follow_drift(peer);
         }
         out.is_complete()
@@ -1892,6 +1947,7 @@ impl Transport {
                 watch,
                 slow: self.slow_ring,
                 distant: self.distant.get(peer) == Some(&true),
+                watch_min: self.watch_min,
             };
             while let Some(q) = tx.queue.front_mut() {
                 let drift = &mut tx.drift;
@@ -2067,13 +2123,14 @@ fn push_frames(
         };
         if !out.started
             && (how.distant && out.total >= placement::STREAM_MIN
-                || how.watch && out.total >= placement::WATCH_MIN)
+                || how.watch && out.total >= how.watch_min)
         {
             let start = placement::Start {
                 watch: how.watch,
                 distant: how.distant,
-                // Every page of the ring written once.
-                ring_warm: prod.position() >= prod.capacity() as u64,
+                // The ring's first two laps written (`WARM_LAPS`).
+                ring_warm: prod.position() >= placement::WARM_LAPS * prod.capacity() as u64,
+                watch_min: how.watch_min,
             };
             drift.start(out.id, out.total, start);
         }
@@ -2122,6 +2179,8 @@ struct Push {
     slow: u64,
     /// The peer counts as distant.
     distant: bool,
+    /// The smallest message timed ([`Transport::watch_min`]).
+    watch_min: usize,
 }
 
 /// What counts as work for a rank, checked without the engine's lock;

@@ -28,13 +28,15 @@
 //! The verdict then follows the placement ([`Drift`]): on a VM the
 //! hypervisor moves vCPUs between dies while a job runs (on the Zen 4 VM
 //! of 2026-12-05 a 2-rank ping-pong of 4 MiB went from 0.14 to 1.6 ms
-//! between two runs, and within one). From 64 KiB the rate of the
+//! between two runs, and within one). From 8 KiB the rate of the
 //! sender's copies into the ring does tell the placements apart there,
-//! once the ring's pages have all been touched: 10-13 bytes per cycle with
-//! a shared cache, about 1 across dies (medians per message, 12 runs
-//! tagged by `shmpi-bench floor`; [`WATCH_MIN`] has the spread). So one in
-//! [`SAMPLE_EVERY`] messages of [`WATCH_MIN`] bytes or more through the
-//! ring times its copies, judged in samples of [`JUDGE`] bytes;
+//! once the ring's pages have all been touched: 12-14 bytes per cycle with
+//! a shared cache at the median, about 1 across dies (per message, runs
+//! tagged by `shmpi-bench floor`; [`WATCH_MIN_FAMILY_25`] has the spread).
+//! Elsewhere that was not measured, or not seen below 64 KiB
+//! ([`WATCH_MIN`]). So one in [`SAMPLE_EVERY`] messages of the watch
+//! minimum or more through the ring times its copies, judged in samples
+//! of [`JUDGE`] bytes;
 //! [`SLOW_IN_ROW`] slow samples in a row make the peer distant, one fast
 //! one near again. While the peer is distant, [`JUDGE`] bytes of such
 //! messages go plainly through the ring every [`EXPLORE_EVERY`] or so
@@ -98,9 +100,26 @@ pub const STREAM_MIN: usize = 2 << 10;
 /// KiB they did not separate either; see the module text.)
 pub const WATCH_MIN: usize = 64 << 10;
 
-/// One message in this many of [`WATCH_MIN`] bytes or more is timed (an
+/// [`WATCH_MIN`] on AMD family 25 (`SHMPI_DISTANT_WATCH` overrides
+/// either). On the Zen 4 VM (model 17; 2026-12-06 00:31-00:41 UTC, the
+/// peers' C ping-pong through the ring with every message of 4 KiB or more
+/// timed, 2,000 round trips a run, runs tagged by `shmpi-bench floor`
+/// before and after), the share of messages copied slower than
+/// [`SLOW_RING`], and the median rate in MB/s: one CCD (18 runs a size),
+/// 4 KiB 8.4-8.5% / 22,629-31,507, 8 KiB 4.2-4.8% / 31,507-37,236, 16 KiB
+/// 3.0-3.1% / 32,702-39,960; two CCDs (5-6 runs a size), 4 KiB 69-90% /
+/// 3,465-4,870, 8 KiB 94-98% / 2,810-3,029, 16 KiB 85-97% / 2,673-3,951.
+/// The few slow copies on one CCD cost a sample of [`JUDGE`] bytes little
+/// (at 8 KiB, 4.5% of its messages at 2.5 GB/s and the rest at 35 leave
+/// it at about 22 GB/s); at 4 KiB the two CCDs' rates come too near the
+/// line. Zen 3 shares the family and was not measured.
+pub const WATCH_MIN_FAMILY_25: usize = 8 << 10;
+
+/// One message in this many of the watch minimum or more is timed (an
 /// exploration always is): two clock reads a fragment are a few percent
-/// of a 64 KiB copy on one CCD.
+/// of a 64 KiB copy on one CCD (a read of the monotonic clock took 23-24
+/// ns on the Zen 4 VM), a fifth of an 8 KiB one (for what that costs a
+/// message see `docs/tuning.md`, "Following the placement").
 pub const SAMPLE_EVERY: u32 = 4;
 
 /// Timed copies are judged in samples of at least this many bytes (one
@@ -121,11 +140,32 @@ pub const SLOW_RING: u64 = 6_000;
 /// Slow samples ([`JUDGE`]) in a row that make a peer distant.
 pub const SLOW_IN_ROW: u8 = 2;
 
-/// While a peer is distant, a message of [`WATCH_MIN`] bytes or more goes
+/// While a peer is distant, a message of the watch minimum or more goes
 /// through the ring at most this often, to measure again (doubled for
 /// each near verdict overturned before it stood, up to [`MAX_BACKOFF`]
 /// times).
 pub const EXPLORE_EVERY: Duration = Duration::from_millis(100);
+
+/// Laps of the ring whose copies are not timed. The first lap's copies
+/// fault its pages in (0.3-1 bytes per cycle). On the Zen 4 VM one rank's
+/// copies ran slow through the second lap as well. That was the replying
+/// rank of the peers' C ping-pong, on one CCD, every message timed
+/// (2026-12-06 00:59-01:02 UTC, 8 KiB messages through a 2 MiB ring).
+/// Its first 254-259 timed copies ran below [`SLOW_RING`]: exactly a lap
+/// of 8 KiB frames, in three runs of three. After that only 0-5 were
+/// slow, as for the other rank throughout. The slow lap was also there at
+/// 4 and 16 KiB: 504 and 126 messages, a lap of each. Its cause was not
+/// found. Timed from the first lap on, it turned a near peer distant in
+/// every such run.
+pub const WARM_LAPS: u64 = 2;
+
+/// One in this many messages of the watch minimum or more that reach a
+/// distant peer's ring unexplored (they stream: below
+/// `SHMPI_DISTANT_RENDEZVOUS`, or without single copy) reads the clock
+/// to see whether an exploration is due (a read of the monotonic clock
+/// took 23-24 ns on the Zen 4 VM, an 8 KiB message streamed across CCDs
+/// 1.8 µs).
+pub const EXPLORE_CHECK: u32 = 8;
 
 /// How many times the exploration interval doubles at most: 1.6 s. An
 /// exploration cannot tell a distant peer from a near one by itself: the
@@ -150,8 +190,11 @@ pub struct Start {
     pub watch: bool,
     /// The peer counts as distant now.
     pub distant: bool,
-    /// Every byte of the ring has been written once.
+    /// The ring's first [`WARM_LAPS`] laps are written.
     pub ring_warm: bool,
+    /// The smallest message that may be timed or explore (the
+    /// transport's [`WATCH_MIN`] or what replaced it).
+    pub watch_min: usize,
 }
 
 /// What the timed copies into one peer's ring say of the placement (see
@@ -165,7 +208,7 @@ pub struct Drift {
     nanos: u64,
     /// Slow samples in a row.
     slow: u8,
-    /// Messages of [`WATCH_MIN`] or more that could have been timed
+    /// Messages of the watch minimum or more that could have been timed
     /// ([`SAMPLE_EVERY`]).
     seen: u32,
     /// Fast samples since two slow ones last came in a row (up to
@@ -176,6 +219,9 @@ pub struct Drift {
     /// When an exploration was last decided, or a sample last made the
     /// peer distant: the next exploration waits an interval from there.
     last: Option<Instant>,
+    /// Messages to the distant peer that reached the ring unexplored
+    /// ([`EXPLORE_CHECK`]).
+    unexplored: u32,
     /// Bytes of an exploration decided
     /// ([`claim_exploration`](Self::claim_exploration)) that are still to
     /// go: the next large messages to the distant peer go plainly through
@@ -196,26 +242,55 @@ pub struct Drift {
 impl Drift {
     /// At a message's first frame: decides how its frames are written and
     /// whether their copies are timed. To a `distant` peer a message of
-    /// [`STREAM_MIN`] bytes or more streams, except those of [`WATCH_MIN`]
+    /// [`STREAM_MIN`] bytes or more streams, except those of `how.watch_min`
     /// or more that make up an exploration ([`JUDGE`] bytes), which must
     /// copy as a near peer's would to measure; with `watch` one message in
-    /// [`SAMPLE_EVERY`] of [`WATCH_MIN`] or more that do not stream is
-    /// timed (and the exploration), once the ring has been round (a first lap's copies fault its pages in: 0.3-1
-    /// bytes per cycle there).
+    /// [`SAMPLE_EVERY`] of `how.watch_min` or more that do not stream is
+    /// timed (and the exploration), once the ring has been round
+    /// [`WARM_LAPS`] times.
+    ///
+    /// A distant peer's messages that reach the ring unexplored (below the
+    /// rendezvous size, or without single copy) stream and say nothing of
+    /// the placement, so one in [`EXPLORE_CHECK`] of them claims an
+    /// exploration if one is due ([`claim_exploration`](Self::claim_exploration)).
     pub fn start(&mut self, id: u64, total: usize, how: Start) {
-        let explores = how.watch && how.distant && total >= WATCH_MIN && self.explore > 0;
+        let large = how.watch && total >= how.watch_min;
+        if large && how.distant && self.explore == 0 {
+            self.unexplored = self.unexplored.wrapping_add(1);
+            if self.unexplored % EXPLORE_CHECK == 0 {
+                self.claim_exploration(Instant::now());
+            }
+        }
+        let explores = large && how.distant && self.explore > 0;
         if explores {
             self.explore = self.explore.saturating_sub(total as u64);
         }
         let streams = how.distant && total >= STREAM_MIN && !explores;
         self.streaming = streams.then_some(id);
-        let timed = how.watch && total >= WATCH_MIN && how.ring_warm && !streams && {
+        let timed = large && how.ring_warm && !streams && {
             self.seen = self.seen.wrapping_add(1);
             explores || self.seen % SAMPLE_EVERY == 0
         };
         self.timing = timed.then_some(id);
         self.bytes = 0;
         self.nanos = 0;
+    }
+
+    /// Whether a near peer's next message of the watch minimum or more,
+    /// into a ring that is `ring_warm` or not, goes untimed, as
+    /// [`start`](Self::start) would decide: then it counts as seen here
+    /// (the sender may write it by another path); the one to time is left
+    /// to `start`.
+    pub fn skips(&mut self, ring_warm: bool) -> bool {
+        if !ring_warm {
+            return true;
+        }
+        let next = self.seen.wrapping_add(1);
+        if next % SAMPLE_EVERY == 0 {
+            return false;
+        }
+        self.seen = next;
+        true
     }
 
     /// Whether message `id`'s frames are written with streaming stores.
@@ -290,7 +365,7 @@ impl Drift {
         self.rate
     }
 
-    /// Whether a message of [`WATCH_MIN`] bytes or more to a distant peer
+    /// Whether a message of the watch minimum or more to a distant peer
     /// should go through the ring at `now` to measure again: no
     /// exploration was decided, and no sample made the peer distant, for
     /// the exploration interval ([`interval`](Self::interval)); at once
@@ -525,6 +600,7 @@ mod tests {
         watch: true,
         distant: false,
         ring_warm: true,
+        watch_min: WATCH_MIN,
     };
 
     #[test]
@@ -569,6 +645,60 @@ mod tests {
         };
         d.start(7, 4 * WATCH_MIN, all);
         assert!(d.streams(7) && !d.times(7));
+    }
+
+    /// A distant peer's streamed messages (below the rendezvous size)
+    /// explore too: one in EXPLORE_CHECK looks at the clock, and the
+    /// exploration it claims makes the next JUDGE bytes plain and timed.
+    /// Messages below the watch minimum never count.
+    #[test]
+    fn streamed_messages_to_a_distant_peer_explore_now_and_then() {
+        let far = Start {
+            distant: true,
+            watch_min: 8 << 10,
+            ..NEAR
+        };
+        let mut d = Drift::default();
+        for id in 0..4 * u64::from(EXPLORE_CHECK) {
+            d.start(id, (8 << 10) - 1, far);
+            assert!(d.streams(id) && !d.times(id), "below the minimum");
+        }
+        for id in 1..u64::from(EXPLORE_CHECK) {
+            d.start(id, 8 << 10, far);
+            assert!(d.streams(id) && !d.times(id), "message {id}");
+        }
+        // Nothing went through the ring yet: the check finds one due.
+        let n = JUDGE / (8 << 10);
+        for id in 100..100 + n {
+            d.start(id, 8 << 10, far);
+            assert!(!d.streams(id) && d.times(id), "exploring: message {id}");
+            d.add(8 << 10, Duration::from_nanos(300));
+            d.end(Instant::now(), SLOW_RING);
+        }
+        assert_eq!(d.take_verdict(), Some(false), "27 GB/s: near");
+        // The interval has not passed: the next checks claim nothing.
+        for id in 200..200 + 2 * u64::from(EXPLORE_CHECK) {
+            d.start(id, 8 << 10, far);
+            assert!(d.streams(id), "message {id}");
+        }
+    }
+
+    /// The quick path's part of the sampling: of a near peer's messages,
+    /// three in four skip the timing and the fourth is left to `start`,
+    /// which times it; a ring not yet warm skips them all, uncounted.
+    #[test]
+    fn near_messages_skip_the_timing_but_one_in_sample_every() {
+        let mut d = Drift::default();
+        assert!(d.skips(false) && d.skips(false));
+        for id in 0..3u64 {
+            for _ in 1..SAMPLE_EVERY {
+                assert!(d.skips(true));
+            }
+            assert!(!d.skips(true), "the one to time");
+            d.start(id, WATCH_MIN, NEAR);
+            assert!(d.times(id), "message {id}");
+            d.end(Instant::now(), SLOW_RING);
+        }
     }
 
     #[test]
