@@ -392,6 +392,36 @@ mod tests {
         }
     }
 
+    /// Laps ended early at the hot window write only the window's lines:
+    /// the producer has not lapped however far its position moved; a lap
+    /// that ends at the region's end (a wrap here) makes it so.
+    #[test]
+    fn only_a_lap_to_the_regions_end_counts_as_lapped() {
+        const CAP: usize = 16 << 10;
+        let (mut p, mut c) = heap_ring(CAP).unwrap();
+        p.set_hot(1024);
+        let mut ends = 0;
+        while ends < 3 {
+            p.push(&[&[7u8; 40]]).unwrap();
+            if p.at_hot_end() && p.end_lap_early() {
+                ends += 1;
+            }
+            while let Some(f) = c.peek() {
+                f.release();
+            }
+        }
+        assert!(p.position() >= 3 * CAP as u64, "three laps by position");
+        assert!(!p.has_lapped(), "only the hot window was written");
+        let big = vec![1u8; 3000];
+        while !p.has_lapped() {
+            p.push(&[&big]).unwrap();
+            while let Some(f) = c.peek() {
+                f.release();
+            }
+        }
+        assert!(p.position() >= 4 * CAP as u64);
+    }
+
     /// With 2-bit laps (this build's), random traffic through a small
     /// ring with a hot window whose producer ends its laps early whenever
     /// it may, the consumer now keeping up and now lagging, sizes from 0

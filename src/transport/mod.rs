@@ -1303,7 +1303,7 @@ impl Transport {
         let Some(Some(tx)) = self.tx.get_mut(peer) else {
             return false;
         };
-        let warm = tx.prod.position() >= placement::WARM_LAPS * tx.prod.capacity() as u64;
+        let warm = tx.prod.has_lapped();
         tx.open.is_none() && tx.queue.is_empty() && tx.drift.skips(warm)
     }
 
@@ -2128,8 +2128,8 @@ fn push_frames(
             let start = placement::Start {
                 watch: how.watch,
                 distant: how.distant,
-                // The ring's first two laps written (`WARM_LAPS`).
-                ring_warm: prod.position() >= placement::WARM_LAPS * prod.capacity() as u64,
+                // Written all the way round (its pages are in).
+                ring_warm: prod.has_lapped(),
                 watch_min: how.watch_min,
             };
             drift.start(out.id, out.total, start);

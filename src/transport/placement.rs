@@ -89,11 +89,13 @@ pub const DISTANT_NS: u32 = 150;
 pub const STREAM_MIN: usize = 2 << 10;
 
 /// The smallest message whose copies into the ring are timed
-/// ([`Drift`]). On the Zen 4 VM (2026-12-05 23:10 UTC, the peers' C
+/// ([`Drift`]) where no row of `cma::Defaults` says otherwise
+/// (`SHMPI_DISTANT_WATCH`). On the Zen 4 VM (2026-12-05 23:10 UTC, the peers' C
 /// ping-pong with 8 KiB fragments, 12 runs tagged by `shmpi-bench floor`
 /// before and after), the rate of a message's copies, 5th percentile /
 /// median / 95th in MB/s: one CCD, 16 KiB 2,210-2,357 / 15,574-29,735 /
-/// 37,151-38,916 (too spread), 64 KiB 23,531-32,062 / 32,062-36,348 /
+/// 37,151-38,916 (too spread, it seemed: the slow 5% were the ring's
+/// first pass, see [`WATCH_MIN_FAMILY_25`]), 64 KiB 23,531-32,062 / 32,062-36,348 /
 /// 39,196-41,426, 256 KiB 22,445-32,279 / 28,696-35,031 / 36,874-38,488;
 /// two CCDs, 64 KiB 1,841-2,445 / 2,480-3,017 / 2,688-4,371, 256 KiB
 /// 1,931-2,311 / 2,444-2,881 / 2,556-5,277. (On the Zen 1 VM at 16-32
@@ -109,10 +111,15 @@ pub const WATCH_MIN: usize = 64 << 10;
 /// 4 KiB 8.4-8.5% / 22,629-31,507, 8 KiB 4.2-4.8% / 31,507-37,236, 16 KiB
 /// 3.0-3.1% / 32,702-39,960; two CCDs (5-6 runs a size), 4 KiB 69-90% /
 /// 3,465-4,870, 8 KiB 94-98% / 2,810-3,029, 16 KiB 85-97% / 2,673-3,951.
-/// The few slow copies on one CCD cost a sample of [`JUDGE`] bytes little
-/// (at 8 KiB, 4.5% of its messages at 2.5 GB/s and the rest at 35 leave
-/// it at about 22 GB/s); at 4 KiB the two CCDs' rates come too near the
-/// line. Zen 3 shares the family and was not measured.
+/// The slow copies on one CCD were one pass round the ring (254-259
+/// messages of 8 KiB, in the replying rank's ring): the first whose frames
+/// went all the way round. The programs' 8-byte warm-up had ended its laps
+/// early at the hot window, so the position counted hundreds of laps with
+/// only 4 KiB of the ring written, and that pass faulted the pages in.
+/// Timed, it had turned a near peer distant in every 8 KiB run; timing now
+/// waits for a lap to the ring's end (`ring::Producer::has_lapped`). At 4
+/// KiB the two CCDs' rates come too near the line. Zen 3 shares the family
+/// and was not measured.
 pub const WATCH_MIN_FAMILY_25: usize = 8 << 10;
 
 /// One message in this many of the watch minimum or more is timed (an
@@ -146,19 +153,6 @@ pub const SLOW_IN_ROW: u8 = 2;
 /// times).
 pub const EXPLORE_EVERY: Duration = Duration::from_millis(100);
 
-/// Laps of the ring whose copies are not timed. The first lap's copies
-/// fault its pages in (0.3-1 bytes per cycle). On the Zen 4 VM one rank's
-/// copies ran slow through the second lap as well. That was the replying
-/// rank of the peers' C ping-pong, on one CCD, every message timed
-/// (2026-12-06 00:59-01:02 UTC, 8 KiB messages through a 2 MiB ring).
-/// Its first 254-259 timed copies ran below [`SLOW_RING`]: exactly a lap
-/// of 8 KiB frames, in three runs of three. After that only 0-5 were
-/// slow, as for the other rank throughout. The slow lap was also there at
-/// 4 and 16 KiB: 504 and 126 messages, a lap of each. Its cause was not
-/// found. Timed from the first lap on, it turned a near peer distant in
-/// every such run.
-pub const WARM_LAPS: u64 = 2;
-
 /// One in this many messages of the watch minimum or more that reach a
 /// distant peer's ring unexplored (they stream: below
 /// `SHMPI_DISTANT_RENDEZVOUS`, or without single copy) reads the clock
@@ -190,7 +184,9 @@ pub struct Start {
     pub watch: bool,
     /// The peer counts as distant now.
     pub distant: bool,
-    /// The ring's first [`WARM_LAPS`] laps are written.
+    /// The ring has been written all the way round
+    /// (`ring::Producer::has_lapped`): before, a copy may fault its pages
+    /// in (0.3-1 bytes per cycle).
     pub ring_warm: bool,
     /// The smallest message that may be timed or explore (the
     /// transport's [`WATCH_MIN`] or what replaced it).
@@ -246,8 +242,8 @@ impl Drift {
     /// or more that make up an exploration ([`JUDGE`] bytes), which must
     /// copy as a near peer's would to measure; with `watch` one message in
     /// [`SAMPLE_EVERY`] of `how.watch_min` or more that do not stream is
-    /// timed (and the exploration), once the ring has been round
-    /// [`WARM_LAPS`] times.
+    /// timed (and the exploration), once the ring has been written all the
+    /// way round (`how.ring_warm`).
     ///
     /// A distant peer's messages that reach the ring unexplored (below the
     /// rendezvous size, or without single copy) stream and say nothing of
