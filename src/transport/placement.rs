@@ -90,13 +90,13 @@ pub const STREAM_MIN: usize = 2 << 10;
 
 /// The smallest message whose copies into the ring are timed
 /// ([`Drift`]) where no row of `cma::Defaults` says otherwise
-/// (`SHMPI_DISTANT_WATCH`). On the Zen 4 VM (2026-12-05 23:10 UTC, the peers' C
-/// ping-pong with 8 KiB fragments, 12 runs tagged by `shmpi-bench floor`
-/// before and after), the rate of a message's copies, 5th percentile /
-/// median / 95th in MB/s: one CCD, 16 KiB 2,210-2,357 / 15,574-29,735 /
-/// 37,151-38,916 (too spread, it seemed: the slow 5% were the ring's
-/// first pass, see [`WATCH_MIN_FAMILY_25`]), 64 KiB 23,531-32,062 / 32,062-36,348 /
-/// 39,196-41,426, 256 KiB 22,445-32,279 / 28,696-35,031 / 36,874-38,488;
+/// (`SHMPI_DISTANT_WATCH`). On the Zen 4 VM (2026-12-05 23:10 UTC, the
+/// peers' C ping-pong with 8 KiB fragments, 12 runs tagged by
+/// `shmpi-bench floor` before and after), the rate of a message's copies,
+/// 5th percentile / median / 95th in MB/s: one CCD, 16 KiB 2,210-2,357 /
+/// 15,574-29,735 / 37,151-38,916 (too spread, it seemed: the slow 5% were
+/// the ring's first pass, see [`WATCH_MIN_FAMILY_25`]), 64 KiB
+/// 23,531-32,062 / 32,062-36,348 / 39,196-41,426, 256 KiB 22,445-32,279 / 28,696-35,031 / 36,874-38,488;
 /// two CCDs, 64 KiB 1,841-2,445 / 2,480-3,017 / 2,688-4,371, 256 KiB
 /// 1,931-2,311 / 2,444-2,881 / 2,556-5,277. (On the Zen 1 VM at 16-32
 /// KiB they did not separate either; see the module text.)
