@@ -282,11 +282,21 @@ fn shmpi_bench_floor_and_protocols_print_their_tables() {
             Command::new(env!("CARGO_BIN_EXE_shmpi-bench"))
                 .args(["protocols", "--max-size", "65536"])
                 .env("SHMPI_CMA_BLOCKING", "0")
-                .env("SHMPI_DISTANT", mode),
+                .env("SHMPI_DISTANT", mode)
+                .env("SHMPI_DISTANT_WATCH", "32768"),
             Duration::from_secs(60),
         );
         let out = String::from_utf8_lossy(&o.stdout).to_string();
         assert!(out.contains(line), "{out}");
+        // Followed (under auto, once the probe measured) from the watch
+        // minimum that SHMPI_DISTANT_WATCH set.
+        assert_eq!(
+            out.contains(
+                "followed while the job runs (the rate of its ring copies of 32768 B and more)"
+            ),
+            mode == "auto" && out.contains("cache-line hand-off"),
+            "{out}"
+        );
         let blocking = |size: &str| {
             let r = out
                 .lines()
