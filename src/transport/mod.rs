@@ -395,11 +395,6 @@ pub struct Transport {
     /// [`placement::STREAM_MIN`]; while the placement is followed,
     /// `watch_min`): [`try_send_eager`](Transport::try_send_eager).
     eager_below: usize,
-    /// `eager_below` before the placement lowered it: messages to a near
-    /// peer below this that `watch_min` alone kept off the quick path
-    /// take it when they are not to be timed
-    /// ([`untimed_sole`](Transport::untimed_sole)).
-    eager_near_below: usize,
     /// Messages shorter than this go as one sole frame by the quick path
     /// of [`send`](Transport::send) once the protocol is chosen: up to the
     /// fragment size, once a peer is found distant below
@@ -559,10 +554,7 @@ impl Transport {
         let watch_min = env_size("SHMPI_DISTANT_WATCH")?
             .unwrap_or(defaults.watch)
             .max(64);
-        let eager_below = (fragment + 1)
-            .min(cma_threshold)
-            .min(blocking_from)
-            .min(pool_threshold);
+        let eager_below = eager_limit(fragment, cma_threshold, blocking_from, pool_threshold);
         // Peers test single copy by reading this word (`probe_single_copy`)
         // once the start barrier has published its address.
         seg.control(me)
@@ -602,7 +594,6 @@ impl Transport {
             pool_threshold,
             sole_below: fragment + 1,
             eager_below,
-            eager_near_below: eager_below,
             distant_mode,
             distant_from,
             hand_off: vec![None; n],
@@ -1320,10 +1311,17 @@ impl Transport {
     }
 
     /// See [`try_send_eager`](Self::try_send_eager): a message that only
-    /// the watch kept from the quick path, when it is not to be timed.
+    /// the watch kept from the quick path (it is below the limit that
+    /// `eager_below` started from), when it is not to be timed.
     #[inline(never)]
     fn eager_untimed(&mut self, peer: usize, len: usize) -> bool {
-        len < self.eager_near_below && self.untimed_sole(peer, len)
+        let limit = eager_limit(
+            self.fragment,
+            self.cma_threshold,
+            self.blocking_from,
+            self.pool_threshold,
+        );
+        len < limit && self.untimed_sole(peer, len)
     }
 
     /// Pushes `data` as one sole frame if nothing stands before it and the
@@ -1411,18 +1409,23 @@ impl Transport {
         self.notify(peer);
     }
 
+    /// How [`push_frames`] treats the frames of a message to `peer`.
+    #[inline]
+    fn push_how(&self, peer: usize) -> Push {
+        Push {
+            watch: self.watch,
+            slow: self.slow_ring,
+            distant: self.is_distant(peer),
+            watch_min: self.watch_min,
+        }
+    }
+
     /// Continues `out` from `data` (the whole message, as first given).
     /// Returns whether it is now wholly in the ring.
     pub fn resume(&mut self, out: &mut OutMsg, data: &[u8]) -> bool {
         let peer = out.peer;
         let frag = self.fragment;
-        let watch = self.watch;
-        let how = Push {
-            watch,
-            slow: self.slow_ring,
-            distant: self.is_distant(peer),
-            watch_min: self.watch_min,
-        };
+        let how = self.push_how(peer);
         let tx = self.tx(peer);
         // Another message's fragments are on the ring, or earlier messages
         // wait in the queue: this one must not start (or go on) now.
@@ -1448,7 +1451,7 @@ impl Transport {
         if pushed > 0 {
             self.notify(peer);
         }
-        if watch && out.is_complete() && out.total >= self.watch_min {
+        if how.watch && out.is_complete() && out.total >= self.watch_min {
             self.follow_drift(peer);
         }
         out.is_complete()
@@ -1933,8 +1936,8 @@ impl Transport {
         }
         let mut work = 0;
         let frag = self.fragment;
-        let watch = self.watch;
         for peer in 0..self.tx.len() {
+            let how = self.push_how(peer);
             let Some(tx) = self.tx[peer].as_mut() else {
                 continue;
             };
@@ -1943,12 +1946,6 @@ impl Transport {
                 continue;
             }
             let mut pushed = 0;
-            let how = Push {
-                watch,
-                slow: self.slow_ring,
-                distant: self.distant.get(peer) == Some(&true),
-                watch_min: self.watch_min,
-            };
             while let Some(q) = tx.queue.front_mut() {
                 let drift = &mut tx.drift;
                 let (n, full) = match &q.data {
@@ -1978,7 +1975,7 @@ impl Transport {
                 work += pushed;
                 self.notify(peer);
             }
-            if watch && pushed > 0 {
+            if how.watch && pushed > 0 {
                 self.follow_drift(peer);
             }
         }
@@ -2167,6 +2164,17 @@ fn push_frames(
         }
     }
     (frames, full)
+}
+
+/// The size below which a message may go as one sole frame whatever holds
+/// its buffer, before the placement lowers it (`Transport::eager_below`):
+/// below the fragment size (a sole frame) and every size from which it
+/// would go by rendezvous (single copy, the pool).
+fn eager_limit(fragment: usize, cma_threshold: usize, blocking_from: usize, pool: usize) -> usize {
+    (fragment + 1)
+        .min(cma_threshold)
+        .min(blocking_from)
+        .min(pool)
 }
 
 /// How [`push_frames`] treats a message's frames (see
