@@ -1,0 +1,210 @@
+/*
+ * pipeline.c - the bound on a 16-64 KiB message between two cores with
+ * no MPI in the way: a ping-pong of N-byte messages through a shared
+ * mapping, written whole or in chunks, so the ring's copy-in/copy-out
+ * overlap can be judged against what the hardware allows.
+ *
+ * Build: gcc -O2 -mavx2 -o target/pipeline tools/micro/pipeline.c
+ * Usage: target/pipeline N MODE [CHUNK [PREFETCH [REPS]]]
+ *   MODE 0: the sender writes the message with non-temporal stores,
+ *           fences, sets one flag; the receiver, seeing the flag, copies
+ *           it out with 32-byte loads and stores (as a streamed ring frame
+ *           to a distant peer, ring::Reservation::write_streaming).
+ *   MODE 1: the same in CHUNK-byte pieces, a flag each; the receiver
+ *           copies each piece as its flag shows (a pipelined message).
+ *   MODE 2: as 0, the receiver prefetching PREFETCH bytes ahead.
+ *   MODE 3: as 0 with ordinary stores (a plain ring frame).
+ * Each of REPS lines (default 10) gives the cache-line hand-off measured
+ * just before and after its 2,000 round trips (one-way ns), which tells
+ * the placement on VMs whose vCPUs move (one CCD or two, on the Zen 4
+ * VM), and the one-way time of the message in µs.
+ *
+ * docs/benchmarks.md, "twenty-first pass", has what it measured.
+ */
+#define _GNU_SOURCE
+#include <immintrin.h>
+#include <sched.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAXN (1 << 20)
+#define MAXCH 256
+#define TRIPS 2000
+#define LINE_TRIPS 20000
+
+struct dir {
+    volatile uint64_t flag[MAXCH][8]; /* one line each */
+    char buf[MAXN] __attribute__((aligned(64)));
+};
+struct shared {
+    volatile uint64_t line[8];  /* the hand-off probe */
+    volatile uint64_t gate[8];  /* the two sides' barrier */
+    struct dir d[2];            /* one per direction */
+};
+
+static struct shared *S;
+
+static double now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1e9 + t.tv_nsec;
+}
+
+static void pin(int cpu)
+{
+    cpu_set_t s;
+    CPU_ZERO(&s);
+    CPU_SET(cpu, &s);
+    if (sched_setaffinity(0, sizeof s, &s) != 0)
+        perror("sched_setaffinity");
+}
+
+static void store_nt(char *d, const char *s, size_t n)
+{
+    for (size_t o = 0; o < n; o += 64) {
+        __m256i a = _mm256_loadu_si256((const void *)(s + o));
+        __m256i b = _mm256_loadu_si256((const void *)(s + o + 32));
+        _mm256_stream_si256((void *)(d + o), a);
+        _mm256_stream_si256((void *)(d + o + 32), b);
+    }
+    _mm_sfence();
+}
+
+static void copy(char *d, const char *s, size_t n, size_t pf)
+{
+    for (size_t o = 0; o < n; o += 128) {
+        if (pf) {
+            _mm_prefetch(s + o + pf, _MM_HINT_T0);
+            _mm_prefetch(s + o + pf + 64, _MM_HINT_T0);
+        }
+        __m256i a = _mm256_loadu_si256((const void *)(s + o));
+        __m256i b = _mm256_loadu_si256((const void *)(s + o + 32));
+        __m256i c = _mm256_loadu_si256((const void *)(s + o + 64));
+        __m256i e = _mm256_loadu_si256((const void *)(s + o + 96));
+        _mm256_storeu_si256((void *)(d + o), a);
+        _mm256_storeu_si256((void *)(d + o + 32), b);
+        _mm256_storeu_si256((void *)(d + o + 64), c);
+        _mm256_storeu_si256((void *)(d + o + 96), e);
+    }
+}
+
+/* One-way hand-off of a line, ns (both sides call it; values only grow). */
+static double handoff(int me)
+{
+    static uint64_t base;
+    double t0 = now_ns();
+    for (uint64_t i = 0; i < LINE_TRIPS; i++) {
+        uint64_t b = base + 2 * i;
+        if (me == 0) {
+            S->line[0] = b + 1;
+            while (S->line[0] != b + 2)
+                _mm_pause();
+        } else {
+            while (S->line[0] != b + 1)
+                _mm_pause();
+            S->line[0] = b + 2;
+        }
+    }
+    base += 2 * LINE_TRIPS;
+    return (now_ns() - t0) / LINE_TRIPS / 2;
+}
+
+static void barrier(int me)
+{
+    static uint64_t gen;
+    gen++;
+    if (me == 0) {
+        S->gate[0] = gen;
+        while (S->gate[1] != gen)
+            _mm_pause();
+    } else {
+        while (S->gate[0] != gen)
+            _mm_pause();
+        S->gate[1] = gen;
+    }
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 3) {
+        fprintf(stderr, "usage: %s N MODE [CHUNK [PREFETCH [REPS]]]\n", argv[0]);
+        return 2;
+    }
+    size_t n = strtoul(argv[1], 0, 0);
+    int mode = atoi(argv[2]);
+    size_t ch = argc > 3 ? strtoul(argv[3], 0, 0) : n;
+    size_t pf = argc > 4 ? strtoul(argv[4], 0, 0) : 0;
+    int reps = argc > 5 ? atoi(argv[5]) : 10;
+    if (n < 128 || n > MAXN || n % 128 || ch < 128 || ch % 128 || (n + ch - 1) / ch > MAXCH ||
+        mode < 0 || mode > 3) {
+        fprintf(stderr, "N and CHUNK: multiples of 128 up to %d, at most %d chunks; MODE 0-3\n",
+                MAXN, MAXCH);
+        return 2;
+    }
+    S = mmap(0, sizeof *S, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (S == MAP_FAILED) {
+        perror("mmap");
+        return 1;
+    }
+    memset(S, 0, sizeof *S);
+    pid_t child = fork();
+    int me = child == 0;
+    pin(me);
+    char *src = aligned_alloc(64, MAXN + 4096), *dst = aligned_alloc(64, MAXN + 4096);
+    memset(src, me + 1, MAXN + 4096);
+    memset(dst, 0, MAXN + 4096);
+    uint64_t seq = 0;
+    int chunks = (n + ch - 1) / ch;
+    for (int r = 0; r < reps; r++) {
+        barrier(me);
+        double before = handoff(me);
+        barrier(me);
+        double t0 = now_ns();
+        for (int i = 0; i < TRIPS; i++) {
+            for (int side = 0; side < 2; side++) {
+                struct dir *D = &S->d[side];
+                seq++;
+                if (me == side) {
+                    for (int c = 0; c < chunks; c++) {
+                        size_t o = c * ch, l = n - o < ch ? n - o : ch;
+                        if (mode == 3)
+                            copy(D->buf + o, src + o, l, 0);
+                        else
+                            store_nt(D->buf + o, src + o, l);
+                        if (mode == 1)
+                            D->flag[c][0] = seq;
+                    }
+                    if (mode != 1)
+                        D->flag[0][0] = seq;
+                } else if (mode == 1) {
+                    for (int c = 0; c < chunks; c++) {
+                        size_t o = c * ch, l = n - o < ch ? n - o : ch;
+                        while (D->flag[c][0] != seq)
+                            _mm_pause();
+                        copy(dst + o, D->buf + o, l, pf);
+                    }
+                } else {
+                    while (D->flag[0][0] != seq)
+                        _mm_pause();
+                    copy(dst, D->buf, n, mode == 2 ? pf : 0);
+                }
+            }
+        }
+        double us = (now_ns() - t0) / TRIPS / 2 / 1000;
+        barrier(me);
+        double after = handoff(me);
+        if (me == 0)
+            printf("n=%zu mode=%d ch=%zu pf=%zu line %.0f/%.0f ns  one-way %.3f us\n", n, mode,
+                   mode == 1 ? ch : n, pf, before, after, us);
+    }
+    if (child > 0)
+        waitpid(child, 0, 0);
+    return 0;
+}
