@@ -14,6 +14,13 @@
  *           copies each piece as its flag shows (a pipelined message).
  *   MODE 2: as 0, the receiver prefetching PREFETCH bytes ahead.
  *   MODE 3: as 0 with ordinary stores (a plain ring frame).
+ *   MODE 4: as 1 with each chunk's flag in its own first line, as a ring
+ *           frame's header is (that line written with ordinary stores,
+ *           the rest streamed).
+ *   MODE 5: as 4, and before publishing a chunk the sender zeroes the
+ *           first word of the next chunk, as the ring's producer writes a
+ *           guard at the position after a frame it commits over bytes of
+ *           an earlier lap.
  * Each of REPS lines (default 10) gives the cache-line hand-off measured
  * just before and after its 2,000 round trips (one-way ns), which tells
  * the placement on VMs whose vCPUs move (one CCD or two, on the Zen 4
@@ -143,8 +150,8 @@ int main(int argc, char **argv)
     size_t pf = argc > 4 ? strtoul(argv[4], 0, 0) : 0;
     int reps = argc > 5 ? atoi(argv[5]) : 10;
     if (n < 128 || n > MAXN || n % 128 || ch < 128 || ch % 128 || (n + ch - 1) / ch > MAXCH ||
-        mode < 0 || mode > 3) {
-        fprintf(stderr, "N and CHUNK: multiples of 128 up to %d, at most %d chunks; MODE 0-3\n",
+        mode < 0 || mode > 5) {
+        fprintf(stderr, "N and CHUNK: multiples of 128 up to %d, at most %d chunks; MODE 0-5\n",
                 MAXN, MAXCH);
         return 2;
     }
@@ -171,7 +178,25 @@ int main(int argc, char **argv)
             for (int side = 0; side < 2; side++) {
                 struct dir *D = &S->d[side];
                 seq++;
-                if (me == side) {
+                if (me == side && mode >= 4) {
+                    for (int c = 0; c < chunks; c++) {
+                        size_t o = c * ch, l = n - o < ch ? n - o : ch;
+                        volatile uint64_t *head = (volatile uint64_t *)(D->buf + o);
+                        store_nt(D->buf + o + 64, src + o + 64, l - 64);
+                        memcpy(D->buf + o + 8, src + o + 8, 56);
+                        if (mode == 5 && c + 1 < chunks)
+                            *(volatile uint64_t *)(D->buf + o + l) = 0;
+                        __atomic_store_n(head, seq, __ATOMIC_RELEASE);
+                    }
+                } else if (me != side && mode >= 4) {
+                    for (int c = 0; c < chunks; c++) {
+                        size_t o = c * ch, l = n - o < ch ? n - o : ch;
+                        volatile uint64_t *head = (volatile uint64_t *)(D->buf + o);
+                        while (__atomic_load_n(head, __ATOMIC_ACQUIRE) != seq)
+                            _mm_pause();
+                        copy(dst + o, D->buf + o, l, pf);
+                    }
+                } else if (me == side) {
                     for (int c = 0; c < chunks; c++) {
                         size_t o = c * ch, l = n - o < ch ? n - o : ch;
                         if (mode == 3)
@@ -202,7 +227,7 @@ int main(int argc, char **argv)
         double after = handoff(me);
         if (me == 0)
             printf("n=%zu mode=%d ch=%zu pf=%zu line %.0f/%.0f ns  one-way %.3f us\n", n, mode,
-                   mode == 1 ? ch : n, pf, before, after, us);
+                   mode == 1 || mode >= 4 ? ch : n, pf, before, after, us);
     }
     if (child > 0)
         waitpid(child, 0, 0);
