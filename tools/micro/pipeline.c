@@ -21,6 +21,10 @@
  *           first word of the next chunk, as the ring's producer writes a
  *           guard at the position after a frame it commits over bytes of
  *           an earlier lap.
+ *   MODE 6: as 5 with the chunk's first line (but its flag word) written
+ *           before the streamed rest, as the ring's producer writes a
+ *           frame's wire header before its payload and the header word
+ *           last.
  * Each of REPS lines (default 10) gives the cache-line hand-off measured
  * just before and after its 2,000 round trips (one-way ns), which tells
  * the placement on VMs whose vCPUs move (one CCD or two, on the Zen 4
@@ -150,8 +154,8 @@ int main(int argc, char **argv)
     size_t pf = argc > 4 ? strtoul(argv[4], 0, 0) : 0;
     int reps = argc > 5 ? atoi(argv[5]) : 10;
     if (n < 128 || n > MAXN || n % 128 || ch < 128 || ch % 128 || (n + ch - 1) / ch > MAXCH ||
-        mode < 0 || mode > 5) {
-        fprintf(stderr, "N and CHUNK: multiples of 128 up to %d, at most %d chunks; MODE 0-5\n",
+        mode < 0 || mode > 6) {
+        fprintf(stderr, "N and CHUNK: multiples of 128 up to %d, at most %d chunks; MODE 0-6\n",
                 MAXN, MAXCH);
         return 2;
     }
@@ -182,9 +186,12 @@ int main(int argc, char **argv)
                     for (int c = 0; c < chunks; c++) {
                         size_t o = c * ch, l = n - o < ch ? n - o : ch;
                         volatile uint64_t *head = (volatile uint64_t *)(D->buf + o);
+                        if (mode == 6)
+                            memcpy(D->buf + o + 8, src + o + 8, 56);
                         store_nt(D->buf + o + 64, src + o + 64, l - 64);
-                        memcpy(D->buf + o + 8, src + o + 8, 56);
-                        if (mode == 5 && c + 1 < chunks)
+                        if (mode != 6)
+                            memcpy(D->buf + o + 8, src + o + 8, 56);
+                        if (mode >= 5 && c + 1 < chunks)
                             *(volatile uint64_t *)(D->buf + o + l) = 0;
                         __atomic_store_n(head, seq, __ATOMIC_RELEASE);
                     }
