@@ -25,6 +25,9 @@
  *           before the streamed rest, as the ring's producer writes a
  *           frame's wire header before its payload and the header word
  *           last.
+ *   MODE 7: as 0, the receiver copying back to front (as the ring's
+ *           named receive copies a frame it waited for, from 2 KiB).
+ *   MODE 8: as 1, each chunk copied back to front.
  * Each of REPS lines (default 10) gives the cache-line hand-off measured
  * just before and after its 2,000 round trips (one-way ns), which tells
  * the placement on VMs whose vCPUs move (one CCD or two, on the Zen 4
@@ -106,6 +109,21 @@ static void copy(char *d, const char *s, size_t n, size_t pf)
     }
 }
 
+/* copy() from the end to the start. */
+static void copy_back(char *d, const char *s, size_t n)
+{
+    for (size_t e = n; e >= 128; e -= 128) {
+        __m256i a = _mm256_loadu_si256((const void *)(s + e - 32));
+        __m256i b = _mm256_loadu_si256((const void *)(s + e - 64));
+        __m256i c = _mm256_loadu_si256((const void *)(s + e - 96));
+        __m256i f = _mm256_loadu_si256((const void *)(s + e - 128));
+        _mm256_storeu_si256((void *)(d + e - 32), a);
+        _mm256_storeu_si256((void *)(d + e - 64), b);
+        _mm256_storeu_si256((void *)(d + e - 96), c);
+        _mm256_storeu_si256((void *)(d + e - 128), f);
+    }
+}
+
 /* One-way hand-off of a line, ns (both sides call it; values only grow). */
 static double handoff(int me)
 {
@@ -154,8 +172,8 @@ int main(int argc, char **argv)
     size_t pf = argc > 4 ? strtoul(argv[4], 0, 0) : 0;
     int reps = argc > 5 ? atoi(argv[5]) : 10;
     if (n < 128 || n > MAXN || n % 128 || ch < 128 || ch % 128 || (n + ch - 1) / ch > MAXCH ||
-        mode < 0 || mode > 6) {
-        fprintf(stderr, "N and CHUNK: multiples of 128 up to %d, at most %d chunks; MODE 0-6\n",
+        mode < 0 || mode > 8) {
+        fprintf(stderr, "N and CHUNK: multiples of 128 up to %d, at most %d chunks; MODE 0-8\n",
                 MAXN, MAXCH);
         return 2;
     }
@@ -210,22 +228,28 @@ int main(int argc, char **argv)
                             copy(D->buf + o, src + o, l, 0);
                         else
                             store_nt(D->buf + o, src + o, l);
-                        if (mode == 1)
+                        if (mode == 1 || mode == 8)
                             D->flag[c][0] = seq;
                     }
-                    if (mode != 1)
+                    if (mode != 1 && mode != 8)
                         D->flag[0][0] = seq;
-                } else if (mode == 1) {
+                } else if (mode == 1 || mode == 8) {
                     for (int c = 0; c < chunks; c++) {
                         size_t o = c * ch, l = n - o < ch ? n - o : ch;
                         while (D->flag[c][0] != seq)
                             _mm_pause();
-                        copy(dst + o, D->buf + o, l, pf);
+                        if (mode == 8)
+                            copy_back(dst + o, D->buf + o, l);
+                        else
+                            copy(dst + o, D->buf + o, l, pf);
                     }
                 } else {
                     while (D->flag[0][0] != seq)
                         _mm_pause();
-                    copy(dst, D->buf, n, mode == 2 ? pf : 0);
+                    if (mode == 7)
+                        copy_back(dst, D->buf, n);
+                    else
+                        copy(dst, D->buf, n, mode == 2 ? pf : 0);
                 }
             }
         }
@@ -234,7 +258,7 @@ int main(int argc, char **argv)
         double after = handoff(me);
         if (me == 0)
             printf("n=%zu mode=%d ch=%zu pf=%zu line %.0f/%.0f ns  one-way %.3f us\n", n, mode,
-                   mode == 1 || mode >= 4 ? ch : n, pf, before, after, us);
+                   mode == 1 || (mode >= 4 && mode <= 6) || mode == 8 ? ch : n, pf, before, after, us);
     }
     if (child > 0)
         waitpid(child, 0, 0);
