@@ -12,7 +12,9 @@
  *           to a distant peer, ring::Reservation::write_streaming).
  *   MODE 1: the same in CHUNK-byte pieces, a flag each; the receiver
  *           copies each piece as its flag shows (a pipelined message).
- *   MODE 2: as 0, the receiver prefetching PREFETCH bytes ahead.
+ *   MODE 2: as 0 (PREFETCH, the bytes the receiver's forward copy
+ *           prefetches ahead, applies to every mode; the figures name
+ *           this mode for it).
  *   MODE 3: as 0 with ordinary stores (a plain ring frame).
  *   MODE 4: as 1 with each chunk's flag in its own first line, as a ring
  *           frame's header is (that line written with ordinary stores,
@@ -190,6 +192,14 @@ int main(int argc, char **argv)
     memset(src, me + 1, MAXN + 4096);
     memset(dst, 0, MAXN + 4096);
     uint64_t seq = 0;
+    /* What each mode does, so that one sender loop and one receiver loop
+     * serve them all: a whole message is one chunk. */
+    int chunked = mode == 1 || (mode >= 4 && mode <= 6) || mode == 8;
+    int flag_in_line = mode >= 4 && mode <= 6; /* the flag in the chunk's first line */
+    int plain = mode == 3;                      /* ordinary stores, not streamed */
+    int back = mode == 7 || mode == 8;          /* the receiver copies back to front */
+    if (!chunked)
+        ch = n;
     int chunks = (n + ch - 1) / ch;
     for (int r = 0; r < reps; r++) {
         barrier(me);
@@ -200,56 +210,33 @@ int main(int argc, char **argv)
             for (int side = 0; side < 2; side++) {
                 struct dir *D = &S->d[side];
                 seq++;
-                if (me == side && mode >= 4) {
-                    for (int c = 0; c < chunks; c++) {
-                        size_t o = c * ch, l = n - o < ch ? n - o : ch;
-                        volatile uint64_t *head = (volatile uint64_t *)(D->buf + o);
+                for (int c = 0; c < chunks; c++) {
+                    size_t o = c * ch, l = n - o < ch ? n - o : ch;
+                    char *at = D->buf + o;
+                    volatile uint64_t *flag = flag_in_line ? (volatile uint64_t *)at : &D->flag[c][0];
+                    if (me == side && flag_in_line) {
                         if (mode == 6)
-                            memcpy(D->buf + o + 8, src + o + 8, 56);
-                        store_nt(D->buf + o + 64, src + o + 64, l - 64);
+                            memcpy(at + 8, src + o + 8, 56);
+                        store_nt(at + 64, src + o + 64, l - 64);
                         if (mode != 6)
-                            memcpy(D->buf + o + 8, src + o + 8, 56);
+                            memcpy(at + 8, src + o + 8, 56);
                         if (mode >= 5 && c + 1 < chunks)
-                            *(volatile uint64_t *)(D->buf + o + l) = 0;
-                        __atomic_store_n(head, seq, __ATOMIC_RELEASE);
-                    }
-                } else if (me != side && mode >= 4) {
-                    for (int c = 0; c < chunks; c++) {
-                        size_t o = c * ch, l = n - o < ch ? n - o : ch;
-                        volatile uint64_t *head = (volatile uint64_t *)(D->buf + o);
-                        while (__atomic_load_n(head, __ATOMIC_ACQUIRE) != seq)
-                            _mm_pause();
-                        copy(dst + o, D->buf + o, l, pf);
-                    }
-                } else if (me == side) {
-                    for (int c = 0; c < chunks; c++) {
-                        size_t o = c * ch, l = n - o < ch ? n - o : ch;
-                        if (mode == 3)
-                            copy(D->buf + o, src + o, l, 0);
+                            *(volatile uint64_t *)(at + l) = 0;
+                        __atomic_store_n(flag, seq, __ATOMIC_RELEASE);
+                    } else if (me == side) {
+                        if (plain)
+                            copy(at, src + o, l, 0);
                         else
-                            store_nt(D->buf + o, src + o, l);
-                        if (mode == 1 || mode == 8)
-                            D->flag[c][0] = seq;
-                    }
-                    if (mode != 1 && mode != 8)
-                        D->flag[0][0] = seq;
-                } else if (mode == 1 || mode == 8) {
-                    for (int c = 0; c < chunks; c++) {
-                        size_t o = c * ch, l = n - o < ch ? n - o : ch;
-                        while (D->flag[c][0] != seq)
+                            store_nt(at, src + o, l);
+                        __atomic_store_n(flag, seq, __ATOMIC_RELEASE);
+                    } else {
+                        while (__atomic_load_n(flag, __ATOMIC_ACQUIRE) != seq)
                             _mm_pause();
-                        if (mode == 8)
-                            copy_back(dst + o, D->buf + o, l);
+                        if (back)
+                            copy_back(dst + o, at, l);
                         else
-                            copy(dst + o, D->buf + o, l, pf);
+                            copy(dst + o, at, l, pf);
                     }
-                } else {
-                    while (D->flag[0][0] != seq)
-                        _mm_pause();
-                    if (mode == 7)
-                        copy_back(dst, D->buf, n);
-                    else
-                        copy(dst, D->buf, n, mode == 2 ? pf : 0);
                 }
             }
         }
@@ -258,7 +245,7 @@ int main(int argc, char **argv)
         double after = handoff(me);
         if (me == 0)
             printf("n=%zu mode=%d ch=%zu pf=%zu line %.0f/%.0f ns  one-way %.3f us\n", n, mode,
-                   mode == 1 || (mode >= 4 && mode <= 6) || mode == 8 ? ch : n, pf, before, after, us);
+                   ch, pf, before, after, us);
     }
     if (child > 0)
         waitpid(child, 0, 0);
