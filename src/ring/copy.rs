@@ -118,13 +118,17 @@ fn avx2_back(dst: &mut [u8], src: &[u8]) {
 }
 
 /// The copy itself (`dst.len() == src.len() > 32`): four 32-byte moves a
-/// step, then single ones, then the last 32 bytes (loaded first, stored
-/// last, rewriting bytes already copied with the same values).
+/// step, then single ones, then the last 32 bytes (rewriting bytes
+/// already copied with the same values). The last bytes are loaded after
+/// the loop, not before it: read first, the frame's end made the copy of
+/// an 8 KiB fragment streamed by a core of another CCD take 590-670 ns
+/// instead of 440-490 (the same frames, `docs/benchmarks.md`, "Issue 6,
+/// twenty-second pass"), as if the hardware prefetcher, sent to the
+/// frame's end first, no longer ran ahead from its start.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 fn avx2(dst: &mut [u8], src: &[u8]) {
     let n = src.len();
-    let last = load(&src[n - 32..]);
     let mut o = 0;
     while o + 128 <= n {
         let (a, b) = (load(&src[o..]), load(&src[o + 32..]));
@@ -140,7 +144,10 @@ fn avx2(dst: &mut [u8], src: &[u8]) {
         store(&mut dst[o..], a);
         o += 32;
     }
-    store(&mut dst[n - 32..], last);
+    if o < n {
+        let last = load(&src[n - 32..]);
+        store(&mut dst[n - 32..], last);
+    }
 }
 
 /// The first 32 bytes of `s`, unaligned.
