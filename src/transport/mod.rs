@@ -1708,6 +1708,10 @@ impl Transport {
         budget: usize,
         handler: &mut dyn FnMut(Incoming<'_>),
     ) -> (usize, bool) {
+        // A distant peer's long frames are streamed to memory: copied out
+        // front to back, with no look at the producer's tail, whose line
+        // crosses between the CCDs each time (`is_newest`).
+        let look_back = !self.is_distant(peer);
         let Some(rx) = self.rx[peer].as_mut() else {
             return (0, false);
         };
@@ -1733,8 +1737,10 @@ impl Transport {
                 Kind::More => (*rx_total, word as usize),
             };
             // (The tail is looked at only for frames in the range where
-            // the direction was measured to matter.)
-            let copy_back = (COPY_BACK_MIN..=COPY_BACK_MAX).contains(&data.len()) && f.is_newest();
+            // the direction was measured to matter, from a near peer.)
+            let copy_back = look_back
+                && (COPY_BACK_MIN..=COPY_BACK_MAX).contains(&data.len())
+                && f.is_newest();
             handler(Incoming {
                 peer,
                 envelope,
