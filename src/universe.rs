@@ -195,6 +195,10 @@ pub struct Protocols {
     /// The size from which a blocking send or plain `isend` to a distant
     /// peer goes by rendezvous (`SHMPI_DISTANT_RENDEZVOUS`; `None`: never).
     pub distant_from: Option<usize>,
+    /// The largest ring fragment of a message to a distant peer
+    /// (`SHMPI_DISTANT_FRAGMENT`; larger messages below `distant_from`
+    /// go to it in fragments of this size).
+    pub distant_fragment: usize,
     /// The smallest ring message whose copies may be timed to follow the
     /// placement under `auto` (`SHMPI_DISTANT_WATCH`).
     pub watch_min: usize,
@@ -264,6 +268,7 @@ impl Universe {
             demote: t.demote_limit(),
             distant_mode: t.distant_policy().0.name(),
             distant_from: t.distant_policy().1,
+            distant_fragment: t.distant_fragment_size(),
             watch_min: t.watch_min(),
             peers: t
                 .hand_off_ns()

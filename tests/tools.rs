@@ -329,14 +329,55 @@ fn shmpi_bench_floor_and_protocols_print_their_tables() {
             "{out}"
         );
         assert!(!blocking("1024").contains("streamed"), "{out}");
-        assert!(blocking("32768").starts_with("eager"), "{out}");
+        assert!(blocking("8192").starts_with("eager"), "{out}");
         assert_eq!(blocking("2048").contains("streamed"), distant, "{out}");
         assert_eq!(blocking("32768").contains("streamed"), distant, "{out}");
+        // Above 8 KiB (placement::DEFAULT_DISTANT_FRAGMENT) a distant
+        // peer's messages go in fragments of that size, a near one's whole.
+        for size in ["16384", "32768"] {
+            assert_eq!(
+                blocking(size).starts_with("pipelined: 8192 B fragments, streamed"),
+                distant,
+                "{out}"
+            );
+            assert_eq!(blocking(size).starts_with("eager"), !distant, "{out}");
+        }
         assert_eq!(
             blocking("65536").starts_with("rendezvous"),
             usable && distant,
             "{out}"
         );
+    }
+    // SHMPI_DISTANT_FRAGMENT sets a distant peer's fragment size (0: the
+    // fragment size, so whole frames again).
+    for (frag, at16, at32) in [
+        (
+            "16384",
+            "eager: one ring frame, streamed",
+            "pipelined: 16384 B fragments",
+        ),
+        (
+            "0",
+            "eager: one ring frame, streamed",
+            "eager: one ring frame, streamed",
+        ),
+    ] {
+        let o = support::output_bounded(
+            Command::new(env!("CARGO_BIN_EXE_shmpi-bench"))
+                .args(["protocols", "--max-size", "32768"])
+                .env("SHMPI_DISTANT", "all")
+                .env("SHMPI_DISTANT_FRAGMENT", frag),
+            Duration::from_secs(60),
+        );
+        let out = String::from_utf8_lossy(&o.stdout).to_string();
+        let blocking = |size: &str| {
+            out.lines()
+                .find(|l| l.split_whitespace().next() == Some(size))
+                .map(|r| r[12..].to_string())
+                .unwrap_or_default()
+        };
+        assert!(blocking("16384").starts_with(at16), "{out}");
+        assert!(blocking("32768").starts_with(at32), "{out}");
     }
     // Forced off, nothing is single copy.
     let off = support::output_bounded(

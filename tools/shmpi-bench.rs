@@ -1299,6 +1299,7 @@ fn protocols(o: &Opts, u: &shmpi::Universe) {
             "eager: one ring frame"
         }
     };
+    let distant_pieces = format!("pipelined: {} B fragments, streamed", p.distant_fragment);
     let mut s = 0usize;
     while s <= o.max {
         let blocking_from = if p.cma_mode == "always" {
@@ -1309,17 +1310,17 @@ fn protocols(o: &Opts, u: &shmpi::Universe) {
         let blocking_from = blocking_from.into_iter().chain(distant_from).min();
         let blocking = if usable && on && blocking_from.is_some_and(|t| s >= t) {
             rdv(s)
-        } else if s <= p.eager_limit {
+        } else if s <= p.eager_limit && !(streams(s) && s > p.distant_fragment) {
             one_frame(s)
         } else if streams(s) {
-            "pipelined: ring fragments, streamed"
+            distant_pieces.as_str()
         } else {
             "pipelined: ring fragments, 2 copies"
         };
         let nonblocking =
             if usable && on && (s >= p.cma_threshold || distant_from.is_some_and(|t| s >= t)) {
                 rdv(s)
-            } else if s <= p.eager_limit {
+            } else if s <= p.eager_limit && !(streams(s) && s > p.distant_fragment) {
                 one_frame(s)
             } else {
                 "ring fragments, the rest copied first"

@@ -340,6 +340,9 @@ pub struct Transport {
     local: Vec<u64>,
     words: usize,
     fragment: usize,
+    /// The largest fragment of a message to a distant peer
+    /// (`SHMPI_DISTANT_FRAGMENT`, at most `fragment`).
+    distant_fragment: usize,
     /// Spare send-queue buffers, and their total capacity.
     pool: Vec<Vec<u8>>,
     pooled: usize,
@@ -548,6 +551,12 @@ impl Transport {
                 placement::DEFAULT_DISTANT_RENDEZVOUS,
             ),
         };
+        // 0: as to a near peer.
+        let distant_fragment = match env_size("SHMPI_DISTANT_FRAGMENT")? {
+            Some(0) => fragment,
+            Some(n) => n.clamp(64, fragment) & !7,
+            None => placement::DEFAULT_DISTANT_FRAGMENT.min(fragment),
+        };
         // MB/s, so bytes per µs; 0: no copy is slow.
         let slow_ring = env_size("SHMPI_DISTANT_SLOW")?.map_or(placement::SLOW_RING, |v| v as u64);
         // 0 would time every message: at least a line.
@@ -571,6 +580,7 @@ impl Transport {
             local: vec![0; n.div_ceil(64)],
             words: n.div_ceil(64),
             fragment,
+            distant_fragment,
             pool: Vec::new(),
             pooled: 0,
             next_msg: 0,
@@ -1167,6 +1177,12 @@ impl Transport {
         self.fragment
     }
 
+    /// Largest fragment of a message to a distant peer
+    /// ([`placement::DEFAULT_DISTANT_FRAGMENT`], `SHMPI_DISTANT_FRAGMENT`).
+    pub fn distant_fragment_size(&self) -> usize {
+        self.distant_fragment
+    }
+
     #[inline(always)]
     fn tx(&mut self, peer: usize) -> &mut Tx {
         assert!(peer < self.tx.len() && peer != self.me, "bad peer {peer}");
@@ -1412,11 +1428,17 @@ impl Transport {
     /// How [`push_frames`] treats the frames of a message to `peer`.
     #[inline]
     fn push_how(&self, peer: usize) -> Push {
+        let distant = self.is_distant(peer);
         Push {
             watch: self.watch,
             slow: self.slow_ring,
-            distant: self.is_distant(peer),
+            distant,
             watch_min: self.watch_min,
+            fragment: if distant {
+                self.distant_fragment
+            } else {
+                self.fragment
+            },
         }
     }
 
@@ -1424,7 +1446,6 @@ impl Transport {
     /// Returns whether it is now wholly in the ring.
     pub fn resume(&mut self, out: &mut OutMsg, data: &[u8]) -> bool {
         let peer = out.peer;
-        let frag = self.fragment;
         let how = self.push_how(peer);
         let tx = self.tx(peer);
         // Another message's fragments are on the ring, or earlier messages
@@ -1434,7 +1455,7 @@ impl Transport {
             None if !tx.queue.is_empty() => return false,
             _ => {}
         }
-        let (pushed, full) = push_frames(&mut tx.prod, &mut tx.drift, how, out, data, 0, frag);
+        let (pushed, full) = push_frames(&mut tx.prod, &mut tx.drift, how, out, data, 0);
         tx.stalled = full;
         match (tx.open, out.is_complete()) {
             (Some((_, seq)), true) => {
@@ -1738,9 +1759,8 @@ impl Transport {
             };
             // (The tail is looked at only for frames in the range where
             // the direction was measured to matter, from a near peer.)
-            let copy_back = look_back
-                && (COPY_BACK_MIN..=COPY_BACK_MAX).contains(&data.len())
-                && f.is_newest();
+            let copy_back =
+                look_back && (COPY_BACK_MIN..=COPY_BACK_MAX).contains(&data.len()) && f.is_newest();
             handler(Incoming {
                 peer,
                 envelope,
@@ -1941,7 +1961,6 @@ impl Transport {
             return 0;
         }
         let mut work = 0;
-        let frag = self.fragment;
         for peer in 0..self.tx.len() {
             let how = self.push_how(peer);
             let Some(tx) = self.tx[peer].as_mut() else {
@@ -1956,11 +1975,11 @@ impl Transport {
                 let drift = &mut tx.drift;
                 let (n, full) = match &q.data {
                     QueuedData::Copied(d) => {
-                        push_frames(&mut tx.prod, drift, how, &mut q.msg, d, q.base, frag)
+                        push_frames(&mut tx.prod, drift, how, &mut q.msg, d, q.base)
                     }
-                    QueuedData::Lent(l) => l.with(|d| {
-                        push_frames(&mut tx.prod, drift, how, &mut q.msg, d, q.base, frag)
-                    }),
+                    QueuedData::Lent(l) => {
+                        l.with(|d| push_frames(&mut tx.prod, drift, how, &mut q.msg, d, q.base))
+                    }
                 };
                 pushed += n;
                 tx.stalled = full;
@@ -2107,8 +2126,8 @@ fn push_frames(
     out: &mut OutMsg,
     data: &[u8],
     base: usize,
-    frag: usize,
 ) -> (usize, bool) {
+    let frag = how.fragment;
     let mut frames = 0;
     let mut full = false;
     while !out.is_complete() {
@@ -2195,6 +2214,12 @@ struct Push {
     distant: bool,
     /// The smallest message timed ([`Transport::watch_min`]).
     watch_min: usize,
+    /// The largest fragment: to a distant peer
+    /// [`placement::DEFAULT_DISTANT_FRAGMENT`] or its variable, else the
+    /// fragment size. (A peer judged anew between two fragments of one
+    /// message changes the size of the rest; the receiver goes by each
+    /// fragment's offset.)
+    fragment: usize,
 }
 
 /// What counts as work for a rank, checked without the engine's lock;
@@ -2292,5 +2317,69 @@ impl Sleeper {
             || self.has_work(seg) || also(),
             Some(timeout),
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two transports of one process on a fresh segment of 1 MiB rings
+    /// (its file unlinked at once).
+    fn pair(tag: u64) -> (Transport, Transport) {
+        let job = tag | u64::from(std::process::id());
+        let path = crate::shm::segment_path(std::path::Path::new("/dev/shm"), job);
+        let l = Layout::new(2, 1 << 20).expect("layout");
+        let seg = Arc::new(Segment::create(&path, l.spec(job)).expect("segment"));
+        seg.unlink();
+        let a = Transport::new(seg.clone(), l, 0).expect("rank 0");
+        let b = Transport::new(seg, l, 1).expect("rank 1");
+        (a, b)
+    }
+
+    /// Sends one message of `len` bytes from `a` (rank 0) to `b` and
+    /// returns the frames `b`'s poll hands over, (offset, length) each,
+    /// checking that they rebuild the message.
+    fn frames_of(a: &mut Transport, b: &mut Transport, len: usize) -> Vec<(usize, usize)> {
+        let data: Vec<u8> = (0..len).map(|i| (i * 7 + 3) as u8).collect();
+        assert!(matches!(a.send(1, &Envelope([1; 16]), &data), Sent::Done));
+        let (mut frames, mut got) = (Vec::new(), vec![0u8; len]);
+        // Bounded: the whole message is in the ring already.
+        for _ in 0..1000 {
+            b.poll(64, &mut |m| {
+                assert_eq!(m.total, len);
+                got[m.offset..m.offset + m.data.len()].copy_from_slice(m.data);
+                frames.push((m.offset, m.data.len()));
+            });
+            if frames.iter().map(|f| f.1).sum::<usize>() == len {
+                break;
+            }
+        }
+        assert!(got == data, "the frames rebuild the message");
+        frames
+    }
+
+    #[test]
+    fn a_distant_peers_messages_go_in_fragments_of_the_distant_size() {
+        let (mut a, mut b) = pair(0x6466_0000_0000);
+        let frag = a.distant_fragment_size();
+        assert_eq!(
+            frag,
+            placement::DEFAULT_DISTANT_FRAGMENT.min(a.fragment_size())
+        );
+        // A near peer: one frame up to the fragment size.
+        assert_eq!(frames_of(&mut a, &mut b, 40_000), [(0, 40_000)]);
+        // The same peer judged distant (as `probe_placement` or a drift
+        // verdict does it): pieces of `frag`, the last shorter; up to
+        // `frag` one frame still.
+        a.distant[1] = true;
+        a.off_quick_path();
+        let len = 4 * frag + 1000;
+        let want: Vec<_> = (0..5)
+            .map(|k| (k * frag, frag.min(len - k * frag)))
+            .collect();
+        assert_eq!(frames_of(&mut a, &mut b, len), want);
+        assert_eq!(frames_of(&mut a, &mut b, frag), [(0, frag)]);
+        assert_eq!(frames_of(&mut a, &mut b, 100), [(0, 100)]);
     }
 }

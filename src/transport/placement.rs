@@ -67,6 +67,19 @@ use std::time::{Duration, Instant};
 /// the Zen 1 VM across dies, where the two were within 8% at 8 KiB.)
 pub const DEFAULT_DISTANT_RENDEZVOUS: usize = 64 << 10;
 
+/// The largest ring fragment of a message to a distant peer
+/// (`SHMPI_DISTANT_FRAGMENT`; never more than the fragment size): its
+/// frames are streamed to memory and its receiver copies each one out
+/// while the next is written, so smaller fragments overlap more of the
+/// two copies. Across Zen 4 CCDs (2026-12-06, `shmpi-bench latency`,
+/// runs tagged by `shmpi-bench floor`), one-way µs, 8 KiB fragments
+/// against one frame: 16 KiB 2.32-2.43 against 2.53-2.66, 32 KiB
+/// 3.53-3.84 against 4.05-4.79 (`docs/benchmarks.md`, "Issue 6,
+/// twenty-second pass"); a 64 KiB message goes by rendezvous
+/// ([`DEFAULT_DISTANT_RENDEZVOUS`]), which was as fast as its eight
+/// fragments.
+pub const DEFAULT_DISTANT_FRAGMENT: usize = 8 << 10;
+
 /// A peer whose one-way hand-off takes longer than this is distant:
 /// between the 0.02-0.12 µs seen with a shared cache (SMT siblings, one
 /// Zen 4 CCD, one Zen 1 die) and the 0.20-0.21 µs seen across Zen 4 CCDs
