@@ -73,7 +73,7 @@ pub const DEFAULT_DISTANT_RENDEZVOUS: usize = 64 << 10;
 /// while the next is written, so smaller fragments overlap more of the
 /// two copies. Across Zen 4 CCDs (2026-12-06, `shmpi-bench latency`,
 /// runs tagged by `shmpi-bench floor`), one-way µs, 8 KiB fragments
-/// against one frame: 16 KiB 2.32-2.43 against 2.53-2.66, 32 KiB
+/// against one frame: 16 KiB 2.32-2.43 against 2.53-2.95, 32 KiB
 /// 3.53-3.84 against 4.05-4.79 (`docs/benchmarks.md`, "Issue 6,
 /// twenty-second pass"); a 64 KiB message goes by rendezvous
 /// ([`DEFAULT_DISTANT_RENDEZVOUS`]), which was as fast as its eight
