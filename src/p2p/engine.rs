@@ -1719,13 +1719,13 @@ impl Engine {
         buf: &mut [u8],
     ) -> Option<Option<Result<Status>>> {
         let mut status = None;
-        let front = self.t.take_sole(peer, |env, data| {
+        let front = self.t.take_sole(peer, |env, data, far| {
             let hdr = Header::unpack(env);
             if hdr.kind != FrameKind::Data || !hdr.matches(ctx, src, tag) {
                 return false;
             }
             let n = data.len().min(buf.len());
-            crate::transport::copy_awaited(&mut buf[..n], &data[..n]);
+            crate::transport::copy_awaited(&mut buf[..n], &data[..n], far);
             status = Some(Status {
                 source: hdr.src as i32,
                 tag: hdr.tag,

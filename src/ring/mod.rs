@@ -46,18 +46,18 @@ pub use frame::{footprint, FRAME_ALIGN, FRAME_HEADER};
 /// If the lengths differ.
 #[inline(always)]
 pub fn copy_bytes(dst: &mut [u8], src: &[u8]) {
-    copy_bytes_back_from::<{ usize::MAX }>(dst, src);
+    copy_bytes_back_from(dst, src, || usize::MAX);
 }
 
-/// [`copy_bytes`], but from `BACK` bytes on back to front where the
+/// [`copy_bytes`], but from `back()` bytes on back to front where the
 /// vector loop is in use ([`copy_bytes_back`]); shorter copies take
-/// exactly `copy_bytes`'s path (the size test sits in its long-copy
-/// branch, and folds away for `usize::MAX`).
+/// exactly `copy_bytes`'s path (`back` is called only in the long-copy
+/// branch, and folds away when it returns a constant `usize::MAX`).
 ///
 /// # Panics
 /// If the lengths differ.
 #[inline(always)]
-pub fn copy_bytes_back_from<const BACK: usize>(dst: &mut [u8], src: &[u8]) {
+pub fn copy_bytes_back_from(dst: &mut [u8], src: &[u8], back: impl FnOnce() -> usize) {
     let n = src.len();
     assert_eq!(dst.len(), n, "copy between slices of different lengths");
     // The first and the last `K` bytes, overlapping when n < 2K (bytes in
@@ -88,7 +88,7 @@ pub fn copy_bytes_back_from<const BACK: usize>(dst: &mut [u8], src: &[u8]) {
         dst[n - 1] = c;
     } else if n > 32 {
         let from = copy::vector_copy_from();
-        if n >= BACK && from != usize::MAX {
+        if from != usize::MAX && n >= back() {
             copy::vectors(dst, src, true);
         } else if n >= from {
             copy::vectors(dst, src, false);
@@ -113,7 +113,7 @@ pub fn copy_bytes_back_from<const BACK: usize>(dst: &mut [u8], src: &[u8]) {
 /// If the lengths differ.
 #[inline]
 pub fn copy_bytes_back(dst: &mut [u8], src: &[u8]) {
-    copy_bytes_back_from::<33>(dst, src);
+    copy_bytes_back_from(dst, src, || 33);
 }
 
 /// Whether `word`, read at a consumer's next header position, is a frame

@@ -114,12 +114,16 @@ pub const COPY_BACK_MAX: usize = 8192;
 pub const TAKE_BACK_MIN: usize = 2048;
 
 /// Copies the payload of a frame its receiver waited for by its header
-/// (equal lengths): back to front from [`TAKE_BACK_MIN`] bytes, since its
-/// producer has just written it and, read front to back, its lines came
-/// in one after another.
+/// (equal lengths): back to front from [`TAKE_BACK_MIN`] bytes if `far()`
+/// says its peer is near (asked only of a copy that long), since its producer has just
+/// written the frame and, read front to back, its lines came in one after
+/// another; never from a distant one, whose frames are streamed to memory
+/// (across Zen 4 CCDs front to back took 4 KiB in 1.17 µs against 1.26
+/// and 8 KiB in 1.58 against 1.81: `docs/benchmarks.md`, "Issue 6,
+/// twenty-second pass").
 #[inline(always)]
-pub fn copy_awaited(dst: &mut [u8], src: &[u8]) {
-    ring::copy_bytes_back_from::<TAKE_BACK_MIN>(dst, src);
+pub fn copy_awaited(dst: &mut [u8], src: &[u8], far: impl FnOnce() -> bool) {
+    ring::copy_bytes_back_from(dst, src, || if far() { usize::MAX } else { TAKE_BACK_MIN });
 }
 
 /// One frame (or fragment) handed to [`Transport::poll`]'s handler.
@@ -188,7 +192,12 @@ impl OutMsg {
 /// the frame left in the ring. (`take_exact`'s and `wait_exact`'s take;
 /// the room it frees is the caller's to owe.)
 #[inline(always)]
-fn take_if_headed(f: ring::Frame<'_>, head: &SoleHead, buf: &mut [u8]) -> Option<(usize, usize)> {
+fn take_if_headed(
+    f: ring::Frame<'_>,
+    head: &SoleHead,
+    buf: &mut [u8],
+    far: impl FnOnce() -> bool,
+) -> Option<(usize, usize)> {
     let bytes = f.bytes();
     let (Some(h), Some(data)) = (bytes.get(..SOLE_HEADER), bytes.get(SOLE_HEADER..)) else {
         return None;
@@ -197,7 +206,7 @@ fn take_if_headed(f: ring::Frame<'_>, head: &SoleHead, buf: &mut [u8]) -> Option
         return None;
     }
     let n = data.len().min(buf.len());
-    copy_awaited(&mut buf[..n], &data[..n]);
+    copy_awaited(&mut buf[..n], &data[..n], far);
     let len = data.len();
     let fp = ring::footprint(bytes.len());
     f.release();
@@ -1788,13 +1797,19 @@ impl Transport {
     }
 
     /// Offers the front frame of `peer`'s ring to `take` if it is a whole
-    /// message (a sole frame): `take(envelope, payload)` returns whether it
-    /// consumed it, and a consumed frame is released. Anything else stays
+    /// message (a sole frame): `take(envelope, payload, far)` returns
+    /// whether it consumed it, and a consumed frame is released (`far()`:
+    /// whether `peer` is distant, for [`copy_awaited`]). Anything else stays
     /// for [`poll`](Self::poll). This is the receive fast path of a caller
     /// that knows which peer it waits for: one header load when the ring
     /// is empty, and no handler call, bitmap or queue walk when it is not.
     #[inline]
-    pub fn take_sole(&mut self, peer: usize, take: impl FnOnce(&Envelope, &[u8]) -> bool) -> Front {
+    pub fn take_sole(
+        &mut self,
+        peer: usize,
+        take: impl FnOnce(&Envelope, &[u8], &dyn Fn() -> bool) -> bool,
+    ) -> Front {
+        let distant = &self.distant;
         let Some(rx) = self.rx.get_mut(peer).and_then(Option::as_mut) else {
             return Front::Empty;
         };
@@ -1805,7 +1820,9 @@ impl Transport {
         let Some((Kind::Sole, _, envelope, data)) = wire::decode(bytes) else {
             return Front::Other;
         };
-        if !take(&envelope, data) {
+        // Whether `peer` is distant, for a long copy's direction
+        // (`copy_awaited`), asked only by one.
+        if !take(&envelope, data, &|| distant.get(peer) == Some(&true)) {
             return Front::Other;
         }
         let fp = ring::footprint(bytes.len());
@@ -1825,13 +1842,15 @@ impl Transport {
     /// `buf.len()` (the rest is dropped; the caller reports truncation).
     #[inline(always)]
     pub fn take_exact(&mut self, peer: usize, head: &SoleHead, buf: &mut [u8]) -> Exact {
+        let distant = &self.distant;
         let Some(rx) = self.rx.get_mut(peer).and_then(Option::as_mut) else {
             return Exact::Empty;
         };
         let Some(f) = rx.cons.peek() else {
             return Exact::Empty;
         };
-        let Some((len, fp)) = take_if_headed(f, head, buf) else {
+        let far = || distant.get(peer) == Some(&true);
+        let Some((len, fp)) = take_if_headed(f, head, buf, far) else {
             return Exact::Other;
         };
         // As in `drain_ring`: the room is owed to a blocked producer.
@@ -1861,13 +1880,15 @@ impl Transport {
             .and_then(Option::as_ref)
             .and_then(|rx| rx.cons.awaited(SOLE_HEADER + buf.len()));
         if let Some(want) = want {
+            let distant = &self.distant;
             let Some(Some(rx)) = self.rx.get_mut(peer) else {
                 return Exact::Empty;
             };
             loop {
                 match rx.cons.peek_awaited(&want) {
                     AwaitedFront::Frame(f) => {
-                        let Some((len, fp)) = take_if_headed(f, head, buf) else {
+                        let far = || distant.get(peer) == Some(&true);
+                        let Some((len, fp)) = take_if_headed(f, head, buf, far) else {
                             return Exact::Other;
                         };
                         let cap = rx.cons.capacity();
