@@ -114,16 +114,25 @@ pub const COPY_BACK_MAX: usize = 8192;
 pub const TAKE_BACK_MIN: usize = 2048;
 
 /// Copies the payload of a frame its receiver waited for by its header
-/// (equal lengths): back to front from [`TAKE_BACK_MIN`] bytes if `far()`
-/// says its peer is near (asked only of a copy that long), since its producer has just
-/// written the frame and, read front to back, its lines came in one after
-/// another; never from a distant one, whose frames are streamed to memory
-/// (across Zen 4 CCDs front to back took 4 KiB in 1.17 µs against 1.26
-/// and 8 KiB in 1.58 against 1.81: `docs/benchmarks.md`, "Issue 6,
-/// twenty-second pass").
+/// (equal lengths). From a near peer (`far()` false; asked only of a
+/// copy of [`TAKE_BACK_MIN`] bytes or more) back to front from that
+/// length, since its producer has just written the frame and, read front
+/// to back, its lines came in one after another. From a distant peer
+/// front to back: its frames are streamed to memory, and across Zen 4
+/// CCDs front to back took 4 KiB in 1.17 µs against 1.26 and 8 KiB in
+/// 1.58 against 1.81 (`docs/benchmarks.md`, "Issue 6, twenty-second
+/// pass").
 #[inline(always)]
 pub fn copy_awaited(dst: &mut [u8], src: &[u8], far: impl FnOnce() -> bool) {
     ring::copy_bytes_back_from(dst, src, || if far() { usize::MAX } else { TAKE_BACK_MIN });
+}
+
+/// Whether `peer` counts as distant by `distant` (`Transport::distant`),
+/// as a free function so that a receive holding a ring mutably can still
+/// ask ([`copy_awaited`]).
+#[inline(always)]
+fn is_far(distant: &[bool], peer: usize) -> bool {
+    distant.get(peer) == Some(&true)
 }
 
 /// One frame (or fragment) handed to [`Transport::poll`]'s handler.
@@ -866,7 +875,7 @@ impl Transport {
     /// Whether this rank counts `peer` as distant.
     #[inline]
     pub fn is_distant(&self, peer: usize) -> bool {
-        self.distant.get(peer) == Some(&true)
+        is_far(&self.distant, peer)
     }
 
     /// `SHMPI_DISTANT` and the size from which a message to a distant peer
@@ -1822,7 +1831,7 @@ impl Transport {
         };
         // Whether `peer` is distant, for a long copy's direction
         // (`copy_awaited`), asked only by one.
-        if !take(&envelope, data, &|| distant.get(peer) == Some(&true)) {
+        if !take(&envelope, data, &|| is_far(distant, peer)) {
             return Front::Other;
         }
         let fp = ring::footprint(bytes.len());
@@ -1849,7 +1858,7 @@ impl Transport {
         let Some(f) = rx.cons.peek() else {
             return Exact::Empty;
         };
-        let far = || distant.get(peer) == Some(&true);
+        let far = || is_far(distant, peer);
         let Some((len, fp)) = take_if_headed(f, head, buf, far) else {
             return Exact::Other;
         };
@@ -1887,7 +1896,7 @@ impl Transport {
             loop {
                 match rx.cons.peek_awaited(&want) {
                     AwaitedFront::Frame(f) => {
-                        let far = || distant.get(peer) == Some(&true);
+                        let far = || is_far(distant, peer);
                         let Some((len, fp)) = take_if_headed(f, head, buf, far) else {
                             return Exact::Other;
                         };
