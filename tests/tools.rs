@@ -162,6 +162,17 @@ fn shmpi_topo_prints_the_tree_the_placement_and_the_pair_classes() {
     assert!(String::from_utf8_lossy(&bad.stderr).contains("synthetic topology"));
 }
 
+/// The blocking send's column of `shmpi-bench protocols`' row for `size`
+/// (after the 10-wide size and two spaces); panics when there is no such
+/// row.
+fn blocking_column(out: &str, size: &str) -> String {
+    let row = out
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some(size))
+        .unwrap_or_else(|| panic!("no row for {size}: {out}"));
+    row[12..].to_string()
+}
+
 #[test]
 fn shmpi_bench_floor_and_protocols_print_their_tables() {
     if support::online_cpus() >= 2 {
@@ -260,13 +271,10 @@ fn shmpi_bench_floor_and_protocols_print_their_tables() {
     assert!(out.contains("from 8192 B for a blocking send"), "{out}");
     assert!(out.contains("shared with the sender from never"), "{out}");
     if out.contains("single copy (process_vm_readv): usable") {
-        let r = out
-            .lines()
-            .find(|l| l.split_whitespace().next() == Some("16384"))
-            .unwrap();
-        // The first column (after the 10-wide size and two spaces) is
-        // the blocking send's.
-        assert!(r[12..].starts_with("rendezvous: single copy"), "{out}");
+        assert!(
+            blocking_column(&out, "16384").starts_with("rendezvous: single copy"),
+            "{out}"
+        );
     }
     // A distant peer: its frames streamed from 2 KiB, its blocking sends
     // by rendezvous from SHMPI_DISTANT_RENDEZVOUS (64 KiB); the probe's
@@ -297,13 +305,7 @@ fn shmpi_bench_floor_and_protocols_print_their_tables() {
             mode == "auto" && out.contains("cache-line hand-off"),
             "{out}"
         );
-        let blocking = |size: &str| {
-            let r = out
-                .lines()
-                .find(|l| l.split_whitespace().next() == Some(size))
-                .unwrap();
-            r[12..].to_string()
-        };
+        let blocking = |size: &str| blocking_column(&out, size);
         let usable = out.contains("single copy (process_vm_readv): usable");
         let distant = out.contains(": distant,");
         assert_eq!(
@@ -370,14 +372,8 @@ fn shmpi_bench_floor_and_protocols_print_their_tables() {
             Duration::from_secs(60),
         );
         let out = String::from_utf8_lossy(&o.stdout).to_string();
-        let blocking = |size: &str| {
-            out.lines()
-                .find(|l| l.split_whitespace().next() == Some(size))
-                .map(|r| r[12..].to_string())
-                .unwrap_or_default()
-        };
-        assert!(blocking("16384").starts_with(at16), "{out}");
-        assert!(blocking("32768").starts_with(at32), "{out}");
+        assert!(blocking_column(&out, "16384").starts_with(at16), "{out}");
+        assert!(blocking_column(&out, "32768").starts_with(at32), "{out}");
     }
     // Forced off, nothing is single copy.
     let off = support::output_bounded(

@@ -1300,6 +1300,9 @@ fn protocols(o: &Opts, u: &shmpi::Universe) {
         }
     };
     let distant_pieces = format!("pipelined: {} B fragments, streamed", p.distant_fragment);
+    // One sole frame: up to the eager limit, and to a distant peer (whose
+    // long frames stream) up to its fragment size.
+    let whole = |s: usize| s <= p.eager_limit && !(streams(s) && s > p.distant_fragment);
     let mut s = 0usize;
     while s <= o.max {
         let blocking_from = if p.cma_mode == "always" {
@@ -1310,7 +1313,7 @@ fn protocols(o: &Opts, u: &shmpi::Universe) {
         let blocking_from = blocking_from.into_iter().chain(distant_from).min();
         let blocking = if usable && on && blocking_from.is_some_and(|t| s >= t) {
             rdv(s)
-        } else if s <= p.eager_limit && !(streams(s) && s > p.distant_fragment) {
+        } else if whole(s) {
             one_frame(s)
         } else if streams(s) {
             distant_pieces.as_str()
@@ -1320,7 +1323,7 @@ fn protocols(o: &Opts, u: &shmpi::Universe) {
         let nonblocking =
             if usable && on && (s >= p.cma_threshold || distant_from.is_some_and(|t| s >= t)) {
                 rdv(s)
-            } else if s <= p.eager_limit && !(streams(s) && s > p.distant_fragment) {
+            } else if whole(s) {
                 one_frame(s)
             } else {
                 "ring fragments, the rest copied first"
