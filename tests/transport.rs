@@ -5,7 +5,7 @@
 mod support;
 
 use shmpi::job::bootstrap;
-use shmpi::shm::{segment_path, Segment};
+use shmpi::shm::{segment_path, Segment, Split};
 use shmpi::transport::{Envelope, Layout, Sent, Transport};
 use std::process::Command;
 use std::sync::Arc;
@@ -209,21 +209,9 @@ fn segment_file_is_private_to_its_user() {
 /// offer fails; a failed write gives the part back to the receiver.
 #[test]
 fn a_shared_copy_settles_every_way_and_a_late_or_stale_claim_writes_nothing() {
-    let job = 0x5917_0000_0000 | std::process::id() as u64;
-    let path = segment_path(std::path::Path::new("/dev/shm"), job);
-    let spec = Layout::new(2, RING).unwrap().spec(job);
-    let seg = Segment::create(&path, spec).unwrap();
-    let other = std::thread::spawn({
-        let path = path.clone();
-        move || open(Segment::attach(&path, spec).unwrap(), 1)
-    });
-    let (seg, sender) = open(seg, 0);
-    let (_seg1, mut receiver) = other.join().unwrap();
-    seg.unlink();
-    if sender.can_reach(1).is_err() {
-        println!("single copy unavailable here: nothing to share");
+    let Some((sender, mut receiver)) = sharing_pair(0x5917_0000_0000) else {
         return;
-    }
+    };
     let src: Vec<u8> = (0..40_000u32).map(|i| (i * 7 + 3) as u8).collect();
     let at = |v: &[u8], off: usize| v.as_ptr() as u64 + off as u64;
     // Where the sender may write: an address from a mutable borrow.
@@ -267,6 +255,101 @@ fn a_shared_copy_settles_every_way_and_a_late_or_stale_claim_writes_nothing() {
         receiver.split_settle(0, gen).unwrap(),
         "given back, then revoked"
     );
+}
+
+/// A receiver learns where to split its shared copies with a peer
+/// (`Transport::split_front`): a sender found done at the settle (it
+/// finished first) moves the receiver's part down a step for the next
+/// copy; a sender still writing moves it up. The part always ends on a
+/// cache line of the buffer, and the bytes arrive whatever the split.
+#[test]
+fn a_receivers_part_of_a_shared_copy_moves_towards_the_slower_side() {
+    let Some((sender, mut receiver)) = sharing_pair(0x5919_0000_0000) else {
+        return;
+    };
+    let n = 65_536;
+    let src: Vec<u8> = (0..n as u32).map(|i| (i * 13 + 5) as u8).collect();
+    let mut dst = vec![0u8; n + 64];
+    // A buffer that does not start on a line: the part must still end on one.
+    let d = dst.as_mut_ptr() as u64 + 8;
+    let on_a_line = |front: usize| (d + front as u64) % 64 == 0;
+    let start = receiver.split_front(0, n, d);
+    assert!(start > n / 2 && start < n && on_a_line(start), "{start}");
+
+    // The sender writes its part before the receiver settles: done at the
+    // first look, so the receiver takes less each time.
+    let mut front = start;
+    for round in 0..4 {
+        dst.fill(0);
+        let gen = receiver.split_offer();
+        let back = (n - front) as u64;
+        let at = src.as_ptr() as u64 + front as u64;
+        assert!(sender.split_write(1, gen, at, back as usize, d + front as u64));
+        assert!(
+            !receiver.split_settle(0, gen).unwrap(),
+            "the sender wrote it"
+        );
+        assert!(
+            dst[8 + front..8 + n] == src[front..],
+            "round {round}: the back differs"
+        );
+        let next = receiver.split_front(0, n, d);
+        assert!(
+            next < front && on_a_line(next),
+            "round {round}: {next} after {front}"
+        );
+        front = next;
+    }
+
+    // The sender still writing at the first look (claimed by hand, done
+    // from another thread a little later): the receiver takes more.
+    let seg = receiver.segment().clone();
+    for round in 0..8 {
+        let gen = receiver.split_offer();
+        assert!(seg.control(1).split_move(gen, Split::Offered, Split::Taken));
+        let finisher = std::thread::spawn({
+            let seg = seg.clone();
+            move || {
+                std::thread::sleep(Duration::from_millis(5));
+                seg.control(1).split_set(gen, Split::Done);
+            }
+        });
+        assert!(
+            !receiver.split_settle(0, gen).unwrap(),
+            "round {round}: revoked"
+        );
+        finisher.join().unwrap();
+        let next = receiver.split_front(0, n, d);
+        assert!(
+            next > front && on_a_line(next),
+            "round {round}: {next} after {front}"
+        );
+        front = next;
+    }
+    assert!(front > start, "{front} against {start}");
+}
+
+/// Ranks 0 (the sender) and 1 (the receiver) of a 2-rank segment of its
+/// own (job id `tag` and this process's id), both in this process and
+/// arrived, for the shared-copy tests; `None` (said) when single copy is
+/// not usable here.
+fn sharing_pair(tag: u64) -> Option<(Transport, Transport)> {
+    let job = tag | std::process::id() as u64;
+    let path = segment_path(std::path::Path::new("/dev/shm"), job);
+    let spec = Layout::new(2, RING).unwrap().spec(job);
+    let seg = Segment::create(&path, spec).unwrap();
+    let other = std::thread::spawn({
+        let path = path.clone();
+        move || open(Segment::attach(&path, spec).unwrap(), 1)
+    });
+    let (seg, sender) = open(seg, 0);
+    let (_, receiver) = other.join().unwrap();
+    seg.unlink();
+    if let Err(why) = sender.can_reach(1) {
+        println!("single copy unavailable here ({why}): nothing to share");
+        return None;
+    }
+    Some((sender, receiver))
 }
 
 /// Ranks 0 and 1 of a 2-rank segment of its own (job id `tag` and this

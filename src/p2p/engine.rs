@@ -234,11 +234,6 @@ pub struct SplitCounts {
     pub written: u64,
 }
 
-/// How many more bytes than the sender a receiver copies of a shared
-/// rendezvous copy: about what it copies while the offer travels to the
-/// sender and the sender's progress finds it.
-const SPLIT_HEAD: usize = 8 << 10;
-
 /// The point-to-point engine of one process.
 #[derive(Debug)]
 pub struct Engine {
@@ -960,10 +955,7 @@ impl Engine {
         if !t.split_ok(p.peer, addr, n) {
             return t.read_from(p.peer, addr, dst);
         }
-        // The receiver starts a frame's trip earlier than the sender, so
-        // it takes that much more; page-aligned, so the two pin no page
-        // in common.
-        let front = ((n + SPLIT_HEAD) / 2).next_multiple_of(4096).min(n);
+        let front = t.split_front(p.peer, n, dst.as_ptr() as u64);
         let gen = t.split_offer();
         *offered += 1;
         let offer = Cts {

@@ -113,6 +113,18 @@ pub const COPY_BACK_MAX: usize = 8192;
 /// Without the vector loop (Intel) the copy stays forward.
 pub const TAKE_BACK_MIN: usize = 2048;
 
+/// How many more bytes than the sender a receiver first takes of a shared
+/// rendezvous copy ([`Transport::split_front`]): about what it copies
+/// while the offer travels to the sender and the sender's progress finds
+/// it.
+pub const SPLIT_HEAD: usize = 8 << 10;
+
+/// The steps, in 1/1024ths of the message, by which a receiver's share of
+/// its shared copies with one peer may move from the start
+/// ([`Transport::split_front`]): at most a quarter of the message either
+/// way.
+pub const SPLIT_SKEW_MAX: i16 = 256;
+
 /// Copies the payload of a frame its receiver waited for by its header
 /// (equal lengths). From a near peer (`far()` false; asked only of a
 /// copy of [`TAKE_BACK_MIN`] bytes or more) back to front from that
@@ -395,6 +407,10 @@ pub struct Transport {
     hot: usize,
     /// The generation of this rank's last shared-copy offer.
     split_gen: u64,
+    /// Per peer, how far this rank's share of a shared copy from that peer
+    /// has moved, in 1/1024ths of the message (see
+    /// [`split_front`](Self::split_front)).
+    split_skew: Vec<i16>,
     /// The generation of this rank's last rendezvous offer, and where the
     /// next search of its offer table for a free entry starts.
     offer_gen: u64,
@@ -613,6 +629,7 @@ impl Transport {
             demote,
             hot,
             split_gen: 0,
+            split_skew: vec![0; n],
             offer_gen: 0,
             offer_hint: 0,
             stream_threshold,
@@ -971,18 +988,58 @@ impl Transport {
     ///
     /// # Errors
     /// `Other` when the sender's process died while it held the claim.
-    pub fn split_settle(&self, peer: usize, gen: u64) -> crate::Result<bool> {
+    ///
+    /// It also learns from the outcome where its next shared copy with
+    /// `peer` should split ([`split_front`](Self::split_front)): a sender
+    /// found done at the first look finished first, so this rank takes a
+    /// step less next time; one still writing, a step more. A revoked
+    /// offer teaches nothing (the sender was busy elsewhere).
+    pub fn split_settle(&mut self, peer: usize, gen: u64) -> crate::Result<bool> {
+        let (revoked, waited) = self.split_wait(peer, gen)?;
+        if !revoked {
+            if let Some(s) = self.split_skew.get_mut(peer) {
+                let step = if waited { 1 } else { -1 };
+                *s = (*s + step).clamp(-SPLIT_SKEW_MAX, SPLIT_SKEW_MAX);
+            }
+        }
+        Ok(revoked)
+    }
+
+    /// Where this rank's part of a shared copy of `n` bytes from `peer`
+    /// into its buffer at `dst` ends (the sender writes from there on):
+    /// [`SPLIT_HEAD`] more than half at first, moved by what the earlier
+    /// copies with `peer` taught ([`split_settle`](Self::split_settle)), so
+    /// that both sides finish together whatever their placement. Ends on
+    /// a cache line of `dst`'s, so the two writers share no line.
+    pub fn split_front(&self, peer: usize, n: usize, dst: u64) -> usize {
+        let skew = self.split_skew.get(peer).copied().unwrap_or(0);
+        let base = (n + SPLIT_HEAD) / 2;
+        let moved = (n / 1024).saturating_mul(skew.unsigned_abs() as usize);
+        let want = if skew >= 0 {
+            base.saturating_add(moved)
+        } else {
+            base.saturating_sub(moved)
+        }
+        .min(n);
+        let end = dst.wrapping_add(want as u64) & !63;
+        (end.saturating_sub(dst) as usize).min(n)
+    }
+
+    /// [`split_settle`](Self::split_settle)'s wait: (revoked, whether the
+    /// sender was still writing at the first look).
+    fn split_wait(&self, peer: usize, gen: u64) -> crate::Result<(bool, bool)> {
         let cb = self.seg.control(self.me);
         let mut rounds = 0u32;
+        let mut waited = false;
         loop {
             if cb.split_move(gen, Split::Offered, Split::Revoked) {
-                return Ok(true);
+                return Ok((true, waited));
             }
             match cb.split_state(gen) {
-                Some(Split::Done) => return Ok(false),
+                Some(Split::Done) => return Ok((false, waited)),
                 // The sender gave the back part back: revoke and copy it.
                 Some(Split::Offered) => continue,
-                Some(Split::Taken) => {}
+                Some(Split::Taken) => waited = true,
                 Some(Split::Revoked) | None => {
                     unreachable!("only this rank revokes or starts a generation")
                 }
