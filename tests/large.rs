@@ -177,6 +177,7 @@ fn suite(u: &shmpi::Universe, path: Path) {
             if std::env::var("SHMPI_CMA_SPLIT").as_deref() != Ok("0") {
                 assert!(split.offered > 0, "no shared copy: {split:?}");
                 assert!(split.revoked <= split.offered, "{split:?}");
+                assert!(split.acked_early <= split.written, "{split:?}");
             }
         }
         (Path::SingleCopy, state) => {
@@ -282,6 +283,46 @@ fn a_receiver_copies_the_whole_message_when_its_sender_is_not_in_mpi() {
                     let c = u.split_counts();
                     assert_eq!((c.offered, c.revoked), (1, 1), "{c:?}");
                 }
+            }
+        },
+    );
+}
+
+#[test]
+fn a_sender_that_writes_its_part_completes_on_the_receivers_ack_of_the_front() {
+    // A plain rendezvous send whose sender writes the back part of the
+    // shared copy completes on the receiver's ack of the front
+    // (`ACK_IF_WROTE`), not on a plain ack after the receiver's settle:
+    // the receiver sends none then, so every such send must complete so.
+    run_ranks_with(
+        2,
+        "a_sender_that_writes_its_part_completes_on_the_receivers_ack_of_the_front",
+        &[],
+        &[],
+        |u| {
+            let w = u.world();
+            let n = (4 << 20) + 3;
+            for round in 0..3u64 {
+                if w.rank() == 0 {
+                    let d = unaligned(90 + round, n, 5);
+                    w.isend(&d[5..5 + n], 1, 2).unwrap().wait().unwrap();
+                } else {
+                    let mut b = vec![0u8; n];
+                    w.recv(&mut b, 0, 2).unwrap();
+                    assert!(b == pattern(90 + round, n), "round {round}: corrupted");
+                }
+            }
+            w.barrier().unwrap();
+            let c = u.split_counts();
+            if u.single_copy() != SingleCopy::Usable {
+                println!("single copy unavailable here: nothing shared");
+            } else if w.rank() == 0 {
+                assert_eq!(c.acked_early, c.written, "{c:?}");
+                if c.written == 0 {
+                    println!("the receiver revoked every offer (a busy machine): {c:?}");
+                }
+            } else {
+                assert_eq!(c.offered, 3, "{c:?}");
             }
         },
     );

@@ -8,7 +8,7 @@
 //! ring per pair), so two messages from one sender on one communicator
 //! never overtake each other.
 
-use super::envelope::{Cts, FrameKind, Header, Rts, ANY_SOURCE, ANY_TAG};
+use super::envelope::{Cts, FrameKind, Header, Rts, ACK_IF_WROTE, ANY_SOURCE, ANY_TAG};
 use super::status::Status;
 use crate::error::{Error, ErrorClass, ErrorStatus, Result};
 use crate::transport::{
@@ -118,6 +118,12 @@ struct Slot {
     /// (retired on the ack; the scope's end, not the request, keeps the
     /// buffer alive).
     lent: Option<Lent>,
+    /// A plain rendezvous send whose receiver shares the copy: this rank
+    /// wrote the back part (`run_splits`), and the receiver said it read
+    /// the front (an ack with [`ACK_IF_WROTE`]). Both: the send is done.
+    /// Set only by [`Matcher::await_ack`] and for slots awaiting an ack.
+    wrote_back: bool,
+    front_acked: bool,
     /// The peer a receive waits on (a specific source) or a send waits
     /// for (its ack): when it dies, the operation fails (`fail_peer`).
     peer: Option<usize>,
@@ -137,6 +143,38 @@ struct Slot {
     /// `MPI_Irecv`: its buffer's address); `None` for every other slot,
     /// and from the release on.
     key: Option<usize>,
+}
+
+/// What one [`Engine::pull`] did besides its copy.
+#[derive(Debug, Default)]
+struct Pulled {
+    /// It offered the sender a shared copy.
+    offered: bool,
+    /// It revoked that offer and copied the back part itself.
+    revoked: bool,
+    /// The sender needs no plain ack: it wrote the back part, and the ack
+    /// with [`ACK_IF_WROTE`] went when the front was read.
+    acked: bool,
+}
+
+/// Sends a frame of the engine's own (an ack, a shared-copy offer) to
+/// `peer`, queued behind the rest when its ring is full.
+fn send_control(t: &mut Transport, peer: usize, hdr: &Header, payload: &[u8]) {
+    if let Sent::Partial(out) = t.send(peer, &hdr.pack(), payload) {
+        let _ = t.enqueue(out, payload);
+    }
+}
+
+/// The envelope of an ack of the send under `token` (`src`: 0, or
+/// [`ACK_IF_WROTE`]).
+fn ack_header(ctx: u32, token: u32, src: u32) -> Header {
+    Header {
+        ctx,
+        src,
+        tag: token as i32,
+        kind: FrameKind::Ack,
+        token: 0,
+    }
 }
 
 /// A matched rendezvous whose bytes are still in the sender's memory: the
@@ -207,11 +245,13 @@ struct Matcher {
     rdv_sent: u64,
     rdv_received: u64,
     /// Shared copies: offers this rank made as a receiver, the back
-    /// parts it copied itself after revoking, and back parts it wrote as
-    /// a sender (see [`Engine::split_counts`]).
+    /// parts it copied itself after revoking, back parts it wrote as a
+    /// sender, and the sends of those that completed on the receiver's
+    /// ack of the front (see [`Engine::split_counts`]).
     split_offered: u64,
     split_revoked: u64,
     split_written: u64,
+    split_acked_early: u64,
     /// From how many bytes in flight receives stream (see `store` and
     /// `Transport::stream_threshold`).
     stream: usize,
@@ -232,6 +272,11 @@ pub struct SplitCounts {
     pub revoked: u64,
     /// Back parts it wrote into its receivers' buffers, as a sender.
     pub written: u64,
+    /// Plain rendezvous sends of those that completed on the receiver's
+    /// ack of the front ([`ACK_IF_WROTE`]), without waiting for its
+    /// settle: every one whose back part this rank wrote, since the
+    /// receiver then owes no plain ack.
+    pub acked_early: u64,
 }
 
 /// The point-to-point engine of one process.
@@ -283,6 +328,8 @@ impl Matcher {
             rendezvous: false,
             rdv_span: (0, 0),
             lent: None,
+            wrote_back: false,
+            front_acked: false,
             peer: None,
             task: None,
             task_result: None,
@@ -316,6 +363,20 @@ impl Matcher {
         }
         if s.orphan {
             self.release(id);
+        }
+    }
+
+    /// The receiver acked the send under `token` (an unknown token, a
+    /// late or repeated ack, is ignored).
+    fn acked(&mut self, token: u32) {
+        if let Some(id) = self.awaiting.remove(&token) {
+            match self.slots[id].state {
+                SlotState::AwaitAck { ticket: Some(t) } => {
+                    self.slots[id].state = SlotState::Queued(t);
+                    self.reap_needed = true;
+                }
+                _ => self.complete_send(id),
+            }
         }
     }
 
@@ -477,15 +538,22 @@ impl Matcher {
         }
         let hdr = Header::unpack(&inc.envelope);
         if hdr.kind == FrameKind::Ack {
-            if let Some(id) = self.awaiting.remove(&(hdr.tag as u32)) {
-                match self.slots[id].state {
-                    SlotState::AwaitAck { ticket: Some(t) } => {
-                        self.slots[id].state = SlotState::Queued(t);
-                        self.reap_needed = true;
-                    }
-                    _ => self.complete_send(id),
+            let token = hdr.tag as u32;
+            if hdr.src == ACK_IF_WROTE {
+                let Some(&id) = self.awaiting.get(&token) else {
+                    return;
+                };
+                let s = &mut self.slots[id];
+                if !s.wrote_back {
+                    // The back part is not written (yet): the send waits
+                    // for this rank's write (`Engine::run_splits`), or for
+                    // a plain ack once the receiver has read it all.
+                    s.front_acked = s.lent.is_none();
+                    return;
                 }
+                self.split_acked_early += 1;
             }
+            self.acked(token);
             return;
         }
         if hdr.kind == FrameKind::Cts {
@@ -754,6 +822,7 @@ impl Engine {
                 split_offered: 0,
                 split_revoked: 0,
                 split_written: 0,
+                split_acked_early: 0,
                 stream,
                 sink_hint: 0,
             },
@@ -879,38 +948,31 @@ impl Engine {
         for p in pulls {
             let s = &mut self.m.slots[p.slot];
             let want = (p.rts.len as usize).min(s.cap);
+            let mut out = Pulled::default();
             s.buf.clear();
             let key = s.sink;
             let r = match sinks.iter_mut().find(|(i, _)| *i == key) {
                 Some((_, sink)) => {
                     let got = want.min(sink.len());
                     s.base = got;
-                    Self::pull(
-                        &mut self.t,
-                        &p,
-                        &mut sink[..got],
-                        &mut self.m.split_offered,
-                        &mut self.m.split_revoked,
-                    )
+                    Self::pull(&mut self.t, &p, &mut sink[..got], &mut out)
                 }
                 None => {
                     s.base = 0;
                     s.buf.resize(want, 0);
-                    Self::pull(
-                        &mut self.t,
-                        &p,
-                        &mut s.buf,
-                        &mut self.m.split_offered,
-                        &mut self.m.split_revoked,
-                    )
+                    Self::pull(&mut self.t, &p, &mut s.buf, &mut out)
                 }
             };
+            self.m.split_offered += out.offered as u64;
+            self.m.split_revoked += out.revoked as u64;
             let s = &mut self.m.slots[p.slot];
             if let Err(e) = r {
                 s.buf.clear();
                 s.err = Some(e);
             }
-            self.m.acks.push((p.peer, p.ctx, p.token));
+            if !out.acked {
+                self.m.acks.push((p.peer, p.ctx, p.token));
+            }
             self.m.complete_recv(p.slot);
         }
         n
@@ -923,21 +985,16 @@ impl Engine {
     /// `dst` from its side, else the receiver revokes the offer and reads
     /// the back too (`Transport::split_settle`). Either way the whole
     /// message is in `dst` when this returns, and no write of the sender's
-    /// can come later.
-    fn pull(
-        t: &mut Transport,
-        p: &Pull,
-        dst: &mut [u8],
-        offered: &mut u64,
-        revoked: &mut u64,
-    ) -> Result<()> {
+    /// can come later. `out` says whether the copy was shared, and whether
+    /// the sender is acked already (then no plain ack is owed).
+    fn pull(t: &mut Transport, p: &Pull, dst: &mut [u8], out: &mut Pulled) -> Result<()> {
         let Some(offer) = p.rts.offer else {
-            return Self::pull_from(t, p, p.rts.addr, dst, offered, revoked);
+            return Self::pull_from(t, p, p.rts.addr, dst, out);
         };
         // A revocable offer: claimed first, the bytes read where the
         // claim says, released after (whatever the outcome).
         let addr = t.claim_offer(p.peer, offer)?;
-        let r = Self::pull_from(t, p, addr, dst, offered, revoked);
+        let r = Self::pull_from(t, p, addr, dst, out);
         t.finish_offer(p.peer, offer);
         r
     }
@@ -948,8 +1005,7 @@ impl Engine {
         p: &Pull,
         addr: u64,
         dst: &mut [u8],
-        offered: &mut u64,
-        revoked: &mut u64,
+        out: &mut Pulled,
     ) -> Result<()> {
         let n = dst.len();
         if !t.split_ok(p.peer, addr, n) {
@@ -957,7 +1013,7 @@ impl Engine {
         }
         let front = t.split_front(p.peer, n, dst.as_ptr() as u64);
         let gen = t.split_offer();
-        *offered += 1;
+        out.offered = true;
         let offer = Cts {
             gen,
             off: front as u64,
@@ -965,22 +1021,30 @@ impl Engine {
             dst: dst.as_mut_ptr() as u64 + front as u64,
         }
         .encode();
-        let hdr = Header {
+        let cts = Header {
             ctx: p.ctx,
             src: 0,
             tag: p.token as i32,
             kind: FrameKind::Cts,
             token: 0,
         };
-        if let Sent::Partial(out) = t.send(p.peer, &hdr.pack(), &offer) {
-            let _ = t.enqueue(out, &offer);
-        }
+        send_control(t, p.peer, &cts, &offer);
         let (head, tail) = dst.split_at_mut(front);
         let r = t.read_from(p.peer, addr, head);
+        // A plain rendezvous (its buffer stays until the send completes):
+        // the front is read, so a sender that writes the back completes
+        // without waiting for this rank's settle (`ACK_IF_WROTE`). A
+        // revocable offer gets the plain ack after `finish_offer`.
+        let early = p.rts.offer.is_none();
+        if early {
+            send_control(t, p.peer, &ack_header(p.ctx, p.token, ACK_IF_WROTE), &[]);
+        }
         // Settle even after a failed read: a claim may be in progress.
         if t.split_settle(p.peer, gen)? {
-            *revoked += 1;
+            out.revoked = true;
             t.read_from(p.peer, addr + front as u64, tail)?;
+        } else {
+            out.acked = early;
         }
         r
     }
@@ -1026,6 +1090,12 @@ impl Engine {
             };
             if written {
                 self.m.split_written += 1;
+                let s = &mut self.m.slots[id];
+                s.wrote_back = true;
+                if s.front_acked {
+                    self.m.split_acked_early += 1;
+                    self.m.acked(token);
+                }
             }
         }
         n
@@ -1037,22 +1107,13 @@ impl Engine {
             return 0;
         }
         for (peer, ctx, token) in std::mem::take(&mut self.m.acks) {
-            let hdr = Header {
-                ctx,
-                src: 0,
-                tag: token as i32,
-                kind: FrameKind::Ack,
-                token: 0,
-            };
             if peer == self.m.me {
                 if let Some(id) = self.m.awaiting.remove(&token) {
                     self.m.complete_send(id);
                 }
                 continue;
             }
-            if let Sent::Partial(out) = self.t.send(peer, &hdr.pack(), &[]) {
-                let _ = self.t.enqueue(out, &[]);
-            }
+            send_control(&mut self.t, peer, &ack_header(ctx, token, 0), &[]);
         }
         n
     }
@@ -1202,8 +1263,9 @@ impl Engine {
     }
 
     /// A slot for a send that completes on the receiver's ack (`span`: a
-    /// rendezvous send's bytes), under a fresh token written into `hdr`
-    /// with the frame kind.
+    /// rendezvous send's bytes; see [`ACK_IF_WROTE`] for its other way to
+    /// complete), under a fresh token written into `hdr` with the frame
+    /// kind.
     fn await_ack(&mut self, hdr: &mut Header, dest: usize, span: Option<(u64, u64)>) -> SlotId {
         // 24-bit tokens; skip any still awaiting an ack (an issend that
         // was never matched) so a late ack cannot complete the wrong send.
@@ -1220,11 +1282,14 @@ impl Engine {
         };
         hdr.token = token;
         let id = self.m.alloc(SlotState::AwaitAck { ticket: None }, 0);
+        let s = &mut self.m.slots[id];
         if let Some(span) = span {
-            self.m.slots[id].rendezvous = true;
-            self.m.slots[id].rdv_span = span;
+            s.rendezvous = true;
+            s.rdv_span = span;
         }
-        self.m.slots[id].peer = Some(dest);
+        s.wrote_back = false;
+        s.front_acked = false;
+        s.peer = Some(dest);
         self.m.awaiting.insert(token, id);
         id
     }
@@ -1773,6 +1838,7 @@ impl Engine {
             offered: self.m.split_offered,
             revoked: self.m.split_revoked,
             written: self.m.split_written,
+            acked_early: self.m.split_acked_early,
         }
     }
 

@@ -16,6 +16,12 @@ use crate::transport::Envelope;
 pub const ANY_SOURCE: i32 = -1;
 /// Wildcard tag for receives and probes (`MPI_ANY_TAG`).
 pub const ANY_TAG: i32 = -1;
+/// The source word of an ack (kind `Ack`) that completes a plain
+/// rendezvous send only if its sender wrote the back part of the
+/// receiver's shared copy: the receiver read the front and will read
+/// nothing more of the sender's unless it revokes the offer, in which
+/// case a plain ack (source 0) follows its last read.
+pub const ACK_IF_WROTE: u32 = 1;
 /// The null process: sends and receives to it complete at once
 /// (`MPI_PROC_NULL`).
 pub const PROC_NULL: i32 = -2;
