@@ -331,8 +331,8 @@ fn a_receivers_part_of_a_shared_copy_moves_towards_the_slower_side() {
 
 /// Ranks 0 (the sender) and 1 (the receiver) of a 2-rank segment of its
 /// own (job id `tag` and this process's id), both in this process and
-/// arrived, for the shared-copy tests; `None` (said) when single copy is
-/// not usable here.
+/// arrived, for the tests of single copy (shared copies, revocable
+/// offers); `None` (said) when single copy is not usable here.
 fn sharing_pair(tag: u64) -> Option<(Transport, Transport)> {
     let job = tag | std::process::id() as u64;
     let path = segment_path(std::path::Path::new("/dev/shm"), job);
@@ -346,7 +346,7 @@ fn sharing_pair(tag: u64) -> Option<(Transport, Transport)> {
     let (_, receiver) = other.join().unwrap();
     seg.unlink();
     if let Err(why) = sender.can_reach(1) {
-        println!("single copy unavailable here ({why}): nothing to share");
+        println!("single copy unavailable here ({why}): nothing to test");
         return None;
     }
     Some((sender, receiver))
@@ -484,21 +484,9 @@ fn wait_exact_takes_the_awaited_message_and_falls_back_for_the_rest() {
 #[test]
 fn a_revocable_offer_is_read_in_place_moved_at_the_scopes_end_or_withdrawn() {
     use shmpi::shm::offers::{OfferState, OFFERS};
-    let job = 0x5918_0000_0000 | std::process::id() as u64;
-    let path = segment_path(std::path::Path::new("/dev/shm"), job);
-    let spec = Layout::new(2, RING).unwrap().spec(job);
-    let seg0 = Segment::create(&path, spec).unwrap();
-    let other = std::thread::spawn({
-        let path = path.clone();
-        move || open(Segment::attach(&path, spec).unwrap(), 1)
-    });
-    let (seg0, mut sender) = open(seg0, 0);
-    let (_seg1, receiver) = other.join().unwrap();
-    seg0.unlink();
-    if sender.can_reach(1).is_err() {
-        println!("single copy unavailable here: nothing to offer");
+    let Some((mut sender, receiver)) = sharing_pair(0x5918_0000_0000) else {
         return;
-    }
+    };
     let src: Vec<u8> = (0..50_000u32).map(|i| (i * 13 + 1) as u8).collect();
 
     // 1. Read in place inside the scope, then retired.
