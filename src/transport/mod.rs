@@ -1013,14 +1013,8 @@ impl Transport {
     /// a cache line of `dst`'s, so the two writers share no line.
     pub fn split_front(&self, peer: usize, n: usize, dst: u64) -> usize {
         let skew = self.split_skew.get(peer).copied().unwrap_or(0);
-        let base = (n + SPLIT_HEAD) / 2;
-        let moved = (n / 1024).saturating_mul(skew.unsigned_abs() as usize);
-        let want = if skew >= 0 {
-            base.saturating_add(moved)
-        } else {
-            base.saturating_sub(moved)
-        }
-        .min(n);
+        let moved = (n / 1024) as isize * isize::from(skew);
+        let want = ((n + SPLIT_HEAD) / 2).saturating_add_signed(moved).min(n);
         let end = dst.wrapping_add(want as u64) & !63;
         (end.saturating_sub(dst) as usize).min(n)
     }

@@ -28,16 +28,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#define BUF (4u << 20)
+#include "micro.h"
 
-static void pin(int cpu)
-{
-    cpu_set_t s;
-    CPU_ZERO(&s);
-    CPU_SET(cpu, &s);
-    if (sched_setaffinity(0, sizeof s, &s) != 0)
-        perror("sched_setaffinity");
-}
+#define BUF (4u << 20)
 
 static double now_us(void)
 {

@@ -49,6 +49,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "micro.h"
+
 #define MAXN (1 << 20)
 #define MAXCH 256
 #define TRIPS 2000
@@ -71,15 +73,6 @@ static double now_ns(void)
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return t.tv_sec * 1e9 + t.tv_nsec;
-}
-
-static void pin(int cpu)
-{
-    cpu_set_t s;
-    CPU_ZERO(&s);
-    CPU_SET(cpu, &s);
-    if (sched_setaffinity(0, sizeof s, &s) != 0)
-        perror("sched_setaffinity");
 }
 
 static void store_nt(char *d, const char *s, size_t n)
