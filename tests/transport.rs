@@ -306,7 +306,7 @@ fn a_receivers_part_of_a_shared_copy_moves_towards_the_slower_side() {
     let seg = receiver.segment().clone();
     for round in 0..8 {
         let gen = receiver.split_offer();
-        assert!(seg.control(1).split_move(gen, Split::Offered, Split::Taken));
+        assert!(seg.control(1).split_claim(gen));
         let finisher = std::thread::spawn({
             let seg = seg.clone();
             move || {

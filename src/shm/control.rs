@@ -70,13 +70,17 @@ struct Life {
 
 /// Who copies the back part of a rendezvous message whose copy the
 /// receiver shares with its sender: the states of the receiver's claim
-/// word (`ControlBlock::split_*`). The receiver offers the back part
-/// (`Offered`) and copies the front; the sender may claim the back
-/// (`Taken`) and write it into the receiver's buffer (`Done`, or back to
+/// word (`ControlBlock::split_*`). The receiver offers the back part of
+/// generation `g` in a frame, without writing the word: while the word
+/// is still at an earlier generation (or at `g`, `Offered`), the offer
+/// stands. The sender may claim the back (`Taken`, only from generation
+/// `g - 1`) and write it into the receiver's buffer (`Done`, or
 /// `Offered` when its write failed); a receiver done with the front
-/// while the back is still `Offered` revokes the offer (`Revoked`) and
-/// copies the back itself. Each offer has its own generation, so a late
-/// claim of an old offer fails.
+/// while the offer stands revokes it (`Revoked`) and copies the back
+/// itself. Each offer has its own generation, so a late claim of an old
+/// offer fails. (Writing `Offered` first, as the receiver did until
+/// 2026-12-06, held the offer frame back behind that store: the line
+/// was the sender's, written at its last `Done`.)
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Split {
     /// The receiver offers the back part.
@@ -87,6 +91,24 @@ pub enum Split {
     Done = 2,
     /// The receiver took the offer back: it copies the back itself.
     Revoked = 3,
+}
+
+/// The generations a claim word holds (62 bits).
+const GEN_MASK: u64 = u64::MAX >> 2;
+
+/// The claim word of generation `gen` in `state`.
+fn split_word(gen: u64, state: Split) -> u64 {
+    (gen & GEN_MASK) << 2 | state as u64
+}
+
+/// The state part of a claim word.
+fn split_state_of(w: u64) -> Split {
+    match w & 3 {
+        0 => Split::Offered,
+        1 => Split::Taken,
+        2 => Split::Done,
+        _ => Split::Revoked,
+    }
 }
 
 /// What a rank's single-copy (CMA) self-test found: whether it can read
@@ -193,36 +215,60 @@ impl ControlBlock {
         }
     }
 
-    /// Offers the back part of a shared rendezvous copy under generation
-    /// `gen` (this rank is the receiver; see [`Split`]).
-    pub fn split_offer(&self, gen: u64) {
-        // Relaxed: the offer reaches the sender in a ring frame (a Cts)
-        // written after this store; the ring's Release commit and the
-        // sender's Acquire read of the frame order it before the sender's
-        // claim.
-        self.life
-            .split
-            .store(gen << 2 | Split::Offered as u64, Ordering::Relaxed);
-    }
-
-    /// Moves the claim word of generation `gen` from `from` to `to`; false
-    /// when it is not in `from` (another generation, or the other side
-    /// moved first). The sender claims (`Offered` → `Taken`), the receiver
-    /// revokes (`Offered` → `Revoked`); exactly one of them wins.
-    pub fn split_move(&self, gen: u64, from: Split, to: Split) -> bool {
-        // AcqRel: the claim/revoke race is decided on this one word; the
-        // winner's later copy is ordered after it, and a receiver that
-        // loses then waits for `Done` through `split_state` (Acquire,
-        // pairing with `split_set`'s Release).
-        self.life
-            .split
-            .compare_exchange(
-                gen << 2 | from as u64,
-                gen << 2 | to as u64,
+    /// The sender's claim of the back part of offer `gen` (this rank is
+    /// the receiver; see [`Split`]): moves the word from generation
+    /// `gen - 1` (in any state but `Taken`) to `gen`, `Taken`. False when
+    /// the word is elsewhere: the receiver revoked `gen` first, or `gen`
+    /// is an old offer.
+    pub fn split_claim(&self, gen: u64) -> bool {
+        let before = gen.wrapping_sub(1) & GEN_MASK;
+        // Relaxed: only the expected value of the CAS below, which decides.
+        let mut w = self.life.split.load(Ordering::Relaxed);
+        loop {
+            if w >> 2 != before || w & 3 == Split::Taken as u64 {
+                return false;
+            }
+            // AcqRel: the claim/revoke race is decided on this one word
+            // (the receiver's `split_revoke` expects the same value); the
+            // winner's later copy is ordered after it.
+            match self.life.split.compare_exchange(
+                w,
+                split_word(gen, Split::Taken),
                 Ordering::AcqRel,
                 Ordering::Relaxed,
-            )
-            .is_ok()
+            ) {
+                Ok(_) => return true,
+                Err(now) => w = now,
+            }
+        }
+    }
+
+    /// The receiver's revoke of offer `gen`, its front part done: moves
+    /// the word to `gen`, `Revoked` if the offer still stands (an earlier
+    /// generation, or `gen` given back `Offered`). `Err` with the state the
+    /// sender put it in otherwise: `Taken` (writing) or `Done`.
+    pub fn split_revoke(&self, gen: u64) -> Result<(), Split> {
+        // Acquire: pairs with the Release in `split_set` (the sender's
+        // bytes are visible once `Done` is seen).
+        let mut w = self.life.split.load(Ordering::Acquire);
+        loop {
+            let state = split_state_of(w);
+            if w >> 2 == gen & GEN_MASK && state != Split::Offered {
+                return Err(state);
+            }
+            // AcqRel, Acquire on failure: the race with the sender's
+            // `split_claim` is decided on this word; a failed CAS reads
+            // the sender's state as the load above does.
+            match self.life.split.compare_exchange(
+                w,
+                split_word(gen, Split::Revoked),
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => return Ok(()),
+                Err(now) => w = now,
+            }
+        }
     }
 
     /// The sender's end of a claim of generation `gen`: `Done` after its
@@ -230,26 +276,11 @@ impl ControlBlock {
     /// revokes and copies the back itself).
     pub fn split_set(&self, gen: u64, to: Split) {
         // Release: publishes the bytes the sender's `process_vm_writev`
-        // put into the receiver's buffer; pairs with the Acquire in
-        // `split_state`.
+        // put into the receiver's buffer; pairs with the Acquire load (or
+        // failed CAS) in `split_revoke`.
         self.life
             .split
-            .store(gen << 2 | to as u64, Ordering::Release);
-    }
-
-    /// The state of the claim word if it is still at generation `gen`
-    /// (`None`: another generation).
-    pub fn split_state(&self, gen: u64) -> Option<Split> {
-        // Acquire: pairs with the Release in `split_set` (the sender's
-        // bytes are visible once `Done` is seen).
-        let w = self.life.split.load(Ordering::Acquire);
-        let state = match w & 3 {
-            0 => Split::Offered,
-            1 => Split::Taken,
-            2 => Split::Done,
-            _ => Split::Revoked,
-        };
-        (w >> 2 == gen & (u64::MAX >> 2)).then_some(state)
+            .store(split_word(gen, to), Ordering::Release);
     }
 
     /// Marks the rank finalized or aborted (with its exit code).
@@ -295,5 +326,46 @@ impl ControlBlock {
     #[inline]
     pub fn pending(&self, i: usize) -> &AtomicU64 {
         &self.wake.pending[i]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn block() -> Box<ControlBlock> {
+        // SAFETY: all-zero bytes are a valid control block (atomics and
+        // their padding), as in the segment's fresh file.
+        unsafe { Box::new(core::mem::zeroed()) }
+    }
+
+    /// The claim word of shared copies: an offer stands without a write;
+    /// the sender's claim and the receiver's revoke take it from the
+    /// generation before; a part given back is revoked; an old offer's
+    /// claim fails; a claim left `Taken` (its sender died) does not stop
+    /// the next offer, whose claim fails and whose revoke succeeds.
+    #[test]
+    fn a_claim_and_a_revoke_race_on_the_word_of_the_generation_before() {
+        let b = block();
+        // 1: claimed from the fresh word, written, seen done.
+        assert!(b.split_claim(1));
+        assert!(!b.split_claim(1), "claimed twice");
+        assert_eq!(b.split_revoke(1), Err(Split::Taken));
+        b.split_set(1, Split::Done);
+        assert_eq!(b.split_revoke(1), Err(Split::Done));
+        // 2: revoked before the sender came; its late claim fails.
+        assert_eq!(b.split_revoke(2), Ok(()));
+        assert!(!b.split_claim(2), "a revoked offer claimed");
+        // 3: claimed, then given back (the write failed): revoked.
+        assert!(b.split_claim(3));
+        b.split_set(3, Split::Offered);
+        assert_eq!(b.split_revoke(3), Ok(()));
+        assert!(!b.split_claim(2), "an old offer claimed");
+        // 4: claimed and never finished; 5 cannot be claimed over it,
+        // and its receiver revokes and copies alone.
+        assert!(b.split_claim(4));
+        assert!(!b.split_claim(5), "claimed over a claim in progress");
+        assert_eq!(b.split_revoke(5), Ok(()));
+        assert!(!b.split_claim(5));
     }
 }

@@ -972,11 +972,11 @@ impl Transport {
     }
 
     /// The receiver's offer of the back part of its next shared copy
-    /// (see [`crate::shm::Split`]): a new generation in its claim word,
-    /// which goes to the sender in a frame of the layer above.
+    /// (see [`crate::shm::Split`]): a new generation, which goes to the
+    /// sender in a frame of the layer above. Nothing is written: the
+    /// offer stands while the claim word is at an earlier generation.
     pub fn split_offer(&mut self) -> u64 {
         self.split_gen += 1;
-        self.seg.control(self.me).split_offer(self.split_gen);
         self.split_gen
     }
 
@@ -1026,17 +1026,12 @@ impl Transport {
         let mut rounds = 0u32;
         let mut waited = false;
         loop {
-            if cb.split_move(gen, Split::Offered, Split::Revoked) {
-                return Ok((true, waited));
-            }
-            match cb.split_state(gen) {
-                Some(Split::Done) => return Ok((false, waited)),
-                // The sender gave the back part back: revoke and copy it.
-                Some(Split::Offered) => continue,
-                Some(Split::Taken) => waited = true,
-                Some(Split::Revoked) | None => {
-                    unreachable!("only this rank revokes or starts a generation")
-                }
+            // (A part the sender gave back, `Offered`, is revoked too.)
+            match cb.split_revoke(gen) {
+                Ok(()) => return Ok((true, waited)),
+                Err(Split::Done) => return Ok((false, waited)),
+                Err(Split::Taken) => waited = true,
+                Err(state) => unreachable!("only this rank revokes: {state:?}"),
             }
             if !wait::step_round(&mut rounds, || self.seg.control(peer).pid()) {
                 let pid = self.seg.control(peer).pid();
@@ -1064,7 +1059,7 @@ impl Transport {
             return false;
         }
         let cb = self.seg.control(peer);
-        if !cb.split_move(gen, Split::Offered, Split::Taken) {
+        if !cb.split_claim(gen) {
             return false;
         }
         let ok =
