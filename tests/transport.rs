@@ -585,3 +585,57 @@ fn a_revocable_offer_is_read_in_place_moved_at_the_scopes_end_or_withdrawn() {
     offers.into_iter().for_each(|o| o.retire());
     assert!(sender.open_offer(1, src.as_ptr() as u64).is_some());
 }
+
+/// `poll_until`: a handler that answers `Break` leaves the ring after that
+/// frame, whose room goes back to the producer at once; the rest stay,
+/// in order, for the next poll, which a plain `poll` drains as before.
+#[test]
+fn a_ring_left_by_its_handler_keeps_the_rest_in_order_for_the_next_poll() {
+    use std::ops::ControlFlow;
+    let (mut a, mut b) = pair_in_one_process(0x4e1d_0000_0000);
+    // 1 KiB frames (8-byte ring header, 24-byte sole header): the ring
+    // holds a whole number of them.
+    let payload = |seq: u64| {
+        let mut p = vec![seq as u8; 1024 - 32];
+        p[..8].copy_from_slice(&seq.to_le_bytes());
+        p
+    };
+    let fits = |t: &mut Transport, seq: u64| match t.send(1, &envelope(seq, 0), &payload(seq)) {
+        Sent::Done => true,
+        Sent::Partial(out) => {
+            assert_eq!(out.sent(), 0, "a one-frame message went in part");
+            false
+        }
+    };
+    let mut sent = 0u64;
+    while fits(&mut a, sent) {
+        sent += 1;
+        assert!(sent < 1000, "the ring never filled");
+    }
+    assert!(sent >= 4, "a {RING}-byte ring took {sent} frames");
+    let seq_of =
+        |m: &shmpi::transport::Incoming<'_>| u64::from_le_bytes(m.data[..8].try_into().unwrap());
+    let mut seen = Vec::new();
+    // Left after each frame: one a poll, its room given back.
+    for k in 0..2u64 {
+        let n = b.poll_until(64, &mut |m| {
+            seen.push(seq_of(&m));
+            ControlFlow::Break(())
+        });
+        assert_eq!(n, 1, "the poll went on past a frame it was told to leave");
+        assert_eq!(seen, (0..=k).collect::<Vec<_>>());
+        assert!(
+            fits(&mut a, sent),
+            "the left frame's room was not given back"
+        );
+        sent += 1;
+    }
+    // The rest, in order, by plain polls.
+    let mut polls = 0;
+    while (seen.len() as u64) < sent {
+        b.poll(64, &mut |m| seen.push(seq_of(&m)));
+        polls += 1;
+        assert!(polls < 100, "frames left in the ring: {seen:?} of {sent}");
+    }
+    assert_eq!(seen, (0..sent).collect::<Vec<_>>(), "frames out of order");
+}

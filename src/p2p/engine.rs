@@ -15,6 +15,7 @@ use crate::transport::{
     Exact, Front, Incoming, Lent, OutMsg, Sent, Sleeper, SoleHead, Ticket, Transport,
 };
 use std::collections::{HashMap, VecDeque};
+use std::ops::ControlFlow;
 
 /// Frames handled per progress call and ring before moving on.
 pub const POLL_BUDGET: usize = 64;
@@ -496,7 +497,12 @@ impl Matcher {
         }
     }
 
-    fn on_frame(&mut self, inc: Incoming<'_>, sinks: Sinks<'_, '_>) {
+    /// Takes one frame from the transport's poll. `Break` after a frame
+    /// that asks this rank to act (an ack, a shared-copy offer, a
+    /// rendezvous request): the poll leaves that ring for now
+    /// (`Transport::poll_until`), so the act (a completion, a claim and
+    /// its write, a copy) does not wait for a look at the next frame.
+    fn on_frame(&mut self, inc: Incoming<'_>, sinks: Sinks<'_, '_>) -> ControlFlow<()> {
         if !inc.is_first() {
             match self.inbound[inc.peer] {
                 Inbound::Slot(id) => {
@@ -534,14 +540,14 @@ impl Matcher {
                 }
                 Inbound::Idle => unreachable!("fragment without a first fragment"),
             }
-            return;
+            return ControlFlow::Continue(());
         }
         let hdr = Header::unpack(&inc.envelope);
         if hdr.kind == FrameKind::Ack {
             let token = hdr.tag as u32;
             if hdr.src == ACK_IF_WROTE {
                 let Some(&id) = self.awaiting.get(&token) else {
-                    return;
+                    return ControlFlow::Break(());
                 };
                 let s = &mut self.slots[id];
                 if !s.wrote_back {
@@ -549,17 +555,17 @@ impl Matcher {
                     // for this rank's write (`Engine::run_splits`), or for
                     // a plain ack once the receiver has read it all.
                     s.front_acked = s.lent.is_none();
-                    return;
+                    return ControlFlow::Break(());
                 }
                 self.split_acked_early += 1;
             }
             self.acked(token);
-            return;
+            return ControlFlow::Break(());
         }
         if hdr.kind == FrameKind::Cts {
             let c = Cts::decode(inc.data).expect("peer wrote a malformed shared-copy offer");
             self.splits.push((inc.peer, hdr.tag as u32, c));
-            return;
+            return ControlFlow::Break(());
         }
         self.arrive(
             hdr,
@@ -570,6 +576,11 @@ impl Matcher {
             sinks,
             inc.copy_back,
         );
+        if hdr.kind == FrameKind::Rts {
+            ControlFlow::Break(())
+        } else {
+            ControlFlow::Continue(())
+        }
     }
 
     /// A message's first bytes arrived (from a ring or from this process;
@@ -864,7 +875,9 @@ impl Engine {
     /// also wakes the rank's other sleeping threads.
     pub fn progress_into(&mut self, sinks: Sinks<'_, '_>) -> usize {
         let m = &mut self.m;
-        let mut work = self.t.poll(POLL_BUDGET, &mut |inc| m.on_frame(inc, sinks));
+        let mut work = self
+            .t
+            .poll_until(POLL_BUDGET, &mut |inc| m.on_frame(inc, sinks));
         work += self.run_splits();
         work += self.run_pulls(sinks);
         work += self.flush_acks();
@@ -1302,6 +1315,7 @@ impl Engine {
         if let Sent::Partial(out) = self.t.send(dest, &hdr.pack(), &b[..n]) {
             self.queue_send(out, &b[..n], Some(id));
         }
+        self.t.split_ready(dest, rts.addr, rts.len as usize);
     }
 
     /// Starts a send of `data` lent from a scope by a revocable rendezvous
