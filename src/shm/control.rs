@@ -254,9 +254,9 @@ impl ControlBlock {
         // Relaxed, both: a compare-and-swap that puts back the value it
         // expects (or fails) changes nothing and orders nothing; a claim
         // or a revoke racing with it sees the same word before or after.
-        // (Not `fetch_add(0)`: LLVM lowers an idempotent read-modify-write
-        // on x86 to a fence and a plain load, which leaves the line
-        // shared.)
+        // (Not `fetch_add(0)`: LLVM drops a Relaxed idempotent
+        // read-modify-write whose result goes unused; this one compiles
+        // to a load and a `lock cmpxchg`.)
         let w = self.life.split.load(Ordering::Relaxed);
         let _ = self
             .life
