@@ -1351,8 +1351,11 @@ impl Transport {
     /// [`send`](Self::send) for a message that is not one sole frame now.
     #[inline(never)]
     fn send_slow(&mut self, peer: usize, env: &Envelope, data: &[u8]) -> Sent {
-        if self.untimed_sole(peer, data.len()) && self.try_sole(peer, env, data) {
-            return Sent::Done;
+        if let Some(warm) = self.untimed_sole(peer, data.len()) {
+            if self.try_sole(peer, env, data) {
+                self.skipped(peer, warm);
+                return Sent::Done;
+            }
         }
         let mut out = OutMsg {
             peer,
@@ -1375,20 +1378,31 @@ impl Transport {
     /// [`placement::SAMPLE_EVERY`] can be timed. To a near peer the others
     /// need not: a message that fits one frame and is not the one to time
     /// takes the quick path from here (its frame is written the same way)
-    /// and counts as seen ([`placement::Drift::skips`]). Through
-    /// `push_frames` an 8 KiB message took 0.54-0.57 µs one way on one
-    /// Zen 4 CCD against 0.50 by the quick path (`docs/tuning.md`,
-    /// "Following the placement").
+    /// and, once written there, counts as seen ([`skipped`](Self::skipped);
+    /// one the quick path has no room for goes on to `push_frames`, whose
+    /// `Drift::start` counts it). Through `push_frames` an 8 KiB message
+    /// took 0.54-0.57 µs one way on one Zen 4 CCD against 0.50 by the
+    /// quick path (`docs/tuning.md`, "Following the placement").
+    ///
+    /// `Some(warm)`: the message may take the quick path; the ring was
+    /// `warm` (had lapped) when that was decided.
     #[inline]
-    fn untimed_sole(&mut self, peer: usize, len: usize) -> bool {
+    fn untimed_sole(&self, peer: usize, len: usize) -> Option<bool> {
         if !self.watch || len < self.watch_min || len > self.fragment || self.is_distant(peer) {
-            return false;
+            return None;
         }
-        let Some(Some(tx)) = self.tx.get_mut(peer) else {
-            return false;
-        };
+        let tx = self.tx.get(peer)?.as_ref()?;
         let warm = tx.prod.has_lapped();
-        tx.open.is_none() && tx.queue.is_empty() && tx.drift.skips(warm)
+        (tx.open.is_none() && tx.queue.is_empty() && tx.drift.skips(warm)).then_some(warm)
+    }
+
+    /// A message that [`untimed_sole`](Self::untimed_sole) let go untimed
+    /// (the ring `warm` then) went into `peer`'s ring by the quick path:
+    /// it counts as seen ([`placement::Drift::skipped`]).
+    fn skipped(&mut self, peer: usize, warm: bool) {
+        if let Some(Some(tx)) = self.tx.get_mut(peer) {
+            tx.drift.skipped(warm);
+        }
     }
 
     /// The eager fast path: sends `data` to `peer`, a rank of this job, as
@@ -1399,22 +1413,34 @@ impl Transport {
     pub fn try_send_eager(&mut self, peer: usize, env: &Envelope, data: &[u8]) -> bool {
         // A peer out of range, or this rank, has no producer end: the
         // lookup in `try_sole` sends it to `try_sole_first`, which says no.
-        (data.len() < self.eager_below || self.eager_untimed(peer, data.len()))
-            && self.try_sole(peer, env, data)
+        if data.len() < self.eager_below {
+            return self.try_sole(peer, env, data);
+        }
+        self.try_eager_untimed(peer, env, data)
     }
 
     /// See [`try_send_eager`](Self::try_send_eager): a message that only
     /// the watch kept from the quick path (it is below the limit that
-    /// `eager_below` started from), when it is not to be timed.
+    /// `eager_below` started from), sent so when it is not to be timed.
     #[inline(never)]
-    fn eager_untimed(&mut self, peer: usize, len: usize) -> bool {
+    fn try_eager_untimed(&mut self, peer: usize, env: &Envelope, data: &[u8]) -> bool {
         let limit = eager_limit(
             self.fragment,
             self.cma_threshold,
             self.blocking_from,
             self.pool_threshold,
         );
-        len < limit && self.untimed_sole(peer, len)
+        if data.len() >= limit {
+            return false;
+        }
+        let Some(warm) = self.untimed_sole(peer, data.len()) else {
+            return false;
+        };
+        let sent = self.try_sole(peer, env, data);
+        if sent {
+            self.skipped(peer, warm);
+        }
+        sent
     }
 
     /// Pushes `data` as one sole frame if nothing stands before it and the

@@ -287,19 +287,21 @@ impl Drift {
 
     /// Whether a near peer's next message of the watch minimum or more,
     /// into a ring that is `ring_warm` or not, goes untimed, as
-    /// [`start`](Self::start) would decide: then it counts as seen here
-    /// (the sender may write it by another path); the one to time is left
-    /// to `start`.
-    pub fn skips(&mut self, ring_warm: bool) -> bool {
-        if !ring_warm {
-            return true;
+    /// [`start`](Self::start) would decide. Changes nothing: a sender
+    /// that then writes the message by another path than `start`'s says
+    /// so by [`skipped`](Self::skipped); one that finds no room for it
+    /// there leaves it to `start`, which counts it once.
+    pub fn skips(&self, ring_warm: bool) -> bool {
+        !ring_warm || self.seen.wrapping_add(1) % SAMPLE_EVERY != 0
+    }
+
+    /// A message that [`skips`](Self::skips) let go untimed was written:
+    /// it counts as seen (a ring not yet warm counts none, as in
+    /// [`start`](Self::start)).
+    pub fn skipped(&mut self, ring_warm: bool) {
+        if ring_warm {
+            self.seen = self.seen.wrapping_add(1);
         }
-        let next = self.seen.wrapping_add(1);
-        if next % SAMPLE_EVERY == 0 {
-            return false;
-        }
-        self.seen = next;
-        true
     }
 
     /// Whether message `id`'s frames are written with streaming stores.
@@ -699,15 +701,32 @@ mod tests {
     fn near_messages_skip_the_timing_but_one_in_sample_every() {
         let mut d = Drift::default();
         assert!(d.skips(false) && d.skips(false));
+        d.skipped(false);
         for id in 0..3u64 {
             for _ in 1..SAMPLE_EVERY {
-                assert!(d.skips(true));
+                // Asking again before the message is written (the quick
+                // path found no room, the caller tried once more) counts
+                // nothing.
+                assert!(d.skips(true) && d.skips(true));
+                d.skipped(true);
             }
             assert!(!d.skips(true), "the one to time");
+            assert!(!d.skips(true), "asking twice");
             d.start(id, WATCH_MIN, NEAR);
             assert!(d.times(id), "message {id}");
             d.end(Instant::now(), SLOW_RING);
         }
+        // A skipped message whose quick path found no room goes to
+        // `start`, which counts it once: the fourth after the last timed
+        // one is timed, whatever path the others took.
+        assert!(d.skips(true));
+        d.start(10, WATCH_MIN, NEAR);
+        assert!(!d.times(10));
+        for _ in 2..SAMPLE_EVERY {
+            assert!(d.skips(true));
+            d.skipped(true);
+        }
+        assert!(!d.skips(true), "the one to time");
     }
 
     #[test]
