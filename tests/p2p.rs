@@ -485,6 +485,61 @@ fn a_window_of_receives_into_one_buffer_delivers_every_message() {
     );
 }
 
+/// A window of small receives from a named source and tag takes its
+/// front straight from the ring, and posts the rest at the first frame
+/// that is not its envelope's (here a message of another tag): the
+/// statuses keep the order the messages were sent in (their lengths
+/// tell them apart), the other tag's message is left for its own
+/// receive, and the buffer holds a whole message. Twice, so that the
+/// second window starts with the engine quiet again; then a message
+/// longer than the buffer ends a window taken straight with `Truncate`.
+#[test]
+fn a_window_from_a_named_source_keeps_the_order_across_its_two_paths() {
+    run_ranks(
+        2,
+        "a_window_from_a_named_source_keeps_the_order_across_its_two_paths",
+        |u| {
+            let w = u.world();
+            w.set_errhandler(shmpi::ErrHandler::Return);
+            let len = |i: u64| 8 + i as usize;
+            for round in 0..2u64 {
+                if w.rank() == 0 {
+                    for i in 0..30 {
+                        if i == 10 {
+                            w.send(&[7u8; 3], 1, 99).unwrap();
+                        }
+                        w.send(&pattern(round * 100 + i, len(i)), 1, 5).unwrap();
+                    }
+                } else {
+                    let mut b = vec![0u8; 64];
+                    let st = w.recv_many(&mut b, 30, 0, 5).unwrap();
+                    let got: Vec<usize> = st.iter().map(|s| s.bytes).collect();
+                    let want: Vec<usize> = (0..30).map(len).collect();
+                    assert_eq!(got, want, "round {round}: in the order sent");
+                    assert!(st.iter().all(|s| (s.source, s.tag) == (0, 5)));
+                    let whole = |i: u64| b[..len(i)] == pattern(round * 100 + i, len(i))[..];
+                    assert!((0..30).any(whole), "round {round}: a whole message");
+                    let mut c = [0u8; 3];
+                    let s = w.recv(&mut c, 0, 99).unwrap();
+                    assert_eq!((c, s.bytes), ([7; 3], 3), "round {round}");
+                }
+                w.barrier().unwrap();
+            }
+            if w.rank() == 0 {
+                w.send(&[1u8; 8], 1, 6).unwrap();
+                w.send(&[2u8; 100], 1, 6).unwrap();
+                w.send(&[3u8; 8], 1, 6).unwrap();
+            } else {
+                let mut b = [0u8; 64];
+                let e = w.recv_many(&mut b, 2, 0, 6).unwrap_err();
+                assert_eq!(e.class(), ErrorClass::Truncate, "{e}");
+                let st = w.recv_many(&mut b, 1, 0, 6).unwrap();
+                assert_eq!((st[0].bytes, b[..8].to_vec()), (8, vec![3u8; 8]));
+            }
+        },
+    );
+}
+
 /// The same window with every send of 8 KiB and more by rendezvous (the
 /// receiver's single-copy pulls into the shared buffer), where the
 /// kernel allows it.
