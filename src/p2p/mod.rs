@@ -1011,8 +1011,8 @@ const RECHECK: usize = 256;
 
 /// The largest buffer a window of receives ([`Shared::recv_many_bytes`])
 /// takes its front into straight from the ring. Up to 128 B that raised
-/// a window's bandwidth 4-29% (`shmpi-bench bw`, one CCD); from 256 B it
-/// cost 11-25%, where the general path's poll drains several frames a
+/// a window's bandwidth 8-26% (`shmpi-bench bw`, one CCD); from 256 B it
+/// cost 2-30%, where the general path's poll drains several frames a
 /// look (`docs/benchmarks.md`, "twenty-fifth pass").
 const MANY_DIRECT_MAX: usize = 128;
 
