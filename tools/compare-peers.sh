@@ -3,7 +3,8 @@
 # compare-peers.sh - compare shmpi's point-to-point latency/bandwidth with
 # MPICH and Open MPI on this machine, OSU style.
 #
-# Usage: tools/compare-peers.sh [MODE] [--rounds R] [--max-size N] [--ranks N]
+# Usage: tools/compare-peers.sh [MODE] [--rounds R] [--min-size N] [--max-size N] [--ranks N]
+#                                [--placement any|core|one|across] [--wait S]
 #
 #   MODE: latency | bw | all (both) | nblatency | barrier | bcast | reduce |
 #         allreduce | allgather | alltoall | coll (all six collectives)
@@ -12,6 +13,19 @@
 #         --irecv), the halo exchange's pattern
 #   --ranks N: ranks for the collectives (default 2; point-to-point is
 #              always 2). With more ranks than CPUs nobody is pinned.
+#   --placement core|one|across: run only in that placement of CPUs 0
+#              and 1, as `shmpi-bench floor` finds it (its cache-line
+#              one-way figure): before each run it waits (up to --wait S
+#              seconds, default 600) until the floor says so, and after the
+#              run it measures again; a run whose floor changed meanwhile is
+#              dropped and run again. `core`: both floors below
+#              FLOOR_CORE_US (default 0.03 us: one core's two threads);
+#              `one`: both from FLOOR_CORE_US to below FLOOR_NEAR_US
+#              (default 0.1: two cores of one CCD); `across`: both at least
+#              FLOOR_FAR_US (default 0.15: two CCDs). The defaults fit the
+#              2-vCPU Zen 4 VMs of docs/benchmarks.md, whose host moves the
+#              vCPUs between those placements every few seconds; measure
+#              your machine's floors first. `any` (default): no floor.
 #
 # What it does:
 #   1. Builds tools/peers/osu_pingpong.c and tools/peers/osu_coll.c (our
@@ -39,7 +53,10 @@
 #   different ones - which changes core-to-core latency and bandwidth by a
 #   large factor.  Running each contender's rounds back to back would let one
 #   contender get all the "good" placements; interleaving spreads the luck,
-#   and the median over rounds throws away the outliers.
+#   and the median over rounds throws away the outliers.  Where a placement
+#   lasts only seconds, interleaving is not enough (one contender's rounds
+#   can still fall in another placement than the next's): --placement
+#   compares only runs that began and ended in the one named.
 #
 # Every run is wrapped in `timeout 300` so a hung peer cannot hang the script;
 # a failed or timed-out run is reported and its round is simply missing.
@@ -57,7 +74,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 
 usage() {
-    echo "usage: $0 [latency|bw|all|nblatency|barrier|bcast|reduce|allreduce|allgather|alltoall|coll] [--rounds R] [--max-size N] [--ranks N]" >&2
+    echo "usage: $0 [latency|bw|all|nblatency|barrier|bcast|reduce|allreduce|allgather|alltoall|coll] [--rounds R] [--min-size N] [--max-size N] [--ranks N] [--placement any|core|one|across] [--wait S]" >&2
     exit 2
 }
 
@@ -65,13 +82,19 @@ usage() {
 MODE=all
 ROUNDS=3
 MAX_SIZE=$((4 * 1024 * 1024))
+MIN_SIZE=
 NRANKS=2
+PLACEMENT=any
+WAIT=600
 while [ $# -gt 0 ]; do
     case "$1" in
         latency | bw | all | nblatency | barrier | bcast | reduce | allreduce | allgather | alltoall | coll) MODE=$1 ;;
         --ranks) [ $# -ge 2 ] || usage; NRANKS=$2; shift ;;
         --rounds) [ $# -ge 2 ] || usage; ROUNDS=$2; shift ;;
+        --min-size) [ $# -ge 2 ] || usage; MIN_SIZE=$2; shift ;;
         --max-size) [ $# -ge 2 ] || usage; MAX_SIZE=$2; shift ;;
+        --placement) [ $# -ge 2 ] || usage; PLACEMENT=$2; shift ;;
+        --wait) [ $# -ge 2 ] || usage; WAIT=$2; shift ;;
         -h | --help) usage ;;
         *) echo "unknown argument: $1" >&2; usage ;;
     esac
@@ -79,6 +102,12 @@ while [ $# -gt 0 ]; do
 done
 [[ "$ROUNDS" =~ ^[1-9][0-9]*$ ]] || { echo "--rounds must be a positive integer" >&2; exit 2; }
 [[ "$MAX_SIZE" =~ ^[0-9]+$ ]] || { echo "--max-size must be a non-negative integer" >&2; exit 2; }
+[ -z "$MIN_SIZE" ] || [[ "$MIN_SIZE" =~ ^[0-9]+$ ]] || { echo "--min-size must be a non-negative integer" >&2; exit 2; }
+case "$PLACEMENT" in any | core | one | across) ;; *) echo "--placement must be any, core, one or across" >&2; exit 2 ;; esac
+[[ "$WAIT" =~ ^[0-9]+$ ]] || { echo "--wait must be a non-negative integer" >&2; exit 2; }
+FLOOR_CORE_US=${FLOOR_CORE_US:-0.03}
+FLOOR_NEAR_US=${FLOOR_NEAR_US:-0.1}
+FLOOR_FAR_US=${FLOOR_FAR_US:-0.15}
 case "$MODE" in
     all) MODES="latency bw" ;;
     coll) MODES="barrier bcast reduce allreduce allgather alltoall" ;;
@@ -205,7 +234,7 @@ echo "# load:     $(cut -d' ' -f1-3 /proc/loadavg) (1/5/15 min), CPUs ${BUSY}% b
 if [ "$BUSY" -ge 15 ]; then
     echo "# WARNING:  the machine is busy (${BUSY}% CPU) - results will be noisy; rerun when idle"
 fi
-echo "# rounds:   $ROUNDS, max size $MAX_SIZE, contenders: ${NAMES[*]}"
+echo "# rounds:   $ROUNDS, ${MIN_SIZE:+min size $MIN_SIZE, }max size $MAX_SIZE, placement $PLACEMENT, contenders: ${NAMES[*]}"
 
 # ---------------------------------------------------------------- /dev/shm
 # Open MPI's vader BTL keeps its segments as /dev/shm/vader_segment.* files
@@ -223,6 +252,40 @@ shm_cleanup() { # shm_cleanup SNAPSHOT_FILE
         rm -f -- "$f"
     done
 }
+
+# ---------------------------------------------------------------- placement
+# floor_us: the cache-line one-way latency between CPUs 0 and 1 now, and
+# the minimal ring's 8 B one-way (the floor the latency target is stated
+# against), in us, from shmpi-bench floor (about a second); empty if it
+# failed.
+floor_us() {
+    timeout -k 5 60 "$FLOOR_BENCH" floor --cpus 0,1 --iterations 200000 2>/dev/null |
+        awk '/^cache-line one-way/ { c = $NF } /^ring one-way latency, 8 B/ { r = $NF }
+             END { if (c != "" && r != "") print c, r }'
+}
+# in_placement "CL RING": whether the cache-line floor CL says the
+# placement asked for.
+in_placement() {
+    set -- $1
+    [ -n "${1:-}" ] || return 1
+    case "$PLACEMENT" in
+        core) awk -v f="$1" -v t="$FLOOR_CORE_US" 'BEGIN { exit !(f < t) }' ;;
+        one) awk -v f="$1" -v c="$FLOOR_CORE_US" -v t="$FLOOR_NEAR_US" 'BEGIN { exit !(f >= c && f < t) }' ;;
+        across) awk -v f="$1" -v t="$FLOOR_FAR_US" 'BEGIN { exit !(f >= t) }' ;;
+        *) return 0 ;;
+    esac
+}
+FLOOR_BENCH=${SHMPI_BENCH%% *}
+DROPPED=0
+if [ "$PLACEMENT" != any ]; then
+    if [ ! -x "$FLOOR_BENCH" ]; then
+        echo "--placement needs shmpi-bench (its floor subcommand): build it with cargo build --release" >&2
+        exit 1
+    fi
+    echo "# placement: $PLACEMENT (runs begun and ended with shmpi-bench floor's cache-line one-way" \
+        "$(case "$PLACEMENT" in core) echo "below $FLOOR_CORE_US" ;; one) echo "from $FLOOR_CORE_US to below $FLOOR_NEAR_US" ;; *) echo "at least $FLOOR_FAR_US" ;; esac) us;" \
+        "up to $WAIT s of waiting a run)"
+fi
 
 # ---------------------------------------------------------------- running
 # run_one MODE INDEX ROUND: runs contender INDEX once and appends
@@ -256,10 +319,36 @@ run_one() {
     if [ "$name" = shmpi-C ] && [ "$bin" != osu_pingpong ]; then
         return 0 # the C contender runs the point-to-point modes only
     fi
-    echo "  round $round/$ROUNDS  $name $mode"
-    shm_snapshot >"$WORK/shm.before"
-    # -k: if TERM is ignored, KILL 10 s later.
-    timeout -k 10 "$RUN_TIMEOUT" "${cmd[@]}" "$arg" --max-size "$MAX_SIZE" "${extra[@]}" >"$out" 2>"$err" || rc=$?
+    local -a sizes=(--max-size "$MAX_SIZE")
+    [ -z "$MIN_SIZE" ] || sizes=(--min-size "$MIN_SIZE" "${sizes[@]}")
+    local f1= f2= deadline=$((SECONDS + WAIT))
+    while :; do
+        if [ "$PLACEMENT" != any ]; then
+            f1=$(floor_us)
+            while ! in_placement "$f1"; do
+                if [ "$SECONDS" -ge "$deadline" ]; then
+                    echo "    no $PLACEMENT placement within $WAIT s (floor ${f1:-?} us); round dropped" >&2
+                    return 0
+                fi
+                sleep 1
+                f1=$(floor_us)
+            done
+        fi
+        echo "  round $round/$ROUNDS  $name $mode${f1:+  (floors $f1 us)}"
+        shm_snapshot >"$WORK/shm.before"
+        rc=0
+        # -k: if TERM is ignored, KILL 10 s later.
+        timeout -k 10 "$RUN_TIMEOUT" "${cmd[@]}" "$arg" "${sizes[@]}" "${extra[@]}" >"$out" 2>"$err" || rc=$?
+        [ "$PLACEMENT" != any ] && [ "$rc" -eq 0 ] || break
+        f2=$(floor_us)
+        in_placement "$f2" && break
+        DROPPED=$((DROPPED + 1))
+        echo "    the placement changed during the run (floors ${f2:-?} us after); run again" >&2
+        if [ "$SECONDS" -ge "$deadline" ]; then
+            echo "    no whole run in the $PLACEMENT placement within $WAIT s; round dropped" >&2
+            return 0
+        fi
+    done
     if [ "$rc" -ne 0 ]; then
         shm_cleanup "$WORK/shm.before"
         if [ "$rc" -eq 124 ]; then
@@ -272,10 +361,14 @@ run_one() {
     fi
     # Rows are "size value" (or "size,value": shmpi-bench CSV); skip
     # comments, blank and malformed lines.
-    awk -v n="$name" '
+    # In a placement, a fourth column: the run's ring floor (the mean of
+    # the 8 B minimal ring's one-way before and after it).
+    local ring=
+    [ -z "$f1" ] || [ -z "$f2" ] || ring=$(echo "$f1 $f2" | awk '{ printf "%.4f", ($2 + $4) / 2 }')
+    awk -v n="$name" -v ring="$ring" '
         /^[[:space:]]*#/ { next }
         /^[0-9]+,/ { gsub(",", " ") }
-        $1 ~ /^[0-9]+$/ && $2 ~ /^[0-9.eE+-]+$/ { print n, $1, $2 }
+        $1 ~ /^[0-9]+$/ && $2 ~ /^[0-9.eE+-]+$/ { if (ring != "") print n, $1, $2, ring; else print n, $1, $2 }
     ' "$out" >"$WORK/run.rows"
     if [ ! -s "$WORK/run.rows" ]; then
         echo "    $name printed no result rows (expected '# ...' comments, then 'size value'); round dropped" >&2
@@ -295,6 +388,7 @@ report() {
     fi
     echo
     echo "# $mode ($unit of $ROUNDS rounds; $better)"
+    [ "$PLACEMENT" = any ] || echo "# placement: $PLACEMENT only (runs begun and ended there; $DROPPED runs redone in all)"
     if [ ! -s "$dat" ]; then
         echo "# no results"
         return 0
@@ -358,6 +452,30 @@ report() {
         }
     ' "$WORK/$mode.med"
     done
+    if [ "$PLACEMENT" != any ] && [ "$mode" != bw ] && awk 'NF >= 4 && $4 > 0 { f = 1 } END { exit !f }' "$dat"; then
+        # Latency over the same run's ring floor, per run, then the median
+        # per contender and size: the form of the target "<= 1.3x the
+        # floor ring figure".
+        echo
+        echo "# $mode over the same run's ring floor (shmpi-bench floor, 8 B minimal ring, mean of before and after), median of the runs"
+        awk 'NF >= 4 && $4 > 0 { print $1, $2, $3 / $4 }' "$dat" | sort -k1,1 -k2,2n -k3,3g | awk -v names="${NAMES[*]}" '
+            BEGIN { nc = split(names, nm, " ") }
+            function flush() {
+                if (cnt == 0) return
+                med[key] = (cnt % 2) ? v[(cnt + 1) / 2] : (v[cnt / 2] + v[cnt / 2 + 1]) / 2
+                split(key, kk, " "); if (!(kk[2] in seen)) { seen[kk[2]] = 1; sizes[++ns] = kk[2] }
+            }
+            { k = $1 " " $2; if (k != key) { flush(); key = k; cnt = 0 } v[++cnt] = $3 }
+            END {
+                flush()
+                for (i = 2; i <= ns; i++) { x = sizes[i]; j = i - 1
+                    while (j > 0 && sizes[j] + 0 > x + 0) { sizes[j + 1] = sizes[j]; j-- } sizes[j + 1] = x }
+                hdr = sprintf("%-10s", "# Size"); for (c = 1; c <= nc; c++) hdr = hdr sprintf("%14s", nm[c]); print hdr
+                for (i = 1; i <= ns; i++) { row = sprintf("%-10s", sizes[i])
+                    for (c = 1; c <= nc; c++) { k = nm[c] " " sizes[i]; row = row sprintf("%14s", (k in med) ? sprintf("%.2f", med[k]) : "-") }
+                    print row }
+            }'
+    fi
     # keep the raw samples for later inspection
     cp "$dat" "$OUTDIR/last-$mode.dat"
 }
@@ -377,4 +495,4 @@ for mode in $MODES; do
     report "$mode"
 done
 echo
-echo "# raw samples (name size value): $OUTDIR/last-<mode>.dat"
+echo "# raw samples (name size value, and with --placement the run's ring floor): $OUTDIR/last-<mode>.dat"

@@ -5,10 +5,13 @@
 # and one PNG plot (latency and bandwidth against size, log axes, a curve
 # per contender).
 #
-# Usage: tools/compare.sh [--rounds R] [--max-size N] [--plot FILE.png] [--again]
+# Usage: tools/compare.sh [--rounds R] [--max-size N] [--placement P] [--plot FILE.png] [--again]
 #
 #   --rounds R     alternating rounds of each contender (default 5)
 #   --max-size N   largest message (default 4 MiB)
+#   --placement P  core | one | across: every run begins and ends in that
+#                  placement of the two CPUs, by shmpi-bench floor
+#                  (tools/compare-peers.sh --placement); any (default)
 #   --plot FILE    where the PNG goes (default target/peers/compare.png)
 #   --again        no new run: table and plot from the last run's samples
 #                  (target/peers/last-latency.dat, last-bw.dat)
@@ -46,8 +49,9 @@ ROUNDS=5
 MAX_SIZE=$((4 * 1024 * 1024))
 PLOT=target/peers/compare.png
 AGAIN=0
+PLACEMENT=any
 usage() {
-    echo "usage: $0 [--rounds R] [--max-size N] [--plot FILE.png] [--again]" >&2
+    echo "usage: $0 [--rounds R] [--max-size N] [--placement any|core|one|across] [--plot FILE.png] [--again]" >&2
     exit 2
 }
 ARGS=("$@")
@@ -56,6 +60,7 @@ while [ $# -gt 0 ]; do
         --rounds) [ $# -ge 2 ] || usage; ROUNDS=$2; shift ;;
         --max-size) [ $# -ge 2 ] || usage; MAX_SIZE=$2; shift ;;
         --plot) [ $# -ge 2 ] || usage; PLOT=$2; shift ;;
+        --placement) [ $# -ge 2 ] || usage; PLACEMENT=$2; shift ;;
         --again) AGAIN=1 ;;
         -h | --help) usage ;;
         *) echo "unknown argument: $1" >&2; usage ;;
@@ -85,8 +90,8 @@ if [ "$AGAIN" = 1 ]; then
     commit=$(cat target/peers/compare.commit 2>/dev/null || echo unknown)
     echo "# --again: the samples of the last run ($ROUNDS rounds, ${when:-date unknown})"
 else
-    echo "# running tools/compare-peers.sh all --rounds $ROUNDS --max-size $MAX_SIZE (log: $LOG)"
-    tools/compare-peers.sh all --rounds "$ROUNDS" --max-size "$MAX_SIZE" >"$LOG" 2>&1 || {
+    echo "# running tools/compare-peers.sh all --rounds $ROUNDS --max-size $MAX_SIZE --placement $PLACEMENT (log: $LOG)"
+    tools/compare-peers.sh all --rounds "$ROUNDS" --max-size "$MAX_SIZE" --placement "$PLACEMENT" >"$LOG" 2>&1 || {
         echo "compare-peers.sh failed; see $LOG" >&2
         tail -20 "$LOG" >&2
         exit 1
@@ -98,6 +103,7 @@ echo "# tools/compare.sh ${ARGS[*]:-}"
 echo "# machine: $MACHINE"
 echo "# peers:   $PEERS"
 echo "# shmpi:   commit $commit, $when"
+[ "$PLACEMENT" = any ] || echo "# placement: $PLACEMENT only (every run begun and ended there, by shmpi-bench floor)"
 
 # stats FILE KIND: "size shmpi mpich ompi" per size, KIND = median | best
 # (best = lowest for latency files, highest for bandwidth); "?" where a
@@ -154,7 +160,7 @@ gnuplot <<EOF
 set terminal pngcairo size 1500,620 font "Sans,10"
 set output "$PLOT"
 set datafile missing "?"
-set multiplot layout 1,2 title "shmpi vs MPICH vs Open MPI, 2 ranks pinned to 2 cores, median of $ROUNDS alternating rounds\n$MACHINE; $PEERS; shmpi $commit, $when" font "Sans,11"
+set multiplot layout 1,2 title "shmpi vs MPICH vs Open MPI, 2 ranks pinned to 2 cores, median of $ROUNDS alternating rounds$( [ "$PLACEMENT" = any ] || echo ", placement $PLACEMENT only")\n$MACHINE; $PEERS; shmpi $commit, $when" font "Sans,11"
 set logscale x 2
 set logscale y 10
 set grid xtics ytics mxtics mytics lc rgb "#dddddd"
