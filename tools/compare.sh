@@ -14,7 +14,8 @@
 #                  (tools/compare-peers.sh --placement); any (default)
 #   --plot FILE    where the PNG goes (default target/peers/compare.png)
 #   --again        no new run: table and plot from the last run's samples
-#                  (target/peers/last-latency.dat, last-bw.dat)
+#                  (target/peers/last-latency.dat, last-bw.dat; its
+#                  placement, not --placement's)
 #
 # What it does:
 #   1. Builds shmpi-bench (cargo build --release).
@@ -88,6 +89,7 @@ if [ "$AGAIN" = 1 ]; then
     ROUNDS=$(awk '$1 == "shmpi" && $2 == 8 { n++ } END { print n + 0 }' target/peers/last-latency.dat)
     when=$(sed -n 's/^# date: *//p' "$LOG" 2>/dev/null | head -1)
     commit=$(cat target/peers/compare.commit 2>/dev/null || echo unknown)
+    PLACEMENT=$(cat target/peers/compare.placement 2>/dev/null || echo any)
     echo "# --again: the samples of the last run ($ROUNDS rounds, ${when:-date unknown})"
 else
     echo "# running tools/compare-peers.sh all --rounds $ROUNDS --max-size $MAX_SIZE --placement $PLACEMENT (log: $LOG)"
@@ -97,6 +99,7 @@ else
         exit 1
     }
     echo "$commit" >target/peers/compare.commit
+    echo "$PLACEMENT" >target/peers/compare.placement
 fi
 
 echo "# tools/compare.sh ${ARGS[*]:-}"
