@@ -1351,11 +1351,8 @@ impl Transport {
     /// [`send`](Self::send) for a message that is not one sole frame now.
     #[inline(never)]
     fn send_slow(&mut self, peer: usize, env: &Envelope, data: &[u8]) -> Sent {
-        if let Some(warm) = self.untimed_sole(peer, data.len()) {
-            if self.try_sole(peer, env, data) {
-                self.skipped(peer, warm);
-                return Sent::Done;
-            }
+        if self.try_sole_untimed(peer, env, data) {
+            return Sent::Done;
         }
         let mut out = OutMsg {
             peer,
@@ -1430,9 +1427,16 @@ impl Transport {
             self.blocking_from,
             self.pool_threshold,
         );
-        if data.len() >= limit {
-            return false;
-        }
+        data.len() < limit && self.try_sole_untimed(peer, env, data)
+    }
+
+    /// The quick path for a message of the watch minimum or more that is
+    /// not to be timed ([`untimed_sole`](Self::untimed_sole)): true when
+    /// it went into the ring whole, then counted as seen
+    /// ([`skipped`](Self::skipped)); false with nothing done or counted
+    /// (`push_frames` then counts it).
+    #[inline]
+    fn try_sole_untimed(&mut self, peer: usize, env: &Envelope, data: &[u8]) -> bool {
         let Some(warm) = self.untimed_sole(peer, data.len()) else {
             return false;
         };
