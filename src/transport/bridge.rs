@@ -139,6 +139,8 @@ impl Transport {
         let (roff, rlen) = layout.receiver_region(me);
         seg.reserve(roff, rlen)
             .map_err(|e| Error::new(ErrorClass::NoMem, format!("bridge rings: {e}")))?;
+        // Mapped now, not by faults during the first lap (`Segment::populate`).
+        seg.populate(roff, rlen);
         let cap = layout.ring_capacity();
         let id = self.bridges.len();
         let first = self.size() + self.far.len();

@@ -520,6 +520,9 @@ impl Transport {
         let (roff, rlen) = layout.receiver_region(me);
         if rlen > 0 {
             seg.reserve(roff, rlen)?;
+            // Mapped now, not by a fault every 4 KiB of the rings' first
+            // lap (`Segment::populate`; a refusal only leaves the faults).
+            seg.populate(roff, rlen);
         }
         let cap = layout.ring_capacity();
         let owner: ring::Owner = seg.clone();
@@ -1278,6 +1281,11 @@ impl Transport {
         let cap = layout.ring_capacity();
         let hp = ring_header(&seg, h);
         let data = ring_data(&seg, d, cap);
+        // This side's page-table entries for the ring, made now rather
+        // than by a fault every 4 KiB of its first lap (the receiver
+        // made its own in `new`).
+        seg.populate(h, core::mem::size_of::<RingHeader>());
+        seg.populate(d, cap);
         let owner: ring::Owner = seg;
         // SAFETY: the peer initialised this header and reserved its
         // region before the start barrier (a bridge's before the
