@@ -276,8 +276,8 @@ impl Segment {
     /// Maps the pages of `offset..offset + len` (widened to whole pages)
     /// into this process now, writable, so the first pass of a ring
     /// through them does not take a page fault for every 4 KiB: on the
-    /// AMD EPYC VM the first lap of an 8 B ping-pong round a 1 MiB ring
-    /// (32,768 round trips) ran at 110-200 ns one-way against 65-80 after
+    /// AMD EPYC VM the first lap of an 8 B ping-pong round a 2 MiB ring
+    /// (32,768 round trips) ran at 100-200 ns one-way against 65-80 after
     /// it (`docs/benchmarks.md`, "Issue 6, twenty-seventh pass"). Pages
     /// not yet allocated are allocated from this process, as a first
     /// touch would. Returns whether the kernel did it
