@@ -13,9 +13,12 @@
 #                  placement of the two CPUs, by shmpi-bench floor
 #                  (tools/compare-peers.sh --placement); any (default)
 #   --plot FILE    where the PNG goes (default target/peers/compare.png)
-#   --again        no new run: table and plot from the last run's samples
-#                  (target/peers/last-latency.dat, last-bw.dat; its
-#                  placement, not --placement's)
+#   --again        no new run: table and plot from the samples of the
+#                  last compare.sh run (target/peers/compare-latency.dat,
+#                  compare-bw.dat, copied from compare-peers.sh's
+#                  last-*.dat when it ended, so a compare-peers.sh run of
+#                  its own since does not replace them; its placement, not
+#                  --placement's)
 #
 # What it does:
 #   1. Builds shmpi-bench (cargo build --release).
@@ -83,10 +86,13 @@ PEERS="MPICH ${mpich:-absent}, Open MPI ${ompi:-absent} (ob1+vader)"
 
 mkdir -p target/peers
 LOG=target/peers/compare-peers.log
+# This script's own copies of its run's samples.
+LAT=target/peers/compare-latency.dat
+BW=target/peers/compare-bw.dat
 if [ "$AGAIN" = 1 ]; then
-    [ -s target/peers/last-latency.dat ] && [ -s target/peers/last-bw.dat ] ||
-        { echo "--again: no samples of an earlier run in target/peers" >&2; exit 1; }
-    ROUNDS=$(awk '$1 == "shmpi" && $2 == 8 { n++ } END { print n + 0 }' target/peers/last-latency.dat)
+    [ -s "$LAT" ] && [ -s "$BW" ] ||
+        { echo "--again: no samples of an earlier compare.sh run in target/peers ($LAT, $BW)" >&2; exit 1; }
+    ROUNDS=$(awk '$1 == "shmpi" && $2 == 8 { n++ } END { print n + 0 }' "$LAT")
     when=$(sed -n 's/^# date: *//p' "$LOG" 2>/dev/null | head -1)
     commit=$(cat target/peers/compare.commit 2>/dev/null || echo unknown)
     PLACEMENT=$(cat target/peers/compare.placement 2>/dev/null || echo any)
@@ -98,6 +104,8 @@ else
         tail -20 "$LOG" >&2
         exit 1
     }
+    cp target/peers/last-latency.dat "$LAT"
+    cp target/peers/last-bw.dat "$BW"
     echo "$commit" >target/peers/compare.commit
     echo "$PLACEMENT" >target/peers/compare.placement
 fi
@@ -132,8 +140,8 @@ stats() {
 
 table() { # table KIND
     local kind=$1
-    stats target/peers/last-latency.dat "$kind" >"target/peers/lat-$kind.dat"
-    stats target/peers/last-bw.dat "$kind" >"target/peers/bw-$kind.dat"
+    stats "$LAT" "$kind" >"target/peers/lat-$kind.dat"
+    stats "$BW" "$kind" >"target/peers/bw-$kind.dat"
     echo
     echo "# $kind of $ROUNDS rounds; lat in us (ratio < 1: shmpi faster), bw in MB/s (ratio > 1: shmpi faster); ratio = shmpi / the better peer;"
     echo "# shmpi = shmpi-bench (Rust); C = the peers' own C program on shmpi (tools/shmpicc), C/p = C / the better peer"
