@@ -284,22 +284,26 @@ impl Segment {
     /// (`MADV_POPULATE_WRITE`, Linux 5.14); otherwise the pages fault in
     /// on first use as before, so a refusal is not an error.
     pub fn populate(&self, offset: usize, len: usize) -> bool {
-        assert!(offset + len <= self.len(), "populate past the segment");
+        assert!(
+            offset.checked_add(len).is_some_and(|e| e <= self.len()),
+            "populate past the segment"
+        );
         if len == 0 {
             return true;
         }
         let page = page_size();
         let start = offset / page * page;
         let end = (offset + len).div_ceil(page) * page;
-        let end = end.min(self.len().div_ceil(page) * page);
         // SAFETY: `start..end` lies within this handle's mapping (the
         // mapping is whole pages from a page-aligned base, and `end` is
-        // rounded within its last page); MADV_POPULATE_WRITE only faults
-        // the pages in (allocating holes as a write would, without
-        // changing any byte), so no other process's view of the memory
-        // changes; it reports a failure (EINVAL on old kernels, EFAULT
-        // where a SIGBUS would have come, as on a full /dev/shm) instead
-        // of raising it.
+        // rounded up within the page that holds the segment's last byte,
+        // which the file covers); MADV_POPULATE_WRITE only faults the
+        // pages in (allocating holes as a write would, without changing
+        // any byte), setting this process's page-table entries, so no
+        // other process's view of the memory changes; it reports a
+        // failure (EINVAL on old kernels, EFAULT where a SIGBUS would have
+        // come, as on a full /dev/shm, ENOMEM, EINTR) instead of raising
+        // it.
         let rc = unsafe {
             libc::madvise(
                 self.base().as_ptr().wrapping_add(start).cast(),
@@ -481,28 +485,33 @@ mod tests {
         }
         let seg = Segment::attach(&path, spec).unwrap();
         made.unlink();
+        let pages = (LEN / page_size()) as i64;
+        // A range of this mapping that is not populated faults about page
+        // by page (read fault-around maps the pages already in use in
+        // one go), so the fault counts below mean something; where it
+        // does not (huge pages in /dev/shm, no per-thread counts), they
+        // are not checked.
+        let cold = minor_faults();
+        touch(&seg, head + LEN + page_size(), LEN / 2);
+        let counted = minor_faults() - cold >= pages / 2 / 8;
         let before = minor_faults();
         let populated = seg.populate(a, LEN);
         let after_populate = minor_faults();
         touch(&seg, head + page_size(), LEN - 2 * page_size());
         let after_touch = minor_faults();
-        if populated {
-            // The kernel counts the pages it mapped as faults of this
-            // thread (one each, the range widened to whole pages), taken
-            // without the trap; on first use they take none.
-            let pages = (LEN / page_size()) as i64;
-            let made = after_populate - before;
-            assert!(
-                (pages..pages + 8).contains(&made),
-                "{made} faults for {pages} pages"
-            );
-            assert!(
-                after_touch - after_populate < 8,
-                "{} faults",
-                after_touch - after_populate
-            );
-        } else {
-            eprintln!("MADV_POPULATE_WRITE refused (kernel before 5.14?): not checked");
+        match (populated, counted) {
+            (true, true) => {
+                // The kernel counts the pages it mapped as faults of this
+                // thread (one each at most, the range widened to whole
+                // pages), taken without the trap; on first use the pages
+                // take none (a few stray ones allowed).
+                let made = after_populate - before;
+                assert!(made <= pages + 8, "{made} faults for {pages} pages");
+                let first_use = after_touch - after_populate;
+                assert!(first_use < 8, "{first_use} faults on first use");
+            }
+            (false, _) => eprintln!("MADV_POPULATE_WRITE refused (kernel before 5.14?)"),
+            (true, false) => eprintln!("faults not counted page by page here: not checked"),
         }
         // The bytes stay, inside the range and past it.
         let at = |off: usize| {
@@ -512,15 +521,6 @@ mod tests {
         assert_eq!(
             [at(a), at(a + LEN / 2), at(a + LEN - 1), at(head + LEN + 5)],
             [1, 2, 3, 4]
-        );
-        // An unpopulated range of the same mapping faults page by page, so
-        // the check above means something.
-        let cold = minor_faults();
-        touch(&seg, head + LEN + page_size(), LEN / 2);
-        let cold_faults = minor_faults() - cold;
-        assert!(
-            cold_faults >= (LEN / 2 / page_size()) as i64 / 2,
-            "{cold_faults} faults"
         );
         // Nothing to do for an empty range.
         assert!(seg.populate(head, 0));
