@@ -294,16 +294,14 @@ impl Segment {
         let page = page_size();
         let start = offset / page * page;
         let end = (offset + len).div_ceil(page) * page;
-        // SAFETY: `start..end` lies within this handle's mapping (the
-        // mapping is whole pages from a page-aligned base, and `end` is
-        // rounded up within the page that holds the segment's last byte,
-        // which the file covers); MADV_POPULATE_WRITE only faults the
-        // pages in (allocating holes as a write would, without changing
-        // any byte), setting this process's page-table entries, so no
-        // other process's view of the memory changes; it reports a
-        // failure (EINVAL on old kernels, EFAULT where a SIGBUS would have
-        // come, as on a full /dev/shm, ENOMEM, EINTR) instead of raising
-        // it.
+        // MADV_POPULATE_WRITE faults the pages in (allocating holes as a
+        // write would) without changing any byte: only this process's
+        // page tables change. It reports a failure (EINVAL on old kernels,
+        // EFAULT where a SIGBUS would have come, as on a full /dev/shm,
+        // ENOMEM, EINTR) instead of raising it.
+        // SAFETY: `start..end` lies within this handle's mapping: whole
+        // pages from a page-aligned base, `end` rounded up within the page
+        // that holds the segment's last byte, which the file covers.
         let rc = unsafe {
             libc::madvise(
                 self.base().as_ptr().wrapping_add(start).cast(),
