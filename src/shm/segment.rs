@@ -503,8 +503,8 @@ mod tests {
                 // thread (one each at most, the range widened to whole
                 // pages), taken without the trap; on first use the pages
                 // take none (a few stray ones allowed).
-                let made = after_populate - before;
-                assert!(made <= pages + 8, "{made} faults for {pages} pages");
+                let mapped = after_populate - before;
+                assert!(mapped <= pages + 8, "{mapped} faults for {pages} pages");
                 let first_use = after_touch - after_populate;
                 assert!(first_use < 8, "{first_use} faults on first use");
             }
