@@ -343,7 +343,9 @@ fn awaited_frames_are_found_and_anything_else_is_left_to_peek() {
     // found, every wrap marker is `Other`, and `peek` skips it.
     let (mut found, mut wraps) = (0, 0);
     for seq in 10..400u64 {
-        let len = 40 + (seq as usize % 3) * 56;
+        // Footprints of 128, 256 and 384 bytes: laps that do not end
+        // exactly at the region's end.
+        let len = 40 + (seq as usize % 3) * 120;
         p.push(&[&fill(seq, len)]).unwrap();
         match c.awaited(len).map(|want| c.peek_awaited(&want)) {
             Some(AwaitedFront::Frame(f)) => {

@@ -1290,7 +1290,7 @@ fn protocols(o: &Opts, u: &shmpi::Universe) {
     let streams = |s: usize| distant && s >= shmpi::transport::placement::STREAM_MIN;
     let one_frame = |s: usize| {
         let multi_line =
-            shmpi::ring::footprint(s + shmpi::transport::SOLE_HEADER) > shmpi::ring::FRAME_ALIGN;
+            shmpi::ring::FRAME_HEADER + s + shmpi::transport::SOLE_HEADER > shmpi::ring::LINE;
         if streams(s) {
             "eager: one ring frame, streamed"
         } else if multi_line && p.demote.is_some_and(|d| s <= d) {

@@ -1,6 +1,6 @@
 //! The consumer side: peek → read → release.
 
-use super::frame::{self, FRAME_ALIGN, FRAME_HEADER};
+use super::frame::{self, FRAME_ALIGN, FRAME_HEADER, LINE};
 use super::region::Region;
 use super::RingHeader;
 use crate::sync::Ordering;
@@ -239,9 +239,9 @@ impl Consumer {
     /// after another by its copy (`PREFETCH_MAX`).
     #[inline(always)]
     fn prefetch_rest(&self, off: usize, len: usize) {
-        if len > FRAME_ALIGN - FRAME_HEADER && len <= PREFETCH_MAX {
+        if len > LINE - FRAME_HEADER && len <= PREFETCH_MAX {
             self.region()
-                .prefetch(off + FRAME_ALIGN, FRAME_HEADER + len - FRAME_ALIGN);
+                .prefetch(off + LINE, FRAME_HEADER + len - LINE);
         }
     }
 

@@ -39,13 +39,14 @@ const SLOW_TSC_NS: u128 = 40;
 /// Which frames a producer demotes after publishing them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Demote {
-    /// The largest footprint demoted; 0: none.
-    max_footprint: usize,
+    /// The most bytes (header and payload, rounded up to whole lines) a
+    /// demoted frame holds; 0: none.
+    max_bytes: usize,
 }
 
 impl Demote {
     /// No demotion (the default of every producer).
-    pub const OFF: Demote = Demote { max_footprint: 0 };
+    pub const OFF: Demote = Demote { max_bytes: 0 };
 
     /// Demotes frames of up to `payload` bytes (0: none), where this CPU
     /// can ([`Demote::supported`]); else [`Demote::OFF`].
@@ -63,30 +64,30 @@ impl Demote {
     /// For tests and experiments; [`Demote::up_to`] is the real choice.
     pub fn forced_up_to(payload: usize) -> Demote {
         Demote {
-            max_footprint: if payload == 0 {
+            max_bytes: if payload == 0 {
                 0
             } else {
-                super::footprint(payload)
+                (super::FRAME_HEADER + payload).next_multiple_of(super::frame::LINE)
             },
         }
     }
 
     /// Whether frames are demoted at all.
     pub fn is_on(self) -> bool {
-        self.max_footprint > 0
+        self.max_bytes > 0
     }
 
     /// The largest payload demoted (0 when off): the largest whose frame
-    /// fits the limit's footprint.
+    /// fills no more lines than the limit's.
     pub fn max_payload(self) -> usize {
-        self.max_footprint.saturating_sub(super::FRAME_HEADER)
+        self.max_bytes.saturating_sub(super::FRAME_HEADER)
     }
 
-    /// Whether a frame of this footprint is demoted (more than its header
-    /// line, at most the limit).
+    /// Whether a frame of `bytes` bytes (header and payload) is demoted:
+    /// more than its header line, no more lines than the limit.
     #[inline(always)]
-    pub(crate) fn covers(self, footprint: usize) -> bool {
-        footprint > super::FRAME_ALIGN && footprint <= self.max_footprint
+    pub(crate) fn covers(self, bytes: usize) -> bool {
+        bytes > super::frame::LINE && bytes <= self.max_bytes
     }
 
     /// Whether this CPU has `CLDEMOTE` and a TSC that reads fast (checked
@@ -96,12 +97,12 @@ impl Demote {
         *SUPPORTED.get_or_init(|| has_cldemote() && tsc_is_fast())
     }
 
-    /// Whether a frame committed at `now` (TSC) with `footprint` bytes,
-    /// the producer's previous demotable frame having ended at `last`,
-    /// follows a pause.
+    /// Whether a frame of `bytes` bytes committed at `now` (TSC), the
+    /// producer's previous demotable frame having ended at `last`, follows
+    /// a pause.
     #[inline(always)]
-    pub(crate) fn after_pause(now: u64, last: u64, footprint: usize) -> bool {
-        now.wrapping_sub(last) > GAP_BASE + footprint as u64 * GAP_PER_BYTE_16 / 16
+    pub(crate) fn after_pause(now: u64, last: u64, bytes: usize) -> bool {
+        now.wrapping_sub(last) > GAP_BASE + bytes as u64 * GAP_PER_BYTE_16 / 16
     }
 }
 
@@ -143,7 +144,7 @@ pub(crate) fn lines(ptr: *const u8, len: usize) {
                     options(nostack, preserves_flags, readonly)
                 )
             };
-            off += super::FRAME_ALIGN;
+            off += super::frame::LINE;
         }
     }
     #[cfg(not(target_arch = "x86_64"))]
@@ -189,14 +190,12 @@ mod tests {
     fn off_covers_nothing_and_the_limit_is_a_footprint() {
         assert!(!Demote::OFF.is_on());
         assert!(!Demote::OFF.covers(128));
-        let d = Demote {
-            max_footprint: super::super::footprint(4096),
-        };
+        let d = Demote::forced_up_to(4096);
         assert!(!d.covers(64), "a one-line frame is the header line");
-        assert!(d.covers(128));
-        assert!(d.covers(super::super::footprint(4096)));
-        assert!(d.covers(super::super::footprint(4096 + 56)));
-        assert!(!d.covers(super::super::footprint(4096 + 57)));
+        assert!(d.covers(65));
+        assert!(d.covers(8 + 4096));
+        assert!(d.covers(8 + 4096 + 56));
+        assert!(!d.covers(8 + 4096 + 57));
         assert_eq!(d.max_payload(), 4096 + 56, "the last line's spare bytes");
         assert_eq!(Demote::up_to(0), Demote::OFF);
     }

@@ -2,7 +2,7 @@
 //! frame that fits before the region's end with room by the cached head.
 
 use super::demote::{self, Demote};
-use super::frame::{self, FRAME_ALIGN, FRAME_HEADER};
+use super::frame::{self, FRAME_ALIGN, FRAME_HEADER, LINE};
 use super::region::Region;
 use super::RingHeader;
 use crate::sync::Ordering;
@@ -67,8 +67,10 @@ pub struct Producer {
     /// skipped (not a header of an earlier lap, which reads as empty), so
     /// a frame ending there next needs a guard.
     dirty: Vec<u64>,
-    /// How many bits of `dirty` are set: while 0 (small frames only, a
-    /// lap after the last large one), `publish` skips the bitmap.
+    /// How many bits of `dirty` are set: while 0, `publish` skips the
+    /// bitmap. (Since small frames are padded to pairs of lines,
+    /// `frame::PAIRED_MAX`, their pads' positions stay marked: a
+    /// ping-pong keeps a bit per pair of its window.)
     dirty_n: usize,
     /// One past the last word of `dirty` that may hold a set bit: how far
     /// `end_lap_early` looks for bits its range makes redundant.
@@ -434,7 +436,7 @@ impl Producer {
     /// them dirty already, and while laps end early nothing would clear
     /// them, so `dirty_n` would stay above 0 and every publish would look
     /// at the bitmap before its header store. Looks at the words up to
-    /// `dirty_top` only (none, in a ping-pong of small frames).
+    /// `dirty_top` only.
     fn drop_covered_bits(&mut self) {
         let first = self.cold_from / FRAME_ALIGN;
         let w0 = first / 64;
@@ -534,13 +536,14 @@ impl Producer {
         self.demote = demote;
     }
 
-    /// Demotes the payload lines of the frame just published at `off`
-    /// (past its header line) if it follows a pause (`demote.rs`).
+    /// Demotes the payload lines of the frame of `bytes` bytes just
+    /// published at `off` (past its header line) if it follows a pause
+    /// (`demote.rs`).
     #[inline(never)]
-    fn demote_after_pause(&mut self, off: usize, fp: usize) {
+    fn demote_after_pause(&mut self, off: usize, bytes: usize) {
         let now = demote::tsc();
-        if Demote::after_pause(now, self.last_commit, fp) {
-            self.region().demote(off + FRAME_ALIGN, fp - FRAME_ALIGN);
+        if Demote::after_pause(now, self.last_commit, bytes) {
+            self.region().demote(off + LINE, bytes - LINE);
             self.last_commit = demote::tsc();
         } else {
             self.last_commit = now;
@@ -626,8 +629,8 @@ impl Producer {
         if fp > FRAME_ALIGN {
             self.mark_dirty(off + FRAME_ALIGN, fp - FRAME_ALIGN);
         }
-        if !streamed && self.demote.covers(fp) {
-            self.demote_after_pause(off, fp);
+        if !streamed && self.demote.covers(FRAME_HEADER + len) {
+            self.demote_after_pause(off, FRAME_HEADER + len);
         }
         self.tail = self.tail.wrapping_add(fp as u64);
         if self.tail & self.mask as u64 == 0 {
