@@ -31,6 +31,21 @@ fn empty_ring_peeks_none() {
 fn bad_capacity_is_refused() {
     assert!(heap_ring(100).is_err());
     assert!(heap_ring(64).is_err());
+    assert!(heap_ring(128).is_err(), "less than two paired frames");
+}
+
+#[test]
+fn the_smallest_ring_carries_its_largest_payload_again_and_again() {
+    let cap = shmpi::ring::MIN_CAPACITY;
+    let (mut p, mut c) = heap_ring(cap).unwrap();
+    let max = max_payload(cap);
+    for seq in 0..10u8 {
+        let data = vec![seq; max];
+        p.push(&[&data]).unwrap();
+        let f = c.peek().expect("the frame is there");
+        assert_eq!(f.bytes(), &data[..]);
+        f.release();
+    }
 }
 
 #[test]

@@ -28,7 +28,8 @@ pub struct RingHeader {
 #[repr(C)]
 #[derive(Debug)]
 pub(crate) struct Meta {
-    /// Size of the data region in bytes: a power of two, at least 64.
+    /// Size of the data region in bytes: a power of two, at least
+    /// `MIN_CAPACITY`.
     /// Written once before the ring is shared.
     pub(crate) capacity: AtomicU64,
     /// Set by the consumer while it polls this ring's next frame directly,

@@ -147,8 +147,10 @@ use std::sync::Arc;
 /// frames padded to pairs of lines (`frame::PAIRED_MAX`).
 pub const FORMAT: usize = 3;
 
-/// Smallest allowed data region (two 64-byte frames).
-pub const MIN_CAPACITY: usize = 128;
+/// Smallest allowed data region: two frames of the largest payload it
+/// allows ([`max_payload`], 112 bytes here), each padded to a pair of
+/// lines (`frame::PAIRED_MAX`).
+pub const MIN_CAPACITY: usize = 256;
 
 /// Something that keeps the ring's memory alive (a segment mapping, a heap
 /// allocation); shared by the two handles.

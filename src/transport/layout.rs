@@ -84,8 +84,8 @@ impl Layout {
     /// The layout for `nranks` ranks with rings of `ring_capacity` bytes.
     ///
     /// # Errors
-    /// A message when `ring_capacity` is not a power of two of at least 64
-    /// or `nranks` is zero or above [`crate::shm::MAX_RANKS`].
+    /// A message when `ring_capacity` is not a power of two of at least
+    /// [`MIN_RING`] or `nranks` is zero or above [`crate::shm::MAX_RANKS`].
     pub fn new(nranks: usize, ring_capacity: usize) -> Result<Layout, String> {
         if nranks == 0 || nranks > crate::shm::MAX_RANKS {
             return Err(format!(
