@@ -186,7 +186,7 @@ impl Consumer {
     #[inline(always)]
     pub fn awaited(&self, len: usize) -> Option<Awaited> {
         let off = (self.head as usize) & self.mask;
-        if len > super::max_payload(self.capacity) || off + FRAME_HEADER + len > self.capacity {
+        if len > super::max_payload(self.capacity) || off + frame::footprint(len) > self.capacity {
             return None;
         }
         let lap = frame::lap(self.head, self.shift());

@@ -4,8 +4,9 @@
 //! padded to a multiple of 64 bytes (a small frame's to a multiple of
 //! 128, [`PAIRED_MAX`]): with a line-aligned data region every frame
 //! starts a cache line, so a small message (up to 56 bytes with its
-//! header) is exactly one line and the consumer's spin on the header word
-//! pulls in the payload with it; in a run of small frames from a pair's
+//! header) is written and read as one line, the rest of its pair being
+//! padding, and the consumer's spin on the header word pulls in the
+//! payload with it; in a run of small frames from a pair's
 //! start, the line that shares a frame's 128-byte pair is that frame's
 //! own (see [`PAIRED_MAX`]). The header word, read and written atomically, packs:
 //!
@@ -28,8 +29,9 @@
 //!
 //! - a header of an earlier lap (the last lap in which a frame started
 //!   there): its lap differs, it reads "empty";
-//! - payload of a large frame of an earlier lap, or bytes of a lap's
-//!   skipped end (after a wrap marker): the producer remembers those
+//! - payload of a larger frame of an earlier lap (or the unwritten pad
+//!   line of a small one, which holds whatever was there), or bytes of a
+//!   lap's skipped end (after a wrap marker): the producer remembers those
 //!   positions (a bit per 64-byte position, "dirty") and, when a frame
 //!   ends at one, zeroes its word (a guard) before it publishes the frame;
 //!   `reserve` keeps a line free past every frame for it. So a position
@@ -68,6 +70,18 @@ pub const PAIRED_MAX: usize = 1024;
 
 pub(crate) const KIND_DATA: u64 = 1;
 pub(crate) const KIND_WRAP: u64 = 2;
+
+/// The most payload bytes a frame may carry in `span` bytes of ring: the
+/// inverse of [`footprint`] (a small frame takes whole pairs of lines).
+pub const fn payload_in(span: usize) -> usize {
+    let span = span & !(LINE - 1);
+    let usable = if span > PAIRED_MAX {
+        span
+    } else {
+        span & !(2 * LINE - 1)
+    };
+    usable.saturating_sub(FRAME_HEADER)
+}
 
 /// Bytes a frame with `len` payload bytes occupies in the ring.
 #[inline]

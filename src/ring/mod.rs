@@ -339,6 +339,19 @@ mod tests {
     use super::*;
     use crate::sync::Ordering;
 
+    /// `payload_in` is the inverse of `footprint`: the largest payload
+    /// whose frame fits a span, one byte more does not.
+    #[test]
+    fn payload_in_is_the_largest_payload_whose_frame_fits() {
+        for span in (FRAME_HEADER..8192).step_by(8) {
+            let p = frame::payload_in(span);
+            if p > 0 {
+                assert!(footprint(p) <= span, "span {span}: {p}");
+            }
+            assert!(footprint(p + 1) > span, "span {span}: {p} + 1 fits");
+        }
+    }
+
     /// A head or tail off a frame boundary (a corrupted header) is refused
     /// when the handles are made, not trusted by the unchecked header
     /// words of `peek` and `publish`.

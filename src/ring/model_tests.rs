@@ -57,23 +57,24 @@ fn two_frames_pass_in_order() {
 
 #[test]
 fn frames_that_fill_and_wrap_the_ring_pass_intact() {
-    // A 256-byte ring carries at most 112 payload bytes per frame. Frames
-    // of 40, 100 and 100 bytes take 64, 128 and 128 bytes: the third does
-    // not fit the 64 bytes left before the end, so it needs the wrap marker
-    // and the bytes the consumer released at the start.
-    stream(&[40, 100, 100]);
+    // A 512-byte ring carries at most 240 payload bytes per frame. Frames
+    // of 200, 40 and 200 bytes take 256, 128 and 256 bytes (small frames
+    // are padded to pairs of lines): the third does not fit the 128 bytes
+    // left before the end, so it needs the wrap marker and the bytes the
+    // consumer released at the start.
+    stream_in(512, 0, &[200, 40, 200]);
 }
 
 /// A lap that ends early at a hot window (`end_lap_early`) while the
 /// consumer may or may not have taken the frames before its end: in
 /// every interleaving the producer ends it only when it may, and the
 /// consumer follows the marker to the next lap with every frame whole
-/// and in order. A 512-byte ring with a 128-byte window, the smallest in
+/// and in order. A 1 KiB ring with a 256-byte window, the smallest in
 /// which the window can act (`set_hot` allows a quarter of the ring; a
-/// frame that ends a lap is at most half the window).
+/// frame that ends a lap, 128 bytes at least, is at most half the window).
 #[test]
 fn a_lap_ended_early_at_the_hot_window_loses_nothing() {
-    stream_in(512, 128, &[8, 8, 8]);
+    stream_in(1024, 256, &[8, 8, 8]);
 }
 
 #[test]

@@ -304,8 +304,8 @@ impl Producer {
         let contiguous = self.capacity - off;
         // One line past every frame stays free for its guard word.
         let free = self.free().saturating_sub(GUARD);
-        let here = contiguous.min(free).saturating_sub(FRAME_HEADER);
-        let after_wrap = free.saturating_sub(contiguous).saturating_sub(FRAME_HEADER);
+        let here = frame::payload_in(contiguous.min(free));
+        let after_wrap = frame::payload_in(free.saturating_sub(contiguous));
         here.max(after_wrap).min(self.max_payload()) & !7
     }
 
@@ -355,7 +355,9 @@ impl Producer {
     /// KiB one here (`docs/benchmarks.md`, "Issue 6, tenth pass").
     pub fn set_hot(&mut self, bytes: usize) {
         let hot = bytes & !(FRAME_ALIGN - 1);
-        self.hot = if hot >= FRAME_ALIGN && hot <= self.capacity / 4 {
+        // At least two of the smallest frames: one that ends a lap is at
+        // most half the window.
+        self.hot = if hot >= 2 * frame::footprint(0) && hot <= self.capacity / 4 {
             hot
         } else {
             0
