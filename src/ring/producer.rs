@@ -12,6 +12,10 @@ use std::fmt;
 /// frame positions are line-aligned).
 const GUARD: usize = FRAME_ALIGN;
 
+/// The bits of a `dirty` word that stand for positions starting a
+/// 128-byte pair of lines (even positions; `Producer::is_dirty`).
+const PAIR_STARTS: u64 = 0x5555_5555_5555_5555;
+
 /// Why a frame could not be reserved.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RingReserveError {
@@ -67,10 +71,8 @@ pub struct Producer {
     /// skipped (not a header of an earlier lap, which reads as empty), so
     /// a frame ending there next needs a guard.
     dirty: Vec<u64>,
-    /// How many bits of `dirty` are set: while 0, `publish` skips the
-    /// bitmap. (Since small frames are padded to pairs of lines,
-    /// `frame::PAIRED_MAX`, their pads' positions stay marked: a
-    /// ping-pong keeps a bit per pair of its window.)
+    /// How many bits of `dirty` are set: while 0 (small frames only, a
+    /// lap after the last large one), `publish` skips the bitmap.
     dirty_n: usize,
     /// One past the last word of `dirty` that may hold a set bit: how far
     /// `end_lap_early` looks for bits its range makes redundant.
@@ -311,7 +313,13 @@ impl Producer {
 
     #[inline]
     fn is_dirty(&self, off: usize) -> bool {
-        if off >= self.cold_from {
+        // The second line of a 128-byte pair counts as dirty, and has no
+        // bit (`PAIR_STARTS`): a small frame from a pair's start covers it
+        // as padding (`frame::PAIRED_MAX`), so a ping-pong of small frames
+        // would otherwise keep a bit per pair of its window, and every
+        // publish would look at the bitmap. Only a frame after one of an
+        // odd number of lines starts there; it gets a guard.
+        if off >= self.cold_from || off & LINE != 0 {
             return true;
         }
         if self.dirty_n == 0 {
@@ -417,6 +425,8 @@ impl Producer {
 
     /// Marks the frame positions of `off..off + len` dirty.
     #[inline]
+    /// (Only positions that start a 128-byte pair get bits: the others
+    /// count as dirty whatever, `is_dirty`.)
     fn mark_dirty(&mut self, off: usize, len: usize) {
         let (mut i, end) = (off / FRAME_ALIGN, (off + len) / FRAME_ALIGN);
         while i < end {
@@ -426,7 +436,7 @@ impl Producer {
                 u64::MAX
             } else {
                 ((1u64 << n) - 1) << b
-            };
+            } & PAIR_STARTS;
             self.dirty_n += (bits & !self.dirty[w]).count_ones() as usize;
             self.dirty[w] |= bits;
             i += n;
@@ -628,7 +638,9 @@ impl Producer {
         // first (the guard above is at `next`, outside the frame, whose
         // bit this does not touch: a frame is smaller than the ring).
         self.mark_clean(off);
-        if fp > FRAME_ALIGN {
+        // A one-pair frame from a pair's start covers only the pair's
+        // second line, which has no bit: nothing to mark.
+        if fp > FRAME_ALIGN && !(fp == 2 * LINE && off & LINE == 0) {
             self.mark_dirty(off + FRAME_ALIGN, fp - FRAME_ALIGN);
         }
         if !streamed && self.demote.covers(FRAME_HEADER + len) {
