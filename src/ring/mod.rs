@@ -358,7 +358,7 @@ mod tests {
     #[test]
     fn positions_off_a_frame_boundary_are_refused() {
         let a = FRAME_ALIGN as u64;
-        for (head, tail) in [(0, 8), (72, 128), (64, 64), (a, 2 * a), (a + 64, a)] {
+        for (head, tail) in [(0, 8), (72, 128), (64, 64)] {
             let mem = Arc::new(HeapRing::new(1024));
             mem.header.head.store(head, Ordering::Relaxed);
             mem.header.tail.store(tail, Ordering::Relaxed);

@@ -16,6 +16,10 @@ const GUARD: usize = FRAME_ALIGN;
 /// 128-byte pair of lines (even positions; `Producer::is_dirty`).
 const PAIR_STARTS: u64 = 0x5555_5555_5555_5555;
 
+// `PAIR_STARTS` and `is_dirty` take a bit, and a frame position, for a
+// line.
+const _: () = assert!(FRAME_ALIGN == LINE);
+
 /// Why a frame could not be reserved.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RingReserveError {
@@ -423,10 +427,10 @@ impl Producer {
         true
     }
 
-    /// Marks the frame positions of `off..off + len` dirty.
+    /// Marks the frame positions of `off..off + len` dirty. Only positions
+    /// that start a 128-byte pair get bits: the others count as dirty
+    /// whatever (`is_dirty`).
     #[inline]
-    /// (Only positions that start a 128-byte pair get bits: the others
-    /// count as dirty whatever, `is_dirty`.)
     fn mark_dirty(&mut self, off: usize, len: usize) {
         let (mut i, end) = (off / FRAME_ALIGN, (off + len) / FRAME_ALIGN);
         while i < end {
