@@ -5,7 +5,7 @@
 //! arguments, maps handles to the Rust objects behind them, calls the
 //! Rust API, and turns an error into an MPI error code through the
 //! communicator's error handler. No panic crosses the boundary: each
-//! entry point runs inside [`guard`], which turns a caught panic into
+//! entry point runs inside `guard`, which turns a caught panic into
 //! `MPI_ERR_INTERN` through the error handler.
 //!
 //! Handles (`docs/c-abi.md`) are integers in pointer-typed C handles:
@@ -15,7 +15,7 @@
 //! or a freed one is found invalid in its table and reported with the
 //! matching class, never dereferenced.
 //!
-//! The C layer keeps its own per-communicator state ([`CommObj`]: error
+//! The C layer keeps its own per-communicator state (`CommObj`: error
 //! handler, attributes, info); the Rust communicators under it all have
 //! `ErrHandler::Return`, so every error comes back here and the C error
 //! handler decides.

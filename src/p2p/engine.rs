@@ -1639,8 +1639,8 @@ impl Engine {
     }
 
     /// Whether a blocking receive from world rank `peer` may take its
-    /// message straight from that peer's ring ([`recv_direct`]
-    /// (Self::recv_direct)): nothing posted could match first, no
+    /// message straight from that peer's ring
+    /// ([`recv_direct`](Self::recv_direct)): nothing posted could match first, no
     /// unexpected message matches, no fragments are arriving from
     /// `peer`, and nothing of this rank's own sending or acking waits for
     /// progress. Every [`DIRECT_STREAK`]-th time it says no, so that a

@@ -467,7 +467,7 @@ impl Shared {
     /// order.
     ///
     /// With a named source and tag, and a buffer of at most
-    /// [`MANY_DIRECT_MAX`] bytes, the receives at the window's front are
+    /// `MANY_DIRECT_MAX` bytes, the receives at the window's front are
     /// taken as a blocking receive takes its message
     /// ([`recv_named`](Self::recv_named)): straight from the source's
     /// ring while nothing else could match first (`Engine::direct_ok`),

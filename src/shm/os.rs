@@ -220,7 +220,7 @@ pub fn open_sized_file(path: &std::path::Path, len: usize) -> Result<std::fs::Fi
 /// signal comes after the pipe closes). It sits in a session of its own,
 /// so a signal to the launcher's process group (Ctrl-C, `kill -9 -PGID`)
 /// does not take it with the launcher. Dropping the `Reaper` closes the
-/// pipe and reaps the process (within [`REAPER_WAIT`]; past that it is
+/// pipe and reaps the process (within `REAPER_WAIT`; past that it is
 /// left, a zombie child until this process ends).
 #[derive(Debug)]
 pub struct Reaper {

@@ -407,7 +407,7 @@ impl Drift {
     }
 }
 
-/// Timed round trips per pair (after [`WARM_TRIPS`] untimed ones).
+/// Timed round trips per pair (after `WARM_TRIPS` untimed ones).
 pub const ROUND_TRIPS: u64 = 32;
 
 /// Untimed round trips before the timed ones.

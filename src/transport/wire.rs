@@ -77,7 +77,7 @@ pub(crate) fn sole_words(env: &Envelope) -> [u64; SOLE_HEADER / 8] {
 }
 
 /// The header of a sole frame (a whole message) with a given envelope,
-/// as [`encode_sole`] writes it: what a receiver that knows the envelope
+/// as `encode_sole` writes it: what a receiver that knows the envelope
 /// it waits for compares a frame's start with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SoleHead(pub(crate) [u8; SOLE_HEADER]);
