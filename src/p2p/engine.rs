@@ -1640,8 +1640,8 @@ impl Engine {
 
     /// Whether a blocking receive from world rank `peer` may take its
     /// message straight from that peer's ring
-    /// ([`recv_direct`](Self::recv_direct)): nothing posted could match first, no
-    /// unexpected message matches, no fragments are arriving from
+    /// ([`recv_direct`](Self::recv_direct)): nothing posted could match
+    /// first, no unexpected message matches, no fragments are arriving from
     /// `peer`, and nothing of this rank's own sending or acking waits for
     /// progress. Every [`DIRECT_STREAK`]-th time it says no, so that a
     /// rank receiving only this way still drains its other rings.

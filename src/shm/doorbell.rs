@@ -25,7 +25,8 @@
 //! Fences rather than SeqCst accesses alone: loom models SeqCst fences
 //! exactly (it found a lost wake-up in a version that relied on a SeqCst
 //! RMW followed by a SeqCst load), and on x86 a fence is one `mfence`. The
-//! model in `model` (loom builds only) is checked by loom in `src/ring/model_tests.rs`.
+//! model in `model` (loom builds only) is checked by loom in
+//! `src/ring/model_tests.rs`.
 
 use crate::sync::{fence, AtomicU32, Ordering};
 use std::time::Duration;
