@@ -19,6 +19,9 @@ const PAIR_STARTS: u64 = 0x5555_5555_5555_5555;
 // `PAIR_STARTS` and `is_dirty` take a bit, and a frame position, for a
 // line.
 const _: () = assert!(FRAME_ALIGN == LINE);
+// `publish` marks nothing for a one-pair frame from a pair's start: no
+// frame is smaller than a pair.
+const _: () = assert!(frame::footprint(0) == 2 * LINE);
 
 /// Why a frame could not be reserved.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -642,9 +645,10 @@ impl Producer {
         // first (the guard above is at `next`, outside the frame, whose
         // bit this does not touch: a frame is smaller than the ring).
         self.mark_clean(off);
-        // A one-pair frame from a pair's start covers only the pair's
+        // Every frame takes at least a pair (`frame::footprint`); one that
+        // takes a single pair from a pair's start covers only the pair's
         // second line, which has no bit: nothing to mark.
-        if fp > FRAME_ALIGN && !(fp == 2 * LINE && off & LINE == 0) {
+        if !(fp == 2 * LINE && off & LINE == 0) {
             self.mark_dirty(off + FRAME_ALIGN, fp - FRAME_ALIGN);
         }
         if !streamed && self.demote.covers(FRAME_HEADER + len) {
