@@ -252,21 +252,29 @@ fn frames_starting_on_stale_payload_of_earlier_laps_are_never_misread() {
 #[test]
 fn copy_bytes_copies_every_small_and_large_length_exactly() {
     // The inline small copies (two overlapping pieces) at every length up
-    // to past the memcpy cut-over, from and to unaligned offsets.
+    // to past the memcpy cut-over (64 bytes), from and to unaligned
+    // offsets, front to back and (`copy_bytes_back`) back to front.
     let src: Vec<u8> = (0..200u32).map(|i| (i * 7 + 3) as u8).collect();
-    for len in 0..=80 {
+    for len in 0..=140 {
         for (from, to) in [(0, 0), (1, 3), (5, 0), (7, 9)] {
-            let mut dst = [0xeeu8; 100];
-            shmpi::ring::copy_bytes(&mut dst[to..to + len], &src[from..from + len]);
-            assert_eq!(&dst[to..to + len], &src[from..from + len], "length {len}");
-            assert!(
-                dst[..to].iter().all(|&b| b == 0xee),
-                "wrote before, length {len}"
-            );
-            assert!(
-                dst[to + len..].iter().all(|&b| b == 0xee),
-                "wrote after, length {len}"
-            );
+            for back in [false, true] {
+                let mut dst = [0xeeu8; 160];
+                let (d, s) = (&mut dst[to..to + len], &src[from..from + len]);
+                if back {
+                    shmpi::ring::copy_bytes_back(d, s);
+                } else {
+                    shmpi::ring::copy_bytes(d, s);
+                }
+                assert_eq!(&dst[to..to + len], s, "length {len}, back {back}");
+                assert!(
+                    dst[..to].iter().all(|&b| b == 0xee),
+                    "wrote before, length {len}, back {back}"
+                );
+                assert!(
+                    dst[to + len..].iter().all(|&b| b == 0xee),
+                    "wrote after, length {len}, back {back}"
+                );
+            }
         }
     }
 }

@@ -36,9 +36,12 @@ pub use copy::{copy_streaming, set_vector_copy_from, vector_copy_from};
 pub use demote::Demote;
 pub use frame::{footprint, FRAME_ALIGN, FRAME_HEADER, LINE};
 
-/// Copies `src` into `dst` (equal lengths). Up to 32 bytes it moves two
+/// Copies `src` into `dst` (equal lengths). Up to 64 bytes it moves two
 /// overlapping fixed-size pieces inline instead of calling `memcpy`, whose
-/// call and size dispatch cost more than the copy of a small message;
+/// call and size dispatch cost more than the copy of a small message (at
+/// 33-64 bytes 8 fewer instructions a blocking send and 18 a receive, and
+/// a 64-byte ping-pong 6-9% faster on one CCD: `docs/benchmarks.md`,
+/// "Issue 6, twenty-ninth pass");
 /// from [`vector_copy_from`] bytes on (AMD CPUs: 4 KiB) an AVX2 loop
 /// (`copy.rs`); other copies go to `memcpy`.
 ///
@@ -70,23 +73,19 @@ pub fn copy_bytes_back_from(dst: &mut [u8], src: &[u8], back: impl FnOnce() -> u
         dst[..K].copy_from_slice(&a);
         dst[n - K..].copy_from_slice(&b);
     }
-    // Tested one class after another, the common small ones first, each
-    // by one unsigned comparison: what falls through to its copy takes no
-    // branch (a `match` on the ranges became a search tree whose every
-    // level jumped, four taken branches for an 8-byte message on the
-    // way to a ping-pong's header store).
+    // Tested one class after another, each by one unsigned comparison:
+    // what falls through to its copy takes no branch (a `match` on the
+    // ranges became a search tree whose every level jumped, four taken
+    // branches for an 8-byte message on the way to a ping-pong's header
+    // store). The classes of 8-64 bytes come first, then the long copies,
+    // then the rare 1-7 bytes.
     if n.wrapping_sub(8) <= 16 - 8 {
         ends::<8>(dst, src);
     } else if n.wrapping_sub(17) <= 32 - 17 {
         ends::<16>(dst, src);
-    } else if n.wrapping_sub(4) <= 7 - 4 {
-        ends::<4>(dst, src);
-    } else if n.wrapping_sub(1) < 3 {
-        let (a, b, c) = (src[0], src[n / 2], src[n - 1]);
-        dst[0] = a;
-        dst[n / 2] = b;
-        dst[n - 1] = c;
-    } else if n > 32 {
+    } else if n.wrapping_sub(33) <= 64 - 33 {
+        ends::<32>(dst, src);
+    } else if n > 64 {
         let from = copy::vector_copy_from();
         if from != usize::MAX && n >= back() {
             copy::vectors(dst, src, true);
@@ -95,6 +94,13 @@ pub fn copy_bytes_back_from(dst: &mut [u8], src: &[u8], back: impl FnOnce() -> u
         } else {
             dst.copy_from_slice(src);
         }
+    } else if n >= 4 {
+        ends::<4>(dst, src);
+    } else if n > 0 {
+        let (a, b, c) = (src[0], src[n / 2], src[n - 1]);
+        dst[0] = a;
+        dst[n / 2] = b;
+        dst[n - 1] = c;
     }
 }
 
