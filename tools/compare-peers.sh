@@ -254,14 +254,15 @@ shm_cleanup() { # shm_cleanup SNAPSHOT_FILE
 }
 
 # ---------------------------------------------------------------- placement
-# floor_us: the cache-line one-way latency between CPUs 0 and 1 now, and
-# the minimal ring's 8 B one-way (the floor the latency target is stated
-# against), in us, from shmpi-bench floor (about a second); empty if it
-# failed.
+# floor_us: the cache-line one-way latency between CPUs 0 and 1 now, the
+# minimal ring's 8 B one-way (the floor the latency target is stated
+# against) and its 64 B one-way (a slot of two lines), in us, from
+# shmpi-bench floor (about a second); empty if it failed.
 floor_us() {
     timeout -k 5 60 "$FLOOR_BENCH" floor --cpus 0,1 --iterations 200000 2>/dev/null |
         awk '/^cache-line one-way/ { c = $NF } /^ring one-way latency, 8 B/ { r = $NF }
-             END { if (c != "" && r != "") print c, r }'
+             /^ring one-way latency, 64 B/ { r64 = $7 }
+             END { if (c != "" && r != "" && r64 != "") print c, r, r64 }'
 }
 # in_placement "CL RING": whether the cache-line floor CL says the
 # placement asked for.
@@ -361,10 +362,11 @@ run_one() {
     fi
     # Rows are "size value" (or "size,value": shmpi-bench CSV); skip
     # comments, blank and malformed lines.
-    # In a placement, a fourth column: the run's ring floor (the mean of
-    # the 8 B minimal ring's one-way before and after it).
+    # In a placement, a fourth and a fifth column: the run's ring floors
+    # (the means of the minimal ring's 8 B and 64 B one-way before and
+    # after it).
     local ring=
-    [ -z "$f1" ] || [ -z "$f2" ] || ring=$(echo "$f1 $f2" | awk '{ printf "%.4f", ($2 + $4) / 2 }')
+    [ -z "$f1" ] || [ -z "$f2" ] || ring=$(echo "$f1 $f2" | awk '{ printf "%.4f %.4f", ($2 + $5) / 2, ($3 + $6) / 2 }')
     awk -v n="$name" -v ring="$ring" '
         /^[[:space:]]*#/ { next }
         /^[0-9]+,/ { gsub(",", " ") }
@@ -475,6 +477,20 @@ report() {
                     for (c = 1; c <= nc; c++) { k = nm[c] " " sizes[i]; row = row sprintf("%14s", (k in med) ? sprintf("%.2f", med[k]) : "-") }
                     print row }
             }'
+        if awk 'NF >= 5 && $5 > 0 && $2 == 64 { f = 1 } END { exit !f }' "$dat"; then
+            # The 64 B row over the minimal ring that carries 64 bytes:
+            # its slot (a sequence word and the payload) takes two lines,
+            # as does any frame of a 64-byte message with its flag.
+            echo "# $mode at 64 B over the same run's 64 B minimal ring (two lines a slot), median of the runs"
+            awk 'NF >= 5 && $5 > 0 && $2 == 64 { print $1, $3 / $5 }' "$dat" | sort -k1,1 -k2,2g | awk -v names="${NAMES[*]}" '
+                { v[$1, ++n[$1]] = $2 }
+                END {
+                    nc = split(names, nm, " "); hdr = sprintf("%-10s", "# Size"); row = sprintf("%-10s", 64)
+                    for (c = 1; c <= nc; c++) { m = n[nm[c]]; hdr = hdr sprintf("%14s", nm[c])
+                        row = row sprintf("%14s", m ? sprintf("%.2f", (m % 2) ? v[nm[c], (m + 1) / 2] : (v[nm[c], m / 2] + v[nm[c], m / 2 + 1]) / 2) : "-") }
+                    print hdr; print row
+                }'
+        fi
     fi
     # keep the raw samples for later inspection
     cp "$dat" "$OUTDIR/last-$mode.dat"
@@ -495,4 +511,4 @@ for mode in $MODES; do
     report "$mode"
 done
 echo
-echo "# raw samples (name size value, and with --placement the run's ring floor): $OUTDIR/last-<mode>.dat"
+echo "# raw samples (name size value, and with --placement the run's 8 B and 64 B ring floors): $OUTDIR/last-<mode>.dat"
