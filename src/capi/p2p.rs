@@ -1095,7 +1095,7 @@ pub unsafe extern "C" fn MPI_Send(
         if n >= 0 && tag >= 0 {
             let len = n as usize * sz;
             if len == 0 || !buf.is_null() {
-                let r = catch_unwind(AssertUnwindSafe(|| {
+                let r = catch_unwind(AssertUnwindSafe(move || {
                     // Not null (or empty, then possibly null).
                     let data = super::bytes(buf, len)?;
                     w.comm.send(data, dest, tag)
@@ -1208,7 +1208,7 @@ pub unsafe extern "C" fn MPI_Recv(
         if n >= 0 && (tag >= 0 || tag == ANY_TAG) {
             let len = n as usize * sz;
             if len == 0 || !buf.is_null() {
-                let r = catch_unwind(AssertUnwindSafe(|| {
+                let r = catch_unwind(AssertUnwindSafe(move || {
                     // Not null (or empty, then possibly null).
                     let b = super::bytes_mut(buf, len)?;
                     let tag = if tag == ANY_TAG {
@@ -1231,6 +1231,24 @@ pub unsafe extern "C" fn MPI_Recv(
             }
         }
     }
+    recv_general(buf, n, t, src, tag, comm, status)
+}
+
+/// `MPI_Recv` off its fast path (any communicator, datatype and
+/// argument): out of line, so that the fast path keeps its arguments in
+/// registers (the closure below borrows them, which put all seven on the
+/// stack at every call's entry: `docs/benchmarks.md`, "Issue 6,
+/// twenty-ninth pass").
+#[inline(never)]
+fn recv_general(
+    buf: *mut c_void,
+    n: c_int,
+    t: *mut c_void,
+    src: c_int,
+    tag: c_int,
+    comm: *mut c_void,
+    status: *mut CStatus,
+) -> c_int {
     guard("MPI_Recv", h(comm), || {
         let obj = comm_obj(h(comm))?;
         let n = count(n, "count")?;
