@@ -95,6 +95,22 @@ fn err_status(e: &Error) -> CStatus {
     s
 }
 
+/// Writes a receive's outcome to `status` (the status, or the error's:
+/// `err_status`) and passes the outcome on without the status.
+#[inline]
+fn status_out(status: *mut CStatus, r: Result<CStatus>) -> Result<()> {
+    match r {
+        Ok(st) => {
+            put_status(status, &st);
+            Ok(())
+        }
+        Err(e) => {
+            put_status(status, &err_status(&e));
+            Err(e)
+        }
+    }
+}
+
 /// A receive tag: `MPI_ANY_TAG` (-31 in C, -1 in Rust) or non-negative.
 pub(crate) fn rtag(tag: c_int) -> Result<i32> {
     match tag {
@@ -1216,16 +1232,8 @@ pub unsafe extern "C" fn MPI_Recv(
                     } else {
                         tag
                     };
-                    match w.comm.recv(b, src, tag) {
-                        Ok(st) => {
-                            put_status(status, &CStatus::from_rust(&st));
-                            Ok(())
-                        }
-                        Err(e) => {
-                            put_status(status, &err_status(&e));
-                            Err(e)
-                        }
-                    }
+                    let r = w.comm.recv(b, src, tag);
+                    status_out(status, r.map(|st| CStatus::from_rust(&st)))
                 }));
                 return finish_fast(w, "MPI_Recv", r);
             }
@@ -1254,16 +1262,7 @@ fn recv_general(
         let n = count(n, "count")?;
         let ty = committed(h(t))?;
         let tag = rtag(tag)?;
-        match recv_into(&obj, buf, n, &ty, src, tag) {
-            Ok(st) => {
-                put_status(status, &st);
-                Ok(())
-            }
-            Err(e) => {
-                put_status(status, &err_status(&e));
-                Err(e)
-            }
-        }
+        status_out(status, recv_into(&obj, buf, n, &ty, src, tag))
     })
 }
 
@@ -2480,16 +2479,7 @@ pub unsafe extern "C" fn MPI_Sendrecv(
                     })
             }
         };
-        match r {
-            Ok(st) => {
-                put_status(status, &st);
-                Ok(())
-            }
-            Err(e) => {
-                put_status(status, &err_status(&e));
-                Err(e)
-            }
-        }
+        status_out(status, r)
     })
 }
 
@@ -2526,10 +2516,7 @@ pub unsafe extern "C" fn MPI_Sendrecv_replace(
                 put_status(status, &CStatus::from_rust(&s));
                 Ok(())
             }
-            Err(e) => {
-                put_status(status, &err_status(&e));
-                Err(e)
-            }
+            Err(e) => status_out(status, Err(e)),
         }
     })
 }
