@@ -264,8 +264,8 @@ floor_us() {
              /^ring one-way latency, 64 B/ { r64 = $7 }
              END { if (c != "" && r != "" && r64 != "") print c, r, r64 }'
 }
-# in_placement "CL RING": whether the cache-line floor CL says the
-# placement asked for.
+# in_placement "CL RING RING64" (floor_us's line): whether the cache-line
+# floor CL says the placement asked for.
 in_placement() {
     set -- $1
     [ -n "${1:-}" ] || return 1

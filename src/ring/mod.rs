@@ -39,9 +39,9 @@ pub use frame::{footprint, FRAME_ALIGN, FRAME_HEADER, LINE};
 /// Copies `src` into `dst` (equal lengths). Up to 64 bytes it moves two
 /// overlapping fixed-size pieces inline instead of calling `memcpy`, whose
 /// call and size dispatch cost more than the copy of a small message (at
-/// 33-64 bytes 8 fewer instructions a blocking send and 18 a receive, and
-/// a 64-byte ping-pong 6-9% faster on one CCD: `docs/benchmarks.md`,
-/// "Issue 6, twenty-ninth pass");
+/// 64 bytes 16 fewer instructions a blocking send and 26 a receive, and a
+/// ping-pong 7% faster on one CCD: `docs/benchmarks.md`, "Issue 6,
+/// twenty-ninth pass");
 /// from [`vector_copy_from`] bytes on (AMD CPUs: 4 KiB) an AVX2 loop
 /// (`copy.rs`); other copies go to `memcpy`.
 ///
