@@ -1,6 +1,8 @@
 //! The consumer side: peek → read → release.
 
-use super::frame::{self, FRAME_ALIGN, FRAME_HEADER, LINE};
+#[cfg(not(loom))]
+use super::frame::FRAME_ALIGN;
+use super::frame::{self, FRAME_HEADER, LINE};
 use super::region::Region;
 use super::RingHeader;
 use crate::sync::Ordering;

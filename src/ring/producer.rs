@@ -240,13 +240,13 @@ impl Producer {
     }
 
     /// How many frame positions the bitmap marks dirty (tests).
-    #[cfg(test)]
+    #[cfg(all(test, not(loom)))]
     pub(crate) fn dirty_count(&self) -> usize {
         self.dirty_n
     }
 
     /// When the last demotable frame was committed (TSC; tests).
-    #[cfg(test)]
+    #[cfg(all(test, not(loom)))]
     pub(crate) fn last_demotable(&self) -> u64 {
         self.last_commit
     }
