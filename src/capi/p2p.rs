@@ -1285,7 +1285,7 @@ macro_rules! isend_fn {
                 {
                     let len = n.max(0) as usize * sz;
                     if n >= 0 && tag >= 0 && !request.is_null() && (len == 0 || !buf.is_null()) {
-                        let r = catch_unwind(AssertUnwindSafe(|| {
+                        let r = catch_unwind(AssertUnwindSafe(move || {
                             let data = super::bytes(buf, len)?;
                             // A standard send the ring takes whole now is
                             // complete: the shared handle, no request.
@@ -1300,17 +1300,36 @@ macro_rules! isend_fn {
                     }
                 }
             }
-            guard($call, h(comm), || {
-                let obj = comm_obj(h(comm))?;
-                let n = count(n, "count")?;
-                if request.is_null() {
-                    return Err(super::arg("request"));
-                }
-                let r = start_send(&obj, $mode, buf, n, &*committed(h(t))?, dest, tag)?;
-                give_send(r, request)
-            })
+            isend_general($call, $mode, buf, n, t, dest, tag, comm, request)
         }
     };
+}
+
+/// The nonblocking sends off their fast path (any communicator, datatype
+/// and argument): out of line, as `recv_general`, so that the fast path
+/// keeps its arguments in registers.
+#[allow(clippy::too_many_arguments)]
+#[inline(never)]
+fn isend_general(
+    call: &str,
+    mode: Mode,
+    buf: *const c_void,
+    n: c_int,
+    t: *mut c_void,
+    dest: c_int,
+    tag: c_int,
+    comm: *mut c_void,
+    request: *mut *mut c_void,
+) -> c_int {
+    guard(call, h(comm), || {
+        let obj = comm_obj(h(comm))?;
+        let n = count(n, "count")?;
+        if request.is_null() {
+            return Err(super::arg("request"));
+        }
+        let r = start_send(&obj, mode, buf, n, &*committed(h(t))?, dest, tag)?;
+        give_send(r, request)
+    })
 }
 
 isend_fn!(MPI_Isend, "MPI_Isend", Mode::Send);
@@ -1336,7 +1355,7 @@ pub unsafe extern "C" fn MPI_Irecv(
             && !request.is_null()
             && (len == 0 || !buf.is_null())
         {
-            let r = catch_unwind(AssertUnwindSafe(|| {
+            let r = catch_unwind(AssertUnwindSafe(move || {
                 // A light receive: the slot keyed with the buffer's address
                 // (not null, the test above), and a handle that names it.
                 let on_self = h(comm) == super::COMM_SELF;
@@ -1370,6 +1389,20 @@ pub unsafe extern "C" fn MPI_Irecv(
             return finish_fast(w, "MPI_Irecv", r);
         }
     }
+    irecv_general(buf, n, t, src, tag, comm, request)
+}
+
+/// `MPI_Irecv` off its fast path, out of line (as `recv_general`).
+#[inline(never)]
+fn irecv_general(
+    buf: *mut c_void,
+    n: c_int,
+    t: *mut c_void,
+    src: c_int,
+    tag: c_int,
+    comm: *mut c_void,
+    request: *mut *mut c_void,
+) -> c_int {
     guard("MPI_Irecv", h(comm), || {
         let obj = comm_obj(h(comm))?;
         let n = count(n, "count")?;
