@@ -256,13 +256,15 @@ shm_cleanup() { # shm_cleanup SNAPSHOT_FILE
 # ---------------------------------------------------------------- placement
 # floor_us: the cache-line one-way latency between CPUs 0 and 1 now, the
 # minimal ring's 8 B one-way (the floor the latency target is stated
-# against) and its 64 B one-way (a slot of two lines), in us, from
-# shmpi-bench floor (about a second); empty if it failed.
+# against) and its 64 B one-way (a slot of two lines; 0 from a
+# shmpi-bench that does not print it, and the 64 B row is then not
+# reported), in us, from shmpi-bench floor (about a second); empty if it
+# failed.
 floor_us() {
     timeout -k 5 60 "$FLOOR_BENCH" floor --cpus 0,1 --iterations 200000 2>/dev/null |
         awk '/^cache-line one-way/ { c = $NF } /^ring one-way latency, 8 B/ { r = $NF }
              /^ring one-way latency, 64 B/ { r64 = $7 }
-             END { if (c != "" && r != "" && r64 != "") print c, r, r64 }'
+             END { if (c != "" && r != "") print c, r, (r64 != "" ? r64 : 0) }'
 }
 # in_placement "CL RING RING64" (floor_us's line): whether the cache-line
 # floor CL says the placement asked for.

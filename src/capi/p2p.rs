@@ -2542,15 +2542,12 @@ pub unsafe extern "C" fn MPI_Sendrecv_replace(
             src,
             rtag(rtag_)?,
         );
-        match s {
-            Ok(s) => {
-                let got = s.bytes.min(staging.len());
-                ty.unpack(&staging[..got], buf, n)?;
-                put_status(status, &CStatus::from_rust(&s));
-                Ok(())
-            }
-            Err(e) => status_out(status, Err(e)),
-        }
+        let r = s.and_then(|s| {
+            let got = s.bytes.min(staging.len());
+            ty.unpack(&staging[..got], buf, n)?;
+            Ok(CStatus::from_rust(&s))
+        });
+        status_out(status, r)
     })
 }
 
