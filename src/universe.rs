@@ -190,8 +190,15 @@ pub struct Protocols {
     /// (`SHMPI_DEMOTE`; `None`: none, always where the CPU has no
     /// `CLDEMOTE`). Frames of one cache line are never demoted.
     pub demote: Option<usize>,
+    /// Under `SHMPI_CMA=auto`, the size from which a scoped `isend` to
+    /// any peer goes by revocable rendezvous (`SHMPI_CMA_SCOPED`; `None`:
+    /// only to a distant peer, from `distant_from`).
+    pub cma_scoped: Option<usize>,
     /// `SHMPI_DISTANT`: `auto` (the start-up probe), `all` or `none`.
     pub distant_mode: &'static str,
+    /// Under `auto`, the hand-off above which a peer is distant
+    /// (`SHMPI_DISTANT_NS`, ns; `None`: none is, as on Intel).
+    pub distant_ns: Option<u32>,
     /// The size from which a blocking send or plain `isend` to a distant
     /// peer goes by rendezvous (`SHMPI_DISTANT_RENDEZVOUS`; `None`: never).
     pub distant_from: Option<usize>,
@@ -266,7 +273,9 @@ impl Universe {
             cma_split: t.split_threshold(),
             cma_mode: t.cma_mode().name(),
             demote: t.demote_limit(),
+            cma_scoped: t.scoped_threshold(),
             distant_mode: t.distant_policy().0.name(),
+            distant_ns: t.distant_ns(),
             distant_from: t.distant_policy().1,
             distant_fragment: t.distant_fragment_size(),
             watch_min: t.watch_min(),

@@ -664,6 +664,9 @@ fn a_peer_whose_ring_copies_slow_down_turns_distant_while_the_job_runs() {
         &[
             ("SHMPI_CMA_BLOCKING", "0"),
             ("SHMPI_DISTANT_SLOW", "1000000000000"),
+            // A mark no hand-off reaches: near at the start, followed
+            // on every CPU (Intel's row sets none, and follows nothing).
+            ("SHMPI_DISTANT_NS", "4000000000"),
         ],
         |u| {
             let w = u.world();
@@ -703,6 +706,9 @@ fn watch_case(name: &str, watch: &str, followed: bool) {
         &[
             ("SHMPI_CMA_BLOCKING", "0"),
             ("SHMPI_DISTANT_SLOW", "1000000000000"),
+            // A mark no hand-off reaches: near at the start, followed
+            // on every CPU (Intel's row sets none, and follows nothing).
+            ("SHMPI_DISTANT_NS", "4000000000"),
             ("SHMPI_DISTANT_WATCH", watch),
         ],
         |u| {
@@ -783,7 +789,7 @@ fn the_placement_probe_measures_every_peer_or_none() {
                 Some(ns) => {
                     assert!(support::online_cpus() >= 2);
                     assert!(ns > 0, "a hand-off of 0 ns");
-                    let far = ns > shmpi::transport::placement::DISTANT_NS;
+                    let far = p.distant_ns.is_some_and(|limit| ns > limit);
                     assert_eq!(distant, far, "{ns} ns");
                 }
                 None => assert!(!distant),
@@ -792,6 +798,86 @@ fn the_placement_probe_measures_every_peer_or_none() {
             if !distant || u.single_copy() != SingleCopy::Usable {
                 assert_eq!(sent, 0);
             }
+        },
+    );
+}
+
+/// `SHMPI_DISTANT_NS` is the probe's mark: at 1 ns every measured peer
+/// is distant, at 0 none is, whatever the hand-off (a peer left
+/// unmeasured by a probe given up is near either way).
+fn mark_case(name: &str, mark: &str, expect: Option<u32>) {
+    run_ranks_with(
+        2,
+        name,
+        &[],
+        &[("SHMPI_DISTANT_NS", mark), ("SHMPI_CMA_BLOCKING", "0")],
+        |u| {
+            let p = u.protocols();
+            assert_eq!(p.distant_ns, expect);
+            let (ns, distant) = p.peers[1 - u.world().rank() as usize];
+            assert_eq!(distant, ns.is_some() && expect.is_some(), "{ns:?} ns");
+        },
+    );
+}
+
+#[test]
+fn a_probe_mark_of_1_ns_makes_every_measured_peer_distant() {
+    mark_case(
+        "a_probe_mark_of_1_ns_makes_every_measured_peer_distant",
+        "1",
+        Some(1),
+    );
+}
+
+#[test]
+fn a_probe_mark_of_0_makes_no_peer_distant() {
+    mark_case("a_probe_mark_of_0_makes_no_peer_distant", "0", None);
+}
+
+#[test]
+fn scoped_isends_to_a_near_peer_go_by_rendezvous_from_shmpi_cma_scoped() {
+    // No peer distant; blocking sends on the ring; scoped isends by
+    // revocable rendezvous from 24 KiB: the 32 KiB ones, not the 16 KiB
+    // ones, each checked byte for byte.
+    run_ranks_with(
+        2,
+        "scoped_isends_to_a_near_peer_go_by_rendezvous_from_shmpi_cma_scoped",
+        &[],
+        &[
+            ("SHMPI_DISTANT", "none"),
+            ("SHMPI_CMA_BLOCKING", "0"),
+            ("SHMPI_CMA_SCOPED", "24576"),
+        ],
+        |u| {
+            let w = u.world();
+            assert_eq!(u.protocols().cma_scoped, Some(24 << 10));
+            let sizes = [16 << 10, (32 << 10) + 3, 24 << 10, (24 << 10) - 1];
+            for (i, &n) in sizes.iter().enumerate() {
+                let tag = i as i32;
+                if w.rank() == 0 {
+                    let buf = pattern(i as u64, n + 1);
+                    shmpi::comm::scope(|s| {
+                        s.isend(&w, &buf[1..], 1, tag).unwrap().wait().unwrap();
+                    });
+                } else {
+                    let mut b = vec![0u8; n];
+                    w.recv(&mut b, 0, tag).unwrap();
+                    assert!(b[..] == pattern(i as u64, n + 1)[1..], "{n} bytes differ");
+                }
+            }
+            w.barrier().unwrap();
+            let (sent, received) = u.rendezvous_counts();
+            let usable = u.single_copy() == SingleCopy::Usable;
+            let expect = if !usable {
+                0
+            } else if w.rank() == 0 {
+                2
+            } else {
+                0
+            };
+            assert_eq!(sent, expect, "sent by rendezvous");
+            let expect_in = if usable && w.rank() == 1 { 2 } else { 0 };
+            assert_eq!(received, expect_in, "received by rendezvous");
         },
     );
 }

@@ -276,6 +276,29 @@ fn shmpi_bench_floor_and_protocols_print_their_tables() {
             "{out}"
         );
     }
+    // No mark (Intel's row): the probe's hand-off printed, the peer near,
+    // nothing followed; scoped isends by rendezvous from SHMPI_CMA_SCOPED.
+    let o = support::output_bounded(
+        Command::new(env!("CARGO_BIN_EXE_shmpi-bench"))
+            .args(["protocols", "--max-size", "65536"])
+            .env("SHMPI_DISTANT_NS", "0")
+            .env("SHMPI_CMA_SCOPED", "16384"),
+        Duration::from_secs(60),
+    );
+    let out = String::from_utf8_lossy(&o.stdout).to_string();
+    if out.contains("cache-line hand-off") {
+        assert!(
+            out.contains("us: near (no hand-off makes a peer distant on this CPU"),
+            "{out}"
+        );
+    }
+    assert!(!out.contains("followed while the job runs"), "{out}");
+    assert!(!blocking_column(&out, "4096").contains("streamed"), "{out}");
+    assert_eq!(
+        out.contains("# a scoped isend: from 16384 B by revocable rendezvous"),
+        out.contains("single copy (process_vm_readv): usable"),
+        "{out}"
+    );
     // A distant peer: its frames streamed from 2 KiB, its blocking sends
     // by rendezvous from SHMPI_DISTANT_RENDEZVOUS (64 KiB); the probe's
     // own line under auto.
@@ -291,7 +314,10 @@ fn shmpi_bench_floor_and_protocols_print_their_tables() {
                 .args(["protocols", "--max-size", "65536"])
                 .env("SHMPI_CMA_BLOCKING", "0")
                 .env("SHMPI_DISTANT", mode)
-                .env("SHMPI_DISTANT_WATCH", "32768"),
+                .env("SHMPI_DISTANT_WATCH", "32768")
+                // AMD's mark and scoped isends, whatever this CPU's row.
+                .env("SHMPI_DISTANT_NS", "150")
+                .env("SHMPI_CMA_SCOPED", "0"),
             Duration::from_secs(60),
         );
         let out = String::from_utf8_lossy(&o.stdout).to_string();
@@ -368,6 +394,9 @@ fn shmpi_bench_floor_and_protocols_print_their_tables() {
             Command::new(env!("CARGO_BIN_EXE_shmpi-bench"))
                 .args(["protocols", "--max-size", "32768"])
                 .env("SHMPI_DISTANT", "all")
+                // Blocking sends on the ring on every CPU (Intel's row
+                // sends them by rendezvous from 8 KiB).
+                .env("SHMPI_CMA_BLOCKING", "0")
                 .env("SHMPI_DISTANT_FRAGMENT", frag),
             Duration::from_secs(60),
         );

@@ -1260,7 +1260,10 @@ fn protocols(o: &Opts, u: &shmpi::Universe) {
     let offers_from = match p.cma_mode {
         _ if !usable => None,
         "always" => Some(p.cma_threshold),
-        "auto" => distant_from,
+        "auto" => match (p.cma_scoped, distant_from) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        },
         _ => None,
     };
     match offers_from {
@@ -1610,9 +1613,15 @@ fn placement_line(u: &shmpi::Universe, p: &shmpi::Protocols) -> (String, bool) {
             (true, None) => format!(
                 "distant, its ring frames from {stream} B streamed, but SHMPI_DISTANT_RENDEZVOUS=0"
             ),
-            (false, _) => "near".into(),
+            (false, _) => match p.distant_ns {
+                Some(ns) if hand_off.is_some() => format!("near (distant above {ns} ns, SHMPI_DISTANT_NS)"),
+                None if hand_off.is_some() => {
+                    "near (no hand-off makes a peer distant on this CPU; SHMPI_DISTANT_NS sets one)".into()
+                }
+                _ => "near".into(),
+            },
         },
-    ) + &if p.distant_mode == "auto" && hand_off.is_some() {
+    ) + &if p.distant_mode == "auto" && hand_off.is_some() && p.distant_ns.is_some() {
         format!(
             "; followed while the job runs (the rate of its ring copies of {} B and more)",
             p.watch_min

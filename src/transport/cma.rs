@@ -40,7 +40,12 @@ pub const DEFAULT_CMA_SPLIT: usize = 64 << 10;
 /// - Intel (the 2-vCPU Xeon VM, 2026-12-02): a core copies lines another
 ///   core wrote at 10-17 GB/s, so the ring's two serial copies lose to one
 ///   `process_vm_readv` from 8 KiB: every send goes by rendezvous from
-///   8 KiB, and from 64 KiB the copy is shared.
+///   8 KiB, and from 64 KiB the copy is shared. A scoped `isend` goes by
+///   revocable rendezvous from 32 KiB, to every peer. No peer is distant
+///   by the start-up probe (2026-12-06: on one socket the hand-off
+///   measured 0.19-0.54 µs, across the AMD mark, while the cores share
+///   their L3 and a distant peer's streamed frames were 1.2-1.6x slower at
+///   2-4 KiB; `docs/tuning.md`, "Intel: no distant peer by the probe").
 /// - AMD family 23 (Zen 1 and 2, whose L3 is split among four-core
 ///   complexes; the 2-vCPU EPYC VM of 2026-12-05, model 1): as the others
 ///   below, but blocking sends (and C's `MPI_Isend`) go by rendezvous
@@ -74,6 +79,15 @@ pub struct Defaults {
     /// `SHMPI_DISTANT_WATCH`: the smallest ring message whose copies may
     /// be timed to follow the placement (`placement::Drift`).
     pub watch: usize,
+    /// `SHMPI_DISTANT_NS`: a peer whose start-up hand-off takes longer
+    /// than this is distant (`placement::probe`); `None`: none is, and
+    /// the placement is not followed.
+    pub distant_ns: Option<u32>,
+    /// `SHMPI_CMA_SCOPED`: under `SHMPI_CMA=auto`, the size from which a
+    /// scoped `isend` to any peer goes by revocable rendezvous (to a
+    /// distant one also from `SHMPI_DISTANT_RENDEZVOUS`); `usize::MAX`:
+    /// only to a distant peer.
+    pub scoped: usize,
 }
 
 impl Defaults {
@@ -103,6 +117,8 @@ impl Defaults {
                 split: DEFAULT_CMA_SPLIT,
                 vector_copy: usize::MAX,
                 watch: placement::WATCH_MIN,
+                distant_ns: None,
+                scoped: 32 << 10,
             },
             Some("AuthenticAMD") if family == Some(23) => Defaults {
                 blocking: 64 << 10,
@@ -124,6 +140,8 @@ impl Defaults {
             split: DEFAULT_CMA_SPLIT,
             vector_copy: 4 << 10,
             watch: placement::WATCH_MIN,
+            distant_ns: Some(placement::DISTANT_NS),
+            scoped: usize::MAX,
         }
     }
 }
@@ -380,6 +398,14 @@ mod tests {
             ("GenuineIntel", 6),
         ] {
             assert_eq!(watch(vendor, family), 64 << 10, "{vendor} {family}");
+        }
+        // The probe finds distant peers on AMD, none on Intel, whose
+        // scoped isends go by rendezvous from 32 KiB to every peer.
+        assert_eq!((intel.distant_ns, intel.scoped), (None, 32 << 10));
+        for family in [23, 25, 26] {
+            let zen = Defaults::for_cpu(&cpu("AuthenticAMD", family));
+            assert_eq!(zen.distant_ns, Some(placement::DISTANT_NS));
+            assert_eq!(zen.scoped, usize::MAX);
         }
         // Unreadable or unknown: the other row.
         assert_eq!(Defaults::for_cpu(""), Defaults::other());

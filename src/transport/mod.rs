@@ -449,6 +449,14 @@ pub struct Transport {
     /// The start-up probe's one-way hand-off to each peer, in ns (`None`:
     /// this rank, or not measured).
     hand_off: Vec<Option<u32>>,
+    /// A peer whose start-up hand-off takes longer than this (ns) is
+    /// distant (`SHMPI_DISTANT_NS`; `None`: none is, and the placement is
+    /// not followed; [`cma::Defaults`]).
+    distant_ns: Option<u32>,
+    /// Under `SHMPI_CMA=auto`, the size from which a scoped send to any
+    /// peer goes by revocable rendezvous (`SHMPI_CMA_SCOPED`;
+    /// `usize::MAX`: only to a distant peer; [`offer_to`](Self::offer_to)).
+    scoped_from: usize,
     /// Which peers are distant ([`probe_placement`](Self::probe_placement),
     /// then [`placement::Drift`]).
     distant: Vec<bool>,
@@ -595,6 +603,13 @@ impl Transport {
             Some(n) => n.clamp(64, fragment) & !7,
             None => placement::DEFAULT_DISTANT_FRAGMENT.min(fragment),
         };
+        // ns; 0: no peer is distant by the probe.
+        let distant_ns = match env_size("SHMPI_DISTANT_NS")? {
+            Some(0) => None,
+            Some(n) => Some(u32::try_from(n).unwrap_or(u32::MAX)),
+            None => defaults.distant_ns,
+        };
+        let scoped_from = never_if_0(env_size("SHMPI_CMA_SCOPED")?, defaults.scoped);
         // MB/s, so bytes per µs; 0: no copy is slow.
         let slow_ring = env_size("SHMPI_DISTANT_SLOW")?.map_or(placement::SLOW_RING, |v| v as u64);
         // 0 would time every message: at least a line.
@@ -645,6 +660,8 @@ impl Transport {
             eager_below,
             distant_mode,
             distant_from,
+            distant_ns,
+            scoped_from,
             hand_off: vec![None; n],
             distant: vec![false; n],
             watch: false,
@@ -793,15 +810,17 @@ impl Transport {
                     return;
                 }
                 self.hand_off = placement::probe(&self.seg, self.me, n);
+                let limit = self.distant_ns;
                 self.distant = self
                     .hand_off
                     .iter()
-                    .map(|ns| ns.is_some_and(|ns| ns > placement::DISTANT_NS))
+                    .map(|ns| ns.zip(limit).is_some_and(|(ns, limit)| ns > limit))
                     .collect();
                 // A probe given up (every peer unmeasured) says nothing of
                 // the placement; the ring's rates would not either then
-                // (the ranks are not running at once).
-                self.watch = self.hand_off.iter().any(Option::is_some);
+                // (the ranks are not running at once). Where no hand-off
+                // makes a peer distant (Intel), neither do slow copies.
+                self.watch = limit.is_some() && self.hand_off.iter().any(Option::is_some);
                 if self.watch {
                     // Large messages must reach `push_frames` to be timed.
                     self.sole_below = self.sole_below.min(self.watch_min);
@@ -891,6 +910,19 @@ impl Transport {
     /// [`probe_placement`](Self::probe_placement)).
     pub fn hand_off_ns(&self) -> &[Option<u32>] {
         &self.hand_off
+    }
+
+    /// The hand-off above which the start-up probe finds a peer distant
+    /// (`SHMPI_DISTANT_NS`, ns; `None`: no hand-off does).
+    pub fn distant_ns(&self) -> Option<u32> {
+        self.distant_ns
+    }
+
+    /// Under `SHMPI_CMA=auto`, the size from which a scoped send to any
+    /// peer goes by revocable rendezvous (`SHMPI_CMA_SCOPED`; `None`: only
+    /// to a distant peer).
+    pub fn scoped_threshold(&self) -> Option<usize> {
+        (self.scoped_from != usize::MAX).then_some(self.scoped_from)
     }
 
     /// Whether this rank counts `peer` as distant.
@@ -1163,15 +1195,17 @@ impl Transport {
     }
 
     /// Whether a scoped send of `len` bytes to `peer` goes by revocable
-    /// rendezvous: under `SHMPI_CMA=auto` only to a distant peer, from
-    /// `SHMPI_DISTANT_RENDEZVOUS` (a window of them to a near peer runs
-    /// faster through the ring, whose copies in and out overlap on two
-    /// cores); under `always` from `SHMPI_CMA_THRESHOLD`. The receiver
-    /// must be able to read this process.
+    /// rendezvous: under `SHMPI_CMA=auto` from `SHMPI_CMA_SCOPED` (Intel:
+    /// 32 KiB; elsewhere never, since on AMD a window of them to a near
+    /// peer runs faster through the ring, whose copies in and out overlap
+    /// on two cores), and to a distant peer from
+    /// `SHMPI_DISTANT_RENDEZVOUS`; under `always` from
+    /// `SHMPI_CMA_THRESHOLD`. The receiver must be able to read this
+    /// process.
     #[inline]
     pub fn offer_to(&mut self, peer: usize, len: usize) -> bool {
         let by_size = match self.cma_mode {
-            CmaMode::Auto => self.distant_for(peer, len),
+            CmaMode::Auto => len >= self.scoped_from || self.distant_for(peer, len),
             CmaMode::Always => len >= self.cma_threshold,
             CmaMode::Off | CmaMode::Refuse => false,
         };

@@ -23,7 +23,8 @@
 //! while no message has been sent, every pair of ranks bounces a word
 //! between their control blocks ([`ROUND_TRIPS`] round trips, the median
 //! halved), in rounds of disjoint pairs ([`partner`]); a peer whose
-//! hand-off takes more than [`DISTANT_NS`] is distant.
+//! hand-off takes more than [`DISTANT_NS`] is distant (on AMD; the mark
+//! is `cma::Defaults::distant_ns`, none on Intel, `SHMPI_DISTANT_NS`).
 //!
 //! The verdict then follows the placement ([`Drift`]): on a VM the
 //! hypervisor moves vCPUs between dies while a job runs (on the Zen 4 VM
@@ -80,7 +81,10 @@ pub const DEFAULT_DISTANT_RENDEZVOUS: usize = 64 << 10;
 /// fragments.
 pub const DEFAULT_DISTANT_FRAGMENT: usize = 8 << 10;
 
-/// A peer whose one-way hand-off takes longer than this is distant:
+/// A peer whose one-way hand-off takes longer than this is distant, on
+/// AMD (`SHMPI_DISTANT_NS`; Intel's row of `cma::Defaults` sets no mark,
+/// since there the cores of a socket share their L3 even where the
+/// hand-off takes 0.2 µs):
 /// between the 0.02-0.12 µs seen with a shared cache (SMT siblings, one
 /// Zen 4 CCD, one Zen 1 die) and the 0.20-0.21 µs seen across Zen 4 CCDs
 /// (0.35-0.39 µs across Zen 1 dies). It was 200 ns until 2026-12-05, when
