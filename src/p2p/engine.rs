@@ -955,10 +955,12 @@ impl Engine {
         if self.m.pulls.is_empty() {
             return 0;
         }
-        let pulls = std::mem::take(&mut self.m.pulls);
+        // Taken for the loop and given back after, so the vector keeps
+        // its capacity: no allocation per rendezvous message.
+        let mut pulls = std::mem::take(&mut self.m.pulls);
         let n = pulls.len();
         self.m.rdv_received += n as u64;
-        for p in pulls {
+        for p in pulls.drain(..) {
             let s = &mut self.m.slots[p.slot];
             let want = (p.rts.len as usize).min(s.cap);
             let mut out = Pulled::default();
@@ -987,6 +989,9 @@ impl Engine {
                 self.m.acks.push((p.peer, p.ctx, p.token));
             }
             self.m.complete_recv(p.slot);
+        }
+        if self.m.pulls.is_empty() {
+            self.m.pulls = pulls;
         }
         n
     }
@@ -1072,9 +1077,10 @@ impl Engine {
         if self.m.splits.is_empty() {
             return 0;
         }
-        let offers = std::mem::take(&mut self.m.splits);
+        // Given back after the loop, as `run_pulls` does.
+        let mut offers = std::mem::take(&mut self.m.splits);
         let n = offers.len();
-        for (peer, token, c) in offers {
+        for (peer, token, c) in offers.drain(..) {
             let Some(&id) = self.m.awaiting.get(&token) else {
                 continue;
             };
@@ -1111,6 +1117,9 @@ impl Engine {
                 }
             }
         }
+        if self.m.splits.is_empty() {
+            self.m.splits = offers;
+        }
         n
     }
 
@@ -1119,7 +1128,9 @@ impl Engine {
         if n == 0 {
             return 0;
         }
-        for (peer, ctx, token) in std::mem::take(&mut self.m.acks) {
+        // Given back after the loop, as `run_pulls` does.
+        let mut acks = std::mem::take(&mut self.m.acks);
+        for (peer, ctx, token) in acks.drain(..) {
             if peer == self.m.me {
                 if let Some(id) = self.m.awaiting.remove(&token) {
                     self.m.complete_send(id);
@@ -1127,6 +1138,9 @@ impl Engine {
                 continue;
             }
             send_control(&mut self.t, peer, &ack_header(ctx, token, 0), &[]);
+        }
+        if self.m.acks.is_empty() {
+            self.m.acks = acks;
         }
         n
     }
