@@ -183,6 +183,9 @@ pub struct Protocols {
     /// The size from which the receiver of a rendezvous shares the copy
     /// with its sender (`SHMPI_CMA_SPLIT`; `None`: never).
     pub cma_split: Option<usize>,
+    /// The same for a blocking send's rendezvous, whose sender waits
+    /// (`SHMPI_CMA_SPLIT_BLOCKING`; `None`: never).
+    pub cma_split_blocking: Option<usize>,
     /// `SHMPI_CMA`: `auto`, `always`, `off` or `refuse`.
     pub cma_mode: &'static str,
     /// The largest message whose ring frame the sender demotes to the
@@ -271,6 +274,7 @@ impl Universe {
             cma_threshold: t.cma_threshold(),
             cma_blocking: t.blocking_threshold(),
             cma_split: t.split_threshold(),
+            cma_split_blocking: t.split_blocking_threshold(),
             cma_mode: t.cma_mode().name(),
             demote: t.demote_limit(),
             cma_scoped: t.scoped_threshold(),

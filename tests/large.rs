@@ -289,6 +289,53 @@ fn a_receiver_copies_the_whole_message_when_its_sender_is_not_in_mpi() {
 }
 
 #[test]
+fn a_blocking_sends_copy_is_shared_from_its_own_threshold_an_isends_is_not() {
+    // Both by rendezvous from 8 KiB; a blocking send's copy shared from
+    // 16 KiB (its sender waits for it), a plain isend's only from 1 MiB:
+    // of two 32 KiB messages the receiver offers a part of the first only.
+    run_ranks_with(
+        2,
+        "a_blocking_sends_copy_is_shared_from_its_own_threshold_an_isends_is_not",
+        &[],
+        &[
+            ("SHMPI_CMA_BLOCKING", "8192"),
+            ("SHMPI_CMA_THRESHOLD", "8192"),
+            ("SHMPI_CMA_SPLIT", "1048576"),
+            ("SHMPI_CMA_SPLIT_BLOCKING", "16384"),
+        ],
+        |u| {
+            let w = u.world();
+            let p = u.protocols();
+            assert_eq!(
+                (p.cma_split, p.cma_split_blocking),
+                (Some(1 << 20), Some(16 << 10))
+            );
+            let n = (32 << 10) + 3;
+            if w.rank() == 0 {
+                let d = unaligned(61, n, 7);
+                w.send(&d[7..7 + n], 1, 1).unwrap();
+                let d = unaligned(62, n, 1);
+                w.isend(&d[1..1 + n], 1, 2).unwrap().wait().unwrap();
+            } else {
+                let mut b = vec![0u8; n];
+                w.recv(&mut b, 0, 1).unwrap();
+                assert!(b == pattern(61, n), "the blocking send arrived corrupted");
+                w.recv(&mut b, 0, 2).unwrap();
+                assert!(b == pattern(62, n), "the isend arrived corrupted");
+            }
+            w.barrier().unwrap();
+            if u.single_copy() == SingleCopy::Usable {
+                let (sent, received) = u.rendezvous_counts();
+                assert_eq!(sent + received, 2, "both by rendezvous");
+                if w.rank() == 1 {
+                    assert_eq!(u.split_counts().offered, 1, "{:?}", u.split_counts());
+                }
+            }
+        },
+    );
+}
+
+#[test]
 fn a_sender_that_writes_its_part_completes_on_the_receivers_ack_of_the_front() {
     // A plain rendezvous send whose sender writes the back part of the
     // shared copy completes on the receiver's ack of the front

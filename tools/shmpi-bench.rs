@@ -1232,12 +1232,13 @@ fn protocols(o: &Opts, u: &shmpi::Universe) {
     println!(
         "# shmpi-bench protocols: 2 ranks on this machine, ring {} B, eager limit {} B, \
          single copy from {} B for a plain isend, from {} for a blocking send, \
-         shared with the sender from {} (SHMPI_CMA={})",
+         shared with the sender from {} (a blocking send's from {}) (SHMPI_CMA={})",
         p.ring,
         p.eager_limit,
         p.cma_threshold,
         size(p.cma_blocking),
         size(p.cma_split),
+        size(p.cma_split_blocking),
         p.cma_mode
     );
     println!("# single copy (process_vm_readv): {single}");
@@ -1278,10 +1279,17 @@ fn protocols(o: &Opts, u: &shmpi::Universe) {
         ),
         None => println!("# a scoped isend: one ring frame up to the eager limit, pipelined above"),
     }
+    if p.cma_split_blocking != p.cma_split && usable && p.cma_mode != "off" {
+        println!(
+            "# C MPI_Isend: as a blocking send, but its rendezvous copy shared only from {} \
+             (its caller may be busy elsewhere)",
+            size(p.cma_split)
+        );
+    }
     println!("# Size      blocking send, C MPI_Isend             plain isend (buffer kept by the request)      small collectives (per member)");
     let on = p.cma_mode == "auto" || p.cma_mode == "always";
-    let rdv = |s: usize| {
-        if p.cma_split.is_some_and(|t| s >= t) {
+    let rdv_from = |s: usize, split: Option<usize>| {
+        if split.is_some_and(|t| s >= t) {
             "rendezvous: copy shared, 2 cores"
         } else {
             "rendezvous: single copy"
@@ -1315,7 +1323,7 @@ fn protocols(o: &Opts, u: &shmpi::Universe) {
         };
         let blocking_from = blocking_from.into_iter().chain(distant_from).min();
         let blocking = if usable && on && blocking_from.is_some_and(|t| s >= t) {
-            rdv(s)
+            rdv_from(s, p.cma_split_blocking)
         } else if whole(s) {
             one_frame(s)
         } else if streams(s) {
@@ -1325,7 +1333,7 @@ fn protocols(o: &Opts, u: &shmpi::Universe) {
         };
         let nonblocking =
             if usable && on && (s >= p.cma_threshold || distant_from.is_some_and(|t| s >= t)) {
-                rdv(s)
+                rdv_from(s, p.cma_split)
             } else if whole(s) {
                 one_frame(s)
             } else {

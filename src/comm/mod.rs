@@ -753,7 +753,7 @@ impl Communicator {
             // The caller keeps the buffer until the request completes:
             // pushed from it like a blocking send's (by the pool or the
             // ring pipeline; single copy only under SHMPI_CMA=always).
-            Some(Lending::Raw(_)) => Hold::Pipelined,
+            Some(Lending::Raw(_)) => Hold::Raw,
             None => Hold::Borrowed,
         };
         let mut e = self.shared().lock();

@@ -812,8 +812,15 @@ pub enum Hold {
     Lent,
     /// Until the send completes, and the caller pushes what does not fit
     /// now from it later (a blocking send): pipelined through the ring, or
-    /// by rendezvous under `SHMPI_CMA=always`.
+    /// by rendezvous from `SHMPI_CMA_BLOCKING`. The caller waits in this
+    /// library meanwhile, so its receiver may share the copy from
+    /// `SHMPI_CMA_SPLIT_BLOCKING` ([`Rts::waits`]).
     Pipelined,
+    /// As [`Pipelined`](Self::Pipelined), for a request whose buffer stays
+    /// untouched until it completes (C's `MPI_Isend`, `Lending::Raw`);
+    /// its caller may be busy elsewhere, so the copy is shared only from
+    /// `SHMPI_CMA_SPLIT`.
+    Raw,
     /// Until the send completes, but nobody pushes from it later (an
     /// `isend` outside a lending scope): by rendezvous from
     /// `SHMPI_CMA_THRESHOLD` when the receiver can read this process,
@@ -1054,7 +1061,7 @@ impl Engine {
         out: &mut Pulled,
     ) -> Result<()> {
         let n = dst.len();
-        if !t.split_ok(p.peer, addr, n) {
+        if !t.split_ok(p.peer, addr, n, p.rts.waits) {
             return t.read_from(p.peer, addr, dst);
         }
         let front = t.split_front(p.peer, n, dst.as_ptr() as u64);
@@ -1278,12 +1285,12 @@ impl Engine {
         // where the policy says so.
         let pool = match hold {
             Hold::Now | Hold::Lent => None,
-            Hold::Pipelined | Hold::Borrowed => self.t.pool_address(dest, data),
+            Hold::Pipelined | Hold::Raw | Hold::Borrowed => self.t.pool_address(dest, data),
         };
         let rdv = pool.is_some()
             || match hold {
                 Hold::Now | Hold::Lent => false,
-                Hold::Pipelined => self.t.rendezvous_to(dest, data.len(), true),
+                Hold::Pipelined | Hold::Raw => self.t.rendezvous_to(dest, data.len(), true),
                 Hold::Borrowed => self.t.rendezvous_to(dest, data.len(), false),
             };
         let mut hdr = Header {
@@ -1300,6 +1307,9 @@ impl Engine {
                 addr: span.0,
                 len: span.1,
                 offer: None,
+                // A blocking send's caller waits in this library: it takes
+                // a shared-copy offer at once.
+                waits: matches!(hold, Hold::Pipelined),
             };
             self.send_rts(dest, &hdr, &rts, id);
             return (SendStart::Done, Some(id));
@@ -1357,7 +1367,8 @@ impl Engine {
         if let Sent::Partial(out) = self.t.send(dest, &hdr.pack(), &b[..n]) {
             self.queue_send(out, &b[..n], Some(id));
         }
-        self.t.split_ready(dest, rts.addr, rts.len as usize);
+        self.t
+            .split_ready(dest, rts.addr, rts.len as usize, rts.waits);
     }
 
     /// Starts a send of `data` lent from a scope by a revocable rendezvous
@@ -1387,6 +1398,7 @@ impl Engine {
             addr,
             len: data.len() as u64,
             offer: Some(offer.id()),
+            waits: false,
         };
         let lent = lend();
         lent.hold_offer(offer);

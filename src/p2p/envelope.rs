@@ -50,7 +50,8 @@ pub enum FrameKind {
 }
 
 /// The payload of a rendezvous request: the message's address in the
-/// sender's process and its length (16 bytes, little-endian), and, for a
+/// sender's process and its length (16 bytes, little-endian; the length's
+/// top bit, [`Rts::WAITS`], says the sender waits for this send), and, for a
 /// revocable offer (a send lent from a scope), the entry of the sender's
 /// offer table that the receiver claims before reading and whose address
 /// then counts (`shm::offers`; 12 bytes more: index, generation).
@@ -62,9 +63,15 @@ pub struct Rts {
     pub len: u64,
     /// The offer entry's index and generation, if revocable.
     pub offer: Option<(u32, u64)>,
+    /// The sender waits for this send to complete (a blocking send), so
+    /// it takes a shared-copy offer at once: the receiver may share
+    /// smaller copies (`SHMPI_CMA_SPLIT_BLOCKING`).
+    pub waits: bool,
 }
 
 impl Rts {
+    /// The length's bit that carries [`waits`](Self::waits) on the wire.
+    pub const WAITS: u64 = 1 << 63;
     /// Bytes on the wire without an offer.
     pub const BYTES: usize = 16;
     /// Bytes on the wire with one.
@@ -74,7 +81,8 @@ impl Rts {
     pub fn encode(&self) -> ([u8; Self::OFFER_BYTES], usize) {
         let mut b = [0u8; Self::OFFER_BYTES];
         b[..8].copy_from_slice(&self.addr.to_le_bytes());
-        b[8..16].copy_from_slice(&self.len.to_le_bytes());
+        let len = self.len | if self.waits { Self::WAITS } else { 0 };
+        b[8..16].copy_from_slice(&len.to_le_bytes());
         match self.offer {
             None => (b, Self::BYTES),
             Some((idx, gen)) => {
@@ -98,10 +106,12 @@ impl Rts {
         } else {
             None
         };
+        let len = u64::from_le_bytes(b[8..16].try_into().ok()?);
         Some(Rts {
             addr: u64::from_le_bytes(b[..8].try_into().ok()?),
-            len: u64::from_le_bytes(b[8..16].try_into().ok()?),
+            len: len & !Self::WAITS,
             offer,
+            waits: len & Self::WAITS != 0,
         })
     }
 }
@@ -223,14 +233,19 @@ mod tests {
     #[test]
     fn a_rendezvous_request_round_trips_with_and_without_its_offer() {
         for offer in [None, Some((63, u64::MAX >> 3))] {
-            let r = Rts {
-                addr: 0x7fff_1234_5678,
-                len: (16 << 20) + 3,
-                offer,
-            };
-            let (b, n) = r.encode();
-            assert_eq!(n, if offer.is_some() { 28 } else { 16 });
-            assert_eq!(Rts::decode(&b[..n]), Some(r));
+            for waits in [false, true] {
+                let r = Rts {
+                    addr: 0x7fff_1234_5678,
+                    len: (16 << 20) + 3,
+                    offer,
+                    waits,
+                };
+                let (b, n) = r.encode();
+                assert_eq!(n, if offer.is_some() { 28 } else { 16 });
+                assert_eq!(Rts::decode(&b[..n]), Some(r));
+                // The flag rides in the length's top bit only.
+                assert_eq!(b[15] & 0x80 != 0, waits);
+            }
         }
         assert_eq!(Rts::decode(&[0; 20]), None);
     }

@@ -40,7 +40,8 @@ pub const DEFAULT_CMA_SPLIT: usize = 64 << 10;
 /// - Intel (the 2-vCPU Xeon VM, 2026-12-02): a core copies lines another
 ///   core wrote at 10-17 GB/s, so the ring's two serial copies lose to one
 ///   `process_vm_readv` from 8 KiB: every send goes by rendezvous from
-///   8 KiB, and from 64 KiB the copy is shared. A scoped `isend` goes by
+///   8 KiB, and from 64 KiB the copy is shared (a blocking send's from
+///   32 KiB: its sender waits, so takes its part at once). A scoped `isend` goes by
 ///   revocable rendezvous from 32 KiB, to every peer. No peer is distant
 ///   by the start-up probe (2026-12-06: on one socket the hand-off
 ///   measured 0.19-0.54 µs, across the AMD mark, while the cores share
@@ -73,6 +74,9 @@ pub struct Defaults {
     pub blocking: usize,
     /// `SHMPI_CMA_SPLIT`: shared copies; `usize::MAX`: never.
     pub split: usize,
+    /// `SHMPI_CMA_SPLIT_BLOCKING`: shared copies of a blocking send's
+    /// rendezvous, whose sender waits and takes its part at once.
+    pub split_blocking: usize,
     /// `SHMPI_VECTOR_COPY`: ring frames copied with the AVX2 loop
     /// (`ring::set_vector_copy_from`); `usize::MAX`: never.
     pub vector_copy: usize,
@@ -115,6 +119,7 @@ impl Defaults {
                 threshold: 8 << 10,
                 blocking: 8 << 10,
                 split: DEFAULT_CMA_SPLIT,
+                split_blocking: 32 << 10,
                 vector_copy: usize::MAX,
                 watch: placement::WATCH_MIN,
                 distant_ns: None,
@@ -138,6 +143,7 @@ impl Defaults {
             threshold: DEFAULT_CMA_THRESHOLD,
             blocking: usize::MAX,
             split: DEFAULT_CMA_SPLIT,
+            split_blocking: DEFAULT_CMA_SPLIT,
             vector_copy: 4 << 10,
             watch: placement::WATCH_MIN,
             distant_ns: Some(placement::DISTANT_NS),
@@ -402,10 +408,12 @@ mod tests {
         // The probe finds distant peers on AMD, none on Intel, whose
         // scoped isends go by rendezvous from 32 KiB to every peer.
         assert_eq!((intel.distant_ns, intel.scoped), (None, 32 << 10));
+        assert_eq!((intel.split, intel.split_blocking), (64 << 10, 32 << 10));
         for family in [23, 25, 26] {
             let zen = Defaults::for_cpu(&cpu("AuthenticAMD", family));
             assert_eq!(zen.distant_ns, Some(placement::DISTANT_NS));
             assert_eq!(zen.scoped, usize::MAX);
+            assert_eq!(zen.split_blocking, zen.split);
         }
         // Unreadable or unknown: the other row.
         assert_eq!(Defaults::for_cpu(""), Defaults::other());

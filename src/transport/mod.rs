@@ -401,6 +401,9 @@ pub struct Transport {
     /// this job have their copy shared with the sender (`SHMPI_CMA_SPLIT`;
     /// `usize::MAX`: never).
     split_from: usize,
+    /// The same for a blocking send's, whose sender waits and takes its
+    /// part at once (`SHMPI_CMA_SPLIT_BLOCKING`; `usize::MAX`: never).
+    split_waiting_from: usize,
     /// Which frames the producers demote after publishing them
     /// (`SHMPI_DEMOTE`).
     demote: ring::Demote,
@@ -572,7 +575,15 @@ impl Transport {
             None => d,
         };
         let blocking_from = never_if_0(env_size("SHMPI_CMA_BLOCKING")?, defaults.blocking);
-        let split_from = never_if_0(env_size("SHMPI_CMA_SPLIT")?, defaults.split);
+        let split_env = env_size("SHMPI_CMA_SPLIT")?;
+        let split_from = never_if_0(split_env, defaults.split);
+        // A blocking send's copy: its own variable, else SHMPI_CMA_SPLIT's
+        // value when that is set, else the CPU's row.
+        let split_waiting_from = match env_size("SHMPI_CMA_SPLIT_BLOCKING")? {
+            Some(v) => never_if_0(Some(v), usize::MAX),
+            None if split_env.is_some() => split_from,
+            None => defaults.split_blocking,
+        };
         // 0: none; a whole message's frame carries its short wire header.
         let demote = match env_size("SHMPI_DEMOTE")?.unwrap_or(DEFAULT_DEMOTE) {
             0 => ring::Demote::OFF,
@@ -645,6 +656,7 @@ impl Transport {
             cma_threshold,
             blocking_from,
             split_from,
+            split_waiting_from,
             demote,
             hot,
             split_gen: 0,
@@ -995,14 +1007,24 @@ impl Transport {
         (self.split_from != usize::MAX).then_some(self.split_from)
     }
 
+    /// The size from which the copy of a blocking send's rendezvous is
+    /// shared (`SHMPI_CMA_SPLIT_BLOCKING`; `None`: never).
+    pub fn split_blocking_threshold(&self) -> Option<usize> {
+        (self.split_waiting_from != usize::MAX).then_some(self.split_waiting_from)
+    }
+
     /// Whether the receiver of a rendezvous message of `len` bytes at
     /// `addr` in `peer` shares its copy with the sender: single copy by
     /// system call (not out of a pool), from a peer of this job, from the
-    /// shared-copy size on.
+    /// shared-copy size on (`waits`: the sender waits for the send,
+    /// [`split_blocking_threshold`](Self::split_blocking_threshold)).
     #[inline]
-    pub fn split_ok(&self, peer: usize, addr: u64, len: usize) -> bool {
-        len >= self.split_from
-            && addr & pool::POOL_BIT == 0
+    pub fn split_ok(&self, peer: usize, addr: u64, len: usize, waits: bool) -> bool {
+        len >= if waits {
+            self.split_waiting_from
+        } else {
+            self.split_from
+        } && addr & pool::POOL_BIT == 0
             && peer != self.me
             && peer < self.size()
     }
@@ -1013,8 +1035,8 @@ impl Transport {
     /// receiver's claim word for its claim
     /// ([`crate::shm::ControlBlock::split_fetch`]) while the request travels.
     #[inline]
-    pub fn split_ready(&self, peer: usize, addr: u64, len: usize) {
-        if self.split_ok(peer, addr, len) {
+    pub fn split_ready(&self, peer: usize, addr: u64, len: usize, waits: bool) {
+        if self.split_ok(peer, addr, len, waits) {
             self.seg.control(peer).split_fetch();
         }
     }
