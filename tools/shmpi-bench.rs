@@ -278,13 +278,49 @@ fn page_aligned(store: &mut Vec<u8>, size: usize, fill: u8) -> &mut [u8] {
     &mut store[off..off + size]
 }
 
+/// The send and receive buffers of a run: allocated once at the largest
+/// size, filled (so every page is faulted in) and used for every size,
+/// each from a page boundary, as OSU's benchmarks and the peers' C
+/// program do. Fresh buffers per size ran 6-11% slower at 8-32 KiB by
+/// rendezvous on the Xeon VM of 2026-12-06 (the peer's
+/// `process_vm_readv` of pages faulted just before), which is not what
+/// the peers' harness measures (`docs/benchmarks.md`, "thirtieth pass").
+struct Buffers {
+    send: Vec<u8>,
+    recv: Vec<u8>,
+}
+
+impl Buffers {
+    /// Buffers for messages of up to `max` bytes.
+    fn new(max: usize) -> Buffers {
+        let mut b = Buffers {
+            send: Vec::new(),
+            recv: Vec::new(),
+        };
+        page_aligned(&mut b.send, max, b'a');
+        page_aligned(&mut b.recv, max, b'b');
+        b
+    }
+
+    /// The first `size` bytes of each, from their page boundaries.
+    fn both(&mut self, size: usize) -> (&[u8], &mut [u8]) {
+        let at = |v: &Vec<u8>| (4096 - v.as_ptr() as usize % 4096) % 4096;
+        let (s, r) = (at(&self.send), at(&self.recv));
+        (&self.send[s..s + size], &mut self.recv[r..r + size])
+    }
+}
+
 /// One-way latency (us) of a ping-pong of `size` bytes; with `irecv`,
 /// each receive is an `irecv` posted before the rank's send, then `wait`.
-fn latency(w: &shmpi::Communicator, size: usize, iters: usize, warm: usize, irecv: bool) -> f64 {
-    let mut sstore = Vec::new();
-    let mut rstore = Vec::new();
-    let sbuf = &*page_aligned(&mut sstore, size, b'a');
-    let rbuf = page_aligned(&mut rstore, size, b'b');
+fn latency(
+    w: &shmpi::Communicator,
+    bufs: &mut Buffers,
+    size: usize,
+    iters: usize,
+    warm: usize,
+    irecv: bool,
+) -> f64 {
+    let (sbuf, rbuf) = bufs.both(size);
     let me = w.rank();
     w.barrier().unwrap();
     let mut t0 = Instant::now();
@@ -366,6 +402,7 @@ fn floor_cpus(o: &Opts) -> Result<Vec<usize>, String> {
 /// empty row.
 fn latency_with_floor(
     w: &shmpi::Communicator,
+    bufs: &mut Buffers,
     cpus: &[usize],
     size: usize,
     iters: usize,
@@ -385,7 +422,7 @@ fn latency_with_floor(
             0.0
         };
         let warm = if b == 0 { warm } else { warm.min(100) };
-        let lat = latency(w, size, each, warm, irecv);
+        let lat = latency(w, bufs, size, each, warm, irecv);
         if w.rank() == 0 {
             bursts.push((lat, floor));
         }
@@ -396,6 +433,7 @@ fn latency_with_floor(
 #[allow(clippy::too_many_arguments)]
 fn bandwidth(
     w: &shmpi::Communicator,
+    bufs: &mut Buffers,
     pool: Option<&shmpi::Universe>,
     size: usize,
     iters: usize,
@@ -410,10 +448,10 @@ fn bandwidth(
         b.fill(b'a');
         b
     });
-    let mut heap = Vec::new();
+    let (heap, one) = bufs.both(size);
     let sbuf: &[u8] = match pooled.as_deref() {
         Some(b) => b,
-        None => page_aligned(&mut heap, size, b'a'),
+        None => heap,
     };
     let plain = plain || pooled.is_some();
     // The receiver takes the window into one buffer, as OSU's C tests
@@ -421,8 +459,7 @@ fn bandwidth(
     // rank's own sends), or with `many` into a buffer per receive
     // (`irecv`).
     let per_recv = many;
-    let mut one = Vec::new();
-    let rbuf = page_aligned(&mut one, if per_recv { 0 } else { size }, b'b');
+    let rbuf = if per_recv { &mut one[..0] } else { one };
     let mut rstores: Vec<Vec<u8>> = (0..if per_recv { WINDOW } else { 0 })
         .map(|_| Vec::new())
         .collect();
@@ -629,10 +666,21 @@ fn run_mbw_mr(o: &Opts) -> Result<(), String> {
         );
         println!("# Size                  MB/s        Messages/s");
     }
+    let mut bufs = Buffers::new(sizes(o).into_iter().max().unwrap_or(0));
     for size in sizes(o).into_iter().filter(|&s| s > 0) {
         let (iters, warm) = counts(o, size);
         w.barrier().map_err(|e| e.to_string())?;
-        let bw = bandwidth(&pair, None, size, iters, warm, false, o.plain_isend, false);
+        let bw = bandwidth(
+            &pair,
+            &mut bufs,
+            None,
+            size,
+            iters,
+            warm,
+            false,
+            o.plain_isend,
+            false,
+        );
         let mine = if pair.rank() == 0 { bw } else { 0.0 };
         let mut sum = [0f64];
         w.reduce(&[mine], &mut sum, &shmpi::Op::Sum, 0)
@@ -830,21 +878,23 @@ fn run_pair(o: &Opts, w: &shmpi::Communicator, u: &shmpi::Universe) -> Result<()
     // Untimed warm-up (50,000 round trips of 8 bytes, about 10 ms) so the
     // first row is not measured on a cold core; the peers' harness
     // (tools/peers/osu_pingpong.c) does the same.
-    latency(w, 8, 1, 50_000, false);
+    let mut bufs = Buffers::new(sizes(o).into_iter().max().unwrap_or(0).max(8));
+    latency(w, &mut bufs, 8, 1, 50_000, false);
     for size in sizes(o) {
         let (iters, warm) = counts(o, size);
         let mut ratio = None;
         let v = match o.test {
             Test::Latency => match &floor_cpus {
                 Some(cpus) => {
-                    let b = latency_with_floor(w, cpus, size, iters, warm, o.irecv);
+                    let b = latency_with_floor(w, &mut bufs, cpus, size, iters, warm, o.irecv);
                     ratio = Some(b.ratio());
                     b.latency()
                 }
-                None => latency(w, size, iters, warm, o.irecv),
+                None => latency(w, &mut bufs, size, iters, warm, o.irecv),
             },
             Test::Bw => bandwidth(
                 w,
+                &mut bufs,
                 pool,
                 size,
                 iters,
@@ -855,6 +905,7 @@ fn run_pair(o: &Opts, w: &shmpi::Communicator, u: &shmpi::Universe) -> Result<()
             ),
             Test::Bibw => bandwidth(
                 w,
+                &mut bufs,
                 pool,
                 size,
                 iters,
