@@ -751,8 +751,9 @@ impl Communicator {
         let hold = match lender {
             Some(Lending::Scope(_)) => Hold::Lent,
             // The caller keeps the buffer until the request completes:
-            // pushed from it like a blocking send's (by the pool or the
-            // ring pipeline; single copy only under SHMPI_CMA=always).
+            // pushed from it like a blocking send's (by the pool, the ring
+            // pipeline or a rendezvous from SHMPI_CMA_BLOCKING), but the
+            // caller may be busy elsewhere meanwhile (`Hold::Raw`).
             Some(Lending::Raw(_)) => Hold::Raw,
             None => Hold::Borrowed,
         };

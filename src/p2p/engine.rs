@@ -16,6 +16,7 @@ use crate::transport::{
 };
 use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
+use std::ops::ControlFlow;
 
 /// The hasher of the tokens awaiting an ack: a token is a counter this
 /// rank chose, never a key an adversary picks, so one multiplication by
@@ -43,7 +44,6 @@ impl Hasher for TokenHasher {
         self.0
     }
 }
-use std::ops::ControlFlow;
 
 /// Frames handled per progress call and ring before moving on.
 pub const POLL_BUDGET: usize = 64;

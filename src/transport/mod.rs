@@ -580,7 +580,8 @@ impl Transport {
         // A blocking send's copy: its own variable, else SHMPI_CMA_SPLIT's
         // value when that is set, else the CPU's row.
         let split_waiting_from = match env_size("SHMPI_CMA_SPLIT_BLOCKING")? {
-            Some(v) => never_if_0(Some(v), usize::MAX),
+            Some(0) => usize::MAX,
+            Some(v) => v,
             None if split_env.is_some() => split_from,
             None => defaults.split_blocking,
         };
