@@ -494,7 +494,10 @@ impl Communicator {
     }
 
     /// `MPI_Comm_disconnect`: waits until this process's sends on every
-    /// communicator have left its queues, meets the other members (so
+    /// communicator have left its queues and those on this one are
+    /// complete (a rendezvous or synchronous send also needs its
+    /// receiver's ack: MPI 4.1 §11.10.4, "waits for all pending
+    /// communication on comm to complete"), meets the other members (so
     /// everything they sent before disconnecting has arrived, in order,
     /// ahead of the barrier), and frees the communicator. Pending requests
     /// borrow the handle, so none are left on it. Collective.
@@ -526,10 +529,9 @@ impl Communicator {
                     v
                 }
             };
+            let contexts = [self.context_for(false), self.context_for(true)];
             self.proc_.p2p.wait_until(None, |e| {
-                peers
-                    .iter()
-                    .all(|&p| e.transport().is_idle(p))
+                (peers.iter().all(|&p| e.transport().is_idle(p)) && !e.awaits_ack_on(&contexts))
                     .then_some(Ok(()))
             })?;
             match &self.inner.kind {

@@ -156,6 +156,10 @@ struct Slot {
     /// The peer a receive waits on (a specific source) or a send waits
     /// for (its ack): when it dies, the operation fails (`fail_peer`).
     peer: Option<usize>,
+    /// The context of a send awaiting its ack (set by
+    /// [`Engine::await_ack`]): `MPI_Comm_disconnect` waits for those on
+    /// its communicator ([`Engine::awaits_ack_on`]).
+    send_ctx: u32,
     /// A task slot's task (out of it while it steps) and, once finished,
     /// its result.
     task: Option<TaskBox>,
@@ -360,6 +364,7 @@ impl Matcher {
             wrote_back: false,
             front_acked: false,
             peer: None,
+            send_ctx: 0,
             task: None,
             task_result: None,
             sink: id,
@@ -1355,6 +1360,7 @@ impl Engine {
         s.wrote_back = false;
         s.front_acked = false;
         s.peer = Some(dest);
+        s.send_ctx = hdr.ctx;
         self.m.awaiting.insert(token, id);
         id
     }
@@ -1908,6 +1914,16 @@ impl Engine {
             written: self.m.split_written,
             acked_early: self.m.split_acked_early,
         }
+    }
+
+    /// Whether a send on one of the contexts `ctx` has left the queues
+    /// but still awaits its receiver's ack (a rendezvous send before the
+    /// receiver has copied it, a synchronous send before the match).
+    pub fn awaits_ack_on(&self, ctx: &[u32]) -> bool {
+        self.m
+            .awaiting
+            .values()
+            .any(|&id| ctx.contains(&self.m.slots[id].send_ctx))
     }
 
     /// Rendezvous messages sent and received so far: (sent, received);
