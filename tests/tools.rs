@@ -630,3 +630,27 @@ fn the_layers_example_prints_its_ratios() {
     assert!(nums[1..7].iter().all(|&x| x > 0.0), "{line}");
     assert!(nums[1] <= nums[2].min(nums[3]) + 1e-9, "{line}");
 }
+
+#[test]
+fn bad_tuning_values_are_refused_naming_the_variable_and_what_it_wants() {
+    for (var, value, what) in [
+        ("SHMPI_DISTANT_NS", "abc", "a time in nanoseconds"),
+        ("SHMPI_DISTANT_SLOW", "fast", "a rate in MB/s"),
+        ("SHMPI_CMA_SPLIT_BLOCKING", "-5", "a size in bytes"),
+        ("SHMPI_CMA_SCOPED", "1x", "a size in bytes"),
+    ] {
+        let o = support::output_bounded(
+            Command::new(env!("CARGO_BIN_EXE_shmpi-bench"))
+                .args(["latency", "--max-size", "8"])
+                .env(var, value),
+            Duration::from_secs(60),
+        );
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success(), "{var}={value} was taken");
+        assert!(
+            err.contains(&format!("MPI_ERR_ARG: {var}={value}: expected {what}")),
+            "{err}"
+        );
+    }
+    support::assert_no_segments_left();
+}

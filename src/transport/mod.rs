@@ -616,14 +616,15 @@ impl Transport {
             None => placement::DEFAULT_DISTANT_FRAGMENT.min(fragment),
         };
         // ns; 0: no peer is distant by the probe.
-        let distant_ns = match env_size("SHMPI_DISTANT_NS")? {
+        let distant_ns = match env_number("SHMPI_DISTANT_NS", "a time in nanoseconds")? {
             Some(0) => None,
             Some(n) => Some(u32::try_from(n).unwrap_or(u32::MAX)),
             None => defaults.distant_ns,
         };
         let scoped_from = never_if_0(env_size("SHMPI_CMA_SCOPED")?, defaults.scoped);
         // MB/s, so bytes per µs; 0: no copy is slow.
-        let slow_ring = env_size("SHMPI_DISTANT_SLOW")?.map_or(placement::SLOW_RING, |v| v as u64);
+        let slow_ring = env_number("SHMPI_DISTANT_SLOW", "a rate in MB/s")?
+            .map_or(placement::SLOW_RING, |v| v as u64);
         // 0 would time every message: at least a line.
         let watch_min = env_size("SHMPI_DISTANT_WATCH")?
             .unwrap_or(defaults.watch)
@@ -2308,12 +2309,17 @@ impl Transport {
 
 /// A size in bytes from the environment variable `var`, if set.
 fn env_size(var: &str) -> crate::Result<Option<usize>> {
+    env_number(var, "a size in bytes")
+}
+
+/// A whole number from `var` (`what` it counts, for the error), if set.
+fn env_number(var: &str, what: &str) -> crate::Result<Option<usize>> {
     match std::env::var(var) {
         Err(_) => Ok(None),
         Ok(v) => v.trim().parse::<usize>().map(Some).map_err(|_| {
             crate::error::Error::new(
                 crate::error::ErrorClass::Arg,
-                format!("{var}={v}: expected a size in bytes"),
+                format!("{var}={v}: expected {what}"),
             )
         }),
     }
