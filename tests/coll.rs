@@ -715,3 +715,40 @@ fn a_nonblocking_reduce_progresses_while_its_rank_is_blocked_in_a_receive() {
         },
     );
 }
+
+#[test]
+fn a_large_bcast_goes_by_rendezvous_where_blocking_sends_do() {
+    // Blocking sends by rendezvous from 8 KiB (as on Intel): a bcast's
+    // synchronous send from SHMPI_COLL_LARGE (64 KiB) takes it too, a
+    // smaller one stays on the ring; both arrive intact.
+    run_ranks_with(
+        2,
+        "a_large_bcast_goes_by_rendezvous_where_blocking_sends_do",
+        &[],
+        &[("SHMPI_CMA_BLOCKING", "8192"), ("SHMPI_COLL_SHM", "0")],
+        |u| {
+            let w = u.world();
+            let me = w.rank();
+            for (round, n) in [(1u8, 32 << 10), (2u8, (128 << 10) + 3)] {
+                let mut buf: Vec<u8> = if me == 0 {
+                    (0..n).map(|i| (i as u8).wrapping_mul(7) ^ round).collect()
+                } else {
+                    vec![0; n]
+                };
+                let before = u.rendezvous_counts();
+                w.bcast(&mut buf, 0).unwrap();
+                let after = u.rendezvous_counts();
+                assert!(
+                    buf.iter()
+                        .enumerate()
+                        .all(|(i, &b)| b == (i as u8).wrapping_mul(7) ^ round),
+                    "{n} bytes corrupted"
+                );
+                if u.single_copy() == shmpi::shm::SingleCopy::Usable {
+                    let by_rdv = (after.0 - before.0) + (after.1 - before.1);
+                    assert_eq!(by_rdv, u64::from(n > 64 << 10), "{n} bytes");
+                }
+            }
+        },
+    );
+}
