@@ -813,7 +813,8 @@ pub enum Hold {
     /// revocable one instead ([`Engine::start_send_offered`]), and comes
     /// here only when that does not apply. Blocking sends of the
     /// collective algorithms use it too (pushed from their buffer until
-    /// the call returns, never by rendezvous; see `p2p::blocking_hold`).
+    /// the call returns, never by rendezvous, but for their synchronous
+    /// ones; see `p2p::blocking_hold`).
     Lent,
     /// Until the send completes, and the caller pushes what does not fit
     /// now from it later (a blocking send): pipelined through the ring, or

@@ -49,7 +49,8 @@ pub const COLL_BIT: u32 = 1 << 31;
 
 /// How a blocking send on context `cid` holds its buffer: pushed from it
 /// until the call returns, and by rendezvous where the transport's
-/// policy says (`SHMPI_CMA_BLOCKING`), except on a collective context.
+/// policy says (`SHMPI_CMA_BLOCKING`), except on a collective context
+/// when not synchronous (`sync`).
 /// The collective algorithms stay on the ring: measured on the Xeon VM
 /// (`shmpi-bench allreduce|allgather|bcast --ranks 2`, 4 alternating
 /// rounds, medians), rendezvous made bcast 3x and alltoall 1.4-2x
