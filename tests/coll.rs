@@ -752,3 +752,62 @@ fn a_large_bcast_goes_by_rendezvous_where_blocking_sends_do() {
         },
     );
 }
+
+/// Back-to-back small bcasts from rotating roots, in-line (8 bytes) and
+/// in the payload buffer (200 bytes), mixed with allreduces and barriers,
+/// every value checked: the collective region lets a bcast's root start
+/// its next collective of the same buffer parity once every member posted
+/// the bcast (its readers post after reading), so a root runs ahead of
+/// its readers by one epoch.
+fn bcast_stream(u: &shmpi::Universe) {
+    let w = u.world();
+    let n = w.size() as usize;
+    let me = w.rank() as usize;
+    for i in 0..3000u64 {
+        let root = (i % n as u64) as usize;
+        let long = i % 5 == 3;
+        let len = if long { 200 } else { 8 };
+        let value = |k: usize| (i.wrapping_mul(0x9e37_79b9) as u8) ^ (k as u8);
+        let mut buf: Vec<u8> = if me == root {
+            (0..len).map(value).collect()
+        } else {
+            vec![0xee; len]
+        };
+        w.bcast(&mut buf, root as i32).unwrap();
+        assert!(
+            buf.iter().enumerate().all(|(k, &b)| b == value(k)),
+            "bcast {i} from {root}: {buf:?}"
+        );
+        if i % 7 == 6 {
+            let mut sum = [0u64];
+            w.allreduce(&[i + me as u64], &mut sum, &Op::Sum).unwrap();
+            let want = n as u64 * i + (n * (n - 1) / 2) as u64;
+            assert_eq!(sum[0], want, "allreduce after bcast {i}");
+        }
+        if i % 11 == 10 {
+            w.barrier().unwrap();
+        }
+    }
+}
+
+#[test]
+fn back_to_back_small_bcasts_keep_every_value() {
+    run_ranks_with(
+        2,
+        "back_to_back_small_bcasts_keep_every_value",
+        &[],
+        &[("SHMPI_COLL_SHM", "1")],
+        bcast_stream,
+    );
+}
+
+#[test]
+fn back_to_back_small_bcasts_keep_every_value_on_more_ranks_than_cores() {
+    run_ranks_with(
+        4,
+        "back_to_back_small_bcasts_keep_every_value_on_more_ranks_than_cores",
+        &[],
+        &[("SHMPI_COLL_SHM", "1")],
+        bcast_stream,
+    );
+}

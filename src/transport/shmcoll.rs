@@ -7,10 +7,20 @@
 //!
 //! 1. waits until every member has posted epoch `e - 1` (so everyone has
 //!    finished reading the payloads of `e - 2`, whose buffer, parity
-//!    `e % 2`, is about to be reused); free when its previous collective
-//!    already saw every member at `e - 1` (allgather, barrier, a gather's
-//!    root), since re-reading a flag line a peer has just written costs a
-//!    cache-line transfer before anything is posted;
+//!    `e % 2`, is about to be reused), or only `e - 2` when collective
+//!    `e - 2` was a bcast or a barrier (a bcast's readers post only after
+//!    reading its root's buffer; its readers and a barrier wrote no
+//!    payload, so their buffer `e % 2` was last written at `e - 4` or
+//!    before, read before `e - 3` was posted): back to back bcasts then
+//!    cost no round trip each. Every member records which kind `e - 2`
+//!    was itself; they agree because MPI has them call the same
+//!    collectives in the same order. (A program that breaks that rule,
+//!    erroneous in MPI, can then have a payload rewritten while a peer
+//!    copies it: garbage in its buffer, as mismatched collectives give
+//!    anyway, where the rule of `e - 1` alone gave none.) Free when its previous
+//!    collective already saw every member at that epoch (allgather,
+//!    barrier, a gather's root), since re-reading a flag line a peer has
+//!    just written costs a cache-line transfer before anything is posted;
 //! 2. writes its payload into buffer `e % 2` of its slot (if it sends);
 //! 3. posts `e` (Release);
 //! 4. waits for the epochs it needs (Acquire) and reads their payloads;
@@ -27,8 +37,9 @@
 //! A bcast receiver posts `e` after reading (the root does not wait for
 //! it; step 1 of the root's next-but-one collective does). Payload reads
 //! of epoch `e` happen after the Acquire of the writer's `e` and before
-//! the reader posts `e + 1`, and a writer writes buffer `e % 2` again only
-//! after seeing every member at `e + 1`, so no byte is read while written
+//! the reader posts `e + 1` (a bcast's: before it posts `e`), and a
+//! writer writes buffer `e % 2` again only after seeing every member at
+//! `e + 1` (after a bcast or a barrier: at `e`), so no byte is read while written
 //! (`SYNC(shmcoll)`). Waiting goes through the caller's `wait`, which
 //! spins, yields and sleeps on the doorbell while keeping the engine
 //! moving.
@@ -56,6 +67,11 @@ struct Epochs {
     done: u64,
     /// Every member has posted at least this (seen by this process).
     all: u64,
+    /// By epoch parity: whether the last collective of that parity let
+    /// the next one of that parity start once every member posted it
+    /// (a bcast, whose readers post after reading; a barrier, which
+    /// wrote no payload), rather than the epoch after it (step 1).
+    posted_when_read: [bool; 2],
 }
 
 /// One communicator's use of a collective region.
@@ -150,13 +166,20 @@ impl Region {
         }
     }
 
-    /// Step 1: every member has posted `e - 1`. Free when this process saw
-    /// it already (its last collective waited for everyone); a look at
-    /// every member's flag line otherwise.
+    /// Step 1: every member has posted `e - 1`, or `e - 2` when
+    /// collective `e - 2` was a bcast or a barrier. Free when this process
+    /// saw it already (its last collective waited for everyone); a look
+    /// at every member's flag line otherwise.
     fn start_rule(&self, g: &mut Epochs, e: u64, wait: Wait<'_>) -> Result<()> {
-        if g.all < e - 1 {
-            wait(&|| self.all_at(e - 1), &|| self.ring())?;
-            g.all = e - 1;
+        // `e % 2` holds what collective `e - 2` was (false before any).
+        let need = if g.posted_when_read[(e % 2) as usize] {
+            e - 2
+        } else {
+            e - 1
+        };
+        if g.all < need {
+            wait(&|| self.all_at(need), &|| self.ring())?;
+            g.all = need;
         }
         Ok(())
     }
@@ -186,9 +209,10 @@ impl Region {
             slot.payload_ptr(p)
         };
         // SAFETY: buffer `e % 2` of this rank's slot (in-line or not) is
-        // written only by this rank, and only after every member posted
-        // `e - 1`, i.e. finished reading it (module doc); `data` fits the
-        // buffer chosen by its length (asserted above).
+        // written only by this rank, after every member posted `e - 1` or,
+        // when `e - 2` was a bcast or barrier, `e - 2`: everyone finished
+        // reading it, given the same collectives on every member, as MPI
+        // requires (module doc, step 1); `data` fits (asserted above).
         unsafe { core::ptr::copy_nonoverlapping(data.as_ptr(), dst, data.len()) };
     }
 
@@ -216,7 +240,8 @@ impl Region {
         // SAFETY: called after the Acquire of member k's epoch `e`, so its
         // write of buffer `e % 2` (in-line or not, chosen by the same
         // length) is complete and visible, and it will not write it again
-        // before this rank posts `e + 1` (module doc).
+        // before this rank posts `e + 1`, or `e` when this is a bcast,
+        // which this rank posts only after this read (module doc).
         unsafe { core::ptr::copy_nonoverlapping(src, out.as_mut_ptr(), out.len()) };
         Ok(())
     }
@@ -246,6 +271,7 @@ impl Region {
             g.all = e;
         }
         self.ring();
+        g.posted_when_read[(e % 2) as usize] = true;
         g.done = e;
         r
     }
@@ -281,6 +307,9 @@ impl Region {
         self.start_rule(&mut g, e, wait)?;
         self.write(e, mine);
         self.post(e);
+        // Viewers read after posting: the next writer of this parity
+        // waits for `e + 1`.
+        g.posted_when_read[(e % 2) as usize] = false;
         if !view {
             self.ring();
             g.done = e;
@@ -313,6 +342,7 @@ impl Region {
             self.post(e);
         }
         self.ring();
+        g.posted_when_read[(e % 2) as usize] = true;
         g.done = e;
         r
     }
