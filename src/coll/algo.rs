@@ -109,7 +109,7 @@ impl Coll<'_> {
         if n == 1 {
             return Ok(());
         }
-        if let Some(r) = self.shm_region(bytes::<T>(buf.len())) {
+        if let Some(r) = self.shm_region_rooted(bytes::<T>(buf.len())) {
             return r.bcast(root, as_bytes_mut(buf), &mut |c, i| self.sh.wait_flag(c, i));
         }
         let algo = match tuning().bcast {
@@ -217,7 +217,7 @@ impl Coll<'_> {
         out: &mut [T],
     ) -> Result<()> {
         let n = self.size();
-        if let Some(r) = self.shm_region(bytes::<T>(data.len())) {
+        if let Some(r) = self.shm_region_rooted(bytes::<T>(data.len())) {
             return match r.gather(root, as_bytes(data), &mut |c, i| self.sh.wait_flag(c, i))? {
                 Some(x) => fold_exchange(op, &x, out),
                 None => Ok(()),
