@@ -272,10 +272,17 @@ fn counts(o: &Opts, size: usize) -> (usize, usize) {
 /// program) align their buffers to the page, and the copies in and out of
 /// the ring run at different speeds by the buffers' alignment.
 fn page_aligned(store: &mut Vec<u8>, size: usize, fill: u8) -> &mut [u8] {
-    const PAGE: usize = 4096;
     *store = vec![fill; size + PAGE];
-    let off = (PAGE - store.as_ptr() as usize % PAGE) % PAGE;
+    let off = to_page(store);
     &mut store[off..off + size]
+}
+
+/// The page the benchmarks' buffers start on.
+const PAGE: usize = 4096;
+
+/// Bytes from the start of `store` to its first page boundary.
+fn to_page(store: &[u8]) -> usize {
+    (PAGE - store.as_ptr() as usize % PAGE) % PAGE
 }
 
 /// The send and receive buffers of a run: allocated once at the largest
@@ -304,8 +311,7 @@ impl Buffers {
 
     /// The first `size` bytes of each, from their page boundaries.
     fn both(&mut self, size: usize) -> (&[u8], &mut [u8]) {
-        let at = |v: &Vec<u8>| (4096 - v.as_ptr() as usize % 4096) % 4096;
-        let (s, r) = (at(&self.send), at(&self.recv));
+        let (s, r) = (to_page(&self.send), to_page(&self.recv));
         (&self.send[s..s + size], &mut self.recv[r..r + size])
     }
 }

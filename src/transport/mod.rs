@@ -403,7 +403,7 @@ pub struct Transport {
     split_from: usize,
     /// The same for a blocking send's, whose sender waits and takes its
     /// part at once (`SHMPI_CMA_SPLIT_BLOCKING`; `usize::MAX`: never).
-    split_waiting_from: usize,
+    split_blocking_from: usize,
     /// Which frames the producers demote after publishing them
     /// (`SHMPI_DEMOTE`).
     demote: ring::Demote,
@@ -579,7 +579,7 @@ impl Transport {
         let split_from = never_if_0(split_env, defaults.split);
         // A blocking send's copy: its own variable, else SHMPI_CMA_SPLIT's
         // value when that is set, else the CPU's row.
-        let split_waiting_from = match env_size("SHMPI_CMA_SPLIT_BLOCKING")? {
+        let split_blocking_from = match env_size("SHMPI_CMA_SPLIT_BLOCKING")? {
             Some(0) => usize::MAX,
             Some(v) => v,
             None if split_env.is_some() => split_from,
@@ -658,7 +658,7 @@ impl Transport {
             cma_threshold,
             blocking_from,
             split_from,
-            split_waiting_from,
+            split_blocking_from,
             demote,
             hot,
             split_gen: 0,
@@ -1012,7 +1012,7 @@ impl Transport {
     /// The size from which the copy of a blocking send's rendezvous is
     /// shared (`SHMPI_CMA_SPLIT_BLOCKING`; `None`: never).
     pub fn split_blocking_threshold(&self) -> Option<usize> {
-        (self.split_waiting_from != usize::MAX).then_some(self.split_waiting_from)
+        (self.split_blocking_from != usize::MAX).then_some(self.split_blocking_from)
     }
 
     /// Whether the receiver of a rendezvous message of `len` bytes at
@@ -1023,7 +1023,7 @@ impl Transport {
     #[inline]
     pub fn split_ok(&self, peer: usize, addr: u64, len: usize, waits: bool) -> bool {
         len >= if waits {
-            self.split_waiting_from
+            self.split_blocking_from
         } else {
             self.split_from
         } && addr & pool::POOL_BIT == 0
