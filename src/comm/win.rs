@@ -271,11 +271,12 @@ impl Communicator {
         self.win_check(disp_unit)?;
         let n = self.size() as usize;
         let me = self.rank() as usize;
-        let (kind, off) = {
+        let (kind, off, task) = {
             let e = self.proc_.p2p.lock();
+            let task = e.transport().cma_task();
             match e.transport().pool_offset(mem.base(), mem.len()) {
-                Some(off) if !mem.is_empty() => (IN_POOL, off),
-                _ => (IN_HEAP, 0),
+                Some(off) if !mem.is_empty() => (IN_POOL, off, task),
+                _ => (IN_HEAP, 0, task),
             }
         };
         let mine = [
@@ -284,7 +285,7 @@ impl Communicator {
             kind,
             off,
             mem.base() as u64,
-            u64::from(std::process::id()),
+            u64::from(task),
         ];
         let mut all = vec![0u64; 6 * n];
         self.allgather(&mine, &mut all)?;
@@ -294,7 +295,7 @@ impl Communicator {
         let mut parts = Vec::with_capacity(n);
         let mut refused: Option<String> = None;
         for r in 0..n {
-            let [len, unit, kind, off, addr, pid] =
+            let [len, unit, kind, off, addr, task] =
                 <[u64; 6]>::try_from(&all[6 * r..6 * r + 6]).expect("six words per member");
             let (len, unit) = (len as usize, unit as usize);
             let m = if r == me {
@@ -309,7 +310,7 @@ impl Communicator {
                             "rank {me} cannot map rank {r}'s pool: {}",
                             e.detail()
                         ));
-                        Memory::cma(pid as u32, addr, len)
+                        Memory::cma(task as u32, addr, len)
                     }
                 }
             } else {
@@ -321,7 +322,7 @@ impl Communicator {
                         refused = Some(format!("rank {me} cannot reach rank {r}'s memory: {why}"));
                     }
                 }
-                Memory::cma(pid as u32, addr, len)
+                Memory::cma(task as u32, addr, len)
             };
             parts.push((m, unit));
         }

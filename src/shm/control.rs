@@ -56,6 +56,10 @@ struct Life {
     cpu: AtomicU32,
     /// What this rank's single-copy self-test found (see [`SingleCopy`]).
     single_copy: AtomicU32,
+    /// The task peers name in `process_vm_readv` / `writev` to reach this
+    /// rank's memory: a thread of its process that only sleeps
+    /// (`transport::cma::target`); 0: the process itself (`pid`).
+    cma_task: AtomicU32,
     /// The address, in this rank's process, of a word that peers read with
     /// `process_vm_readv` to test single-copy access (0: none published).
     probe: AtomicU64,
@@ -173,6 +177,24 @@ impl ControlBlock {
     pub fn set_probe(&self, addr: u64) {
         // Relaxed: published by the start barrier.
         self.life.probe.store(addr, Ordering::Relaxed);
+    }
+
+    /// Records the task that peers name in their single-copy calls to
+    /// this rank (`transport::cma::target`), before the start barrier.
+    pub fn set_cma_task(&self, tid: u32) {
+        // Relaxed: published by the start barrier, as the probe word's
+        // address (`set_probe`).
+        self.life.cma_task.store(tid, Ordering::Relaxed);
+    }
+
+    /// The task to name in a single-copy call to this rank: its sleeping
+    /// thread when it published one, else its process.
+    pub fn cma_task(&self) -> u32 {
+        // Relaxed: read after the start barrier (see `set_cma_task`).
+        match self.life.cma_task.load(Ordering::Relaxed) {
+            0 => self.pid(),
+            tid => tid,
+        }
     }
 
     /// The probe word's address in the rank's process (0: none).

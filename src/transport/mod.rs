@@ -634,6 +634,12 @@ impl Transport {
         // once the start barrier has published its address.
         seg.control(me)
             .set_probe(std::ptr::addr_of!(cma::PROBE) as u64);
+        // Peers name this task in their single-copy calls (`cma::target`:
+        // a sleeping thread, so their calls do not dirty the line this
+        // thread reads at each of its own system calls).
+        if matches!(cma_mode, CmaMode::Auto | CmaMode::Always) {
+            seg.control(me).set_cma_task(cma::target());
+        }
         Ok(Transport {
             seg,
             layout,
@@ -738,6 +744,12 @@ impl Transport {
         pool::PoolView::open(&pool::pool_path(self.seg.path(), peer))
     }
 
+    /// The task that peers name in their single-copy calls to this rank
+    /// (`cma::target`; the process id where single copy is off).
+    pub fn cma_task(&self) -> u32 {
+        self.seg.control(self.me).cma_task()
+    }
+
     /// Whether this process may read and write `peer`'s memory by system
     /// call (`process_vm_readv` / `writev`): a real read of `peer`'s probe
     /// word, unless `SHMPI_CMA` says off or refuse. Why not, in words.
@@ -750,7 +762,7 @@ impl Transport {
             CmaMode::Refuse => Err("refused (simulated by SHMPI_CMA=refuse)".into()),
             CmaMode::Auto | CmaMode::Always => {
                 let cb = self.control(peer);
-                cma::probe(cb.pid(), cb.probe())
+                cma::probe(cb.cma_task(), cb.probe())
             }
         }
     }
@@ -781,7 +793,7 @@ impl Transport {
             CmaMode::Refuse => Err(Some("refused (simulated by SHMPI_CMA=refuse)".to_string())),
             CmaMode::Auto | CmaMode::Always => {
                 let cb = self.seg.control(peer);
-                cma::probe(cb.pid(), cb.probe()).map_err(Some)
+                cma::probe(cb.cma_task(), cb.probe()).map_err(Some)
             }
         };
         let state = match verdict {
@@ -1134,8 +1146,14 @@ impl Transport {
         if !cb.split_claim(gen) {
             return false;
         }
-        let ok =
-            cma::transfer_runs(cb.pid(), &[(dst, len)], src as usize as *mut u8, len, true).is_ok();
+        let ok = cma::transfer_runs(
+            cb.cma_task(),
+            &[(dst, len)],
+            src as usize as *mut u8,
+            len,
+            true,
+        )
+        .is_ok();
         cb.split_set(gen, if ok { Split::Done } else { Split::Offered });
         ok
     }
@@ -1282,8 +1300,11 @@ impl Transport {
             let stream = bytes::streams(dst.len(), 0, self.stream_threshold);
             return view.read(addr & !pool::POOL_BIT, dst, stream);
         }
-        let pid = self.seg.control(peer).pid();
-        cma::read(pid, addr, dst).map_err(|e| {
+        let (pid, task) = (
+            self.seg.control(peer).pid(),
+            self.seg.control(peer).cma_task(),
+        );
+        cma::read(task, addr, dst).map_err(|e| {
             crate::error::Error::new(
                 crate::error::ErrorClass::Other,
                 format!(

@@ -110,8 +110,9 @@ enum Kind {
     Own(Arc<Exposed>),
     /// A peer's pool, from an offset.
     Pool(Arc<PoolView>, usize),
-    /// A peer's memory, by system call.
-    Cma { pid: u32, addr: u64 },
+    /// A peer's memory, by system call naming `task`, a thread of its
+    /// process (`cma::target`).
+    Cma { task: u32, addr: u64 },
 }
 
 /// One member's part of a window, as this process reaches it.
@@ -171,10 +172,10 @@ impl Memory {
         })
     }
 
-    /// `len` bytes at `addr` in process `pid`, by system call.
-    pub fn cma(pid: u32, addr: u64, len: usize) -> Memory {
+    /// `len` bytes at `addr` in the process of task `task`, by system call.
+    pub fn cma(task: u32, addr: u64, len: usize) -> Memory {
         Memory {
-            kind: Kind::Cma { pid, addr },
+            kind: Kind::Cma { task, addr },
             len,
         }
     }
@@ -226,14 +227,14 @@ impl Memory {
             ));
         }
         match (&self.kind, self.mapped()) {
-            (Kind::Cma { pid, addr }, _) => {
+            (Kind::Cma { task, addr }, _) => {
                 let remote: Vec<(u64, usize)> =
                     runs.iter().map(|&(o, n)| (addr + o as u64, n)).collect();
-                cma::transfer_runs(*pid, &remote, buf, buf_len, write).map_err(|e| {
+                cma::transfer_runs(*task, &remote, buf, buf_len, write).map_err(|e| {
                     Error::new(
                         ErrorClass::Other,
                         format!(
-                            "{} of {buf_len} bytes of window memory in pid {pid} failed: {e}",
+                            "{} of {buf_len} bytes of window memory in task {task} failed: {e}",
                             if write {
                                 "process_vm_writev"
                             } else {
