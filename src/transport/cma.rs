@@ -43,10 +43,24 @@ pub(crate) static PROBE: u64 = 0x5348_4d50_4943_4d41; // "SHMPICMA"
 ///
 /// The thread blocks every signal (process-directed signals go to the
 /// program's threads), has a 64 KiB stack and lives until the process
-/// exits, so that the id stays valid while any peer may use it.
+/// exits, so that the id stays valid while any peer may use it. It is
+/// spawned only where single copy may be used (`SHMPI_CMA=auto|always`);
+/// a program that counts its threads, or calls what refuses a
+/// multithreaded process (`unshare(CLONE_NEWUSER)`), sees it. A child
+/// made by `fork` gets a thread of its own at its first call (the parent's
+/// id would name the parent's memory).
 pub fn target() -> u32 {
-    static TARGET: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
-    *TARGET.get_or_init(|| spawn_sleeper().unwrap_or_else(std::process::id))
+    // (the process that spawned the thread, its id); a Mutex, not a
+    // OnceLock, so that a forked child spawns its own.
+    static TARGET: std::sync::Mutex<(u32, u32)> = std::sync::Mutex::new((0, 0));
+    let pid = std::process::id();
+    let mut t = TARGET
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if t.0 != pid {
+        *t = (pid, spawn_sleeper().unwrap_or(pid));
+    }
+    t.1
 }
 
 /// Spawns [`target`]'s thread; its thread id, or `None`.
@@ -60,16 +74,19 @@ fn spawn_sleeper() -> Option<u32> {
     // SAFETY: `all` is a valid set for `sigfillset` to fill.
     unsafe { libc::sigfillset(&mut all) };
     // SAFETY: both sets are valid for the call; the mask changes for this
-    // thread only, and is restored below before anything else runs on it.
-    // A new thread inherits its creator's mask, so the sleeper starts with
+    // thread only, for the length of the spawn, and is restored below. A
+    // new thread inherits its creator's mask, so the sleeper starts with
     // every signal blocked.
-    unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &all, &mut old) };
+    if unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &all, &mut old) } != 0 {
+        return None;
+    }
     let spawned = std::thread::Builder::new()
         .name("shmpi-cma".into())
         .stack_size(64 << 10)
         .spawn(move || {
-            // SAFETY: `gettid` has no preconditions.
-            let tid = unsafe { libc::gettid() };
+            // SAFETY: `gettid` takes no argument and cannot fail (called
+            // by number: the C library's wrapper is recent, glibc 2.30).
+            let tid = unsafe { libc::syscall(libc::SYS_gettid) };
             let _ = tx.send(tid as u32);
             loop {
                 std::thread::park();
@@ -260,13 +277,14 @@ impl CmaMode {
     }
 }
 
-/// Reads `dst.len()` bytes at `addr` in process `pid` into `dst`.
+/// Reads `dst.len()` bytes at `addr` in the process of task `task` (a
+/// thread or process id, [`target`]) into `dst`.
 ///
 /// # Errors
 /// The OS error of `process_vm_readv` (`EPERM`, `ESRCH`, `EFAULT`,
 /// `ENOSYS` under a seccomp filter, ...), or `EIO` when the peer's memory
 /// ends before `dst` is full.
-pub(crate) fn read(pid: u32, addr: u64, dst: &mut [u8]) -> std::io::Result<()> {
+pub(crate) fn read(task: u32, addr: u64, dst: &mut [u8]) -> std::io::Result<()> {
     let mut done = 0usize;
     while done < dst.len() {
         let want = dst.len() - done;
@@ -282,7 +300,7 @@ pub(crate) fn read(pid: u32, addr: u64, dst: &mut [u8]) -> std::io::Result<()> {
         // borrow mutably for the call; `remote` is only dereferenced by the
         // kernel in the other process, which checks it (EFAULT), so no
         // memory of this process is touched but `dst`'s.
-        let n = unsafe { libc::process_vm_readv(pid as libc::pid_t, &local, 1, &remote, 1, 0) };
+        let n = unsafe { libc::process_vm_readv(task as libc::pid_t, &local, 1, &remote, 1, 0) };
         match n {
             n if n > 0 => done += n as usize,
             0 => return Err(std::io::Error::from_raw_os_error(libc::EIO)),
@@ -301,15 +319,15 @@ pub(crate) fn read(pid: u32, addr: u64, dst: &mut [u8]) -> std::io::Result<()> {
 const MAX_IOV: usize = 1024;
 
 /// Copies between `local` (one buffer, packed) and the runs `(address,
-/// length)` of process `pid`, in order: reads them into `local` when
-/// `write` is false, writes `local` to them when true
+/// length)` of the process of task `task`, in order: reads them into
+/// `local` when `write` is false, writes `local` to them when true
 /// (`process_vm_readv` / `process_vm_writev`). The runs' lengths must add
 /// up to `local.len()`.
 ///
 /// # Errors
 /// As [`read`]; `EINVAL` when the lengths do not add up.
 pub(crate) fn transfer_runs(
-    pid: u32,
+    task: u32,
     runs: &[(u64, usize)],
     local: *mut u8,
     local_len: usize,
@@ -337,7 +355,7 @@ pub(crate) fn transfer_runs(
                 iov_len: want,
             };
             let rv = &remote[first..];
-            let (pid, nv) = (pid as libc::pid_t, rv.len() as libc::c_ulong);
+            let (task, nv) = (task as libc::pid_t, rv.len() as libc::c_ulong);
             let n = if write {
                 // SAFETY: `localv` describes `want` bytes of the caller's
                 // buffer from `at` (the runs add up to `local_len`,
@@ -345,12 +363,12 @@ pub(crate) fn transfer_runs(
                 // the kernel only reads; the remote iovecs are only
                 // dereferenced by the kernel in the other process, which
                 // checks them (EFAULT).
-                unsafe { libc::process_vm_writev(pid, &localv, 1, rv.as_ptr(), nv, 0) }
+                unsafe { libc::process_vm_writev(task, &localv, 1, rv.as_ptr(), nv, 0) }
             } else {
                 // SAFETY: as for the write; the kernel writes the local
                 // buffer, which the caller lends for the call, and no
                 // other memory of this process.
-                unsafe { libc::process_vm_readv(pid, &localv, 1, rv.as_ptr(), nv, 0) }
+                unsafe { libc::process_vm_readv(task, &localv, 1, rv.as_ptr(), nv, 0) }
             };
             if n < 0 {
                 let e = std::io::Error::last_os_error();
@@ -382,19 +400,20 @@ pub(crate) fn transfer_runs(
     Ok(())
 }
 
-/// The self-test: reads the probe word of process `pid` at `addr`.
+/// The self-test: reads the probe word of the process of task `task` at
+/// `addr`.
 ///
 /// # Errors
 /// Why single copy is not usable, in words.
-pub(crate) fn probe(pid: u32, addr: u64) -> std::result::Result<(), String> {
-    if pid == 0 || addr == 0 {
+pub(crate) fn probe(task: u32, addr: u64) -> std::result::Result<(), String> {
+    if task == 0 || addr == 0 {
         return Err("the peer published no probe word".into());
     }
     let mut w = [0u8; 8];
-    read(pid, addr, &mut w).map_err(|e| format!("process_vm_readv from pid {pid}: {e}"))?;
+    read(task, addr, &mut w).map_err(|e| format!("process_vm_readv from task {task}: {e}"))?;
     if u64::from_ne_bytes(w) != PROBE {
         return Err(format!(
-            "process_vm_readv from pid {pid} read the wrong word"
+            "process_vm_readv from task {task} read the wrong word"
         ));
     }
     Ok(())
