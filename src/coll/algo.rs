@@ -363,14 +363,15 @@ impl Coll<'_> {
                     op.apply(&tmp, buf);
                 }
                 RdStep::Exchange(p) => {
-                    let mine = buf.to_vec();
-                    self.sendrecv_t(p, &mine, p, &mut tmp, tag + 1)?;
+                    // Sent from `buf` itself: a copy to send from cost a
+                    // memcpy and, by rendezvous, a read of fresh pages.
+                    self.sendrecv_t(p, buf, p, &mut tmp, tag + 1)?;
                     if p < self.ctx.rank {
                         // tmp covers lower ranks: buf = tmp op buf.
                         op.apply(&tmp, buf);
                     } else {
                         // buf covers lower ranks: buf = buf op tmp.
-                        op.apply(&mine, &mut tmp);
+                        op.apply(buf, &mut tmp);
                         buf.copy_from_slice(&tmp);
                     }
                 }
@@ -392,13 +393,16 @@ impl Coll<'_> {
         let n = self.size();
         let me = self.ctx.rank;
         let (left, right) = ((me + n - 1) % n, (me + 1) % n);
+        // The incoming block lands in `tmp` (the longest block's length),
+        // the outgoing one is sent from `buf` itself.
+        let longest = (0..n).map(|k| block(k).len()).max().unwrap_or(0);
+        let mut tmp = buf[..longest].to_vec();
         for step in 0..n - 1 {
             let out = block((me + n - step) % n);
             let inc = block((me + n - step - 1) % n);
-            let data: Vec<T> = buf[out].to_vec();
-            let mut tmp = buf[inc.clone()].to_vec();
-            self.sendrecv_t(right, &data, left, &mut tmp, tags::ALLREDUCE + 3)?;
-            op.apply(&tmp, &mut buf[inc]);
+            let got = &mut tmp[..inc.len()];
+            self.sendrecv_t(right, &buf[out], left, got, tags::ALLREDUCE + 3)?;
+            op.apply(got, &mut buf[inc]);
         }
         Ok(())
     }
@@ -535,14 +539,17 @@ impl Coll<'_> {
                     let dst = me ^ mask;
                     let my_start = (me & !(mask - 1)) * c;
                     let their_start = (dst & !(mask - 1)) * c;
-                    let data = out[my_start..my_start + mask * c].to_vec();
-                    self.sendrecv_t(
-                        dst,
-                        &data,
-                        dst,
-                        &mut out[their_start..their_start + mask * c],
-                        tags::ALLGATHER,
-                    )?;
+                    let len = mask * c;
+                    // The two groups' blocks are disjoint parts of `out`:
+                    // sent from it and received into it, with no copy.
+                    let (data, into) = if my_start < their_start {
+                        let (lo, hi) = out.split_at_mut(their_start);
+                        (&lo[my_start..my_start + len], &mut hi[..len])
+                    } else {
+                        let (lo, hi) = out.split_at_mut(my_start);
+                        (&hi[..len], &mut lo[their_start..their_start + len])
+                    };
+                    self.sendrecv_t(dst, data, dst, into, tags::ALLGATHER)?;
                     mask <<= 1;
                 }
                 Ok(())
