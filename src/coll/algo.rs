@@ -253,8 +253,8 @@ impl Coll<'_> {
         let n = self.size();
         let me = self.ctx.rank;
         let len = data.len();
-        let acc: &mut [T] = scratch(acc_buf, len);
-        let tmp: &mut [T] = scratch(tmp_buf, len);
+        let mut acc: &mut [T] = scratch(acc_buf, len);
+        let mut tmp: &mut [T] = scratch(tmp_buf, len);
         let mut have = false; // acc holds the partial result (else data)
         if tuning().reduce == Algo::Linear {
             if me != root {
@@ -289,10 +289,19 @@ impl Coll<'_> {
                 break;
             }
             if rel + mask < n {
-                self.recv_t((rel + mask + base) % n, tags::REDUCE, tmp)?;
-                // The partial result covers the lower ranks: tmp = it op tmp.
+                let child = (rel + mask + base) % n;
+                if me == root && base == root && mask >= n - mask {
+                    // The root's last part lands in `out`, where the
+                    // result goes: out = partial op out, no copy.
+                    self.recv_t(child, tags::REDUCE, out)?;
+                    op.apply(if have { &*acc } else { data }, out);
+                    return Ok(());
+                }
+                self.recv_t(child, tags::REDUCE, tmp)?;
+                // The partial result covers the lower ranks: tmp = it op tmp,
+                // which becomes the partial result (the buffers swap roles).
                 op.apply(if have { &*acc } else { data }, tmp);
-                acc.copy_from_slice(tmp);
+                std::mem::swap(&mut acc, &mut tmp);
                 have = true;
             }
             mask <<= 1;
