@@ -551,13 +551,11 @@ impl Coll<'_> {
                     let len = mask * c;
                     // The two groups' blocks are disjoint parts of `out`:
                     // sent from it and received into it, with no copy.
-                    let (data, into) = if my_start < their_start {
-                        let (lo, hi) = out.split_at_mut(their_start);
-                        (&lo[my_start..my_start + len], &mut hi[..len])
-                    } else {
-                        let (lo, hi) = out.split_at_mut(my_start);
-                        (&hi[..len], &mut lo[their_start..their_start + len])
-                    };
+                    let (data, into) = disjoint(
+                        out,
+                        my_start..my_start + len,
+                        their_start..their_start + len,
+                    );
                     self.sendrecv_t(dst, data, dst, into, tags::ALLGATHER)?;
                     mask <<= 1;
                 }
@@ -850,7 +848,7 @@ fn disjoint<T>(
     a: std::ops::Range<usize>,
     b: std::ops::Range<usize>,
 ) -> (&[T], &mut [T]) {
-    assert!(a.end <= b.start || b.end <= a.start, "ring blocks overlap");
+    assert!(a.end <= b.start || b.end <= a.start, "blocks overlap");
     if a.end <= b.start {
         let (lo, hi) = buf.split_at_mut(b.start);
         (&lo[a], &mut hi[..b.end - b.start])
