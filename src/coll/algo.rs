@@ -727,8 +727,9 @@ impl Coll<'_> {
         while mask < n {
             let dst = me ^ mask;
             if dst < n {
-                let mine = partial.clone();
-                self.sendrecv_t(dst, &mine, dst, &mut tmp, tags::SCAN)?;
+                // Sent from `partial` itself, which the exchange leaves as
+                // it is.
+                self.sendrecv_t(dst, &partial, dst, &mut tmp, tags::SCAN)?;
                 if me > dst {
                     // tmp covers lower ranks.
                     op.apply(&tmp, &mut partial);
@@ -741,9 +742,10 @@ impl Coll<'_> {
                 } else if op.commutes() {
                     op.apply(&tmp, &mut partial);
                 } else {
-                    // partial covers lower ranks: partial = partial op tmp.
-                    op.apply(&mine, &mut tmp);
-                    partial.copy_from_slice(&tmp);
+                    // partial covers lower ranks: partial = partial op tmp
+                    // (computed in tmp, which then takes partial's place).
+                    op.apply(&partial, &mut tmp);
+                    std::mem::swap(&mut partial, &mut tmp);
                 }
             }
             mask <<= 1;
