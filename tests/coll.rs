@@ -716,20 +716,26 @@ fn a_nonblocking_reduce_progresses_while_its_rank_is_blocked_in_a_receive() {
     );
 }
 
-#[test]
-fn a_large_bcast_goes_by_rendezvous_where_blocking_sends_do() {
-    // Blocking sends by rendezvous from 8 KiB (as on Intel): a bcast's
-    // synchronous send from SHMPI_COLL_LARGE (64 KiB) takes it too, a
-    // smaller one stays on the ring; both arrive intact.
+/// Bcasts of `sizes` between two ranks with blocking sends by rendezvous
+/// from 8 KiB (as on Intel) and `SHMPI_COLL_SYNC` at `sync`: a size from
+/// `sync` goes by rendezvous, a smaller one stays on the ring; every one
+/// arrives intact.
+fn bcast_by_rendezvous_from(name: &str, sync: usize, sizes: &[usize]) {
+    let sync_s = sync.to_string();
     run_ranks_with(
         2,
-        "a_large_bcast_goes_by_rendezvous_where_blocking_sends_do",
+        name,
         &[],
-        &[("SHMPI_CMA_BLOCKING", "8192"), ("SHMPI_COLL_SHM", "0")],
+        &[
+            ("SHMPI_CMA_BLOCKING", "8192"),
+            ("SHMPI_COLL_SHM", "0"),
+            ("SHMPI_COLL_SYNC", &sync_s),
+        ],
         |u| {
             let w = u.world();
             let me = w.rank();
-            for (round, n) in [(1u8, 32 << 10), (2u8, (128 << 10) + 3)] {
+            for (round, &n) in sizes.iter().enumerate() {
+                let round = round as u8 + 1;
                 let mut buf: Vec<u8> = if me == 0 {
                     (0..n).map(|i| (i as u8).wrapping_mul(7) ^ round).collect()
                 } else {
@@ -746,10 +752,30 @@ fn a_large_bcast_goes_by_rendezvous_where_blocking_sends_do() {
                 );
                 if u.single_copy() == shmpi::shm::SingleCopy::Usable {
                     let by_rdv = (after.0 - before.0) + (after.1 - before.1);
-                    assert_eq!(by_rdv, u64::from(n > 64 << 10), "{n} bytes");
+                    assert_eq!(by_rdv, u64::from(n >= sync), "{n} bytes");
                 }
             }
         },
+    );
+}
+
+#[test]
+fn a_large_bcast_goes_by_rendezvous_where_blocking_sends_do() {
+    // A bcast's synchronous send from SHMPI_COLL_SYNC (64 KiB here) takes
+    // the rendezvous as a blocking send does; 32 KiB stays on the ring.
+    bcast_by_rendezvous_from(
+        "a_large_bcast_goes_by_rendezvous_where_blocking_sends_do",
+        64 << 10,
+        &[32 << 10, (128 << 10) + 3],
+    );
+}
+
+#[test]
+fn a_bcast_goes_by_rendezvous_from_shmpi_coll_sync() {
+    bcast_by_rendezvous_from(
+        "a_bcast_goes_by_rendezvous_from_shmpi_coll_sync",
+        16 << 10,
+        &[8 << 10, (16 << 10) + 1, 32 << 10],
     );
 }
 

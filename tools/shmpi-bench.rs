@@ -1343,8 +1343,17 @@ fn protocols(o: &Opts, u: &shmpi::Universe) {
             size(p.cma_split)
         );
     }
-    println!("# Size      blocking send, C MPI_Isend             plain isend (buffer kept by the request)      small collectives (per member)");
     let on = p.cma_mode == "auto" || p.cma_mode == "always";
+    println!(
+        "# bcast and reduce by messages: their sends synchronous from {} (SHMPI_COLL_SYNC){}",
+        size(Some(shmpi::coll::tuning::tuning().sync)),
+        if usable && on {
+            ", by rendezvous from there where a blocking send's would be"
+        } else {
+            ""
+        }
+    );
+    println!("# Size      blocking send, C MPI_Isend             plain isend (buffer kept by the request)      small collectives (per member)");
     let rdv_from = |s: usize, split: Option<usize>| {
         if split.is_some_and(|t| s >= t) {
             "rendezvous: copy shared, 2 cores"

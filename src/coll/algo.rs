@@ -42,12 +42,13 @@ impl Coll<'_> {
     }
 
     /// Sends typed data, synchronously when it is large (at least
-    /// `SHMPI_COLL_LARGE` bytes): the send returns once the receiver has
+    /// `SHMPI_COLL_SYNC` bytes): the send returns once the receiver has
     /// matched it, so a root that only sends (bcast, or a reduce's
     /// leaves) cannot run ahead of its receivers by more than one
-    /// collective and pile megabytes into their unexpected queues.
+    /// collective and pile megabytes into their unexpected queues; and,
+    /// as it waits anyway, it may go by rendezvous (`p2p::blocking_hold`).
     pub fn send_flow_t<T: Scalar>(&self, to: usize, tag: i32, data: &[T]) -> Result<()> {
-        let sync = bytes::<T>(data.len()) >= tuning().large;
+        let sync = bytes::<T>(data.len()) >= tuning().sync;
         self.sh.send_bytes(
             self.ctx.coll_id(),
             self.ctx.rank as u32,

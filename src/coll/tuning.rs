@@ -45,6 +45,11 @@ pub struct Tuning {
     /// `SHMPI_COLL_LARGE`: bytes from which `Auto` takes the large-message
     /// algorithm (default 65536).
     pub large: usize,
+    /// `SHMPI_COLL_SYNC`: bytes from which a bcast's or a reduce's send
+    /// is synchronous (`Coll::send_flow_t`); by default the CPU's row
+    /// (`transport::cma::Defaults::coll_sync`: 32 KiB on Intel, 64 KiB
+    /// elsewhere), at most `large`.
+    pub sync: usize,
     /// `SHMPI_COLL_SHM`: 1 lets barrier, bcast, reduce, allreduce and
     /// allgather go through the communicator's collective region, 0 sends
     /// messages always; unset (`None`), the region is used while every
@@ -95,6 +100,13 @@ pub fn tuning() -> &'static Tuning {
     static T: OnceLock<Tuning> = OnceLock::new();
     T.get_or_init(|| {
         use Algo::*;
+        let large = num("SHMPI_COLL_LARGE", DEFAULT_LARGE);
+        let sync = num(
+            "SHMPI_COLL_SYNC",
+            crate::transport::cma::Defaults::for_this_cpu()
+                .coll_sync
+                .min(large),
+        );
         Tuning {
             bcast: parse(
                 "SHMPI_COLL_BCAST",
@@ -130,7 +142,8 @@ pub fn tuning() -> &'static Tuning {
                 "SHMPI_COLL_ALLTOALL",
                 &[("auto", Auto), ("pairwise", Pairwise), ("linear", Linear)],
             ),
-            large: num("SHMPI_COLL_LARGE", DEFAULT_LARGE),
+            large,
+            sync,
             shm: std::env::var("SHMPI_COLL_SHM")
                 .ok()
                 .map(|v| v.trim() != "0"),

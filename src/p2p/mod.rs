@@ -61,7 +61,7 @@ pub const COLL_BIT: u32 = 1 << 31;
 /// to be found.
 ///
 /// A synchronous send of an algorithm (`send_flow`: bcast's and
-/// reduce's from `SHMPI_COLL_LARGE`) waits for its receiver anyway, so it
+/// reduce's from `SHMPI_COLL_SYNC`) waits for its receiver anyway, so it
 /// may take the rendezvous like any blocking send: on the Xeon VM
 /// (2026-12-06) a 2-rank bcast of 64 KiB took 8.7 µs through the ring,
 /// synchronous, against Open MPI's 3.9 (`docs/benchmarks.md`,

@@ -171,6 +171,10 @@ pub struct Defaults {
     /// distant one also from `SHMPI_DISTANT_RENDEZVOUS`); `usize::MAX`:
     /// only to a distant peer.
     pub scoped: usize,
+    /// `SHMPI_COLL_SYNC`: the size from which a bcast's or a reduce's
+    /// send is synchronous (`coll::tuning`), so that it may take the
+    /// rendezvous as a blocking send does (`p2p::blocking_hold`).
+    pub coll_sync: usize,
 }
 
 impl Defaults {
@@ -203,6 +207,7 @@ impl Defaults {
                 watch: placement::WATCH_MIN,
                 distant_ns: None,
                 scoped: 32 << 10,
+                coll_sync: 32 << 10,
             },
             Some("AuthenticAMD") if family == Some(23) => Defaults {
                 blocking: 64 << 10,
@@ -227,6 +232,7 @@ impl Defaults {
             watch: placement::WATCH_MIN,
             distant_ns: Some(placement::DISTANT_NS),
             scoped: usize::MAX,
+            coll_sync: 64 << 10,
         }
     }
 }
