@@ -57,8 +57,16 @@ pub const COLL_BIT: u32 = 1 << 31;
 /// faster but allreduce 1.3-2.3x slower from 32 KiB and allgather
 /// 1.2-1.8x slower at 32-128 KiB, though a plain `sendrecv` exchange is
 /// faster by rendezvous (16 KiB 2.0 against 2.9 µs, 1 MiB 67 against
-/// 180): the cause, likely in the algorithms' per-step buffers, is still
-/// to be found.
+/// 180). The cause (2026-12-07): a buffer written just before it is
+/// sent. Allgather copies the caller's block into the output and sends
+/// it from there, allreduce and reduce send partial results they just
+/// computed; a receiver's `process_vm_readv` of such a buffer, and the
+/// sender's next write to lines the receiver's copy left shared, cost
+/// more than the ring's two copies. An alltoall whose send buffer is
+/// rewritten before each call (scratch test, 2 ranks, 20,000 calls):
+/// 16 KiB-128 KiB 1.2-1.6x slower by rendezvous, though 0.57-0.8x with
+/// the buffer left as it was (as OSU's benchmark and `shmpi-bench`
+/// leave it). Applications send what they just computed.
 ///
 /// A synchronous send of an algorithm (`send_flow`: bcast's and
 /// reduce's from `SHMPI_COLL_SYNC`) waits for its receiver anyway, so it
