@@ -291,6 +291,18 @@ if [ "$PLACEMENT" != any ]; then
 fi
 
 # ---------------------------------------------------------------- running
+# settle: lets the previous contender's processes (a launcher's daemons
+# and their teardown) finish before the next run starts: waits up to 3 s
+# until the CPUs are under 10% busy (each look takes 0.5 s). Without it
+# the first row of the run after Open MPI's (shmpi's 0 B) ran about 0.04
+# us slower than the same row run alone.
+settle() {
+    local until=$((SECONDS + 3))
+    while [ "$(cpu_busy_pct 2>/dev/null || echo 0)" -ge 10 ] && [ "$SECONDS" -lt "$until" ]; do
+        :
+    done
+}
+
 # run_one MODE INDEX ROUND: runs contender INDEX once and appends
 # "name size value" lines to $WORK/MODE.dat.
 run_one() {
@@ -326,6 +338,7 @@ run_one() {
     [ -z "$MIN_SIZE" ] || sizes=(--min-size "$MIN_SIZE" "${sizes[@]}")
     local f1= f2= deadline=$((SECONDS + WAIT))
     while :; do
+        settle
         if [ "$PLACEMENT" != any ]; then
             f1=$(floor_us)
             while ! in_placement "$f1"; do
