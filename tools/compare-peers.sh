@@ -297,8 +297,8 @@ fi
 # the first row of the run after Open MPI's (shmpi's 0 B) ran about 0.04
 # us slower than the same row run alone.
 settle() {
-    local until=$((SECONDS + 3))
-    while [ "$(cpu_busy_pct 2>/dev/null || echo 0)" -ge 10 ] && [ "$SECONDS" -lt "$until" ]; do
+    local end=$((SECONDS + 3))
+    while [ "$(cpu_busy_pct 2>/dev/null || echo 0)" -ge 10 ] && [ "$SECONDS" -lt "$end" ]; do
         :
     done
 }

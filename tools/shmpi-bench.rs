@@ -1344,13 +1344,18 @@ fn protocols(o: &Opts, u: &shmpi::Universe) {
         );
     }
     let on = p.cma_mode == "auto" || p.cma_mode == "always";
+    let tuning = shmpi::coll::tuning::tuning();
     println!(
-        "# bcast and reduce by messages: their sends synchronous from {} (SHMPI_COLL_SYNC){}",
-        size(Some(shmpi::coll::tuning::tuning().sync)),
+        "# bcast and reduce by messages: their sends synchronous from {} (SHMPI_COLL_LARGE){}",
+        size(Some(tuning.large)),
         if usable && on {
-            ", by rendezvous from there where a blocking send's would be"
+            format!(
+                ", and from {} (SHMPI_COLL_SYNC) where a blocking send's is a rendezvous, \
+                 which they then take",
+                size(Some(tuning.sync))
+            )
         } else {
-            ""
+            String::new()
         }
     );
     println!("# Size      blocking send, C MPI_Isend             plain isend (buffer kept by the request)      small collectives (per member)");

@@ -42,13 +42,23 @@ impl Coll<'_> {
     }
 
     /// Sends typed data, synchronously when it is large (at least
-    /// `SHMPI_COLL_SYNC` bytes): the send returns once the receiver has
-    /// matched it, so a root that only sends (bcast, or a reduce's
-    /// leaves) cannot run ahead of its receivers by more than one
-    /// collective and pile megabytes into their unexpected queues; and,
-    /// as it waits anyway, it may go by rendezvous (`p2p::blocking_hold`).
+    /// `SHMPI_COLL_LARGE` bytes, or `SHMPI_COLL_SYNC` where a blocking
+    /// send of its size to `to` would go by rendezvous): the send returns
+    /// once the receiver has matched it, so a root that only sends (bcast,
+    /// or a reduce's leaves) cannot run ahead of its receivers by more
+    /// than one collective and pile megabytes into their unexpected
+    /// queues; and, as it waits anyway, it may go by rendezvous
+    /// (`p2p::blocking_hold`).
     pub fn send_flow_t<T: Scalar>(&self, to: usize, tag: i32, data: &[T]) -> Result<()> {
-        let sync = bytes::<T>(data.len()) >= tuning().sync;
+        let len = bytes::<T>(data.len());
+        let t = tuning();
+        let sync = len >= t.large
+            || (len >= t.sync
+                && self
+                    .sh
+                    .lock()
+                    .transport()
+                    .blocking_rendezvous(self.ctx.ranks[to], len));
         self.sh.send_bytes(
             self.ctx.coll_id(),
             self.ctx.rank as u32,

@@ -46,9 +46,10 @@ pub struct Tuning {
     /// algorithm (default 65536).
     pub large: usize,
     /// `SHMPI_COLL_SYNC`: bytes from which a bcast's or a reduce's send
-    /// is synchronous (`Coll::send_flow_t`); by default the CPU's row
-    /// (`transport::cma::Defaults::coll_sync`: 32 KiB on Intel, 64 KiB
-    /// elsewhere), at most `large`.
+    /// is synchronous where a blocking send of its size would go by
+    /// rendezvous (`Coll::send_flow_t`; from `large` it is anyway); by
+    /// default the CPU's row (`transport::cma::Defaults::coll_sync`: 32
+    /// KiB on Intel, 64 KiB elsewhere), at most `large`.
     pub sync: usize,
     /// `SHMPI_COLL_SHM`: 1 lets barrier, bcast, reduce, allreduce and
     /// allgather go through the communicator's collective region, 0 sends

@@ -1000,6 +1000,22 @@ impl Transport {
             && self.seg.control(peer).single_copy() == SingleCopy::Usable
     }
 
+    /// Whether a blocking send of `len` bytes to `peer`, a near rank of
+    /// this job, would go by rendezvous ([`rendezvous_to`](Self::rendezvous_to)
+    /// without its distant case, and without its side effects): for the
+    /// collectives' synchronous sends (`coll::tuning`, `SHMPI_COLL_SYNC`).
+    pub fn blocking_rendezvous(&self, peer: usize, len: usize) -> bool {
+        let from = match self.cma_mode {
+            CmaMode::Auto => self.blocking_from,
+            CmaMode::Always => self.cma_threshold,
+            CmaMode::Off | CmaMode::Refuse => return false,
+        };
+        len >= from
+            && peer != self.me
+            && peer < self.size()
+            && self.seg.control(peer).single_copy() == SingleCopy::Usable
+    }
+
     /// The size from which a blocking send goes by rendezvous under
     /// `SHMPI_CMA=auto` (`SHMPI_CMA_BLOCKING`; `None`: never).
     pub fn blocking_threshold(&self) -> Option<usize> {
