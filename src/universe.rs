@@ -88,6 +88,8 @@ fn init_inner() -> Result<Universe> {
         None => singleton()?,
     };
     let seg = Arc::new(seg);
+    // A bad `SHMPI_COLL_*` value fails the start, as the transport's do.
+    crate::coll::tuning::check()?;
     let mut transport = Transport::new(seg.clone(), layout, contract.rank)?;
     let my_cpu = contract
         .cpuset

@@ -638,6 +638,13 @@ fn bad_tuning_values_are_refused_naming_the_variable_and_what_it_wants() {
         ("SHMPI_DISTANT_SLOW", "fast", "a rate in MB/s"),
         ("SHMPI_CMA_SPLIT_BLOCKING", "-5", "a size in bytes"),
         ("SHMPI_CMA_SCOPED", "1x", "a size in bytes"),
+        ("SHMPI_COLL_SYNC", "32k", "a size in bytes"),
+        ("SHMPI_COLL_SHM", "yes", "0 or 1"),
+        (
+            "SHMPI_COLL_BCAST",
+            "tree",
+            "one of auto, binomial, scatter_allgather",
+        ),
     ] {
         let o = support::output_bounded(
             Command::new(env!("CARGO_BIN_EXE_shmpi-bench"))

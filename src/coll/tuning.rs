@@ -73,87 +73,153 @@ pub struct Tuning {
 /// Default large-message threshold in bytes.
 pub const DEFAULT_LARGE: usize = 64 << 10;
 
-fn parse(var: &str, allowed: &[(&str, Algo)]) -> Algo {
+/// The value of `var` among `allowed` (unset: `Auto`).
+///
+/// # Errors
+/// `Arg` naming the variable and the accepted values.
+fn parse(var: &str, allowed: &[(&str, Algo)]) -> crate::Result<Algo> {
     let Ok(v) = std::env::var(var) else {
-        return Algo::Auto;
+        return Ok(Algo::Auto);
     };
-    match allowed.iter().find(|(n, _)| *n == v) {
-        Some((_, a)) => *a,
-        None => {
-            eprintln!(
-                "shmpi: {var}={v:?} is not one of {:?}; using auto",
-                allowed.iter().map(|(n, _)| *n).collect::<Vec<_>>()
-            );
-            Algo::Auto
-        }
+    match allowed.iter().find(|(n, _)| *n == v.trim()) {
+        Some((_, a)) => Ok(*a),
+        None => Err(bad(
+            var,
+            &v,
+            &format!(
+                "one of {}",
+                allowed
+                    .iter()
+                    .map(|(n, _)| *n)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        )),
     }
 }
 
-fn num(var: &str, default: usize) -> usize {
-    std::env::var(var)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
+/// The size in bytes (or count) `var` holds (unset: `default`).
+///
+/// # Errors
+/// `Arg` naming the variable, as the transport's variables.
+fn num(var: &str, default: usize, what: &str) -> crate::Result<usize> {
+    match std::env::var(var) {
+        Err(_) => Ok(default),
+        Ok(v) => v.trim().parse().map_err(|_| bad(var, &v, what)),
+    }
 }
 
-/// This process's tuning (the environment at first use).
+/// `0` or `1` in `var` (unset: `None`).
+///
+/// # Errors
+/// `Arg` naming the variable.
+fn switch(var: &str) -> crate::Result<Option<bool>> {
+    match std::env::var(var) {
+        Err(_) => Ok(None),
+        Ok(v) => match v.trim() {
+            "0" => Ok(Some(false)),
+            "1" => Ok(Some(true)),
+            _ => Err(bad(var, &v, "0 or 1")),
+        },
+    }
+}
+
+fn bad(var: &str, v: &str, what: &str) -> crate::Error {
+    crate::Error::new(
+        crate::error::ErrorClass::Arg,
+        format!("{var}={v}: expected {what}"),
+    )
+}
+
+/// Checks every `SHMPI_COLL_*` variable (at init, so that a bad value
+/// fails the start with `MPI_ERR_ARG` naming it, as the transport's do).
+///
+/// # Errors
+/// The first bad value.
+pub fn check() -> crate::Result<()> {
+    read().map(|_| ())
+}
+
+/// The choices the environment makes.
+fn read() -> crate::Result<Tuning> {
+    use Algo::*;
+    let large = num("SHMPI_COLL_LARGE", DEFAULT_LARGE, "a size in bytes")?;
+    let sync = num(
+        "SHMPI_COLL_SYNC",
+        crate::transport::cma::Defaults::for_this_cpu()
+            .coll_sync
+            .min(large),
+        "a size in bytes",
+    )?;
+    Ok(Tuning {
+        bcast: parse(
+            "SHMPI_COLL_BCAST",
+            &[
+                ("auto", Auto),
+                ("binomial", Binomial),
+                ("scatter_allgather", ScatterAllgather),
+            ],
+        )?,
+        reduce: parse(
+            "SHMPI_COLL_REDUCE",
+            &[("auto", Auto), ("binomial", Binomial), ("linear", Linear)],
+        )?,
+        allreduce: parse(
+            "SHMPI_COLL_ALLREDUCE",
+            &[
+                ("auto", Auto),
+                ("recursive_doubling", RecursiveDoubling),
+                ("ring", Ring),
+                ("reduce_bcast", ReduceBcast),
+            ],
+        )?,
+        allgather: parse(
+            "SHMPI_COLL_ALLGATHER",
+            &[
+                ("auto", Auto),
+                ("recursive_doubling", RecursiveDoubling),
+                ("ring", Ring),
+                ("gather_bcast", GatherBcast),
+            ],
+        )?,
+        alltoall: parse(
+            "SHMPI_COLL_ALLTOALL",
+            &[("auto", Auto), ("pairwise", Pairwise), ("linear", Linear)],
+        )?,
+        large,
+        sync,
+        shm: switch("SHMPI_COLL_SHM")?,
+        shm_max: num(
+            "SHMPI_COLL_SHM_MAX",
+            crate::transport::shmcoll::MAX_PAYLOAD,
+            "a size in bytes",
+        )?
+        .min(crate::transport::shmcoll::MAX_PAYLOAD),
+        shm_ranks: num("SHMPI_COLL_SHM_RANKS", 64, "a number of ranks")?,
+        hier: switch("SHMPI_COLL_HIER")?,
+    })
+}
+
+/// This process's tuning (the environment at first use; `init` has
+/// checked it, [`check`]). A process that never ran `init` with a bad
+/// value gets every default.
 pub fn tuning() -> &'static Tuning {
     static T: OnceLock<Tuning> = OnceLock::new();
     T.get_or_init(|| {
-        use Algo::*;
-        let large = num("SHMPI_COLL_LARGE", DEFAULT_LARGE);
-        let sync = num(
-            "SHMPI_COLL_SYNC",
-            crate::transport::cma::Defaults::for_this_cpu()
+        read().unwrap_or_else(|_| Tuning {
+            bcast: Algo::Auto,
+            reduce: Algo::Auto,
+            allreduce: Algo::Auto,
+            allgather: Algo::Auto,
+            alltoall: Algo::Auto,
+            large: DEFAULT_LARGE,
+            sync: crate::transport::cma::Defaults::for_this_cpu()
                 .coll_sync
-                .min(large),
-        );
-        Tuning {
-            bcast: parse(
-                "SHMPI_COLL_BCAST",
-                &[
-                    ("auto", Auto),
-                    ("binomial", Binomial),
-                    ("scatter_allgather", ScatterAllgather),
-                ],
-            ),
-            reduce: parse(
-                "SHMPI_COLL_REDUCE",
-                &[("auto", Auto), ("binomial", Binomial), ("linear", Linear)],
-            ),
-            allreduce: parse(
-                "SHMPI_COLL_ALLREDUCE",
-                &[
-                    ("auto", Auto),
-                    ("recursive_doubling", RecursiveDoubling),
-                    ("ring", Ring),
-                    ("reduce_bcast", ReduceBcast),
-                ],
-            ),
-            allgather: parse(
-                "SHMPI_COLL_ALLGATHER",
-                &[
-                    ("auto", Auto),
-                    ("recursive_doubling", RecursiveDoubling),
-                    ("ring", Ring),
-                    ("gather_bcast", GatherBcast),
-                ],
-            ),
-            alltoall: parse(
-                "SHMPI_COLL_ALLTOALL",
-                &[("auto", Auto), ("pairwise", Pairwise), ("linear", Linear)],
-            ),
-            large,
-            sync,
-            shm: std::env::var("SHMPI_COLL_SHM")
-                .ok()
-                .map(|v| v.trim() != "0"),
-            shm_max: num("SHMPI_COLL_SHM_MAX", crate::transport::shmcoll::MAX_PAYLOAD)
-                .min(crate::transport::shmcoll::MAX_PAYLOAD),
-            shm_ranks: num("SHMPI_COLL_SHM_RANKS", 64),
-            hier: std::env::var("SHMPI_COLL_HIER")
-                .ok()
-                .map(|v| v.trim() != "0"),
-        }
+                .min(DEFAULT_LARGE),
+            shm: None,
+            shm_max: crate::transport::shmcoll::MAX_PAYLOAD,
+            shm_ranks: 64,
+            hier: None,
+        })
     })
 }
