@@ -88,8 +88,10 @@ fn init_inner() -> Result<Universe> {
         None => singleton()?,
     };
     let seg = Arc::new(seg);
-    // A bad `SHMPI_COLL_*` value fails the start, as the transport's do.
+    // A bad `SHMPI_COLL_*` or wait value fails the start, before the
+    // start barrier, as the transport's do.
     crate::coll::tuning::check()?;
+    let policy = WaitPolicy::for_job(contract.size)?;
     let mut transport = Transport::new(seg.clone(), layout, contract.rank)?;
     let my_cpu = contract
         .cpuset
@@ -108,10 +110,7 @@ fn init_inner() -> Result<Universe> {
         seg.unlink();
     }
     let engine = Engine::new(transport);
-    let proc_ = Arc::new(Process::new(Shared::new(
-        engine,
-        WaitPolicy::for_job(contract.size),
-    )));
+    let proc_ = Arc::new(Process::new(Shared::new(engine, policy)));
     let world = Communicator::new(
         proc_.clone(),
         Context {

@@ -639,6 +639,7 @@ fn bad_tuning_values_are_refused_naming_the_variable_and_what_it_wants() {
         ("SHMPI_CMA_SPLIT_BLOCKING", "-5", "a size in bytes"),
         ("SHMPI_CMA_SCOPED", "1x", "a size in bytes"),
         ("SHMPI_COLL_SYNC", "32k", "a size in bytes"),
+        ("SHMPI_SPIN_US", "1ms", "a time in microseconds"),
         ("SHMPI_COLL_SHM", "yes", "0 or 1"),
         (
             "SHMPI_COLL_BCAST",

@@ -45,26 +45,38 @@ pub struct WaitPolicy {
 impl WaitPolicy {
     /// The policy for a job of `nranks` ranks on this machine, with the
     /// `SHMPI_SPIN_US` / `SHMPI_YIELD_US` / `SHMPI_FINE_SPINS` overrides.
-    pub fn for_job(nranks: usize) -> WaitPolicy {
+    ///
+    /// # Errors
+    /// `Arg` naming a variable whose value is not a number.
+    pub fn for_job(nranks: usize) -> crate::Result<WaitPolicy> {
         let cores = online_cpus();
         let spin_default = if nranks > cores {
             DEFAULT_SPIN_US_OVERSUBSCRIBED
         } else {
             DEFAULT_SPIN_US
         };
-        let us = |var: &str, d: u64| {
-            std::env::var(var)
-                .ok()
-                .and_then(|v| v.parse::<u64>().ok())
-                .unwrap_or(d)
+        let us = |var: &str, what: &str, d: u64| {
+            super::env_number(var, what).map(|v| v.map_or(d, |v| v as u64))
         };
-        WaitPolicy {
-            spin: Duration::from_micros(us("SHMPI_SPIN_US", spin_default)),
-            yield_for: Duration::from_micros(us("SHMPI_YIELD_US", DEFAULT_YIELD_US)),
-            fine_spins: us("SHMPI_FINE_SPINS", DEFAULT_FINE_SPINS.into())
-                .try_into()
-                .unwrap_or(u32::MAX),
-        }
+        Ok(WaitPolicy {
+            spin: Duration::from_micros(us(
+                "SHMPI_SPIN_US",
+                "a time in microseconds",
+                spin_default,
+            )?),
+            yield_for: Duration::from_micros(us(
+                "SHMPI_YIELD_US",
+                "a time in microseconds",
+                DEFAULT_YIELD_US,
+            )?),
+            fine_spins: us(
+                "SHMPI_FINE_SPINS",
+                "a number of rounds",
+                DEFAULT_FINE_SPINS.into(),
+            )?
+            .try_into()
+            .unwrap_or(u32::MAX),
+        })
     }
 }
 
