@@ -201,6 +201,30 @@ fn c_programs_pass_under_shmpiexec() {
     support::assert_no_segments_left();
 }
 
+#[test]
+fn a_bad_connect_timeout_fails_mpi_init_naming_the_variable() {
+    let p = programs()
+        .into_iter()
+        .find(|p| p.name == "comm_compare")
+        .expect("tests/c/comm_compare.c");
+    let exe = build(shmpicc(), &p, &out_dir("bad-env")).unwrap();
+    let o = support::output_bounded(
+        Command::new(support::shmpiexec())
+            .args(["-n", "2"])
+            .arg(&exe)
+            .env("SHMPI_CONNECT_TIMEOUT", "soon"),
+        RUN_TIMEOUT,
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains(
+            "MPI_Init failed: MPI_ERR_ARG: SHMPI_CONNECT_TIMEOUT=soon: expected a time in seconds"
+        ),
+        "{err}"
+    );
+    support::assert_no_segments_left();
+}
+
 fn have(tool: &str) -> bool {
     Command::new("sh")
         .args(["-c", &format!("command -v {tool}")])

@@ -85,14 +85,33 @@ pub unsafe extern "C" fn MPI_Lookup_name(
 }
 
 /// How long `MPI_Comm_connect` waits for the port to exist
-/// (`SHMPI_CONNECT_TIMEOUT` seconds, default 60).
+/// (`SHMPI_CONNECT_TIMEOUT` seconds, default 60; `MPI_Init` refused a
+/// bad value, [`check_connect_timeout`]).
 fn connect_timeout() -> std::time::Duration {
-    let s = std::env::var("SHMPI_CONNECT_TIMEOUT")
-        .ok()
-        .and_then(|v| v.parse::<f64>().ok())
-        .filter(|s| s.is_finite() && *s >= 0.0)
-        .unwrap_or(60.0);
-    std::time::Duration::from_secs_f64(s)
+    parse_connect_timeout().unwrap_or(std::time::Duration::from_secs(60))
+}
+
+/// `SHMPI_CONNECT_TIMEOUT`, checked by `MPI_Init` so that a bad value
+/// fails the start with `MPI_ERR_ARG`, as every other variable's does,
+/// rather than a connect later.
+///
+/// # Errors
+/// `Arg` naming the variable.
+pub(super) fn check_connect_timeout() -> Result<()> {
+    parse_connect_timeout().map(|_| ())
+}
+
+fn parse_connect_timeout() -> Result<std::time::Duration> {
+    let Ok(v) = std::env::var("SHMPI_CONNECT_TIMEOUT") else {
+        return Ok(std::time::Duration::from_secs(60));
+    };
+    match v.trim().parse::<f64>() {
+        Ok(s) if s.is_finite() && s >= 0.0 => Ok(std::time::Duration::from_secs_f64(s)),
+        _ => Err(Error::new(
+            ErrorClass::Arg,
+            format!("SHMPI_CONNECT_TIMEOUT={v}: expected a time in seconds"),
+        )),
+    }
 }
 
 fn accept_or_connect(

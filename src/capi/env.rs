@@ -57,6 +57,7 @@ fn init(required: c_int) -> Result<c_int> {
         ));
     }
     EPOCH.get_or_init(Instant::now);
+    super::connect::check_connect_timeout()?;
     let u = crate::universe::init()?;
     let world = u.world();
     let selfc = u.self_comm();
