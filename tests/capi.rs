@@ -222,6 +222,10 @@ fn a_bad_connect_timeout_fails_mpi_init_naming_the_variable() {
         ),
         "{err}"
     );
+    // The initial error handler is fatal: the program goes no further.
+    assert!(!o.status.success(), "the job went on: {err}");
+    assert!(!err.contains("MPI is not initialized"), "{err}");
+    assert!(String::from_utf8_lossy(&o.stdout).trim().is_empty());
     support::assert_no_segments_left();
 }
 

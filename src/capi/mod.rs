@@ -452,8 +452,9 @@ fn class_blurb(class: c_int) -> &'static str {
 
 /// Runs the error handler of `comm` (or, for errors that belong to no
 /// communicator, of `MPI_COMM_SELF` if the program set one there, else of
-/// `MPI_COMM_WORLD`) for error `e` of `call`; returns the code to give
-/// back. Does not return under a fatal handler.
+/// `MPI_COMM_WORLD`; before init, the initial error handler, fatal) for
+/// error `e` of `call`; returns the code to give back. Does not return
+/// under a fatal handler.
 pub(crate) fn raise(comm: Option<&Arc<CommObj>>, call: &str, e: &Error) -> c_int {
     let code = code_of(e);
     let obj = comm.cloned().or_else(|| {
@@ -464,9 +465,16 @@ pub(crate) fn raise(comm: Option<&Arc<CommObj>>, call: &str, e: &Error) -> c_int
         own.or_else(|| WORLD.get().cloned())
     });
     let Some(obj) = obj else {
-        // Before init or after finalize: nothing to call; report and return.
-        crate::error::say(format_args!("shmpi: {call} failed: {e}"));
-        return code;
+        // Before init (after finalize the world's handler still answers):
+        // MPI-4's initial error handler, MPI_ERRORS_ARE_FATAL by default
+        // (there is no `mpi_initial_errhandler` key to change it here).
+        // Returning let a program that ignores MPI_Init's code run on,
+        // every call failing, and even exit 0.
+        crate::error::say(format_args!(
+            "shmpi: {call} failed: {e}; the initial error handler is \
+             MPI_ERRORS_ARE_FATAL, so the process exits"
+        ));
+        std::process::exit(e.class().code().max(1));
     };
     match obj.errh() {
         Errh::Return => code,
