@@ -187,6 +187,9 @@ pub struct Protocols {
     /// The same for a blocking send's rendezvous, whose sender waits
     /// (`SHMPI_CMA_SPLIT_BLOCKING`; `None`: never).
     pub cma_split_blocking: Option<usize>,
+    /// Under `SHMPI_CMA=auto`, the size from which C's `MPI_Isend` goes
+    /// by rendezvous (`SHMPI_CMA_C_ISEND`; `None`: never).
+    pub cma_c_isend: Option<usize>,
     /// `SHMPI_CMA`: `auto`, `always`, `off` or `refuse`.
     pub cma_mode: &'static str,
     /// The largest message whose ring frame the sender demotes to the
@@ -276,6 +279,7 @@ impl Universe {
             cma_blocking: t.blocking_threshold(),
             cma_split: t.split_threshold(),
             cma_split_blocking: t.split_blocking_threshold(),
+            cma_c_isend: t.c_isend_threshold(),
             cma_mode: t.cma_mode().name(),
             demote: t.demote_limit(),
             cma_scoped: t.scoped_threshold(),

@@ -404,6 +404,20 @@ fn shmpi_bench_floor_and_protocols_print_their_tables() {
         assert!(blocking_column(&out, "16384").starts_with(at16), "{out}");
         assert!(blocking_column(&out, "32768").starts_with(at32), "{out}");
     }
+    // C's MPI_Isend follows its own threshold where single copy is usable.
+    let c = support::output_bounded(
+        Command::new(env!("CARGO_BIN_EXE_shmpi-bench"))
+            .args(["protocols", "--max-size", "8"])
+            .env("SHMPI_CMA_C_ISEND", "16384"),
+        Duration::from_secs(60),
+    );
+    let c = String::from_utf8_lossy(&c.stdout).to_string();
+    if c.contains("single copy (process_vm_readv): usable") {
+        assert!(
+            c.contains("# C MPI_Isend: by rendezvous from 16384 B (SHMPI_CMA_C_ISEND)"),
+            "{c}"
+        );
+    }
     // Forced off, nothing is single copy.
     let off = support::output_bounded(
         Command::new(env!("CARGO_BIN_EXE_shmpi-bench"))

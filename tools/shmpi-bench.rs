@@ -1336,10 +1336,16 @@ fn protocols(o: &Opts, u: &shmpi::Universe) {
         ),
         None => println!("# a scoped isend: one ring frame up to the eager limit, pipelined above"),
     }
-    if p.cma_split_blocking != p.cma_split && usable && p.cma_mode != "off" {
+    if usable && p.cma_mode == "auto" {
         println!(
-            "# C MPI_Isend: as a blocking send, but its rendezvous copy shared only from {} \
-             (its caller may be busy elsewhere)",
+            "# C MPI_Isend: by rendezvous from {} (SHMPI_CMA_C_ISEND), its copy shared from {} \
+             (its caller may be busy elsewhere); below, through the ring",
+            size(p.cma_c_isend),
+            size(p.cma_split)
+        );
+    } else if usable && p.cma_mode == "always" {
+        println!(
+            "# C MPI_Isend: as a blocking send, its copy shared from {}",
             size(p.cma_split)
         );
     }
@@ -1358,7 +1364,7 @@ fn protocols(o: &Opts, u: &shmpi::Universe) {
             String::new()
         }
     );
-    println!("# Size      blocking send, C MPI_Isend             plain isend (buffer kept by the request)      small collectives (per member)");
+    println!("# Size      blocking send                          plain isend (buffer kept by the request)      small collectives (per member)");
     let rdv_from = |s: usize, split: Option<usize>| {
         if split.is_some_and(|t| s >= t) {
             "rendezvous: copy shared, 2 cores"

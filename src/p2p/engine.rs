@@ -823,9 +823,10 @@ pub enum Hold {
     /// `SHMPI_CMA_SPLIT_BLOCKING` ([`Rts::waits`]).
     Pipelined,
     /// As [`Pipelined`](Self::Pipelined), for a request whose buffer stays
-    /// untouched until it completes (C's `MPI_Isend`, `Lending::Raw`);
-    /// its caller may be busy elsewhere, so the copy is shared only from
-    /// `SHMPI_CMA_SPLIT`.
+    /// untouched until it completes (C's `MPI_Isend`, `Lending::Raw`), but
+    /// by rendezvous from `SHMPI_CMA_C_ISEND` (a window of them runs
+    /// faster through the ring below it); its caller may be busy
+    /// elsewhere, so the copy is shared only from `SHMPI_CMA_SPLIT`.
     Raw,
     /// Until the send completes, but nobody pushes from it later (an
     /// `isend` outside a lending scope): by rendezvous from
@@ -1296,7 +1297,8 @@ impl Engine {
         let rdv = pool.is_some()
             || match hold {
                 Hold::Now | Hold::Lent => false,
-                Hold::Pipelined | Hold::Raw => self.t.rendezvous_to(dest, data.len(), true),
+                Hold::Pipelined => self.t.rendezvous_to(dest, data.len(), true),
+                Hold::Raw => self.t.rendezvous_c_isend_to(dest, data.len()),
                 Hold::Borrowed => self.t.rendezvous_to(dest, data.len(), false),
             };
         let mut hdr = Header {

@@ -171,6 +171,10 @@ pub struct Defaults {
     /// distant one also from `SHMPI_DISTANT_RENDEZVOUS`); `usize::MAX`:
     /// only to a distant peer.
     pub scoped: usize,
+    /// `SHMPI_CMA_C_ISEND`: under `SHMPI_CMA=auto`, the size from which
+    /// C's `MPI_Isend` (its buffer lent for the request's life) goes by
+    /// rendezvous; `usize::MAX`: never.
+    pub c_isend: usize,
     /// `SHMPI_COLL_SYNC`: the size from which a bcast's or a reduce's
     /// send is synchronous (`coll::tuning`), so that it may take the
     /// rendezvous as a blocking send does (`p2p::blocking_hold`).
@@ -207,10 +211,12 @@ impl Defaults {
                 watch: placement::WATCH_MIN,
                 distant_ns: None,
                 scoped: 32 << 10,
+                c_isend: 32 << 10,
                 coll_sync: 32 << 10,
             },
             Some("AuthenticAMD") if family == Some(23) => Defaults {
                 blocking: 64 << 10,
+                c_isend: 64 << 10,
                 ..Defaults::other()
             },
             Some("AuthenticAMD") if family == Some(25) => Defaults {
@@ -232,6 +238,7 @@ impl Defaults {
             watch: placement::WATCH_MIN,
             distant_ns: Some(placement::DISTANT_NS),
             scoped: usize::MAX,
+            c_isend: usize::MAX,
             coll_sync: 64 << 10,
         }
     }
@@ -513,7 +520,11 @@ mod tests {
         for family in [25, 26] {
             let zen = Defaults::for_cpu(&cpu("AuthenticAMD", family));
             assert_eq!((zen.threshold, zen.blocking), (256 << 10, usize::MAX));
+            assert_eq!(zen.c_isend, usize::MAX);
         }
+        // C's MPI_Isend: from 32 KiB on Intel, as a blocking send on AMD.
+        assert_eq!(intel.c_isend, 32 << 10);
+        assert_eq!(zen1.c_isend, zen1.blocking);
         // The placement is followed from 8 KiB where that was measured
         // (family 25), from 64 KiB elsewhere.
         let watch = |vendor, family| Defaults::for_cpu(&cpu(vendor, family)).watch;

@@ -397,6 +397,9 @@ pub struct Transport {
     /// Under `SHMPI_CMA=auto`, blocking sends of at least this many bytes
     /// go by rendezvous (`SHMPI_CMA_BLOCKING`; `usize::MAX`: never).
     blocking_from: usize,
+    /// Under `SHMPI_CMA=auto`, C's `MPI_Isend`s of at least this many
+    /// bytes go by rendezvous (`SHMPI_CMA_C_ISEND`; `usize::MAX`: never).
+    c_isend_from: usize,
     /// Rendezvous messages of at least this many bytes from a peer of
     /// this job have their copy shared with the sender (`SHMPI_CMA_SPLIT`;
     /// `usize::MAX`: never).
@@ -574,7 +577,17 @@ impl Transport {
             Some(n) => n,
             None => d,
         };
-        let blocking_from = never_if_0(env_size("SHMPI_CMA_BLOCKING")?, defaults.blocking);
+        let blocking_env = env_size("SHMPI_CMA_BLOCKING")?;
+        let blocking_from = never_if_0(blocking_env, defaults.blocking);
+        // C's MPI_Isend: its own variable, else SHMPI_CMA_BLOCKING's value
+        // when that is set (it followed the blocking sends until
+        // 2026-12-07), else the CPU's row.
+        let c_isend_from = match env_size("SHMPI_CMA_C_ISEND")? {
+            Some(0) => usize::MAX,
+            Some(v) => v,
+            None if blocking_env.is_some() => blocking_from,
+            None => defaults.c_isend,
+        };
         let split_env = env_size("SHMPI_CMA_SPLIT")?;
         let split_from = never_if_0(split_env, defaults.split);
         // A blocking send's copy: its own variable, else SHMPI_CMA_SPLIT's
@@ -682,6 +695,7 @@ impl Transport {
             distant_from,
             distant_ns,
             scoped_from,
+            c_isend_from,
             hand_off: vec![None; n],
             distant: vec![false; n],
             watch: false,
@@ -1014,6 +1028,30 @@ impl Transport {
             && peer != self.me
             && peer < self.size()
             && self.seg.control(peer).single_copy() == SingleCopy::Usable
+    }
+
+    /// [`rendezvous_to`](Self::rendezvous_to) for C's `MPI_Isend`, whose
+    /// buffer is lent for the request's life: under `SHMPI_CMA=auto` from
+    /// `SHMPI_CMA_C_ISEND` (Intel 32 KiB: below it the ring takes a
+    /// window of them 1.1-1.5x faster, and a buffer written just before
+    /// goes faster through the ring anyway; `docs/tuning.md`).
+    #[inline]
+    pub fn rendezvous_c_isend_to(&mut self, peer: usize, len: usize) -> bool {
+        match self.cma_mode {
+            CmaMode::Auto => {
+                (len >= self.c_isend_from || self.distant_for(peer, len))
+                    && peer != self.me
+                    && peer < self.size()
+                    && self.seg.control(peer).single_copy() == SingleCopy::Usable
+            }
+            _ => self.rendezvous_to(peer, len, true),
+        }
+    }
+
+    /// The size from which C's `MPI_Isend` goes by rendezvous under
+    /// `SHMPI_CMA=auto` (`SHMPI_CMA_C_ISEND`; `None`: never).
+    pub fn c_isend_threshold(&self) -> Option<usize> {
+        (self.c_isend_from != usize::MAX).then_some(self.c_isend_from)
     }
 
     /// The size from which a blocking send goes by rendezvous under
