@@ -579,25 +579,19 @@ impl Transport {
         };
         let blocking_env = env_size("SHMPI_CMA_BLOCKING")?;
         let blocking_from = never_if_0(blocking_env, defaults.blocking);
-        // C's MPI_Isend: its own variable, else SHMPI_CMA_BLOCKING's value
-        // when that is set (it followed the blocking sends until
-        // 2026-12-07), else the CPU's row.
-        let c_isend_from = match env_size("SHMPI_CMA_C_ISEND")? {
-            Some(0) => usize::MAX,
-            Some(v) => v,
-            None if blocking_env.is_some() => blocking_from,
-            None => defaults.c_isend,
-        };
+        // C's MPI_Isend followed the blocking sends until 2026-12-07.
+        let c_isend_from = threshold_or(
+            "SHMPI_CMA_C_ISEND",
+            blocking_env.map(|_| blocking_from),
+            defaults.c_isend,
+        )?;
         let split_env = env_size("SHMPI_CMA_SPLIT")?;
         let split_from = never_if_0(split_env, defaults.split);
-        // A blocking send's copy: its own variable, else SHMPI_CMA_SPLIT's
-        // value when that is set, else the CPU's row.
-        let split_blocking_from = match env_size("SHMPI_CMA_SPLIT_BLOCKING")? {
-            Some(0) => usize::MAX,
-            Some(v) => v,
-            None if split_env.is_some() => split_from,
-            None => defaults.split_blocking,
-        };
+        let split_blocking_from = threshold_or(
+            "SHMPI_CMA_SPLIT_BLOCKING",
+            split_env.map(|_| split_from),
+            defaults.split_blocking,
+        )?;
         // 0: none; a whole message's frame carries its short wire header.
         let demote = match env_size("SHMPI_DEMOTE")?.unwrap_or(DEFAULT_DEMOTE) {
             0 => ring::Demote::OFF,
@@ -2388,6 +2382,17 @@ fn env_size(var: &str) -> crate::Result<Option<usize>> {
 }
 
 /// A whole number from `var` (`what` it counts, for the error), if set.
+/// A size threshold read from its own variable `var` (`0`: never), else
+/// `fallback` (the value of an older variable it followed, when that one
+/// is set), else the CPU's row `default`.
+fn threshold_or(var: &str, fallback: Option<usize>, default: usize) -> crate::Result<usize> {
+    Ok(match env_size(var)? {
+        Some(0) => usize::MAX,
+        Some(v) => v,
+        None => fallback.unwrap_or(default),
+    })
+}
+
 fn env_number(var: &str, what: &str) -> crate::Result<Option<usize>> {
     match std::env::var(var) {
         Err(_) => Ok(None),
