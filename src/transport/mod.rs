@@ -1002,8 +1002,14 @@ impl Transport {
             CmaMode::Auto | CmaMode::Always => self.cma_threshold,
             CmaMode::Off | CmaMode::Refuse => return false,
         };
-        (len >= from || self.distant_for(peer, len))
-            && peer != self.me
+        (len >= from || self.distant_for(peer, len)) && self.reads_us(peer)
+    }
+
+    /// Whether `peer` is another rank of this job whose single-copy
+    /// self-test passed: it can read (and be written by) this process.
+    #[inline]
+    fn reads_us(&self, peer: usize) -> bool {
+        peer != self.me
             && peer < self.size()
             && self.seg.control(peer).single_copy() == SingleCopy::Usable
     }
@@ -1018,10 +1024,7 @@ impl Transport {
             CmaMode::Always => self.cma_threshold,
             CmaMode::Off | CmaMode::Refuse => return false,
         };
-        len >= from
-            && peer != self.me
-            && peer < self.size()
-            && self.seg.control(peer).single_copy() == SingleCopy::Usable
+        len >= from && self.reads_us(peer)
     }
 
     /// [`rendezvous_to`](Self::rendezvous_to) for C's `MPI_Isend`, whose
@@ -1033,10 +1036,7 @@ impl Transport {
     pub fn rendezvous_c_isend_to(&mut self, peer: usize, len: usize) -> bool {
         match self.cma_mode {
             CmaMode::Auto => {
-                (len >= self.c_isend_from || self.distant_for(peer, len))
-                    && peer != self.me
-                    && peer < self.size()
-                    && self.seg.control(peer).single_copy() == SingleCopy::Usable
+                (len >= self.c_isend_from || self.distant_for(peer, len)) && self.reads_us(peer)
             }
             _ => self.rendezvous_to(peer, len, true),
         }
@@ -1299,10 +1299,7 @@ impl Transport {
             CmaMode::Always => len >= self.cma_threshold,
             CmaMode::Off | CmaMode::Refuse => false,
         };
-        by_size
-            && peer != self.me
-            && peer < self.size()
-            && self.seg.control(peer).single_copy() == SingleCopy::Usable
+        by_size && self.reads_us(peer)
     }
 
     /// The size from which messages go by rendezvous, when the receiver
