@@ -28,6 +28,19 @@ fn rows(out: &str) -> Vec<Vec<f64>> {
         .collect()
 }
 
+/// `shmpi-bench protocols --max-size max` under `env` (bounded): its
+/// output, once it is seen to have run.
+fn protocols(max: &str, env: &[(&str, &str)]) -> String {
+    let o = support::output_bounded(
+        Command::new(env!("CARGO_BIN_EXE_shmpi-bench"))
+            .args(["protocols", "--max-size", max])
+            .envs(env.iter().copied()),
+        Duration::from_secs(60),
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
 #[test]
 fn shmpi_bench_latency_prints_one_positive_row_per_size() {
     let out = bench(&[
@@ -205,18 +218,16 @@ fn shmpi_bench_floor_and_protocols_print_their_tables() {
     // The thresholds set, since their defaults depend on the CPU: a
     // blocking send on the ring, a plain isend by single copy from
     // 256 KiB, shared with the sender from 512 KiB.
-    let o = support::output_bounded(
-        Command::new(env!("CARGO_BIN_EXE_shmpi-bench"))
-            .args(["protocols", "--max-size", "1048576"])
-            .env("SHMPI_CMA_BLOCKING", "0")
-            .env("SHMPI_CMA_THRESHOLD", "262144")
-            .env("SHMPI_CMA_SPLIT", "524288")
+    let out = protocols(
+        "1048576",
+        &[
+            ("SHMPI_CMA_BLOCKING", "0"),
+            ("SHMPI_CMA_THRESHOLD", "262144"),
+            ("SHMPI_CMA_SPLIT", "524288"),
             // Whatever the placement of the moment (below for the probe).
-            .env("SHMPI_DISTANT", "none"),
-        Duration::from_secs(60),
+            ("SHMPI_DISTANT", "none"),
+        ],
     );
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let out = String::from_utf8(o.stdout).unwrap();
     let row = |size: &str| {
         out.lines()
             .find(|l| l.split_whitespace().next() == Some(size))
@@ -260,14 +271,10 @@ fn shmpi_bench_floor_and_protocols_print_their_tables() {
         assert!(big.contains("copied first"), "{out}");
     }
     // SHMPI_CMA_BLOCKING takes blocking sends to the rendezvous.
-    let o = support::output_bounded(
-        Command::new(env!("CARGO_BIN_EXE_shmpi-bench"))
-            .args(["protocols", "--max-size", "16384"])
-            .env("SHMPI_CMA_BLOCKING", "8192")
-            .env("SHMPI_CMA_SPLIT", "0"),
-        Duration::from_secs(60),
+    let out = protocols(
+        "16384",
+        &[("SHMPI_CMA_BLOCKING", "8192"), ("SHMPI_CMA_SPLIT", "0")],
     );
-    let out = String::from_utf8_lossy(&o.stdout).to_string();
     assert!(out.contains("from 8192 B for a blocking send"), "{out}");
     assert!(out.contains("shared with the sender from never"), "{out}");
     if out.contains("single copy (process_vm_readv): usable") {
@@ -278,14 +285,10 @@ fn shmpi_bench_floor_and_protocols_print_their_tables() {
     }
     // No mark (Intel's row): the probe's hand-off printed, the peer near,
     // nothing followed; scoped isends by rendezvous from SHMPI_CMA_SCOPED.
-    let o = support::output_bounded(
-        Command::new(env!("CARGO_BIN_EXE_shmpi-bench"))
-            .args(["protocols", "--max-size", "65536"])
-            .env("SHMPI_DISTANT_NS", "0")
-            .env("SHMPI_CMA_SCOPED", "16384"),
-        Duration::from_secs(60),
+    let out = protocols(
+        "65536",
+        &[("SHMPI_DISTANT_NS", "0"), ("SHMPI_CMA_SCOPED", "16384")],
     );
-    let out = String::from_utf8_lossy(&o.stdout).to_string();
     if out.contains("cache-line hand-off") {
         assert!(
             out.contains("us: near (no hand-off makes a peer distant on this CPU"),
@@ -309,18 +312,17 @@ fn shmpi_bench_floor_and_protocols_print_their_tables() {
         ),
         ("auto", "# placement (SHMPI_DISTANT=auto): rank 1 "),
     ] {
-        let o = support::output_bounded(
-            Command::new(env!("CARGO_BIN_EXE_shmpi-bench"))
-                .args(["protocols", "--max-size", "65536"])
-                .env("SHMPI_CMA_BLOCKING", "0")
-                .env("SHMPI_DISTANT", mode)
-                .env("SHMPI_DISTANT_WATCH", "32768")
+        let out = protocols(
+            "65536",
+            &[
+                ("SHMPI_CMA_BLOCKING", "0"),
+                ("SHMPI_DISTANT", mode),
+                ("SHMPI_DISTANT_WATCH", "32768"),
                 // AMD's mark and scoped isends, whatever this CPU's row.
-                .env("SHMPI_DISTANT_NS", "150")
-                .env("SHMPI_CMA_SCOPED", "0"),
-            Duration::from_secs(60),
+                ("SHMPI_DISTANT_NS", "150"),
+                ("SHMPI_CMA_SCOPED", "0"),
+            ],
         );
-        let out = String::from_utf8_lossy(&o.stdout).to_string();
         assert!(out.contains(line), "{out}");
         // Followed (under auto, once the probe measured) from the watch
         // minimum that SHMPI_DISTANT_WATCH set.
@@ -390,28 +392,21 @@ fn shmpi_bench_floor_and_protocols_print_their_tables() {
             "eager: one ring frame, streamed",
         ),
     ] {
-        let o = support::output_bounded(
-            Command::new(env!("CARGO_BIN_EXE_shmpi-bench"))
-                .args(["protocols", "--max-size", "32768"])
-                .env("SHMPI_DISTANT", "all")
+        let out = protocols(
+            "32768",
+            &[
+                ("SHMPI_DISTANT", "all"),
                 // Blocking sends on the ring on every CPU (Intel's row
                 // sends them by rendezvous from 8 KiB).
-                .env("SHMPI_CMA_BLOCKING", "0")
-                .env("SHMPI_DISTANT_FRAGMENT", frag),
-            Duration::from_secs(60),
+                ("SHMPI_CMA_BLOCKING", "0"),
+                ("SHMPI_DISTANT_FRAGMENT", frag),
+            ],
         );
-        let out = String::from_utf8_lossy(&o.stdout).to_string();
         assert!(blocking_column(&out, "16384").starts_with(at16), "{out}");
         assert!(blocking_column(&out, "32768").starts_with(at32), "{out}");
     }
     // C's MPI_Isend follows its own threshold where single copy is usable.
-    let c = support::output_bounded(
-        Command::new(env!("CARGO_BIN_EXE_shmpi-bench"))
-            .args(["protocols", "--max-size", "8"])
-            .env("SHMPI_CMA_C_ISEND", "16384"),
-        Duration::from_secs(60),
-    );
-    let c = String::from_utf8_lossy(&c.stdout).to_string();
+    let c = protocols("8", &[("SHMPI_CMA_C_ISEND", "16384")]);
     if c.contains("single copy (process_vm_readv): usable") {
         assert!(
             c.contains("# C MPI_Isend: by rendezvous from 16384 B (SHMPI_CMA_C_ISEND)"),
@@ -419,13 +414,7 @@ fn shmpi_bench_floor_and_protocols_print_their_tables() {
         );
     }
     // Forced off, nothing is single copy.
-    let off = support::output_bounded(
-        Command::new(env!("CARGO_BIN_EXE_shmpi-bench"))
-            .args(["protocols", "--max-size", "1048576"])
-            .env("SHMPI_CMA", "off"),
-        Duration::from_secs(60),
-    );
-    let off = String::from_utf8_lossy(&off.stdout).to_string();
+    let off = protocols("1048576", &[("SHMPI_CMA", "off")]);
     assert!(off.contains("refused or switched off"), "{off}");
     assert!(!off.contains("rendezvous"), "{off}");
 }
