@@ -997,12 +997,23 @@ impl Transport {
     /// ([`probe_placement`](Self::probe_placement)).
     #[inline]
     pub fn rendezvous_to(&mut self, peer: usize, len: usize, pipelinable: bool) -> bool {
-        let from = match self.cma_mode {
-            CmaMode::Auto if pipelinable => self.blocking_from,
-            CmaMode::Auto | CmaMode::Always => self.cma_threshold,
-            CmaMode::Off | CmaMode::Refuse => return false,
+        let Some(from) = self.rendezvous_from(pipelinable) else {
+            return false;
         };
         (len >= from || self.distant_for(peer, len)) && self.reads_us(peer)
+    }
+
+    /// The size from which a send goes by rendezvous to a near peer under
+    /// `SHMPI_CMA`: a blocking send's (`pipelinable`) from
+    /// `SHMPI_CMA_BLOCKING` under `auto`, others' from
+    /// `SHMPI_CMA_THRESHOLD`; `None` when single copy is off.
+    #[inline]
+    fn rendezvous_from(&self, pipelinable: bool) -> Option<usize> {
+        match self.cma_mode {
+            CmaMode::Auto if pipelinable => Some(self.blocking_from),
+            CmaMode::Auto | CmaMode::Always => Some(self.cma_threshold),
+            CmaMode::Off | CmaMode::Refuse => None,
+        }
     }
 
     /// Whether `peer` is another rank of this job whose single-copy
@@ -1019,12 +1030,7 @@ impl Transport {
     /// without its distant case, and without its side effects): for the
     /// collectives' synchronous sends (`coll::tuning`, `SHMPI_COLL_SYNC`).
     pub fn blocking_rendezvous(&self, peer: usize, len: usize) -> bool {
-        let from = match self.cma_mode {
-            CmaMode::Auto => self.blocking_from,
-            CmaMode::Always => self.cma_threshold,
-            CmaMode::Off | CmaMode::Refuse => return false,
-        };
-        len >= from && self.reads_us(peer)
+        self.rendezvous_from(true).is_some_and(|from| len >= from) && self.reads_us(peer)
     }
 
     /// [`rendezvous_to`](Self::rendezvous_to) for C's `MPI_Isend`, whose
