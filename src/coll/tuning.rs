@@ -73,12 +73,16 @@ pub struct Tuning {
 /// Default large-message threshold in bytes.
 pub const DEFAULT_LARGE: usize = 64 << 10;
 
+/// How the variables are looked up: the environment, or nothing (every
+/// default).
+type Get<'a> = &'a dyn Fn(&str) -> Option<String>;
+
 /// The value of `var` among `allowed` (unset: `Auto`).
 ///
 /// # Errors
 /// `Arg` naming the variable and the accepted values.
-fn parse(var: &str, allowed: &[(&str, Algo)]) -> crate::Result<Algo> {
-    let Ok(v) = std::env::var(var) else {
+fn parse(get: Get, var: &str, allowed: &[(&str, Algo)]) -> crate::Result<Algo> {
+    let Some(v) = get(var) else {
         return Ok(Algo::Auto);
     };
     match allowed.iter().find(|(n, _)| *n == v.trim()) {
@@ -102,10 +106,10 @@ fn parse(var: &str, allowed: &[(&str, Algo)]) -> crate::Result<Algo> {
 ///
 /// # Errors
 /// `Arg` naming the variable, as the transport's variables.
-fn num(var: &str, default: usize, what: &str) -> crate::Result<usize> {
-    match std::env::var(var) {
-        Err(_) => Ok(default),
-        Ok(v) => v.trim().parse().map_err(|_| bad(var, &v, what)),
+fn num(get: Get, var: &str, default: usize, what: &str) -> crate::Result<usize> {
+    match get(var) {
+        None => Ok(default),
+        Some(v) => v.trim().parse().map_err(|_| bad(var, &v, what)),
     }
 }
 
@@ -113,10 +117,10 @@ fn num(var: &str, default: usize, what: &str) -> crate::Result<usize> {
 ///
 /// # Errors
 /// `Arg` naming the variable.
-fn switch(var: &str) -> crate::Result<Option<bool>> {
-    match std::env::var(var) {
-        Err(_) => Ok(None),
-        Ok(v) => match v.trim() {
+fn switch(get: Get, var: &str) -> crate::Result<Option<bool>> {
+    match get(var) {
+        None => Ok(None),
+        Some(v) => match v.trim() {
             "0" => Ok(Some(false)),
             "1" => Ok(Some(true)),
             _ => Err(bad(var, &v, "0 or 1")),
@@ -137,14 +141,19 @@ fn bad(var: &str, v: &str, what: &str) -> crate::Error {
 /// # Errors
 /// The first bad value.
 pub fn check() -> crate::Result<()> {
-    read().map(|_| ())
+    read(&env).map(|_| ())
 }
 
-/// The choices the environment makes.
-fn read() -> crate::Result<Tuning> {
+fn env(var: &str) -> Option<String> {
+    std::env::var(var).ok()
+}
+
+/// The choices the variables `get` finds make.
+fn read(get: Get) -> crate::Result<Tuning> {
     use Algo::*;
-    let large = num("SHMPI_COLL_LARGE", DEFAULT_LARGE, "a size in bytes")?;
+    let large = num(get, "SHMPI_COLL_LARGE", DEFAULT_LARGE, "a size in bytes")?;
     let sync = num(
+        get,
         "SHMPI_COLL_SYNC",
         crate::transport::cma::Defaults::for_this_cpu()
             .coll_sync
@@ -153,6 +162,7 @@ fn read() -> crate::Result<Tuning> {
     )?;
     Ok(Tuning {
         bcast: parse(
+            get,
             "SHMPI_COLL_BCAST",
             &[
                 ("auto", Auto),
@@ -161,10 +171,12 @@ fn read() -> crate::Result<Tuning> {
             ],
         )?,
         reduce: parse(
+            get,
             "SHMPI_COLL_REDUCE",
             &[("auto", Auto), ("binomial", Binomial), ("linear", Linear)],
         )?,
         allreduce: parse(
+            get,
             "SHMPI_COLL_ALLREDUCE",
             &[
                 ("auto", Auto),
@@ -174,6 +186,7 @@ fn read() -> crate::Result<Tuning> {
             ],
         )?,
         allgather: parse(
+            get,
             "SHMPI_COLL_ALLGATHER",
             &[
                 ("auto", Auto),
@@ -183,20 +196,22 @@ fn read() -> crate::Result<Tuning> {
             ],
         )?,
         alltoall: parse(
+            get,
             "SHMPI_COLL_ALLTOALL",
             &[("auto", Auto), ("pairwise", Pairwise), ("linear", Linear)],
         )?,
         large,
         sync,
-        shm: switch("SHMPI_COLL_SHM")?,
+        shm: switch(get, "SHMPI_COLL_SHM")?,
         shm_max: num(
+            get,
             "SHMPI_COLL_SHM_MAX",
             crate::transport::shmcoll::MAX_PAYLOAD,
             "a size in bytes",
         )?
         .min(crate::transport::shmcoll::MAX_PAYLOAD),
-        shm_ranks: num("SHMPI_COLL_SHM_RANKS", 64, "a number of ranks")?,
-        hier: switch("SHMPI_COLL_HIER")?,
+        shm_ranks: num(get, "SHMPI_COLL_SHM_RANKS", 64, "a number of ranks")?,
+        hier: switch(get, "SHMPI_COLL_HIER")?,
     })
 }
 
@@ -206,20 +221,36 @@ fn read() -> crate::Result<Tuning> {
 pub fn tuning() -> &'static Tuning {
     static T: OnceLock<Tuning> = OnceLock::new();
     T.get_or_init(|| {
-        read().unwrap_or_else(|_| Tuning {
-            bcast: Algo::Auto,
-            reduce: Algo::Auto,
-            allreduce: Algo::Auto,
-            allgather: Algo::Auto,
-            alltoall: Algo::Auto,
-            large: DEFAULT_LARGE,
-            sync: crate::transport::cma::Defaults::for_this_cpu()
-                .coll_sync
-                .min(DEFAULT_LARGE),
-            shm: None,
-            shm_max: crate::transport::shmcoll::MAX_PAYLOAD,
-            shm_ranks: 64,
-            hier: None,
-        })
+        read(&env).unwrap_or_else(|_| read(&|_| None).expect("the defaults are valid"))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unset_variables_give_the_defaults_and_a_bad_one_is_named() {
+        let d = read(&|_| None).unwrap();
+        assert_eq!(
+            (d.bcast, d.large, d.shm, d.hier),
+            (Algo::Auto, DEFAULT_LARGE, None, None)
+        );
+        assert!(d.sync <= d.large);
+        let one = |var: &'static str, val: &'static str| {
+            move |v: &str| (v == var).then(|| val.to_string())
+        };
+        let e = read(&one("SHMPI_COLL_ALLGATHER", "ring")).unwrap();
+        assert_eq!(e.allgather, Algo::Ring);
+        assert_eq!(read(&one("SHMPI_COLL_LARGE", "4096")).unwrap().sync, 4096);
+        for (var, val, what) in [
+            ("SHMPI_COLL_SYNC", "1x", "a size in bytes"),
+            ("SHMPI_COLL_HIER", "on", "0 or 1"),
+            ("SHMPI_COLL_REDUCE", "tree", "one of auto, binomial, linear"),
+        ] {
+            let err = read(&one(var, val)).unwrap_err();
+            assert_eq!(err.class(), crate::error::ErrorClass::Arg);
+            assert_eq!(err.detail(), format!("{var}={val}: expected {what}"));
+        }
+    }
 }
