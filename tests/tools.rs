@@ -593,6 +593,50 @@ fn shmpi_bench_latency_with_irecv_prints_every_size() {
     );
 }
 
+/// `--touch` (the send buffer rewritten before each send or window) runs
+/// the ping-pong, both ways of receiving, and the windows through every
+/// protocol (eager, rendezvous, the shared copy), with a positive figure
+/// per size; the tests that send nothing of their own refuse it.
+#[test]
+fn shmpi_bench_touch_rewrites_the_send_buffer_in_latency_and_bandwidth() {
+    for extra in [
+        &["latency"][..],
+        &["latency", "--irecv"],
+        &["bw"],
+        &["bibw"],
+    ] {
+        let mut args = extra.to_vec();
+        args.extend([
+            "--touch",
+            "--min-size",
+            "1024",
+            "--max-size",
+            "131072",
+            "--iterations",
+            "20",
+            "--warmup",
+            "2",
+        ]);
+        let out = bench(&args);
+        let r = rows(&out);
+        assert_eq!(r.len(), 8, "{args:?}: sizes 1 .. 128 KiB: {out}");
+        assert!(
+            r.iter().all(|r| r.len() == 2 && r[1] > 0.0),
+            "{args:?}: {out}"
+        );
+    }
+    let o = support::output_bounded(
+        Command::new(env!("CARGO_BIN_EXE_shmpi-bench")).args(["comm", "--touch"]),
+        Duration::from_secs(60),
+    );
+    assert!(!o.status.success());
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("--touch is an option of latency, bw and bibw"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
 /// `examples/layers.rs`, the layer-by-layer latency of one job: runs
 /// under the launcher and prints the three medians.
 #[test]

@@ -4,13 +4,18 @@
 # MPICH and Open MPI on this machine, OSU style.
 #
 # Usage: tools/compare-peers.sh [MODE] [--rounds R] [--min-size N] [--max-size N] [--ranks N]
-#                                [--placement any|core|one|across] [--wait S]
+#                                [--placement any|core|one|across] [--wait S] [--touch]
 #
 #   MODE: latency | bw | all (both) | nblatency | barrier | bcast | reduce |
 #         allreduce | allgather | alltoall | coll (all six collectives)
 #         nblatency: the ping-pong with MPI_Irecv posted before the send and
 #         MPI_Wait after it (osu_pingpong nblatency; shmpi-bench latency
 #         --irecv), the halo exchange's pattern
+#   --touch: point-to-point only: the sender writes one byte of every cache
+#              line of its buffer before each send (each bw window), as an
+#              application sends data it has just computed; single-copy
+#              protocols read such lines out of the sender's cache
+#              (shmpi-bench --touch, osu_pingpong --touch)
 #   --ranks N: ranks for the collectives (default 2; point-to-point is
 #              always 2). With more ranks than CPUs nobody is pinned.
 #   --placement core|one|across: run only in that placement of CPUs 0
@@ -74,7 +79,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 
 usage() {
-    echo "usage: $0 [latency|bw|all|nblatency|barrier|bcast|reduce|allreduce|allgather|alltoall|coll] [--rounds R] [--min-size N] [--max-size N] [--ranks N] [--placement any|core|one|across] [--wait S]" >&2
+    echo "usage: $0 [latency|bw|all|nblatency|barrier|bcast|reduce|allreduce|allgather|alltoall|coll] [--rounds R] [--min-size N] [--max-size N] [--ranks N] [--placement any|core|one|across] [--wait S] [--touch]" >&2
     exit 2
 }
 
@@ -86,6 +91,7 @@ MIN_SIZE=
 NRANKS=2
 PLACEMENT=any
 WAIT=600
+TOUCH=
 while [ $# -gt 0 ]; do
     case "$1" in
         latency | bw | all | nblatency | barrier | bcast | reduce | allreduce | allgather | alltoall | coll) MODE=$1 ;;
@@ -95,6 +101,7 @@ while [ $# -gt 0 ]; do
         --max-size) [ $# -ge 2 ] || usage; MAX_SIZE=$2; shift ;;
         --placement) [ $# -ge 2 ] || usage; PLACEMENT=$2; shift ;;
         --wait) [ $# -ge 2 ] || usage; WAIT=$2; shift ;;
+        --touch) TOUCH=--touch ;;
         -h | --help) usage ;;
         *) echo "unknown argument: $1" >&2; usage ;;
     esac
@@ -108,6 +115,7 @@ case "$PLACEMENT" in any | core | one | across) ;; *) echo "--placement must be 
 FLOOR_CORE_US=${FLOOR_CORE_US:-0.03}
 FLOOR_NEAR_US=${FLOOR_NEAR_US:-0.1}
 FLOOR_FAR_US=${FLOOR_FAR_US:-0.15}
+case "$MODE" in latency | bw | all | nblatency) ;; *) [ -z "$TOUCH" ] || { echo "--touch is for latency, nblatency and bw" >&2; exit 2; } ;; esac
 case "$MODE" in
     all) MODES="latency bw" ;;
     coll) MODES="barrier bcast reduce allreduce allgather alltoall" ;;
@@ -334,6 +342,7 @@ run_one() {
     if [ "$name" = shmpi-C ] && [ "$bin" != osu_pingpong ]; then
         return 0 # the C contender runs the point-to-point modes only
     fi
+    [ -z "$TOUCH" ] || extra+=("$TOUCH")
     local -a sizes=(--max-size "$MAX_SIZE")
     [ -z "$MIN_SIZE" ] || sizes=(--min-size "$MIN_SIZE" "${sizes[@]}")
     local f1= f2= deadline=$((SECONDS + WAIT))
@@ -405,6 +414,7 @@ report() {
     fi
     echo
     echo "# $mode ($unit of $ROUNDS rounds; $better)"
+    [ -z "$TOUCH" ] || echo "# --touch: every send buffer rewritten (one byte a line) before it is sent"
     [ "$PLACEMENT" = any ] || echo "# placement: $PLACEMENT only (runs begun and ended there; $DROPPED runs redone in all)"
     if [ ! -s "$dat" ]; then
         echo "# no results"

@@ -112,11 +112,15 @@ struct Opts {
     /// send, then `wait` (a halo exchange's pattern; `osu_pingpong
     /// nblatency` in C), not by `recv`.
     irecv: bool,
+    /// `--touch`: before each send (`latency`) or window (`bw`, `bibw`)
+    /// the sender writes one byte of every cache line of the message, as
+    /// an application sends data it has just computed (`touch_lines`).
+    touch: bool,
 }
 
 const USAGE: &str = "usage: shmpi-bench latency|bw|bibw [--min-size N] [--max-size N] \
 [--iterations N] [--warmup N] [--cpus A,B] [--format osu|csv|json] [--floor] [--plain-isend] [--many-buffers] \
-[--alloc-mem] [--across-jobs] [--irecv]\n       \
+[--alloc-mem] [--across-jobs] [--irecv] [--touch]\n       \
 shmpi-bench comm [--ranks 2,4,8] [--iterations N] [--warmup N]\n       \
 shmpi-bench latency --ranks N ...  (ranks 0 and 1 ping-pong, the others idle)\n       \
 shmpi-bench floor [--cpus A,B] [--iterations N]\n       \
@@ -171,6 +175,7 @@ fn parse(args: &[String]) -> Result<Opts, String> {
         alloc_mem: false,
         across_jobs: false,
         irecv: false,
+        touch: false,
         ranks: if matches!(test, Test::Coll(_)) {
             vec![2]
         } else {
@@ -188,6 +193,7 @@ fn parse(args: &[String]) -> Result<Opts, String> {
                 | "--alloc-mem"
                 | "--across-jobs"
                 | "--irecv"
+                | "--touch"
         ) {
             o.floor |= flag == "--floor";
             o.plain_isend |= flag == "--plain-isend";
@@ -195,6 +201,7 @@ fn parse(args: &[String]) -> Result<Opts, String> {
             o.alloc_mem |= flag == "--alloc-mem";
             o.across_jobs |= flag == "--across-jobs";
             o.irecv |= flag == "--irecv";
+            o.touch |= flag == "--touch";
             i += 1;
             continue;
         }
@@ -237,6 +244,9 @@ fn parse(args: &[String]) -> Result<Opts, String> {
     }
     if o.irecv && !matches!(o.test, Test::Latency) {
         return Err("--irecv is an option of latency (the ping-pong's receives)".into());
+    }
+    if o.touch && !matches!(o.test, Test::Latency | Test::Bw | Test::Bibw) {
+        return Err("--touch is an option of latency, bw and bibw (what the sender sends)".into());
     }
     Ok(o)
 }
@@ -310,21 +320,45 @@ impl Buffers {
     }
 
     /// The first `size` bytes of each, from their page boundaries.
-    fn both(&mut self, size: usize) -> (&[u8], &mut [u8]) {
+    fn both(&mut self, size: usize) -> (&mut [u8], &mut [u8]) {
         let (s, r) = (to_page(&self.send), to_page(&self.recv));
-        (&self.send[s..s + size], &mut self.recv[r..r + size])
+        (&mut self.send[s..s + size], &mut self.recv[r..r + size])
     }
 }
 
-/// One-way latency (us) of a ping-pong of `size` bytes; with `irecv`,
-/// each receive is an `irecv` posted before the rank's send, then `wait`.
+/// How a ping-pong runs (`latency`).
+#[derive(Clone, Copy, Debug)]
+struct Ping {
+    /// Each receive an `irecv` posted before the rank's send, then `wait`
+    /// (`--irecv`).
+    irecv: bool,
+    /// The send buffer rewritten before each send (`--touch`).
+    touch: bool,
+}
+
+/// With `touch`, writes one byte of every 64 of `buf` (the value `v`),
+/// so that each of its cache lines is modified in this core's cache when
+/// it is sent, as data computed just before: a single-copy receiver then
+/// reads every line out of that cache (`docs/benchmarks.md`,
+/// "thirty-second pass"); untouched, the lines are clean. The C program
+/// of the peers' harness has the same option.
+fn touch_lines(buf: &mut [u8], v: u8, touch: bool) {
+    if touch {
+        for b in buf.iter_mut().step_by(64) {
+            *b = v;
+        }
+    }
+}
+
+/// One-way latency (us) of a ping-pong of `size` bytes, run as `how`
+/// says.
 fn latency(
     w: &shmpi::Communicator,
     bufs: &mut Buffers,
     size: usize,
     iters: usize,
     warm: usize,
-    irecv: bool,
+    how: Ping,
 ) -> f64 {
     let (sbuf, rbuf) = bufs.both(size);
     let me = w.rank();
@@ -334,20 +368,25 @@ fn latency(
         if i == warm {
             t0 = Instant::now();
         }
-        if irecv {
+        let v = i as u8;
+        if how.irecv {
             let r = w.irecv(&mut *rbuf, 1 - me, 1).unwrap();
             if me == 0 {
+                touch_lines(sbuf, v, how.touch);
                 w.send(sbuf, 1, 1).unwrap();
                 r.wait().unwrap();
             } else {
                 r.wait().unwrap();
+                touch_lines(sbuf, v, how.touch);
                 w.send(sbuf, 0, 1).unwrap();
             }
         } else if me == 0 {
+            touch_lines(sbuf, v, how.touch);
             w.send(sbuf, 1, 1).unwrap();
             w.recv(rbuf, 1, 1).unwrap();
         } else {
             w.recv(rbuf, 0, 1).unwrap();
+            touch_lines(sbuf, v, how.touch);
             w.send(sbuf, 0, 1).unwrap();
         }
     }
@@ -413,7 +452,7 @@ fn latency_with_floor(
     size: usize,
     iters: usize,
     warm: usize,
-    irecv: bool,
+    how: Ping,
 ) -> FloorBursts {
     let each = iters.div_ceil(FLOOR_BURSTS).max(1);
     let mut bursts = Vec::with_capacity(FLOOR_BURSTS);
@@ -428,7 +467,7 @@ fn latency_with_floor(
             0.0
         };
         let warm = if b == 0 { warm } else { warm.min(100) };
-        let lat = latency(w, bufs, size, each, warm, irecv);
+        let lat = latency(w, bufs, size, each, warm, how);
         if w.rank() == 0 {
             bursts.push((lat, floor));
         }
@@ -436,7 +475,19 @@ fn latency_with_floor(
     FloorBursts(bursts)
 }
 
-#[allow(clippy::too_many_arguments)]
+/// How a bandwidth test runs (`bandwidth`).
+#[derive(Clone, Copy, Debug, Default)]
+struct Window {
+    /// Both ranks send and receive (`bibw`).
+    bi: bool,
+    /// Plain `isend`s, not a lending scope's (`--plain-isend`).
+    plain: bool,
+    /// A receive buffer per receive (`--many-buffers`).
+    many: bool,
+    /// The send buffer rewritten before each window (`--touch`).
+    touch: bool,
+}
+
 fn bandwidth(
     w: &shmpi::Communicator,
     bufs: &mut Buffers,
@@ -444,22 +495,26 @@ fn bandwidth(
     size: usize,
     iters: usize,
     warm: usize,
-    bi: bool,
-    plain: bool,
-    many: bool,
+    how: Window,
 ) -> f64 {
+    let Window {
+        bi,
+        plain,
+        many,
+        touch,
+    } = how;
     // From the shared pool (`--alloc-mem`), or ordinary memory.
-    let pooled = pool.map(|u| {
+    let mut pooled = pool.map(|u| {
         let mut b = u.alloc_mem(size).expect("alloc_mem for the send buffer");
         b.fill(b'a');
         b
     });
+    let plain = plain || pooled.is_some();
     let (heap, one) = bufs.both(size);
-    let sbuf: &[u8] = match pooled.as_deref() {
+    let sbuf: &mut [u8] = match pooled.as_deref_mut() {
         Some(b) => b,
         None => heap,
     };
-    let plain = plain || pooled.is_some();
     // The receiver takes the window into one buffer, as OSU's C tests
     // do (one way `recv_many`; both ways `irecv_many`, posted before the
     // rank's own sends), or with `many` into a buffer per receive
@@ -484,6 +539,10 @@ fn bandwidth(
         }
         let sending = me == 0 || bi;
         let receiving = me == 1 || bi;
+        if sending {
+            touch_lines(sbuf, i as u8, touch);
+        }
+        let sbuf: &[u8] = sbuf;
         if receiving && !bi && !per_recv {
             w.recv_many(&mut *rbuf, WINDOW, peer, 100).unwrap();
         }
@@ -676,17 +735,11 @@ fn run_mbw_mr(o: &Opts) -> Result<(), String> {
     for size in sizes(o).into_iter().filter(|&s| s > 0) {
         let (iters, warm) = counts(o, size);
         w.barrier().map_err(|e| e.to_string())?;
-        let bw = bandwidth(
-            &pair,
-            &mut bufs,
-            None,
-            size,
-            iters,
-            warm,
-            false,
-            o.plain_isend,
-            false,
-        );
+        let how = Window {
+            plain: o.plain_isend,
+            ..Window::default()
+        };
+        let bw = bandwidth(&pair, &mut bufs, None, size, iters, warm, how);
         let mine = if pair.rank() == 0 { bw } else { 0.0 };
         let mut sum = [0f64];
         w.reduce(&[mine], &mut sum, &shmpi::Op::Sum, 0)
@@ -885,41 +938,35 @@ fn run_pair(o: &Opts, w: &shmpi::Communicator, u: &shmpi::Universe) -> Result<()
     // first row is not measured on a cold core; the peers' harness
     // (tools/peers/osu_pingpong.c) does the same.
     let mut bufs = Buffers::new(sizes(o).into_iter().max().unwrap_or(0).max(8));
-    latency(w, &mut bufs, 8, 1, 50_000, false);
+    let ping = Ping {
+        irecv: false,
+        touch: false,
+    };
+    latency(w, &mut bufs, 8, 1, 50_000, ping);
+    let ping = Ping {
+        irecv: o.irecv,
+        touch: o.touch,
+    };
+    let window = |bi| Window {
+        bi,
+        plain: o.plain_isend,
+        many: o.many_buffers,
+        touch: o.touch,
+    };
     for size in sizes(o) {
         let (iters, warm) = counts(o, size);
         let mut ratio = None;
         let v = match o.test {
             Test::Latency => match &floor_cpus {
                 Some(cpus) => {
-                    let b = latency_with_floor(w, &mut bufs, cpus, size, iters, warm, o.irecv);
+                    let b = latency_with_floor(w, &mut bufs, cpus, size, iters, warm, ping);
                     ratio = Some(b.ratio());
                     b.latency()
                 }
-                None => latency(w, &mut bufs, size, iters, warm, o.irecv),
+                None => latency(w, &mut bufs, size, iters, warm, ping),
             },
-            Test::Bw => bandwidth(
-                w,
-                &mut bufs,
-                pool,
-                size,
-                iters,
-                warm,
-                false,
-                o.plain_isend,
-                o.many_buffers,
-            ),
-            Test::Bibw => bandwidth(
-                w,
-                &mut bufs,
-                pool,
-                size,
-                iters,
-                warm,
-                true,
-                o.plain_isend,
-                o.many_buffers,
-            ),
+            Test::Bw => bandwidth(w, &mut bufs, pool, size, iters, warm, window(false)),
+            Test::Bibw => bandwidth(w, &mut bufs, pool, size, iters, warm, window(true)),
             Test::Comm
             | Test::Coll(_)
             | Test::Floor

@@ -9,6 +9,7 @@
  * Usage (exactly 2 ranks):
  *   osu_pingpong latency|nblatency|bw [--min-size N] [--max-size N]
  *                           [--iterations N] [--warmup N] [--alloc-mem]
+ *                           [--touch]
  *
  *   latency  rank 0 sends a message, rank 1 echoes it back; the reported
  *            one-way latency is RTT / 2 in microseconds, averaged over the
@@ -21,6 +22,13 @@
  *            MPI_Irecv; both MPI_Waitall, then rank 1 returns a 4-byte ack.
  *            Bandwidth = bytes moved / time in MB/s (10^6 bytes/s), measured
  *            on rank 0.  Sizes: 1, 2, 4, ... max (0 is skipped).
+ *
+ * --touch: before each send the sender writes one byte in every cache line
+ * of the message (a different value each time), as an application sends
+ * data it has just computed: the lines are then modified in the sender's
+ * cache, not clean, which single-copy protocols feel (they read them
+ * straight out of that cache).  The writes are timed, the same for every
+ * library.  Not an OSU option.
  *
  * Defaults: --max-size 4 MiB, --min-size 0 (latency) / 1 (bw).
  * Iterations, unless --iterations/--warmup are given (which then apply to
@@ -53,6 +61,7 @@ struct opts {
     long iterations; /* -1: per-size default */
     long warmup;     /* -1: per-size default */
     int alloc_mem;   /* --alloc-mem: buffers from MPI_Alloc_mem */
+    int touch;       /* --touch: the sender rewrites its buffer first */
 };
 
 static int rank;
@@ -64,7 +73,7 @@ static void usage_exit(const char *msg)
             fprintf(stderr, "osu_pingpong: %s\n", msg);
         fprintf(stderr,
                 "usage: osu_pingpong latency|bw [--min-size N] [--max-size N]"
-                " [--iterations N] [--warmup N] [--alloc-mem]\n");
+                " [--iterations N] [--warmup N] [--alloc-mem] [--touch]\n");
     }
     MPI_Finalize();
     exit(2);
@@ -107,6 +116,10 @@ static void parse_args(int argc, char **argv, struct opts *o)
         const char *a = argv[i];
         if (strcmp(a, "--alloc-mem") == 0) {
             o->alloc_mem = 1;
+            continue;
+        }
+        if (strcmp(a, "--touch") == 0) {
+            o->touch = 1;
             continue;
         }
         if (i + 1 >= argc)
@@ -182,6 +195,18 @@ static void *alloc_touched(size_t bytes, int fill)
     return p;
 }
 
+static int touch; /* --touch */
+
+/* With --touch, writes one byte of every 64 of the message's first `size`
+ * bytes (value `v`), leaving each of its cache lines modified. */
+static void touch_lines(char *buf, int size, long v)
+{
+    if (!touch)
+        return;
+    for (int i = 0; i < size; i += 64)
+        ((volatile char *)buf)[i] = (char)v;
+}
+
 /* One-way latency in microseconds; with nb, receives by MPI_Irecv posted
  * before the rank's send, then MPI_Wait. */
 static double run_latency(char *sbuf, char *rbuf, int size, long iters, long warm,
@@ -195,19 +220,23 @@ static double run_latency(char *sbuf, char *rbuf, int size, long iters, long war
             MPI_Request r;
             MPI_Irecv(rbuf, size, MPI_CHAR, 1 - rank, TAG_DATA, MPI_COMM_WORLD, &r);
             if (rank == 0) {
+                touch_lines(sbuf, size, i);
                 MPI_Send(sbuf, size, MPI_CHAR, 1, TAG_DATA, MPI_COMM_WORLD);
                 MPI_Wait(&r, MPI_STATUS_IGNORE);
             } else {
                 MPI_Wait(&r, MPI_STATUS_IGNORE);
+                touch_lines(sbuf, size, i);
                 MPI_Send(sbuf, size, MPI_CHAR, 0, TAG_DATA, MPI_COMM_WORLD);
             }
         } else if (rank == 0) {
+            touch_lines(sbuf, size, i);
             MPI_Send(sbuf, size, MPI_CHAR, 1, TAG_DATA, MPI_COMM_WORLD);
             MPI_Recv(rbuf, size, MPI_CHAR, 1, TAG_DATA, MPI_COMM_WORLD,
                      MPI_STATUS_IGNORE);
         } else {
             MPI_Recv(rbuf, size, MPI_CHAR, 0, TAG_DATA, MPI_COMM_WORLD,
                      MPI_STATUS_IGNORE);
+            touch_lines(sbuf, size, i);
             MPI_Send(sbuf, size, MPI_CHAR, 0, TAG_DATA, MPI_COMM_WORLD);
         }
     }
@@ -229,6 +258,7 @@ static double run_bw(char *sbuf, char *rbuf, int size, long iters, long warm)
         if (i == warm)
             t0 = MPI_Wtime();
         if (rank == 0) {
+            touch_lines(sbuf, size, i);
             for (int w = 0; w < BW_WINDOW; w++)
                 MPI_Isend(sbuf, size, MPI_CHAR, 1, TAG_DATA, MPI_COMM_WORLD,
                           &req[w]);
@@ -259,6 +289,7 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &nranks);
 
     parse_args(argc, argv, &o);
+    touch = o.touch;
     if (nranks != 2) {
         if (rank == 0)
             fprintf(stderr, "osu_pingpong: needs exactly 2 ranks (got %d)\n",
