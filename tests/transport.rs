@@ -258,7 +258,8 @@ fn a_shared_copy_settles_every_way_and_a_late_or_stale_claim_writes_nothing() {
 }
 
 /// A receiver learns where to split its shared copies with a peer
-/// (`Transport::split_front`): a sender found done at the settle (it
+/// (`Transport::split_front`), from half (a waiting sender's) or half and
+/// `SPLIT_HEAD` (one that does not wait): a sender found done at the settle (it
 /// finished first) moves the receiver's part down a step for the next
 /// copy; a sender still writing moves it up. The part always ends on a
 /// cache line of the buffer, and the bytes arrive whatever the split.
@@ -273,8 +274,13 @@ fn a_receivers_part_of_a_shared_copy_moves_towards_the_slower_side() {
     // A buffer that does not start on a line: the part must still end on one.
     let d = dst.as_mut_ptr() as u64 + 8;
     let on_a_line = |front: usize| (d + front as u64) % 64 == 0;
-    let start = receiver.split_front(0, n, d);
+    let start = receiver.split_front(0, n, d, false);
     assert!(start > n / 2 && start < n && on_a_line(start), "{start}");
+    // A sender that waits in the library (a blocking send's) finds the
+    // offer at once: its part starts at half, without the head.
+    let waiting = receiver.split_front(0, n, d, true);
+    assert!(on_a_line(waiting), "{waiting}");
+    assert_eq!(start - waiting, shmpi::transport::SPLIT_HEAD / 2);
 
     // The sender writes its part before the receiver settles: done at the
     // first look, so the receiver takes less each time.
@@ -293,7 +299,7 @@ fn a_receivers_part_of_a_shared_copy_moves_towards_the_slower_side() {
             dst[8 + front..8 + n] == src[front..],
             "round {round}: the back differs"
         );
-        let next = receiver.split_front(0, n, d);
+        let next = receiver.split_front(0, n, d, false);
         assert!(
             next < front && on_a_line(next),
             "round {round}: {next} after {front}"
@@ -319,7 +325,7 @@ fn a_receivers_part_of_a_shared_copy_moves_towards_the_slower_side() {
             "round {round}: revoked"
         );
         finisher.join().unwrap();
-        let next = receiver.split_front(0, n, d);
+        let next = receiver.split_front(0, n, d, false);
         assert!(
             next > front && on_a_line(next),
             "round {round}: {next} after {front}"

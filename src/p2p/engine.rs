@@ -1071,7 +1071,7 @@ impl Engine {
         if !t.split_ok(p.peer, addr, n, p.rts.waits) {
             return t.read_from(p.peer, addr, dst);
         }
-        let front = t.split_front(p.peer, n, dst.as_ptr() as u64);
+        let front = t.split_front(p.peer, n, dst.as_ptr() as u64, p.rts.waits);
         let gen = t.split_offer();
         out.offered = true;
         let offer = Cts {

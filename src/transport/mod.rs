@@ -115,9 +115,17 @@ pub const COPY_BACK_MAX: usize = 8192;
 pub const TAKE_BACK_MIN: usize = 2048;
 
 /// How many more bytes than the sender a receiver first takes of a shared
-/// rendezvous copy ([`Transport::split_front`]): about what it copies
-/// while the offer travels to the sender and the sender's progress finds
-/// it.
+/// rendezvous copy ([`Transport::split_front`]) when the sender does not
+/// wait for it (a plain `isend`'s): about what it copies while the offer
+/// travels to the sender and the sender's progress finds it. A sender
+/// that waits in the library (a blocking send's, `Rts::waits`) finds the
+/// offer at once, and its copy starts at half: on the Xeon VM
+/// (2026-12-07, the peers' C program, 8 alternating rounds, blocking
+/// sends shared from 16 KiB) half against half plus this head took 16-64
+/// KiB in 0.96-1.00x the time with untouched buffers, and in 0.67x, 0.82x
+/// and 0.94x with buffers rewritten before each send (`--touch`), whose
+/// lines the receiver's read snoops out of the sender's cache one by one
+/// while the sender's own write finds them at hand.
 pub const SPLIT_HEAD: usize = 8 << 10;
 
 /// The steps, in 1/1024ths of the message, by which a receiver's share of
@@ -1145,14 +1153,16 @@ impl Transport {
 
     /// Where this rank's part of a shared copy of `n` bytes from `peer`
     /// into its buffer at `dst` ends (the sender writes from there on):
-    /// [`SPLIT_HEAD`] more than half at first, moved by what the earlier
-    /// copies with `peer` taught ([`split_settle`](Self::split_settle)), so
-    /// that both sides finish together whatever their placement. Ends on
-    /// a cache line of `dst`'s, so the two writers share no line.
-    pub fn split_front(&self, peer: usize, n: usize, dst: u64) -> usize {
+    /// half at first, [`SPLIT_HEAD`] more when the sender does not wait in
+    /// the library (`waits` false), moved by what the earlier copies with
+    /// `peer` taught ([`split_settle`](Self::split_settle)), so that both
+    /// sides finish together whatever their placement. Ends on a cache
+    /// line of `dst`'s, so the two writers share no line.
+    pub fn split_front(&self, peer: usize, n: usize, dst: u64, waits: bool) -> usize {
         let skew = self.split_skew.get(peer).copied().unwrap_or(0);
         let moved = (n / 1024) as isize * isize::from(skew);
-        let want = ((n + SPLIT_HEAD) / 2).saturating_add_signed(moved).min(n);
+        let head = if waits { 0 } else { SPLIT_HEAD };
+        let want = ((n + head) / 2).saturating_add_signed(moved).min(n);
         let end = dst.wrapping_add(want as u64) & !63;
         (end.saturating_sub(dst) as usize).min(n)
     }
