@@ -190,6 +190,12 @@ pub struct Protocols {
     /// Under `SHMPI_CMA=auto`, the size from which C's `MPI_Isend` goes
     /// by rendezvous (`SHMPI_CMA_C_ISEND`; `None`: never).
     pub cma_c_isend: Option<usize>,
+    /// The blocking sends whose rendezvous read the receiver times
+    /// (from, below) and the time above which an 8 KiB read counts as
+    /// slow, in ns (`SHMPI_CMA_SLOW_READ`): after slow reads the sender
+    /// takes the ring for a while (`transport::fresh`). `None`: no read is
+    /// timed.
+    pub slow_read: Option<(usize, usize, u32)>,
     /// `SHMPI_CMA`: `auto`, `always`, `off` or `refuse`.
     pub cma_mode: &'static str,
     /// The largest message whose ring frame the sender demotes to the
@@ -280,6 +286,7 @@ impl Universe {
             cma_split: t.split_threshold(),
             cma_split_blocking: t.split_blocking_threshold(),
             cma_c_isend: t.c_isend_threshold(),
+            slow_read: t.judged_range(),
             cma_mode: t.cma_mode().name(),
             demote: t.demote_limit(),
             cma_scoped: t.scoped_threshold(),

@@ -954,3 +954,98 @@ fn no_probe_when_the_ranks_outnumber_the_cpus() {
         },
     );
 }
+
+/// Blocking sends of 9,192 bytes from rank 0 to rank 1 under
+/// `SHMPI_CMA_SLOW_READ=mark`, each checked whole at the receiver; where
+/// single copy is usable, `by_rendezvous` of them by rendezvous.
+fn slow_read_job(name: &str, mark: &str, sends: u64, by_rendezvous: u64) {
+    run_ranks_with(
+        2,
+        name,
+        &[],
+        &[
+            ("SHMPI_CMA", "auto"),
+            ("SHMPI_CMA_BLOCKING", "8192"),
+            ("SHMPI_CMA_SPLIT_BLOCKING", "16384"),
+            ("SHMPI_CMA_SLOW_READ", mark),
+        ],
+        |u| {
+            let w = u.world();
+            let n = 8192 + 1000;
+            // The receiver learns its clock's rate 2 ms after its
+            // transport began; reads before are not timed.
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            w.barrier().unwrap();
+            for i in 0..sends {
+                let off = (i % 7) as usize;
+                if w.rank() == 0 {
+                    let d = unaligned(100 + i, n, off);
+                    w.send(&d[off..off + n], 1, 3).unwrap();
+                } else {
+                    let mut b = vec![0u8; n];
+                    w.recv(&mut b, 0, 3).unwrap();
+                    assert!(b == pattern(100 + i, n), "message {i} arrived corrupted");
+                }
+            }
+            w.barrier().unwrap();
+            if u.single_copy() == SingleCopy::Usable {
+                let (sent, received) = u.rendezvous_counts();
+                let by = if w.rank() == 0 { sent } else { received };
+                assert_eq!(by, by_rendezvous, "SHMPI_CMA_SLOW_READ={mark}");
+            }
+        },
+    );
+}
+
+/// A blocking send's rendezvous between `SHMPI_CMA_BLOCKING` and
+/// `SHMPI_CMA_SPLIT_BLOCKING` has its read timed by the receiver
+/// (`transport::fresh`); slow reads, as from buffers written just before
+/// their send, move the sender's next sends of those sizes to the ring
+/// for a while. With every read counted slow (`SHMPI_CMA_SLOW_READ=1`,
+/// 1 ns per 8 KiB) the sender goes by rendezvous exactly as often as the
+/// policy (`Verdicts`, fed slow verdicts) says, and every message arrives
+/// whole across the switches.
+#[test]
+fn slow_single_copy_reads_send_a_blocking_senders_next_messages_through_the_ring() {
+    let sends = 40;
+    // What the policy does with a slow verdict on every rendezvous.
+    let mut v = shmpi::transport::fresh::Verdicts::default();
+    let mut expected = 0;
+    for _ in 0..sends {
+        if !v.take_ring() {
+            expected += 1;
+            v.note(true);
+        }
+    }
+    assert!(expected > 0 && expected < sends);
+    slow_read_job(
+        "slow_single_copy_reads_send_a_blocking_senders_next_messages_through_the_ring",
+        "1",
+        sends,
+        expected,
+    );
+}
+
+/// With reads never slow (a mark of 1 s per 8 KiB) every such send goes
+/// by rendezvous.
+#[test]
+fn fast_single_copy_reads_keep_a_blocking_sender_on_the_rendezvous() {
+    slow_read_job(
+        "fast_single_copy_reads_keep_a_blocking_sender_on_the_rendezvous",
+        "1000000000",
+        40,
+        40,
+    );
+}
+
+/// With reads not timed (`SHMPI_CMA_SLOW_READ=0`) every such send goes by
+/// rendezvous.
+#[test]
+fn untimed_single_copy_reads_keep_a_blocking_sender_on_the_rendezvous() {
+    slow_read_job(
+        "untimed_single_copy_reads_keep_a_blocking_sender_on_the_rendezvous",
+        "0",
+        40,
+        40,
+    );
+}

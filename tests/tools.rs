@@ -413,6 +413,24 @@ fn shmpi_bench_floor_and_protocols_print_their_tables() {
             "{c}"
         );
     }
+    // Blocking sends between the rendezvous and the shared copy have
+    // their reads timed, and the line says from what mark; not with 0.
+    let timed = [
+        ("SHMPI_CMA_BLOCKING", "8192"),
+        ("SHMPI_CMA_SPLIT_BLOCKING", "16384"),
+    ];
+    let t = protocols("8", &[timed[0], timed[1], ("SHMPI_CMA_SLOW_READ", "1500")]);
+    if t.contains("single copy (process_vm_readv): usable") {
+        assert!(
+            t.contains(
+                "# blocking sends of 8192 B to 16384 B: the receiver times its single-copy read \
+                 (slow above 1500 ns per 8 KiB, SHMPI_CMA_SLOW_READ)"
+            ),
+            "{t}"
+        );
+    }
+    let t = protocols("8", &[timed[0], timed[1], ("SHMPI_CMA_SLOW_READ", "0")]);
+    assert!(!t.contains("the receiver times"), "{t}");
     // Forced off, nothing is single copy.
     let off = protocols("1048576", &[("SHMPI_CMA", "off")]);
     assert!(off.contains("refused or switched off"), "{off}");
@@ -685,6 +703,7 @@ fn bad_tuning_values_are_refused_naming_the_variable_and_what_it_wants() {
         ("SHMPI_DISTANT_SLOW", "fast", "a rate in MB/s"),
         ("SHMPI_CMA_SPLIT_BLOCKING", "-5", "a size in bytes"),
         ("SHMPI_CMA_SCOPED", "1x", "a size in bytes"),
+        ("SHMPI_CMA_SLOW_READ", "1.3us", "a time in nanoseconds"),
         ("SHMPI_COLL_SYNC", "32k", "a size in bytes"),
         ("SHMPI_SPIN_US", "1ms", "a time in microseconds"),
         ("SHMPI_COLL_SHM", "yes", "0 or 1"),

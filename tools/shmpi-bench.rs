@@ -1396,6 +1396,16 @@ fn protocols(o: &Opts, u: &shmpi::Universe) {
             size(p.cma_split)
         );
     }
+    if let (true, Some((from, below, ns))) = (usable, p.slow_read) {
+        println!(
+            "# blocking sends of {from} B to {below} B: the receiver times its single-copy read \
+             (slow above {ns} ns per 8 KiB, SHMPI_CMA_SLOW_READ); after {} slow reads in a row \
+             the sender takes the ring for {}-{} sends (a buffer written just before its send)",
+            shmpi::transport::fresh::STREAK,
+            shmpi::transport::fresh::RING_FIRST,
+            shmpi::transport::fresh::RING_MAX
+        );
+    }
     let on = p.cma_mode == "auto" || p.cma_mode == "always";
     let tuning = shmpi::coll::tuning::tuning();
     println!(

@@ -8,9 +8,12 @@
 //! ring per pair), so two messages from one sender on one communicator
 //! never overtake each other.
 
-use super::envelope::{Cts, FrameKind, Header, Rts, ACK_IF_WROTE, ANY_SOURCE, ANY_TAG};
+use super::envelope::{
+    Cts, FrameKind, Header, Rts, ACK_IF_WROTE, ACK_SLOW_READ, ANY_SOURCE, ANY_TAG,
+};
 use super::status::Status;
 use crate::error::{Error, ErrorClass, ErrorStatus, Result};
+use crate::transport::fresh::Verdicts;
 use crate::transport::{
     Exact, Front, Incoming, Lent, OutMsg, Sent, Sleeper, SoleHead, Ticket, Transport,
 };
@@ -153,6 +156,10 @@ struct Slot {
     /// Set only by [`Matcher::await_ack`] and for slots awaiting an ack.
     wrote_back: bool,
     front_acked: bool,
+    /// A blocking send's rendezvous whose receiver times its read
+    /// (`Transport::judges`): its ack's verdict goes to
+    /// [`Matcher::verdicts`].
+    judged: bool,
     /// The peer a receive waits on (a specific source) or a send waits
     /// for (its ack): when it dies, the operation fails (`fail_peer`).
     peer: Option<usize>,
@@ -188,6 +195,9 @@ struct Pulled {
     /// The sender needs no plain ack: it wrote the back part, and the ack
     /// with [`ACK_IF_WROTE`] went when the front was read.
     acked: bool,
+    /// Its timed read was slow ([`ACK_SLOW_READ`]): the sender's buffer
+    /// was most likely written just before the send (`transport::fresh`).
+    slow: bool,
 }
 
 /// Sends a frame of the engine's own (an ack, a shared-copy offer) to
@@ -257,8 +267,13 @@ struct Matcher {
     unexpected: VecDeque<Unexpected>,
     next_unexpected: u64,
     inbound: Vec<Inbound>,
-    /// Acks to send: (world peer, ctx, token).
-    acks: Vec<(usize, u32, u32)>,
+    /// Acks to send: (world peer, ctx, token, source word: 0 or
+    /// [`ACK_SLOW_READ`]).
+    acks: Vec<(usize, u32, u32, u32)>,
+    /// Per world peer, what its reads of this rank's judged blocking
+    /// sends have shown (`transport::fresh`): whether those go through
+    /// the ring for now.
+    verdicts: Vec<Verdicts>,
     /// Synchronous sends by token.
     awaiting: HashMap<u32, SlotId, TokenHash>,
     next_token: u32,
@@ -336,6 +351,7 @@ impl Matcher {
             s.rendezvous = false;
             s.rdv_span = (0, 0);
             s.lent = None;
+            s.judged = false;
             s.peer = None;
             s.sink = id;
             s.gen = s.gen.wrapping_add(1);
@@ -363,6 +379,7 @@ impl Matcher {
             lent: None,
             wrote_back: false,
             front_acked: false,
+            judged: false,
             peer: None,
             send_ctx: 0,
             task: None,
@@ -526,7 +543,7 @@ impl Matcher {
             back,
         );
         if hdr.kind == FrameKind::Sync {
-            self.acks.push((peer, hdr.ctx, hdr.token));
+            self.acks.push((peer, hdr.ctx, hdr.token, 0));
         }
     }
 
@@ -578,6 +595,13 @@ impl Matcher {
         let hdr = Header::unpack(&inc.envelope);
         if hdr.kind == FrameKind::Ack {
             let token = hdr.tag as u32;
+            if let Some(&id) = self.awaiting.get(&token) {
+                if self.slots[id].judged {
+                    if let Some(v) = self.verdicts.get_mut(inc.peer) {
+                        v.note(hdr.src & ACK_SLOW_READ != 0);
+                    }
+                }
+            }
             if hdr.src == ACK_IF_WROTE {
                 let Some(&id) = self.awaiting.get(&token) else {
                     return ControlFlow::Break(());
@@ -728,7 +752,7 @@ impl Matcher {
             },
         };
         if u.hdr.kind == FrameKind::Sync {
-            self.acks.push((u.peer, u.hdr.ctx, u.hdr.token));
+            self.acks.push((u.peer, u.hdr.ctx, u.hdr.token, 0));
         }
         if let Some(rts) = u.rts {
             self.pulls.push(Pull {
@@ -863,6 +887,7 @@ impl Engine {
                 next_unexpected: 0,
                 inbound: vec![Inbound::Idle; n],
                 acks: Vec::new(),
+                verdicts: vec![Verdicts::default(); n],
                 awaiting: HashMap::default(),
                 next_token: 0,
                 reap_needed: false,
@@ -1028,7 +1053,8 @@ impl Engine {
                 s.err = Some(e);
             }
             if !out.acked {
-                self.m.acks.push((p.peer, p.ctx, p.token));
+                let src = if out.slow { ACK_SLOW_READ } else { 0 };
+                self.m.acks.push((p.peer, p.ctx, p.token, src));
             }
             self.m.complete_recv(p.slot);
         }
@@ -1069,7 +1095,13 @@ impl Engine {
     ) -> Result<()> {
         let n = dst.len();
         if !t.split_ok(p.peer, addr, n, p.rts.waits) {
-            return t.read_from(p.peer, addr, dst);
+            if !p.rts.waits {
+                return t.read_from(p.peer, addr, dst);
+            }
+            // A blocking send's: timed where its length is judged, and
+            // the sender told when the read was slow.
+            out.slow = t.read_judged(p.peer, addr, dst)? == Some(true);
+            return Ok(());
         }
         let front = t.split_front(p.peer, n, dst.as_ptr() as u64, p.rts.waits);
         let gen = t.split_offer();
@@ -1172,14 +1204,14 @@ impl Engine {
         }
         // Given back after the loop, as `run_pulls` does.
         let mut acks = std::mem::take(&mut self.m.acks);
-        for (peer, ctx, token) in acks.drain(..) {
+        for (peer, ctx, token, src) in acks.drain(..) {
             if peer == self.m.me {
                 if let Some(id) = self.m.awaiting.remove(&token) {
                     self.m.complete_send(id);
                 }
                 continue;
             }
-            send_control(&mut self.t, peer, &ack_header(ctx, token, 0), &[]);
+            send_control(&mut self.t, peer, &ack_header(ctx, token, src), &[]);
         }
         if self.m.acks.is_empty() {
             self.m.acks = acks;
@@ -1297,7 +1329,19 @@ impl Engine {
         let rdv = pool.is_some()
             || match hold {
                 Hold::Now | Hold::Lent => false,
-                Hold::Pipelined => self.t.rendezvous_to(dest, data.len(), true),
+                // Unless the receiver found this rank's recent buffers of
+                // this size slow to read (written just before their
+                // send): then through the ring for a while
+                // (`transport::fresh`).
+                Hold::Pipelined => {
+                    self.t.rendezvous_to(dest, data.len(), true)
+                        && !(self.t.judges(data.len())
+                            && self
+                                .m
+                                .verdicts
+                                .get_mut(dest)
+                                .is_some_and(Verdicts::take_ring))
+                }
                 Hold::Raw => self.t.rendezvous_c_isend_to(dest, data.len()),
                 Hold::Borrowed => self.t.rendezvous_to(dest, data.len(), false),
             };
@@ -1311,14 +1355,16 @@ impl Engine {
         let span = (pool.unwrap_or(data.as_ptr() as u64), data.len() as u64);
         let ack_slot = (sync || rdv).then(|| self.await_ack(&mut hdr, dest, rdv.then_some(span)));
         if let (true, Some(id)) = (rdv, ack_slot) {
+            let waits = matches!(hold, Hold::Pipelined);
             let rts = Rts {
                 addr: span.0,
                 len: span.1,
                 offer: None,
                 // A blocking send's caller waits in this library: it takes
                 // a shared-copy offer at once.
-                waits: matches!(hold, Hold::Pipelined),
+                waits,
             };
+            self.m.slots[id].judged = waits && pool.is_none() && self.t.judges(data.len());
             self.send_rts(dest, &hdr, &rts, id);
             return (SendStart::Done, Some(id));
         }
@@ -1611,7 +1657,7 @@ impl Engine {
         // does not wait for ever.
         for u in self.m.unexpected.iter() {
             if u.rts.is_some() && ids.contains(&u.hdr.ctx) {
-                self.m.acks.push((u.peer, u.hdr.ctx, u.hdr.token));
+                self.m.acks.push((u.peer, u.hdr.ctx, u.hdr.token, 0));
             }
         }
         self.m

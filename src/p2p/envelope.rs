@@ -22,6 +22,11 @@ pub const ANY_TAG: i32 = -1;
 /// nothing more of the sender's unless it revokes the offer, in which
 /// case a plain ack (source 0) follows its last read.
 pub const ACK_IF_WROTE: u32 = 1;
+/// The source word of a plain ack (kind `Ack`) of a blocking send's
+/// rendezvous whose receiver timed its read and found it slow, as reads
+/// of a buffer written just before its send are (`transport::fresh`):
+/// the sender takes the ring for its next such sends for a while.
+pub const ACK_SLOW_READ: u32 = 2;
 /// The null process: sends and receives to it complete at once
 /// (`MPI_PROC_NULL`).
 pub const PROC_NULL: i32 = -2;

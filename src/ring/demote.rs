@@ -94,7 +94,7 @@ impl Demote {
     /// once per process).
     pub fn supported() -> bool {
         static SUPPORTED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-        *SUPPORTED.get_or_init(|| has_cldemote() && tsc_is_fast())
+        *SUPPORTED.get_or_init(|| has_cldemote() && tsc_reads_fast())
     }
 
     /// Whether a frame of `bytes` bytes committed at `now` (TSC), the
@@ -151,6 +151,13 @@ pub(crate) fn lines(ptr: *const u8, len: usize) {
     {
         let _ = (ptr, len);
     }
+}
+
+/// Whether the time-stamp counter reads fast here (checked once per
+/// process): where a hypervisor traps it, nothing is timed with it.
+pub(crate) fn tsc_reads_fast() -> bool {
+    static FAST: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *FAST.get_or_init(tsc_is_fast)
 }
 
 /// CPUID leaf 7, sub-leaf 0, ECX bit 25.

@@ -34,6 +34,7 @@ mod region;
 pub use consumer::{Awaited, AwaitedFront, Consumer, Frame};
 pub use copy::{copy_streaming, set_vector_copy_from, vector_copy_from};
 pub use demote::Demote;
+pub(crate) use demote::{tsc, tsc_reads_fast};
 pub use frame::{footprint, FRAME_ALIGN, FRAME_HEADER, LINE};
 
 /// Copies `src` into `dst` (equal lengths). Up to 64 bytes it moves two

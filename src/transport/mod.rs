@@ -33,6 +33,7 @@
 pub mod bridge;
 pub mod bytes;
 pub mod cma;
+pub mod fresh;
 pub mod layout;
 pub mod lend;
 pub mod owner;
@@ -415,6 +416,13 @@ pub struct Transport {
     /// The same for a blocking send's, whose sender waits and takes its
     /// part at once (`SHMPI_CMA_SPLIT_BLOCKING`; `usize::MAX`: never).
     split_blocking_from: usize,
+    /// The time above which a receiver's read of 8 KiB of a blocking
+    /// send's rendezvous counts as slow, in ns, scaled to the length
+    /// (`SHMPI_CMA_SLOW_READ`; `None`: reads are not timed); see
+    /// [`judges`](Self::judges).
+    slow_read: Option<u32>,
+    /// The clock those reads are timed with (`None`: none are).
+    clock: Option<fresh::Clock>,
     /// Which frames the producers demote after publishing them
     /// (`SHMPI_DEMOTE`).
     demote: ring::Demote,
@@ -605,6 +613,12 @@ impl Transport {
             0 => ring::Demote::OFF,
             n => ring::Demote::up_to(n.saturating_add(SOLE_HEADER)),
         };
+        let slow_read = match env_number("SHMPI_CMA_SLOW_READ", "a time in nanoseconds")?
+            .unwrap_or(fresh::DEFAULT_SLOW_READ_NS as usize)
+        {
+            0 => None,
+            v => Some(u32::try_from(v).unwrap_or(u32::MAX)),
+        };
         let hot = env_size("SHMPI_HOT_WINDOW")?.unwrap_or(DEFAULT_HOT_WINDOW);
         // The ring's vector copy, process-wide (`ring::copy`).
         ring::set_vector_copy_from(never_if_0(
@@ -680,6 +694,12 @@ impl Transport {
             blocking_from,
             split_from,
             split_blocking_from,
+            slow_read,
+            // Only where some length is judged: the counter's rate is
+            // learnt at the first judged read after 2 ms.
+            clock: slow_read
+                .filter(|_| cma_mode == CmaMode::Auto && blocking_from < split_blocking_from)
+                .map(|_| fresh::Clock::new()),
             demote,
             hot,
             split_gen: 0,
@@ -1340,6 +1360,60 @@ impl Transport {
     /// Bytes of each ring.
     pub fn ring_capacity(&self) -> usize {
         self.layout.ring_capacity()
+    }
+
+    /// Whether the rendezvous of a blocking send of `len` bytes is judged
+    /// (`fresh`): under `SHMPI_CMA=auto`, from the blocking rendezvous
+    /// size up to the shared copy's (`SHMPI_CMA_BLOCKING` ..
+    /// `SHMPI_CMA_SPLIT_BLOCKING`), unless `SHMPI_CMA_SLOW_READ=0`. Its
+    /// receiver times its read ([`read_judged`](Self::read_judged)) and
+    /// its sender takes the ring for a while after slow ones
+    /// (`fresh::Verdicts`, kept by the layer above).
+    #[inline]
+    pub fn judges(&self, len: usize) -> bool {
+        self.clock.is_some()
+            && self.cma_mode == CmaMode::Auto
+            && len >= self.blocking_from
+            && len < self.split_blocking_from
+    }
+
+    /// The lengths [`judges`](Self::judges) covers (from, below) and the
+    /// slow mark for 8 KiB in ns; `None` where no read is timed.
+    pub fn judged_range(&self) -> Option<(usize, usize, u32)> {
+        let ns = self.slow_read?;
+        self.clock
+            .as_ref()
+            .map(|_| (self.blocking_from, self.split_blocking_from, ns))
+    }
+
+    /// [`read_from`](Self::read_from) for a blocking send's rendezvous:
+    /// where its length is judged ([`judges`](Self::judges)) and the
+    /// bytes are in the sender's process (not its pool), the read is
+    /// timed: `Some(true)` when it took longer than `SHMPI_CMA_SLOW_READ`
+    /// allows for its length (`fresh::slow`), `Some(false)` when not,
+    /// `None` when it was not timed (also before the clock's rate is
+    /// known, `fresh::Clock`).
+    ///
+    /// # Errors
+    /// As [`read_from`](Self::read_from).
+    pub fn read_judged(
+        &mut self,
+        peer: usize,
+        addr: u64,
+        dst: &mut [u8],
+    ) -> crate::Result<Option<bool>> {
+        let n = dst.len();
+        let (Some(per_8k), true) = (self.slow_read, self.judges(n) && addr & pool::POOL_BIT == 0)
+        else {
+            return self.read_from(peer, addr, dst).map(|()| None);
+        };
+        let t0 = self.clock.as_ref().map_or(0, fresh::Clock::ticks);
+        self.read_from(peer, addr, dst)?;
+        let ns = self.clock.as_mut().and_then(|c| {
+            let ticks = c.ticks().wrapping_sub(t0);
+            c.ns(ticks)
+        });
+        Ok(ns.map(|ns| fresh::slow(ns, n, per_8k)))
     }
 
     /// Copies `dst.len()` bytes at address `addr` of `peer`'s process
@@ -2394,7 +2468,6 @@ fn env_size(var: &str) -> crate::Result<Option<usize>> {
     env_number(var, "a size in bytes")
 }
 
-/// A whole number from `var` (`what` it counts, for the error), if set.
 /// A size threshold read from its own variable `var` (`0`: never), else
 /// `fallback` (the value of an older variable it followed, when that one
 /// is set), else the CPU's row `default`.
@@ -2406,6 +2479,7 @@ fn threshold_or(var: &str, fallback: Option<usize>, default: usize) -> crate::Re
     })
 }
 
+/// A whole number from `var` (`what` it counts, for the error), if set.
 fn env_number(var: &str, what: &str) -> crate::Result<Option<usize>> {
     match std::env::var(var) {
         Err(_) => Ok(None),

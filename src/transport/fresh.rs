@@ -1,0 +1,267 @@
+//! Buffers written just before they are sent: when a blocking send's
+//! single copy should give way to the ring.
+//!
+//! A receiver's `process_vm_readv` takes each line of the sender's
+//! buffer from wherever it lives. An untouched buffer's lines are clean
+//! (in the sender's cache or the shared one) and come fast; a buffer the
+//! sender has just written (data it computed, the common case in an
+//! application, never in OSU-style benchmarks) has every line modified in
+//! the sender's core, and the read snoops each one out of it. On the Xeon
+//! VM (2026-12-07) an 8 KiB read took 1.7-1.85 µs from a rewritten buffer
+//! against 0.61-0.75 from an untouched one, and the sender's next rewrite
+//! had to take the lines back: a rewritten 8 KiB ping-pong ran 3.2-3.6
+//! µs one way by single copy, 1.8 through the ring, where an untouched
+//! one runs 1.16-1.21 by single copy (`docs/benchmarks.md`, "thirty-second
+//! pass"). From the shared copy's size on (`SHMPI_CMA_SPLIT_BLOCKING`)
+//! the sender copies half itself, out of its own cache, and the shared
+//! copy stays ahead either way.
+//!
+//! So between the blocking rendezvous size and the shared copy's, the
+//! receiver times its read and tells its sender in the ack when it was
+//! slow ([`Clock`], [`slow`]); the sender keeps a [`Verdicts`] per peer:
+//! [`STREAK`] slow reads in a row send its next blocking sends of those
+//! sizes through the ring for a while, after which they go by rendezvous
+//! again to look, and as many slow looks in a row start a longer
+//! stretch. More than one look, because a buffer the sender has not
+//! written since it last read it into the ring may still have its lines
+//! modified in the sender's cache from its last write: the first read
+//! after a stretch can be slow for any buffer (and leaves the lines
+//! shared), the next ones only for a buffer written again. A sender of
+//! untouched buffers leaves the rendezvous only when reads in a row are
+//! slow by chance, and comes back after one stretch.
+
+use std::time::Instant;
+
+/// The time above which a receiver's read of 8 KiB counts as slow, in ns
+/// (`SHMPI_CMA_SLOW_READ`; scaled to the read's length): between the
+/// Xeon VM's 0.61-0.75 µs from untouched buffers (their slowest tenth up
+/// to 1.1) and 1.6-1.85 from rewritten ones.
+pub const DEFAULT_SLOW_READ_NS: u32 = 1_300;
+
+/// Slow reads in a row that send a stretch through the ring. More than
+/// two: a slow read is an event of its own now and then (in one of 40
+/// reads of untouched buffers on the Xeon VM, in bursts: with two, a
+/// sender of untouched 8 KiB buffers went through the ring for about 3%
+/// of its sends); not one, for the reason the module says.
+pub const STREAK: u8 = 3;
+
+/// Sends through the ring after the first slow reads.
+pub const RING_FIRST: u32 = 8;
+/// The most sends through the ring between two looks (each slow look
+/// doubles the stretch up to this).
+pub const RING_MAX: u32 = 256;
+
+/// What one peer's reads of this rank's blocking sends have shown.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Verdicts {
+    /// Slow reads in a row.
+    streak: u8,
+    /// Sends still to go through the ring before the next look.
+    ring_left: u32,
+    /// The next stretch through the ring.
+    stretch: u32,
+}
+
+impl Default for Verdicts {
+    fn default() -> Self {
+        Verdicts {
+            streak: 0,
+            ring_left: 0,
+            stretch: RING_FIRST,
+        }
+    }
+}
+
+impl Verdicts {
+    /// Whether the next send of the judged sizes goes through the ring
+    /// (counted as one of the stretch when it does).
+    #[inline]
+    pub fn take_ring(&mut self) -> bool {
+        if self.ring_left == 0 {
+            return false;
+        }
+        self.ring_left -= 1;
+        true
+    }
+
+    /// The peer's verdict on one read of a send of the judged sizes.
+    pub fn note(&mut self, slow: bool) {
+        if !slow {
+            *self = Verdicts::default();
+            return;
+        }
+        self.streak = self.streak.saturating_add(1);
+        if self.streak >= STREAK {
+            self.ring_left = self.stretch;
+            self.stretch = (self.stretch * 2).min(RING_MAX);
+            self.streak = 0;
+        }
+    }
+
+    /// Whether sends of the judged sizes go through the ring now.
+    pub fn in_ring(&self) -> bool {
+        self.ring_left > 0
+    }
+}
+
+/// Whether a read of `len` bytes that took `ns` nanoseconds was slow, by
+/// `per_8k`: the nanoseconds above which an 8 KiB read counts as slow,
+/// scaled to `len`.
+#[inline]
+pub fn slow(ns: u64, len: usize, per_8k: u32) -> bool {
+    ns * 8192 > u64::from(per_8k) * len as u64
+}
+
+/// What a receiver times its reads with: the time-stamp counter where it
+/// reads fast (about 9 ns a read on the Xeon VM, against about 19 for the
+/// monotonic clock), its rate learnt against the monotonic clock once
+/// enough time has passed since the clock began; else the monotonic
+/// clock itself.
+#[derive(Debug)]
+pub struct Clock {
+    start: Instant,
+    start_ticks: u64,
+    /// Whether `ticks` are the counter's (else nanoseconds since `start`).
+    tsc: bool,
+    ticks_per_us: Option<f64>,
+}
+
+/// How long after its start a clock learns the counter's rate.
+const LEARN_AFTER_US: u128 = 2_000;
+
+impl Clock {
+    /// A clock that starts now.
+    pub fn new() -> Clock {
+        Clock {
+            start: Instant::now(),
+            start_ticks: crate::ring::tsc(),
+            tsc: crate::ring::tsc_reads_fast(),
+            ticks_per_us: None,
+        }
+    }
+
+    /// The time now, in ticks.
+    #[inline]
+    pub fn ticks(&self) -> u64 {
+        if self.tsc {
+            crate::ring::tsc()
+        } else {
+            self.start.elapsed().as_nanos() as u64
+        }
+    }
+
+    /// Nanoseconds in `ticks` ticks: once the counter's rate is known
+    /// (`None` before).
+    pub fn ns(&mut self, ticks: u64) -> Option<u64> {
+        if !self.tsc {
+            return Some(ticks);
+        }
+        let rate = match self.ticks_per_us {
+            Some(r) => r,
+            None => {
+                let us = self.start.elapsed().as_micros();
+                if us < LEARN_AFTER_US {
+                    return None;
+                }
+                let r = crate::ring::tsc().wrapping_sub(self.start_ticks) as f64 / us as f64;
+                if !(r.is_finite() && r > 0.0) {
+                    return None;
+                }
+                self.ticks_per_us = Some(r);
+                r
+            }
+        };
+        Some((ticks as f64 * 1000.0 / rate) as u64)
+    }
+}
+
+impl Default for Clock {
+    fn default() -> Self {
+        Clock::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_streak_of_slow_reads_sends_a_stretch_through_the_ring_then_they_look() {
+        let mut v = Verdicts::default();
+        assert!(!v.take_ring());
+        for _ in 1..STREAK {
+            v.note(true);
+        }
+        assert!(
+            !v.in_ring(),
+            "fewer slow reads than the streak are not enough"
+        );
+        v.note(false);
+        for _ in 1..STREAK {
+            v.note(true);
+        }
+        assert!(!v.in_ring(), "a fast one in between starts over");
+        v.note(true);
+        for i in 0..RING_FIRST {
+            assert!(v.take_ring(), "send {i} of the stretch");
+        }
+        assert!(!v.take_ring(), "then they look");
+        // One slow look is not enough either (a buffer not written since
+        // it last went into the ring may still have modified lines); a
+        // streak of them starts a stretch twice as long.
+        v.note(true);
+        assert!(!v.take_ring());
+        for _ in 1..STREAK {
+            v.note(true);
+        }
+        let mut n = 0;
+        while v.take_ring() {
+            n += 1;
+        }
+        assert_eq!(n, 2 * RING_FIRST);
+        // A fast look ends it all.
+        v.note(false);
+        assert_eq!(v, Verdicts::default());
+    }
+
+    #[test]
+    fn stretches_stop_growing_at_the_most() {
+        let mut v = Verdicts::default();
+        for _ in 0..20 {
+            for _ in 0..STREAK {
+                v.note(true);
+            }
+            let mut n = 0;
+            while v.take_ring() {
+                n += 1;
+            }
+            assert!(n <= RING_MAX);
+        }
+        for _ in 0..STREAK {
+            v.note(true);
+        }
+        let mut n = 0;
+        while v.take_ring() {
+            n += 1;
+        }
+        assert_eq!(n, RING_MAX);
+    }
+
+    #[test]
+    fn slowness_scales_with_the_length() {
+        assert!(!slow(1_200, 8192, 1_300));
+        assert!(slow(1_400, 8192, 1_300));
+        assert!(!slow(1_900, 12_288, 1_300), "1.95 us allowed at 12 KiB");
+        assert!(slow(2_000, 12_288, 1_300));
+    }
+
+    #[test]
+    fn the_clock_learns_its_rate_after_a_while() {
+        let mut c = Clock::new();
+        std::thread::sleep(std::time::Duration::from_millis(3));
+        let t0 = c.ticks();
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        let ns = c.ns(c.ticks().wrapping_sub(t0)).expect("learnt by now");
+        assert!((1_500_000..200_000_000).contains(&ns), "{ns} ns for 2 ms");
+    }
+}
