@@ -611,10 +611,11 @@ fn shmpi_bench_latency_with_irecv_prints_every_size() {
     );
 }
 
-/// `--touch` (the send buffer rewritten before each send or window) runs
-/// the ping-pong, both ways of receiving, and the windows through every
-/// protocol (eager, rendezvous, the shared copy), with a positive figure
-/// per size; the tests that send nothing of their own refuse it.
+/// `--touch` (the send buffer rewritten before each send or window, a
+/// collective's input before each call) runs the ping-pong, both ways of
+/// receiving, the windows and the collectives through every protocol
+/// (eager, rendezvous, the shared copy), with a positive figure per size;
+/// the tests that send nothing of their own refuse it.
 #[test]
 fn shmpi_bench_touch_rewrites_the_send_buffer_in_latency_and_bandwidth() {
     for extra in [
@@ -643,13 +644,35 @@ fn shmpi_bench_touch_rewrites_the_send_buffer_in_latency_and_bandwidth() {
             "{args:?}: {out}"
         );
     }
+    // The collectives rewrite their input before each call.
+    for test in ["bcast", "reduce", "allreduce", "allgather", "alltoall"] {
+        let out = bench(&[
+            test,
+            "--touch",
+            "--min-size",
+            "4096",
+            "--max-size",
+            "65536",
+            "--iterations",
+            "20",
+            "--warmup",
+            "2",
+        ]);
+        let r = rows(&out);
+        assert_eq!(r.len(), 5, "{test}: sizes 4 .. 64 KiB: {out}");
+        assert!(
+            r.iter().all(|r| r.len() == 2 && r[1] > 0.0),
+            "{test}: {out}"
+        );
+    }
     let o = support::output_bounded(
         Command::new(env!("CARGO_BIN_EXE_shmpi-bench")).args(["comm", "--touch"]),
         Duration::from_secs(60),
     );
     assert!(!o.status.success());
     assert!(
-        String::from_utf8_lossy(&o.stderr).contains("--touch is an option of latency, bw and bibw"),
+        String::from_utf8_lossy(&o.stderr)
+            .contains("--touch is an option of latency, bw, bibw and the collectives"),
         "{}",
         String::from_utf8_lossy(&o.stderr)
     );

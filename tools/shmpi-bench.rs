@@ -114,7 +114,8 @@ struct Opts {
     irecv: bool,
     /// `--touch`: before each send (`latency`) or window (`bw`, `bibw`)
     /// the sender writes one byte of every cache line of the message, as
-    /// an application sends data it has just computed (`touch_lines`).
+    /// an application sends data it has just computed (`touch_lines`);
+    /// the collectives' ranks so write their input before each call.
     touch: bool,
 }
 
@@ -128,7 +129,7 @@ shmpi-bench mbw_mr [--ranks 2P] [--min-size N] [--max-size N] [--iterations N] [
 shmpi-bench protocols [--max-size N]\n       \
 shmpi-bench idle [--iterations MS]  (CPU of a rank blocked in recv, after 10 ms)\n       \
 shmpi-bench barrier|bcast|reduce|allreduce|allgather|alltoall [--ranks N] [--min-size N] \
-[--max-size N] [--iterations N] [--warmup N]";
+[--max-size N] [--iterations N] [--warmup N] [--touch]";
 
 fn parse(args: &[String]) -> Result<Opts, String> {
     let test = match args.first().map(String::as_str) {
@@ -245,8 +246,16 @@ fn parse(args: &[String]) -> Result<Opts, String> {
     if o.irecv && !matches!(o.test, Test::Latency) {
         return Err("--irecv is an option of latency (the ping-pong's receives)".into());
     }
-    if o.touch && !matches!(o.test, Test::Latency | Test::Bw | Test::Bibw) {
-        return Err("--touch is an option of latency, bw and bibw (what the sender sends)".into());
+    if o.touch
+        && !matches!(
+            o.test,
+            Test::Latency | Test::Bw | Test::Bibw | Test::Coll(_)
+        )
+    {
+        return Err(
+            "--touch is an option of latency, bw, bibw and the collectives (what the sender sends)"
+                .into(),
+        );
     }
     Ok(o)
 }
@@ -615,6 +624,7 @@ fn run_comm(o: &Opts) -> Result<(), String> {
 }
 
 /// One collective of `size` bytes (f32 sums for the reductions).
+#[allow(clippy::too_many_arguments)]
 fn coll_once(
     w: &shmpi::Communicator,
     k: CollKind,
@@ -623,8 +633,27 @@ fn coll_once(
     b: &mut [u8],
     fa: &mut [f32],
     fb: &mut [f32],
+    touch: bool,
 ) {
     let n = w.size() as usize;
+    if touch {
+        // The input, as an application computes it just before the call.
+        match k {
+            CollKind::Barrier => {}
+            CollKind::Reduce | CollKind::Allreduce => {
+                for x in fa[..size / 4].iter_mut().step_by(16) {
+                    *x += 1.0;
+                }
+            }
+            CollKind::Bcast => {
+                if w.rank() == 0 {
+                    touch_lines(&mut a[..size], b[0].wrapping_add(1), true);
+                }
+            }
+            CollKind::Allgather => touch_lines(&mut a[..size], b[0].wrapping_add(1), true),
+            CollKind::Alltoall => touch_lines(&mut a[..n * size], b[0].wrapping_add(1), true),
+        }
+    }
     match k {
         CollKind::Barrier => w.barrier().expect("barrier"),
         CollKind::Bcast => w.bcast(&mut a[..size], 0).expect("bcast"),
@@ -681,12 +710,12 @@ fn run_coll(o: &Opts, k: CollKind) -> Result<(), String> {
             (None, wu, true) => (1_000, wu.unwrap_or(100)),
         };
         for _ in 0..warm {
-            coll_once(&w, k, size, &mut a, &mut b, &mut fa, &mut fb);
+            coll_once(&w, k, size, &mut a, &mut b, &mut fa, &mut fb, o.touch);
         }
         w.barrier().map_err(|e| e.to_string())?;
         let t = Instant::now();
         for _ in 0..iters {
-            coll_once(&w, k, size, &mut a, &mut b, &mut fa, &mut fb);
+            coll_once(&w, k, size, &mut a, &mut b, &mut fa, &mut fb, o.touch);
         }
         let mine = t.elapsed().as_secs_f64() * 1e6 / iters as f64;
         let mut sum = [0f64];
