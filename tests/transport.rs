@@ -223,7 +223,7 @@ fn a_shared_copy_settles_every_way_and_a_late_or_stale_claim_writes_nothing() {
     let gen = receiver.split_offer();
     assert!(sender.split_write(1, gen, at(&src, 12_288), 27_712, to(&mut dst, 12_288)));
     assert!(
-        !receiver.split_settle(0, gen).unwrap(),
+        !receiver.split_settle(0, gen, false).unwrap(),
         "the sender wrote it"
     );
     assert!(dst[12_288..] == src[12_288..], "the written part differs");
@@ -236,7 +236,7 @@ fn a_shared_copy_settles_every_way_and_a_late_or_stale_claim_writes_nothing() {
     //    sender's late claim writes nothing.
     let mut dst = vec![0u8; src.len()];
     let gen = receiver.split_offer();
-    assert!(receiver.split_settle(0, gen).unwrap(), "revoked");
+    assert!(receiver.split_settle(0, gen, false).unwrap(), "revoked");
     assert!(!sender.split_write(1, gen, at(&src, 0), 4096, to(&mut dst, 0)));
     assert!(dst.iter().all(|&b| b == 0), "a revoked offer was written");
 
@@ -245,14 +245,14 @@ fn a_shared_copy_settles_every_way_and_a_late_or_stale_claim_writes_nothing() {
     let gen = receiver.split_offer();
     assert!(!sender.split_write(1, old, at(&src, 0), 4096, to(&mut dst, 0)));
     assert!(dst.iter().all(|&b| b == 0), "a stale offer was written");
-    assert!(receiver.split_settle(0, gen).unwrap());
+    assert!(receiver.split_settle(0, gen, false).unwrap());
 
     // 4. A write the kernel refuses (an unmapped address) gives the part
     //    back: the receiver revokes and copies it.
     let gen = receiver.split_offer();
     assert!(!sender.split_write(1, gen, at(&src, 0), 4096, 8));
     assert!(
-        receiver.split_settle(0, gen).unwrap(),
+        receiver.split_settle(0, gen, false).unwrap(),
         "given back, then revoked"
     );
 }
@@ -292,7 +292,7 @@ fn a_receivers_part_of_a_shared_copy_moves_towards_the_slower_side() {
         let at = src.as_ptr() as u64 + front as u64;
         assert!(sender.split_write(1, gen, at, back as usize, d + front as u64));
         assert!(
-            !receiver.split_settle(0, gen).unwrap(),
+            !receiver.split_settle(0, gen, false).unwrap(),
             "the sender wrote it"
         );
         assert!(
@@ -321,7 +321,7 @@ fn a_receivers_part_of_a_shared_copy_moves_towards_the_slower_side() {
             }
         });
         assert!(
-            !receiver.split_settle(0, gen).unwrap(),
+            !receiver.split_settle(0, gen, false).unwrap(),
             "round {round}: revoked"
         );
         finisher.join().unwrap();

@@ -9,7 +9,7 @@
 //! never overtake each other.
 
 use super::envelope::{
-    Cts, FrameKind, Header, Rts, ACK_IF_WROTE, ACK_SLOW_READ, ANY_SOURCE, ANY_TAG,
+    Cts, FrameKind, Header, Rts, ACK_FAST_READ, ACK_IF_WROTE, ACK_SLOW_READ, ANY_SOURCE, ANY_TAG,
 };
 use super::status::Status;
 use crate::error::{Error, ErrorClass, ErrorStatus, Result};
@@ -195,9 +195,10 @@ struct Pulled {
     /// The sender needs no plain ack: it wrote the back part, and the ack
     /// with [`ACK_IF_WROTE`] went when the front was read.
     acked: bool,
-    /// Its timed read was slow ([`ACK_SLOW_READ`]): the sender's buffer
-    /// was most likely written just before the send (`transport::fresh`).
-    slow: bool,
+    /// Its read was timed (`Transport::read_judged`): slow
+    /// ([`ACK_SLOW_READ`], the sender's buffer most likely written just
+    /// before the send, `transport::fresh`) or not ([`ACK_FAST_READ`]).
+    verdict: Option<bool>,
 }
 
 /// Sends a frame of the engine's own (an ack, a shared-copy offer) to
@@ -267,8 +268,8 @@ struct Matcher {
     unexpected: VecDeque<Unexpected>,
     next_unexpected: u64,
     inbound: Vec<Inbound>,
-    /// Acks to send: (world peer, ctx, token, source word: 0 or
-    /// [`ACK_SLOW_READ`]).
+    /// Acks to send: (world peer, ctx, token, source word: 0,
+    /// [`ACK_SLOW_READ`] or [`ACK_FAST_READ`]).
     acks: Vec<(usize, u32, u32, u32)>,
     /// Per world peer, what its reads of this rank's judged blocking
     /// sends have shown (`transport::fresh`): whether those go through
@@ -596,9 +597,15 @@ impl Matcher {
         if hdr.kind == FrameKind::Ack {
             let token = hdr.tag as u32;
             if let Some(&id) = self.awaiting.get(&token) {
-                if self.slots[id].judged {
+                // Only a timed read's ack carries a verdict.
+                let verdict = match hdr.src {
+                    ACK_SLOW_READ => Some(true),
+                    ACK_FAST_READ => Some(false),
+                    _ => None,
+                };
+                if let (true, Some(slow)) = (self.slots[id].judged, verdict) {
                     if let Some(v) = self.verdicts.get_mut(inc.peer) {
-                        v.note(hdr.src & ACK_SLOW_READ != 0);
+                        v.note(slow);
                     }
                 }
             }
@@ -1053,7 +1060,11 @@ impl Engine {
                 s.err = Some(e);
             }
             if !out.acked {
-                let src = if out.slow { ACK_SLOW_READ } else { 0 };
+                let src = match out.verdict {
+                    Some(true) => ACK_SLOW_READ,
+                    Some(false) => ACK_FAST_READ,
+                    None => 0,
+                };
                 self.m.acks.push((p.peer, p.ctx, p.token, src));
             }
             self.m.complete_recv(p.slot);
@@ -1100,7 +1111,7 @@ impl Engine {
             }
             // A blocking send's: timed where its length is judged, and
             // the sender told when the read was slow.
-            out.slow = t.read_judged(p.peer, addr, dst)? == Some(true);
+            out.verdict = t.read_judged(p.peer, addr, dst)?;
             return Ok(());
         }
         let front = t.split_front(p.peer, n, dst.as_ptr() as u64, p.rts.waits);
@@ -1132,7 +1143,7 @@ impl Engine {
             send_control(t, p.peer, &ack_header(p.ctx, p.token, ACK_IF_WROTE), &[]);
         }
         // Settle even after a failed read: a claim may be in progress.
-        if t.split_settle(p.peer, gen)? {
+        if t.split_settle(p.peer, gen, p.rts.waits)? {
             out.revoked = true;
             t.read_from(p.peer, addr + front as u64, tail)?;
         } else {

@@ -27,6 +27,9 @@ pub const ACK_IF_WROTE: u32 = 1;
 /// of a buffer written just before its send are (`transport::fresh`):
 /// the sender takes the ring for its next such sends for a while.
 pub const ACK_SLOW_READ: u32 = 2;
+/// The same for a timed read that was not slow (a plain ack with source
+/// word 0 carries no verdict: its read was not timed).
+pub const ACK_FAST_READ: u32 = 4;
 /// The null process: sends and receives to it complete at once
 /// (`MPI_PROC_NULL`).
 pub const PROC_NULL: i32 = -2;

@@ -157,7 +157,8 @@ pub(crate) fn lines(ptr: *const u8, len: usize) {
 /// process): where a hypervisor traps it, nothing is timed with it.
 pub(crate) fn tsc_reads_fast() -> bool {
     static FAST: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *FAST.get_or_init(tsc_is_fast)
+    // Off x86-64 `tsc` is a constant 0: no counter to read at all.
+    *FAST.get_or_init(|| cfg!(target_arch = "x86_64") && tsc_is_fast())
 }
 
 /// CPUID leaf 7, sub-leaf 0, ECX bit 25.

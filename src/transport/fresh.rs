@@ -104,12 +104,19 @@ impl Verdicts {
     }
 }
 
+/// The longest blocking send whose read is judged, whatever the shared
+/// copy's size (`SHMPI_CMA_SPLIT_BLOCKING=0` puts it nowhere): the mark
+/// was measured up to 16 KiB, and from 64 KiB a page-pinning system call
+/// weighs on every read.
+pub const JUDGED_MAX: usize = 64 << 10;
+
 /// Whether a read of `len` bytes that took `ns` nanoseconds was slow, by
 /// `per_8k`: the nanoseconds above which an 8 KiB read counts as slow,
-/// scaled to `len`.
+/// scaled to `len` from 8 KiB up (below, the 8 KiB mark: a system call's
+/// own cost does not shrink with the bytes).
 #[inline]
 pub fn slow(ns: u64, len: usize, per_8k: u32) -> bool {
-    ns * 8192 > u64::from(per_8k) * len as u64
+    u128::from(ns) * 8192 > u128::from(per_8k) * len.max(8192) as u128
 }
 
 /// What a receiver times its reads with: the time-stamp counter where it
@@ -128,6 +135,13 @@ pub struct Clock {
 
 /// How long after its start a clock learns the counter's rate.
 const LEARN_AFTER_US: u128 = 2_000;
+/// The counter rates a clock believes, in ticks per µs (0.1 to 10 GHz):
+/// a counter that stepped back between cores, or jumped, gives another
+/// and is asked again at the next read.
+const RATES: std::ops::RangeInclusive<f64> = 100.0..=10_000.0;
+/// A span longer than this many ticks is a counter gone back (or over a
+/// minute): not timed.
+const TICKS_MAX: u64 = 1 << 40;
 
 impl Clock {
     /// A clock that starts now.
@@ -150,9 +164,13 @@ impl Clock {
         }
     }
 
-    /// Nanoseconds in `ticks` ticks: once the counter's rate is known
-    /// (`None` before).
+    /// Nanoseconds in `ticks` ticks (a difference of two [`ticks`](Self::ticks),
+    /// wrapping): once the counter's rate is known (`None` before, and for
+    /// a span that went back).
     pub fn ns(&mut self, ticks: u64) -> Option<u64> {
+        if ticks > TICKS_MAX {
+            return None;
+        }
         if !self.tsc {
             return Some(ticks);
         }
@@ -164,7 +182,7 @@ impl Clock {
                     return None;
                 }
                 let r = crate::ring::tsc().wrapping_sub(self.start_ticks) as f64 / us as f64;
-                if !(r.is_finite() && r > 0.0) {
+                if !RATES.contains(&r) {
                     return None;
                 }
                 self.ticks_per_us = Some(r);
@@ -248,11 +266,19 @@ mod tests {
     }
 
     #[test]
-    fn slowness_scales_with_the_length() {
+    fn slowness_scales_with_the_length_from_8_kib() {
         assert!(!slow(1_200, 8192, 1_300));
         assert!(slow(1_400, 8192, 1_300));
         assert!(!slow(1_900, 12_288, 1_300), "1.95 us allowed at 12 KiB");
         assert!(slow(2_000, 12_288, 1_300));
+        assert!(!slow(1_200, 1024, 1_300), "below 8 KiB the 8 KiB mark");
+        assert!(slow(u64::MAX, 1 << 40, u32::MAX), "no overflow");
+    }
+
+    #[test]
+    fn a_span_that_went_back_is_not_timed() {
+        let mut c = Clock::new();
+        assert_eq!(c.ns(0u64.wrapping_sub(5)), None);
     }
 
     #[test]

@@ -432,8 +432,9 @@ pub struct Transport {
     split_gen: u64,
     /// Per peer, how far this rank's share of a shared copy from that peer
     /// has moved, in 1/1024ths of the message (see
-    /// [`split_front`](Self::split_front)).
-    split_skew: Vec<i16>,
+    /// [`split_front`](Self::split_front)): for a sender that does not
+    /// wait, and for one that does.
+    split_skew: Vec<[i16; 2]>,
     /// The generation of this rank's last rendezvous offer, and where the
     /// next search of its offer table for a free entry starts.
     offer_gen: u64,
@@ -698,12 +699,15 @@ impl Transport {
             // Only where some length is judged: the counter's rate is
             // learnt at the first judged read after 2 ms.
             clock: slow_read
-                .filter(|_| cma_mode == CmaMode::Auto && blocking_from < split_blocking_from)
+                .filter(|_| {
+                    cma_mode == CmaMode::Auto
+                        && blocking_from < split_blocking_from.min(fresh::JUDGED_MAX + 1)
+                })
                 .map(|_| fresh::Clock::new()),
             demote,
             hot,
             split_gen: 0,
-            split_skew: vec![0; n],
+            split_skew: vec![[0; 2]; n],
             offer_gen: 0,
             offer_hint: 0,
             stream_threshold,
@@ -1159,11 +1163,17 @@ impl Transport {
     /// `peer` should split ([`split_front`](Self::split_front)): a sender
     /// found done at the first look finished first, so this rank takes a
     /// step less next time; one still writing, a step more. A revoked
-    /// offer teaches nothing (the sender was busy elsewhere).
-    pub fn split_settle(&mut self, peer: usize, gen: u64) -> crate::Result<bool> {
+    /// offer teaches nothing (the sender was busy elsewhere). Copies
+    /// whose sender waits (`waits`, a blocking send's) and copies whose
+    /// sender does not learn apart: they start from different splits.
+    pub fn split_settle(&mut self, peer: usize, gen: u64, waits: bool) -> crate::Result<bool> {
         let (revoked, waited) = self.split_wait(peer, gen)?;
         if !revoked {
-            if let Some(s) = self.split_skew.get_mut(peer) {
+            if let Some(s) = self
+                .split_skew
+                .get_mut(peer)
+                .map(|s| &mut s[usize::from(waits)])
+            {
                 let step = if waited { 1 } else { -1 };
                 *s = (*s + step).clamp(-SPLIT_SKEW_MAX, SPLIT_SKEW_MAX);
             }
@@ -1179,7 +1189,10 @@ impl Transport {
     /// sides finish together whatever their placement. Ends on a cache
     /// line of `dst`'s, so the two writers share no line.
     pub fn split_front(&self, peer: usize, n: usize, dst: u64, waits: bool) -> usize {
-        let skew = self.split_skew.get(peer).copied().unwrap_or(0);
+        let skew = self
+            .split_skew
+            .get(peer)
+            .map_or(0, |s| s[usize::from(waits)]);
         let moved = (n / 1024) as isize * isize::from(skew);
         let head = if waits { 0 } else { SPLIT_HEAD };
         let want = ((n + head) / 2).saturating_add_signed(moved).min(n);
@@ -1365,7 +1378,8 @@ impl Transport {
     /// Whether the rendezvous of a blocking send of `len` bytes is judged
     /// (`fresh`): under `SHMPI_CMA=auto`, from the blocking rendezvous
     /// size up to the shared copy's (`SHMPI_CMA_BLOCKING` ..
-    /// `SHMPI_CMA_SPLIT_BLOCKING`), unless `SHMPI_CMA_SLOW_READ=0`. Its
+    /// `SHMPI_CMA_SPLIT_BLOCKING`, at most `fresh::JUDGED_MAX`), unless
+    /// `SHMPI_CMA_SLOW_READ=0`. Its
     /// receiver times its read ([`read_judged`](Self::read_judged)) and
     /// its sender takes the ring for a while after slow ones
     /// (`fresh::Verdicts`, kept by the layer above).
@@ -1374,7 +1388,14 @@ impl Transport {
         self.clock.is_some()
             && self.cma_mode == CmaMode::Auto
             && len >= self.blocking_from
-            && len < self.split_blocking_from
+            && len < self.judged_below()
+    }
+
+    /// Where the judged lengths end: the shared copy's size, at most
+    /// `fresh::JUDGED_MAX`.
+    #[inline]
+    fn judged_below(&self) -> usize {
+        self.split_blocking_from.min(fresh::JUDGED_MAX + 1)
     }
 
     /// The lengths [`judges`](Self::judges) covers (from, below) and the
@@ -1383,7 +1404,7 @@ impl Transport {
         let ns = self.slow_read?;
         self.clock
             .as_ref()
-            .map(|_| (self.blocking_from, self.split_blocking_from, ns))
+            .map(|_| (self.blocking_from, self.judged_below(), ns))
     }
 
     /// [`read_from`](Self::read_from) for a blocking send's rendezvous:
