@@ -955,10 +955,13 @@ fn no_probe_when_the_ranks_outnumber_the_cpus() {
     );
 }
 
-/// Blocking sends of 9,192 bytes from rank 0 to rank 1 under
-/// `SHMPI_CMA_SLOW_READ=mark`, each checked whole at the receiver; where
-/// single copy is usable, `by_rendezvous` of them by rendezvous.
-fn slow_read_job(name: &str, mark: &str, sends: u64, by_rendezvous: u64) {
+/// Blocking sends of `n` bytes from rank 0 to rank 1 under
+/// `SHMPI_CMA_SLOW_READ=mark` (Intel's thresholds set: rendezvous from
+/// 8 KiB, shared from 32 KiB), each checked whole at the receiver; where
+/// single copy is usable, `plain` of them by a plain rendezvous and
+/// `shared` by a rendezvous whose copy the receiver shared (the rest
+/// through the ring).
+fn slow_read_job(name: &str, mark: &str, n: usize, sends: u64, plain: u64, shared: u64) {
     run_ranks_with(
         2,
         name,
@@ -966,12 +969,11 @@ fn slow_read_job(name: &str, mark: &str, sends: u64, by_rendezvous: u64) {
         &[
             ("SHMPI_CMA", "auto"),
             ("SHMPI_CMA_BLOCKING", "8192"),
-            ("SHMPI_CMA_SPLIT_BLOCKING", "16384"),
+            ("SHMPI_CMA_SPLIT_BLOCKING", "32768"),
             ("SHMPI_CMA_SLOW_READ", mark),
         ],
         |u| {
             let w = u.world();
-            let n = 8192 + 1000;
             // The receiver learns its clock's rate 2 ms after its
             // transport began; reads before are not timed.
             std::thread::sleep(std::time::Duration::from_millis(20));
@@ -991,61 +993,96 @@ fn slow_read_job(name: &str, mark: &str, sends: u64, by_rendezvous: u64) {
             if u.single_copy() == SingleCopy::Usable {
                 let (sent, received) = u.rendezvous_counts();
                 let by = if w.rank() == 0 { sent } else { received };
-                assert_eq!(by, by_rendezvous, "SHMPI_CMA_SLOW_READ={mark}");
+                assert_eq!(
+                    by,
+                    plain + shared,
+                    "by rendezvous, SHMPI_CMA_SLOW_READ={mark}"
+                );
+                if w.rank() == 1 {
+                    assert_eq!(u.split_counts().offered, shared, "shared copies");
+                }
             }
         },
     );
 }
 
-/// A blocking send's rendezvous between `SHMPI_CMA_BLOCKING` and
-/// `SHMPI_CMA_SPLIT_BLOCKING` has its read timed by the receiver
-/// (`transport::fresh`); slow reads, as from buffers written just before
-/// their send, move the sender's next sends of those sizes to the ring
-/// for a while. With every read counted slow (`SHMPI_CMA_SLOW_READ=1`,
-/// 1 ns per 8 KiB) the sender goes by rendezvous exactly as often as the
-/// policy (`Verdicts`, fed slow verdicts) says, and every message arrives
-/// whole across the switches.
-#[test]
-fn slow_single_copy_reads_send_a_blocking_senders_next_messages_through_the_ring() {
-    let sends = 40;
-    // What the policy does with a slow verdict on every rendezvous.
+/// Sends of `sends` messages whose every read is slow: how many go by
+/// plain rendezvous before and between the stretches on the detour, as
+/// the policy (`Verdicts`, fed slow verdicts) says.
+fn plain_sends_when_every_read_is_slow(sends: u64) -> u64 {
     let mut v = shmpi::transport::fresh::Verdicts::default();
-    let mut expected = 0;
+    let mut plain = 0;
     for _ in 0..sends {
-        if !v.take_ring() {
-            expected += 1;
+        if !v.take_detour() {
+            plain += 1;
             v.note(true);
         }
     }
-    assert!(expected > 0 && expected < sends);
+    assert!(plain > 0 && plain < sends);
+    plain
+}
+
+/// A blocking send's rendezvous from `SHMPI_CMA_BLOCKING` up to
+/// `SHMPI_CMA_SPLIT_BLOCKING` has its read timed by the receiver
+/// (`transport::fresh`); slow reads, as from buffers written just before
+/// their send, send the sender's next sends of those sizes on a detour
+/// for a while: below `fresh::SHARE_MIN` through the ring. With every
+/// read counted slow (`SHMPI_CMA_SLOW_READ=1`) the sender goes by
+/// rendezvous exactly as often as the policy says, and every message
+/// arrives whole across the switches.
+#[test]
+fn slow_single_copy_reads_send_a_blocking_senders_next_messages_through_the_ring() {
+    let plain = plain_sends_when_every_read_is_slow(40);
     slow_read_job(
         "slow_single_copy_reads_send_a_blocking_senders_next_messages_through_the_ring",
         "1",
-        sends,
-        expected,
+        8192 + 1000,
+        40,
+        plain,
+        0,
+    );
+}
+
+/// From `fresh::SHARE_MIN` the detour is a shared copy: the receiver
+/// offers the sender the back half although the message is below the
+/// shared copy's size.
+#[test]
+fn slow_single_copy_reads_of_16_kib_and_more_ask_for_a_shared_copy() {
+    let plain = plain_sends_when_every_read_is_slow(40);
+    slow_read_job(
+        "slow_single_copy_reads_of_16_kib_and_more_ask_for_a_shared_copy",
+        "1",
+        (20 << 10) + 3,
+        40,
+        plain,
+        40 - plain,
     );
 }
 
 /// With reads never slow (a mark of 1 s per 8 KiB) every such send goes
-/// by rendezvous.
+/// by plain rendezvous.
 #[test]
 fn fast_single_copy_reads_keep_a_blocking_sender_on_the_rendezvous() {
     slow_read_job(
         "fast_single_copy_reads_keep_a_blocking_sender_on_the_rendezvous",
         "1000000000",
+        (20 << 10) + 3,
         40,
         40,
+        0,
     );
 }
 
 /// With reads not timed (`SHMPI_CMA_SLOW_READ=0`) every such send goes by
-/// rendezvous.
+/// plain rendezvous.
 #[test]
 fn untimed_single_copy_reads_keep_a_blocking_sender_on_the_rendezvous() {
     slow_read_job(
         "untimed_single_copy_reads_keep_a_blocking_sender_on_the_rendezvous",
         "0",
+        8192 + 1000,
         40,
         40,
+        0,
     );
 }

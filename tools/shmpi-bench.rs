@@ -1428,11 +1428,13 @@ fn protocols(o: &Opts, u: &shmpi::Universe) {
     if let (true, Some((from, below, ns))) = (usable, p.slow_read) {
         println!(
             "# blocking sends of {from} B to {below} B: the receiver times its single-copy read \
-             (slow above {ns} ns per 8 KiB, SHMPI_CMA_SLOW_READ); after {} slow reads in a row \
-             the sender takes the ring for {}-{} sends (a buffer written just before its send)",
+             (slow above {ns} ns at 8 KiB, SHMPI_CMA_SLOW_READ); after {} slow reads in a row \
+             (a buffer written just before its send) the sender's next {}-{} such sends take the ring \
+             below {} B, a shared copy from it",
             shmpi::transport::fresh::STREAK,
-            shmpi::transport::fresh::RING_FIRST,
-            shmpi::transport::fresh::RING_MAX
+            shmpi::transport::fresh::DETOUR_FIRST,
+            shmpi::transport::fresh::DETOUR_MAX,
+            shmpi::transport::fresh::SHARE_MIN
         );
     }
     let on = p.cma_mode == "auto" || p.cma_mode == "always";

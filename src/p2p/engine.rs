@@ -13,7 +13,7 @@ use super::envelope::{
 };
 use super::status::Status;
 use crate::error::{Error, ErrorClass, ErrorStatus, Result};
-use crate::transport::fresh::Verdicts;
+use crate::transport::fresh::{Detour, Verdicts};
 use crate::transport::{
     Exact, Front, Incoming, Lent, OutMsg, Sent, Sleeper, SoleHead, Ticket, Transport,
 };
@@ -1105,7 +1105,7 @@ impl Engine {
         out: &mut Pulled,
     ) -> Result<()> {
         let n = dst.len();
-        if !t.split_ok(p.peer, addr, n, p.rts.waits) {
+        if !t.split_ok(p.peer, addr, n, p.rts.waits, p.rts.share) {
             if !p.rts.waits {
                 return t.read_from(p.peer, addr, dst);
             }
@@ -1337,21 +1337,32 @@ impl Engine {
             Hold::Now | Hold::Lent => None,
             Hold::Pipelined | Hold::Raw | Hold::Borrowed => self.t.pool_address(dest, data),
         };
+        let mut share = false;
         let rdv = pool.is_some()
             || match hold {
                 Hold::Now | Hold::Lent => false,
                 // Unless the receiver found this rank's recent buffers of
                 // this size slow to read (written just before their
-                // send): then through the ring for a while
-                // (`transport::fresh`).
+                // send): then for a while through the ring, or from
+                // `fresh::SHARE_MIN` by a shared copy (`transport::fresh`).
                 Hold::Pipelined => {
-                    self.t.rendezvous_to(dest, data.len(), true)
-                        && !(self.t.judges(data.len())
-                            && self
-                                .m
-                                .verdicts
-                                .get_mut(dest)
-                                .is_some_and(Verdicts::take_ring))
+                    let len = data.len();
+                    let rdv = self.t.rendezvous_to(dest, len, true);
+                    let detour = rdv
+                        && self.t.judges(len)
+                        && self
+                            .m
+                            .verdicts
+                            .get_mut(dest)
+                            .is_some_and(Verdicts::take_detour);
+                    match (detour, self.t.detour(len)) {
+                        (false, _) => rdv,
+                        (true, Detour::Ring) => false,
+                        (true, Detour::Share) => {
+                            share = true;
+                            true
+                        }
+                    }
                 }
                 Hold::Raw => self.t.rendezvous_c_isend_to(dest, data.len()),
                 Hold::Borrowed => self.t.rendezvous_to(dest, data.len(), false),
@@ -1374,8 +1385,12 @@ impl Engine {
                 // A blocking send's caller waits in this library: it takes
                 // a shared-copy offer at once.
                 waits,
+                share,
             };
-            self.m.slots[id].judged = waits && pool.is_none() && self.t.judges(data.len());
+            // A shared copy's read is not timed: only a plain one says
+            // whether the buffer is still slow to read.
+            self.m.slots[id].judged =
+                waits && !share && pool.is_none() && self.t.judges(data.len());
             self.send_rts(dest, &hdr, &rts, id);
             return (SendStart::Done, Some(id));
         }
@@ -1434,7 +1449,7 @@ impl Engine {
             self.queue_send(out, &b[..n], Some(id));
         }
         self.t
-            .split_ready(dest, rts.addr, rts.len as usize, rts.waits);
+            .split_ready(dest, rts.addr, rts.len as usize, rts.waits, rts.share);
     }
 
     /// Starts a send of `data` lent from a scope by a revocable rendezvous
@@ -1465,6 +1480,7 @@ impl Engine {
             len: data.len() as u64,
             offer: Some(offer.id()),
             waits: false,
+            share: false,
         };
         let lent = lend();
         lent.hold_offer(offer);

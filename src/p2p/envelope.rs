@@ -59,7 +59,8 @@ pub enum FrameKind {
 
 /// The payload of a rendezvous request: the message's address in the
 /// sender's process and its length (16 bytes, little-endian; the length's
-/// top bit, [`Rts::WAITS`], says the sender waits for this send), and, for a
+/// top bit, [`Rts::WAITS`], says the sender waits for this send, the next,
+/// [`Rts::SHARE`], that it asks for a shared copy), and, for a
 /// revocable offer (a send lent from a scope), the entry of the sender's
 /// offer table that the receiver claims before reading and whose address
 /// then counts (`shm::offers`; 12 bytes more: index, generation).
@@ -75,11 +76,17 @@ pub struct Rts {
     /// it takes a shared-copy offer at once: the receiver may share
     /// smaller copies (`SHMPI_CMA_SPLIT_BLOCKING`).
     pub waits: bool,
+    /// The sender asks for a shared copy below the shared copy's size:
+    /// its recent buffers of this size were slow to read, most likely
+    /// written just before their send (`transport::fresh`, `Detour`).
+    pub share: bool,
 }
 
 impl Rts {
     /// The length's bit that carries [`waits`](Self::waits) on the wire.
     pub const WAITS: u64 = 1 << 63;
+    /// The length's bit that carries [`share`](Self::share) on the wire.
+    pub const SHARE: u64 = 1 << 62;
     /// Bytes on the wire without an offer.
     pub const BYTES: usize = 16;
     /// Bytes on the wire with one.
@@ -89,7 +96,9 @@ impl Rts {
     pub fn encode(&self) -> ([u8; Self::OFFER_BYTES], usize) {
         let mut b = [0u8; Self::OFFER_BYTES];
         b[..8].copy_from_slice(&self.addr.to_le_bytes());
-        let len = self.len | if self.waits { Self::WAITS } else { 0 };
+        let len = self.len
+            | if self.waits { Self::WAITS } else { 0 }
+            | if self.share { Self::SHARE } else { 0 };
         b[8..16].copy_from_slice(&len.to_le_bytes());
         match self.offer {
             None => (b, Self::BYTES),
@@ -117,9 +126,10 @@ impl Rts {
         let len = u64::from_le_bytes(b[8..16].try_into().ok()?);
         Some(Rts {
             addr: u64::from_le_bytes(b[..8].try_into().ok()?),
-            len: len & !Self::WAITS,
+            len: len & !(Self::WAITS | Self::SHARE),
             offer,
             waits: len & Self::WAITS != 0,
+            share: len & Self::SHARE != 0,
         })
     }
 }
@@ -241,18 +251,21 @@ mod tests {
     #[test]
     fn a_rendezvous_request_round_trips_with_and_without_its_offer() {
         for offer in [None, Some((63, u64::MAX >> 3))] {
-            for waits in [false, true] {
+            for (waits, share) in [(false, false), (true, false), (true, true)] {
                 let r = Rts {
                     addr: 0x7fff_1234_5678,
                     len: (16 << 20) + 3,
                     offer,
                     waits,
+                    share,
                 };
                 let (b, n) = r.encode();
                 assert_eq!(n, if offer.is_some() { 28 } else { 16 });
                 assert_eq!(Rts::decode(&b[..n]), Some(r));
-                // The flag rides in the length's top bit only.
+                // The flags ride in the length's top two bits only.
                 assert_eq!(b[15] & 0x80 != 0, waits);
+                assert_eq!(b[15] & 0x40 != 0, share);
+                assert_eq!(b[15] & 0x3f, 0);
             }
         }
         assert_eq!(Rts::decode(&[0; 20]), None);

@@ -120,9 +120,9 @@ pub const DEFAULT_CMA_SPLIT: usize = 64 << 10;
 ///   core wrote at 10-17 GB/s, so the ring's two serial copies lose to one
 ///   `process_vm_readv` from 8 KiB: every send goes by rendezvous from
 ///   8 KiB, and from 64 KiB the copy is shared (a blocking send's from
-///   16 KiB: its sender waits, so takes its part at once, and a buffer
-///   written just before the send is read out of its cache twice as
-///   slowly as an untouched one: 2026-12-07). A scoped `isend` goes by
+///   32 KiB: its sender waits, so takes its part at once; from 16 KiB
+///   once its receiver has found its buffers slow to read, written just
+///   before their send, `transport::fresh`). A scoped `isend` goes by
 ///   revocable rendezvous from 32 KiB, to every peer. No peer is distant
 ///   by the start-up probe (2026-12-06: on one socket the hand-off
 ///   measured 0.19-0.54 µs, across the AMD mark, while the cores share
@@ -208,7 +208,7 @@ impl Defaults {
                 threshold: 8 << 10,
                 blocking: 8 << 10,
                 split: DEFAULT_CMA_SPLIT,
-                split_blocking: 16 << 10,
+                split_blocking: 32 << 10,
                 vector_copy: usize::MAX,
                 watch: placement::WATCH_MIN,
                 distant_ns: None,
@@ -541,7 +541,7 @@ mod tests {
         // The probe finds distant peers on AMD, none on Intel, whose
         // scoped isends go by rendezvous from 32 KiB to every peer.
         assert_eq!((intel.distant_ns, intel.scoped), (None, 32 << 10));
-        assert_eq!((intel.split, intel.split_blocking), (64 << 10, 16 << 10));
+        assert_eq!((intel.split, intel.split_blocking), (64 << 10, 32 << 10));
         for family in [23, 25, 26] {
             let zen = Defaults::for_cpu(&cpu("AuthenticAMD", family));
             assert_eq!(zen.distant_ns, Some(placement::DISTANT_NS));

@@ -1117,16 +1117,33 @@ impl Transport {
     /// `addr` in `peer` shares its copy with the sender: single copy by
     /// system call (not out of a pool), from a peer of this job, from the
     /// shared-copy size on (`waits`: the sender waits for the send,
-    /// [`split_blocking_threshold`](Self::split_blocking_threshold)).
+    /// [`split_blocking_threshold`](Self::split_blocking_threshold)), or
+    /// from `fresh::SHARE_MIN` when the waiting sender asks (`share`: its
+    /// recent buffers were slow to read, [`detour`](Self::detour)) and
+    /// blocking sends' copies are shared at all.
     #[inline]
-    pub fn split_ok(&self, peer: usize, addr: u64, len: usize, waits: bool) -> bool {
-        len >= if waits {
-            self.split_blocking_from
+    pub fn split_ok(&self, peer: usize, addr: u64, len: usize, waits: bool, share: bool) -> bool {
+        let from = match (waits, share) {
+            (true, true) if self.split_blocking_from != usize::MAX => {
+                fresh::SHARE_MIN.min(self.split_blocking_from)
+            }
+            (true, _) => self.split_blocking_from,
+            (false, _) => self.split_from,
+        };
+        len >= from && addr & pool::POOL_BIT == 0 && peer != self.me && peer < self.size()
+    }
+
+    /// How a judged blocking send of `len` bytes ([`judges`](Self::judges))
+    /// leaves the plain single copy while its receiver finds its buffers
+    /// slow to read: a shared copy from `fresh::SHARE_MIN` where blocking
+    /// sends' copies are shared at all, else the ring.
+    #[inline]
+    pub fn detour(&self, len: usize) -> fresh::Detour {
+        if len >= fresh::SHARE_MIN && self.split_blocking_from != usize::MAX {
+            fresh::Detour::Share
         } else {
-            self.split_from
-        } && addr & pool::POOL_BIT == 0
-            && peer != self.me
-            && peer < self.size()
+            fresh::Detour::Ring
+        }
     }
 
     /// The sender's side of a rendezvous request of `len` bytes at `addr`
@@ -1135,8 +1152,8 @@ impl Transport {
     /// receiver's claim word for its claim
     /// ([`crate::shm::ControlBlock::split_fetch`]) while the request travels.
     #[inline]
-    pub fn split_ready(&self, peer: usize, addr: u64, len: usize, waits: bool) {
-        if self.split_ok(peer, addr, len, waits) {
+    pub fn split_ready(&self, peer: usize, addr: u64, len: usize, waits: bool, share: bool) {
+        if self.split_ok(peer, addr, len, waits, share) {
             self.seg.control(peer).split_fetch();
         }
     }
