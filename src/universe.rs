@@ -192,9 +192,9 @@ pub struct Protocols {
     pub cma_c_isend: Option<usize>,
     /// The blocking sends whose rendezvous read the receiver times
     /// (from, below) and the time above which an 8 KiB read counts as
-    /// slow, in ns (`SHMPI_CMA_SLOW_READ`): after slow reads the sender
-    /// takes the ring for a while (`transport::fresh`). `None`: no read is
-    /// timed.
+    /// slow, in ns (`SHMPI_CMA_SLOW_READ`): after slow reads the sender's
+    /// next such sends take a detour for a while (the ring, or a shared
+    /// copy: `transport::fresh`). `None`: no read is timed.
     pub slow_read: Option<(usize, usize, u32)>,
     /// `SHMPI_CMA`: `auto`, `always`, `off` or `refuse`.
     pub cma_mode: &'static str,

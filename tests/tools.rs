@@ -423,7 +423,7 @@ fn shmpi_bench_floor_and_protocols_print_their_tables() {
     if t.contains("single copy (process_vm_readv): usable") {
         assert!(
             t.contains(
-                "# blocking sends of 8192 B to 16384 B: the receiver times its single-copy read \
+                "# blocking sends from 8192 B, below 16384 B: the receiver times its single-copy read \
                  (slow above 1500 ns at 8 KiB, SHMPI_CMA_SLOW_READ)"
             ),
             "{t}"

@@ -6,7 +6,7 @@ mod support;
 
 use shmpi::job::bootstrap;
 use shmpi::shm::{segment_path, Segment, Split};
-use shmpi::transport::{Envelope, Layout, Sent, Transport};
+use shmpi::transport::{Envelope, Layout, Sent, SplitKind, Transport};
 use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -223,7 +223,7 @@ fn a_shared_copy_settles_every_way_and_a_late_or_stale_claim_writes_nothing() {
     let gen = receiver.split_offer();
     assert!(sender.split_write(1, gen, at(&src, 12_288), 27_712, to(&mut dst, 12_288)));
     assert!(
-        !receiver.split_settle(0, gen, false).unwrap(),
+        !receiver.split_settle(0, gen, SplitKind::Posted).unwrap(),
         "the sender wrote it"
     );
     assert!(dst[12_288..] == src[12_288..], "the written part differs");
@@ -236,7 +236,10 @@ fn a_shared_copy_settles_every_way_and_a_late_or_stale_claim_writes_nothing() {
     //    sender's late claim writes nothing.
     let mut dst = vec![0u8; src.len()];
     let gen = receiver.split_offer();
-    assert!(receiver.split_settle(0, gen, false).unwrap(), "revoked");
+    assert!(
+        receiver.split_settle(0, gen, SplitKind::Posted).unwrap(),
+        "revoked"
+    );
     assert!(!sender.split_write(1, gen, at(&src, 0), 4096, to(&mut dst, 0)));
     assert!(dst.iter().all(|&b| b == 0), "a revoked offer was written");
 
@@ -245,14 +248,14 @@ fn a_shared_copy_settles_every_way_and_a_late_or_stale_claim_writes_nothing() {
     let gen = receiver.split_offer();
     assert!(!sender.split_write(1, old, at(&src, 0), 4096, to(&mut dst, 0)));
     assert!(dst.iter().all(|&b| b == 0), "a stale offer was written");
-    assert!(receiver.split_settle(0, gen, false).unwrap());
+    assert!(receiver.split_settle(0, gen, SplitKind::Posted).unwrap());
 
     // 4. A write the kernel refuses (an unmapped address) gives the part
     //    back: the receiver revokes and copies it.
     let gen = receiver.split_offer();
     assert!(!sender.split_write(1, gen, at(&src, 0), 4096, 8));
     assert!(
-        receiver.split_settle(0, gen, false).unwrap(),
+        receiver.split_settle(0, gen, SplitKind::Posted).unwrap(),
         "given back, then revoked"
     );
 }
@@ -274,11 +277,11 @@ fn a_receivers_part_of_a_shared_copy_moves_towards_the_slower_side() {
     // A buffer that does not start on a line: the part must still end on one.
     let d = dst.as_mut_ptr() as u64 + 8;
     let on_a_line = |front: usize| (d + front as u64) % 64 == 0;
-    let start = receiver.split_front(0, n, d, false);
+    let start = receiver.split_front(0, n, d, SplitKind::Posted);
     assert!(start > n / 2 && start < n && on_a_line(start), "{start}");
     // A sender that waits in the library (a blocking send's) finds the
     // offer at once: its part starts at half, without the head.
-    let waiting = receiver.split_front(0, n, d, true);
+    let waiting = receiver.split_front(0, n, d, SplitKind::Waiting);
     assert!(on_a_line(waiting), "{waiting}");
     assert_eq!(start - waiting, shmpi::transport::SPLIT_HEAD / 2);
 
@@ -292,14 +295,14 @@ fn a_receivers_part_of_a_shared_copy_moves_towards_the_slower_side() {
         let at = src.as_ptr() as u64 + front as u64;
         assert!(sender.split_write(1, gen, at, back as usize, d + front as u64));
         assert!(
-            !receiver.split_settle(0, gen, false).unwrap(),
+            !receiver.split_settle(0, gen, SplitKind::Posted).unwrap(),
             "the sender wrote it"
         );
         assert!(
             dst[8 + front..8 + n] == src[front..],
             "round {round}: the back differs"
         );
-        let next = receiver.split_front(0, n, d, false);
+        let next = receiver.split_front(0, n, d, SplitKind::Posted);
         assert!(
             next < front && on_a_line(next),
             "round {round}: {next} after {front}"
@@ -321,11 +324,11 @@ fn a_receivers_part_of_a_shared_copy_moves_towards_the_slower_side() {
             }
         });
         assert!(
-            !receiver.split_settle(0, gen, false).unwrap(),
+            !receiver.split_settle(0, gen, SplitKind::Posted).unwrap(),
             "round {round}: revoked"
         );
         finisher.join().unwrap();
-        let next = receiver.split_front(0, n, d, false);
+        let next = receiver.split_front(0, n, d, SplitKind::Posted);
         assert!(
             next > front && on_a_line(next),
             "round {round}: {next} after {front}"

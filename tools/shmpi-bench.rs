@@ -1427,14 +1427,18 @@ fn protocols(o: &Opts, u: &shmpi::Universe) {
     }
     if let (true, Some((from, below, ns))) = (usable, p.slow_read) {
         println!(
-            "# blocking sends of {from} B to {below} B: the receiver times its single-copy read \
+            "# blocking sends from {from} B, below {below} B: the receiver times its single-copy read \
              (slow above {ns} ns at 8 KiB, SHMPI_CMA_SLOW_READ); after {} slow reads in a row \
-             (a buffer written just before its send) the sender's next {}-{} such sends take the ring \
-             below {} B, a shared copy from it",
+             (a buffer written just before its send) the sender's next {}-{} such sends take {}",
             shmpi::transport::fresh::STREAK,
             shmpi::transport::fresh::DETOUR_FIRST,
             shmpi::transport::fresh::DETOUR_MAX,
-            shmpi::transport::fresh::SHARE_MIN
+            // The detour's shared copy begins where the blocking sends'
+            // copies may be shared at all (`Transport::detour`).
+            match (p.cma_split_blocking, shmpi::transport::fresh::SHARE_MIN) {
+                (Some(_), s) if below > s => format!("the ring below {s} B, a shared copy from it"),
+                _ => "the ring".to_string(),
+            }
         );
     }
     let on = p.cma_mode == "auto" || p.cma_mode == "always";

@@ -15,7 +15,7 @@ use super::status::Status;
 use crate::error::{Error, ErrorClass, ErrorStatus, Result};
 use crate::transport::fresh::{Detour, Verdicts};
 use crate::transport::{
-    Exact, Front, Incoming, Lent, OutMsg, Sent, Sleeper, SoleHead, Ticket, Transport,
+    Exact, Front, Incoming, Lent, OutMsg, Sent, Sleeper, SoleHead, SplitKind, Ticket, Transport,
 };
 use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
@@ -1114,7 +1114,8 @@ impl Engine {
             out.verdict = t.read_judged(p.peer, addr, dst)?;
             return Ok(());
         }
-        let front = t.split_front(p.peer, n, dst.as_ptr() as u64, p.rts.waits);
+        let kind = SplitKind::of(p.rts.waits, p.rts.share);
+        let front = t.split_front(p.peer, n, dst.as_ptr() as u64, kind);
         let gen = t.split_offer();
         out.offered = true;
         let offer = Cts {
@@ -1143,7 +1144,7 @@ impl Engine {
             send_control(t, p.peer, &ack_header(p.ctx, p.token, ACK_IF_WROTE), &[]);
         }
         // Settle even after a failed read: a claim may be in progress.
-        if t.split_settle(p.peer, gen, p.rts.waits)? {
+        if t.split_settle(p.peer, gen, kind)? {
             out.revoked = true;
             t.read_from(p.peer, addr + front as u64, tail)?;
         } else {

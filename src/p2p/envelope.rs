@@ -25,7 +25,8 @@ pub const ACK_IF_WROTE: u32 = 1;
 /// The source word of a plain ack (kind `Ack`) of a blocking send's
 /// rendezvous whose receiver timed its read and found it slow, as reads
 /// of a buffer written just before its send are (`transport::fresh`):
-/// the sender takes the ring for its next such sends for a while.
+/// the sender's next such sends take a detour for a while
+/// (`Transport::detour`: the ring, or a shared copy).
 pub const ACK_SLOW_READ: u32 = 2;
 /// The same for a timed read that was not slow (a plain ack with source
 /// word 0 carries no verdict: its read was not timed).

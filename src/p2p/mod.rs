@@ -67,7 +67,8 @@ pub const COLL_BIT: u32 = 1 << 31;
 /// 16 KiB-128 KiB 1.2-1.6x slower by rendezvous, though 0.57-0.8x with
 /// the buffer left as it was (as OSU's benchmark and `shmpi-bench`
 /// leave it). Applications send what they just computed. Again with
-/// the shared copy from 16 KiB and `shmpi-bench --touch` (2026-12-07, 5
+/// the shared copy from 16 KiB (then the default) and `shmpi-bench
+/// --touch` (2026-12-07, 5
 /// alternating rounds, 2 ranks): alltoall by rendezvous 0.49-0.89x the
 /// ring's time untouched, 1.79-1.93x rewritten at 16-64 KiB (1.07-1.24x
 /// at 128-256 KiB); allgather 1.5-1.9x slower at 16-64 KiB either way.

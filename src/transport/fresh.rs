@@ -34,7 +34,7 @@
 use std::time::Instant;
 
 /// The time above which a receiver's read of 8 KiB counts as slow, in ns
-/// (`SHMPI_CMA_SLOW_READ`; scaled to the read's length): between the
+/// (`SHMPI_CMA_SLOW_READ`; for other lengths see [`slow`]): between the
 /// Xeon VM's 0.61-0.75 µs from untouched buffers (their slowest tenth up
 /// to 1.1) and 1.6-1.85 from rewritten ones.
 pub const DEFAULT_SLOW_READ_NS: u32 = 1_300;
@@ -125,11 +125,11 @@ impl Verdicts {
     }
 }
 
-/// The longest blocking send whose read is judged, whatever the shared
-/// copy's size (`SHMPI_CMA_SPLIT_BLOCKING=0` puts it nowhere): the mark
-/// was measured up to 16 KiB, and from 64 KiB a page-pinning system call
-/// weighs on every read.
-pub const JUDGED_MAX: usize = 64 << 10;
+/// The length from which no blocking send's read is judged, whatever the
+/// shared copy's size (`SHMPI_CMA_SPLIT_BLOCKING=0` puts it nowhere): the
+/// mark was measured up to 32 KiB, and from 64 KiB a page-pinning system
+/// call weighs on every read.
+pub const JUDGED_BELOW: usize = 64 << 10;
 
 /// Whether a read of `len` bytes that took `ns` nanoseconds was slow, by
 /// `per_8k`: the nanoseconds above which an 8 KiB read counts as slow.

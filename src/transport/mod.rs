@@ -129,6 +129,33 @@ pub const TAKE_BACK_MIN: usize = 2048;
 /// while the sender's own write finds them at hand.
 pub const SPLIT_HEAD: usize = 8 << 10;
 
+/// Which sender a shared copy is with: what its split starts from and
+/// learns apart ([`Transport::split_front`], [`Transport::split_settle`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SplitKind {
+    /// A sender that does not wait in the library (a plain `isend`'s, a
+    /// C `MPI_Isend`'s): it finds the offer at its next progress call.
+    Posted = 0,
+    /// A blocking send's, from the shared copy's size
+    /// (`SHMPI_CMA_SPLIT_BLOCKING`): its sender waits and takes the offer
+    /// at once.
+    Waiting = 1,
+    /// A blocking send's below that size, whose sender asked for it after
+    /// slow reads (`Rts::share`, `fresh::Detour::Share`).
+    Asked = 2,
+}
+
+impl SplitKind {
+    /// The kind of a rendezvous request's copy, by its flags.
+    pub fn of(waits: bool, share: bool) -> SplitKind {
+        match (waits, share) {
+            (false, _) => SplitKind::Posted,
+            (true, false) => SplitKind::Waiting,
+            (true, true) => SplitKind::Asked,
+        }
+    }
+}
+
 /// The steps, in 1/1024ths of the message, by which a receiver's share of
 /// its shared copies with one peer may move from the start
 /// ([`Transport::split_front`]): at most a quarter of the message either
@@ -432,9 +459,8 @@ pub struct Transport {
     split_gen: u64,
     /// Per peer, how far this rank's share of a shared copy from that peer
     /// has moved, in 1/1024ths of the message (see
-    /// [`split_front`](Self::split_front)): for a sender that does not
-    /// wait, and for one that does.
-    split_skew: Vec<[i16; 2]>,
+    /// [`split_front`](Self::split_front)): one per [`SplitKind`].
+    split_skew: Vec<[i16; 3]>,
     /// The generation of this rank's last rendezvous offer, and where the
     /// next search of its offer table for a free entry starts.
     offer_gen: u64,
@@ -701,13 +727,13 @@ impl Transport {
             clock: slow_read
                 .filter(|_| {
                     cma_mode == CmaMode::Auto
-                        && blocking_from < split_blocking_from.min(fresh::JUDGED_MAX + 1)
+                        && blocking_from < split_blocking_from.min(fresh::JUDGED_BELOW)
                 })
                 .map(|_| fresh::Clock::new()),
             demote,
             hot,
             split_gen: 0,
-            split_skew: vec![[0; 2]; n],
+            split_skew: vec![[0; 3]; n],
             offer_gen: 0,
             offer_hint: 0,
             stream_threshold,
@@ -1180,17 +1206,13 @@ impl Transport {
     /// `peer` should split ([`split_front`](Self::split_front)): a sender
     /// found done at the first look finished first, so this rank takes a
     /// step less next time; one still writing, a step more. A revoked
-    /// offer teaches nothing (the sender was busy elsewhere). Copies
-    /// whose sender waits (`waits`, a blocking send's) and copies whose
-    /// sender does not learn apart: they start from different splits.
-    pub fn split_settle(&mut self, peer: usize, gen: u64, waits: bool) -> crate::Result<bool> {
+    /// offer teaches nothing (the sender was busy elsewhere). Each
+    /// [`SplitKind`] learns apart: they start from different splits, and
+    /// their buffers differ (an asked-for copy's were slow to read).
+    pub fn split_settle(&mut self, peer: usize, gen: u64, kind: SplitKind) -> crate::Result<bool> {
         let (revoked, waited) = self.split_wait(peer, gen)?;
         if !revoked {
-            if let Some(s) = self
-                .split_skew
-                .get_mut(peer)
-                .map(|s| &mut s[usize::from(waits)])
-            {
+            if let Some(s) = self.split_skew.get_mut(peer).map(|s| &mut s[kind as usize]) {
                 let step = if waited { 1 } else { -1 };
                 *s = (*s + step).clamp(-SPLIT_SKEW_MAX, SPLIT_SKEW_MAX);
             }
@@ -1201,17 +1223,19 @@ impl Transport {
     /// Where this rank's part of a shared copy of `n` bytes from `peer`
     /// into its buffer at `dst` ends (the sender writes from there on):
     /// half at first, [`SPLIT_HEAD`] more when the sender does not wait in
-    /// the library (`waits` false), moved by what the earlier copies with
-    /// `peer` taught ([`split_settle`](Self::split_settle)), so that both
-    /// sides finish together whatever their placement. Ends on a cache
-    /// line of `dst`'s, so the two writers share no line.
-    pub fn split_front(&self, peer: usize, n: usize, dst: u64, waits: bool) -> usize {
-        let skew = self
-            .split_skew
-            .get(peer)
-            .map_or(0, |s| s[usize::from(waits)]);
+    /// the library ([`SplitKind::Posted`]), moved by what the earlier
+    /// copies of this kind with `peer` taught
+    /// ([`split_settle`](Self::split_settle)), so that both sides finish
+    /// together whatever their placement. Ends on a cache line of `dst`'s,
+    /// so the two writers share no line.
+    pub fn split_front(&self, peer: usize, n: usize, dst: u64, kind: SplitKind) -> usize {
+        let skew = self.split_skew.get(peer).map_or(0, |s| s[kind as usize]);
         let moved = (n / 1024) as isize * isize::from(skew);
-        let head = if waits { 0 } else { SPLIT_HEAD };
+        let head = if kind == SplitKind::Posted {
+            SPLIT_HEAD
+        } else {
+            0
+        };
         let want = ((n + head) / 2).saturating_add_signed(moved).min(n);
         let end = dst.wrapping_add(want as u64) & !63;
         (end.saturating_sub(dst) as usize).min(n)
@@ -1395,11 +1419,11 @@ impl Transport {
     /// Whether the rendezvous of a blocking send of `len` bytes is judged
     /// (`fresh`): under `SHMPI_CMA=auto`, from the blocking rendezvous
     /// size up to the shared copy's (`SHMPI_CMA_BLOCKING` ..
-    /// `SHMPI_CMA_SPLIT_BLOCKING`, at most `fresh::JUDGED_MAX`), unless
-    /// `SHMPI_CMA_SLOW_READ=0`. Its
-    /// receiver times its read ([`read_judged`](Self::read_judged)) and
-    /// its sender takes the ring for a while after slow ones
-    /// (`fresh::Verdicts`, kept by the layer above).
+    /// `SHMPI_CMA_SPLIT_BLOCKING`, below `fresh::JUDGED_BELOW`), unless
+    /// `SHMPI_CMA_SLOW_READ=0`. Its receiver times its read
+    /// ([`read_judged`](Self::read_judged)) and its sender takes a detour
+    /// for a while after slow ones ([`detour`](Self::detour),
+    /// `fresh::Verdicts`, kept by the layer above).
     #[inline]
     pub fn judges(&self, len: usize) -> bool {
         self.clock.is_some()
@@ -1409,10 +1433,10 @@ impl Transport {
     }
 
     /// Where the judged lengths end: the shared copy's size, at most
-    /// `fresh::JUDGED_MAX`.
+    /// `fresh::JUDGED_BELOW`.
     #[inline]
     fn judged_below(&self) -> usize {
-        self.split_blocking_from.min(fresh::JUDGED_MAX + 1)
+        self.split_blocking_from.min(fresh::JUDGED_BELOW)
     }
 
     /// The lengths [`judges`](Self::judges) covers (from, below) and the
