@@ -28,6 +28,30 @@ fn rows(out: &str) -> Vec<Vec<f64>> {
         .collect()
 }
 
+/// The sizes of `shmpi-bench args --min-size min --max-size max` with 20
+/// timed iterations (2 warm-up) a size, once every row is seen to carry
+/// one positive figure.
+fn sized_run(args: &[&str], min: &str, max: &str) -> Vec<f64> {
+    let mut all = args.to_vec();
+    all.extend([
+        "--min-size",
+        min,
+        "--max-size",
+        max,
+        "--iterations",
+        "20",
+        "--warmup",
+        "2",
+    ]);
+    let out = bench(&all);
+    let r = rows(&out);
+    assert!(
+        r.iter().all(|r| r.len() == 2 && r[1] > 0.0),
+        "{all:?}: {out}"
+    );
+    r.iter().map(|r| r[0]).collect()
+}
+
 /// `shmpi-bench protocols --max-size max` under `env` (bounded): its
 /// output, once it is seen to have run.
 fn protocols(max: &str, env: &[(&str, &str)]) -> String {
@@ -550,29 +574,12 @@ fn shmpi_bench_bw_windows_into_one_buffer_or_a_buffer_per_receive() {
         ("bibw", None),
         ("bibw", Some("--many-buffers")),
     ] {
-        let mut args = vec![
-            test,
-            "--min-size",
-            "1024",
-            "--max-size",
-            "131072",
-            "--iterations",
-            "20",
-            "--warmup",
-            "2",
-        ];
+        let mut args = vec![test];
         args.extend(extra);
-        let out = bench(&args);
-        let r = rows(&out);
-        let sizes: Vec<f64> = r.iter().map(|r| r[0]).collect();
         assert_eq!(
-            sizes,
+            sized_run(&args, "1024", "131072"),
             [1024.0, 2048.0, 4096.0, 8192.0, 16384.0, 32768.0, 65536.0, 131072.0],
-            "{test} {extra:?}: {out}"
-        );
-        assert!(
-            r.iter().all(|r| r.len() == 2 && r[1] > 0.0),
-            "{test} {extra:?}: {out}"
+            "{test} {extra:?}"
         );
     }
 }
@@ -625,45 +632,14 @@ fn shmpi_bench_touch_rewrites_the_send_buffer_in_latency_and_bandwidth() {
         &["bibw"],
     ] {
         let mut args = extra.to_vec();
-        args.extend([
-            "--touch",
-            "--min-size",
-            "1024",
-            "--max-size",
-            "131072",
-            "--iterations",
-            "20",
-            "--warmup",
-            "2",
-        ]);
-        let out = bench(&args);
-        let r = rows(&out);
-        assert_eq!(r.len(), 8, "{args:?}: sizes 1 .. 128 KiB: {out}");
-        assert!(
-            r.iter().all(|r| r.len() == 2 && r[1] > 0.0),
-            "{args:?}: {out}"
-        );
+        args.push("--touch");
+        let sizes = sized_run(&args, "1024", "131072");
+        assert_eq!(sizes.len(), 8, "{args:?}: sizes 1 .. 128 KiB");
     }
     // The collectives rewrite their input before each call.
     for test in ["bcast", "reduce", "allreduce", "allgather", "alltoall"] {
-        let out = bench(&[
-            test,
-            "--touch",
-            "--min-size",
-            "4096",
-            "--max-size",
-            "65536",
-            "--iterations",
-            "20",
-            "--warmup",
-            "2",
-        ]);
-        let r = rows(&out);
-        assert_eq!(r.len(), 5, "{test}: sizes 4 .. 64 KiB: {out}");
-        assert!(
-            r.iter().all(|r| r.len() == 2 && r[1] > 0.0),
-            "{test}: {out}"
-        );
+        let sizes = sized_run(&[test, "--touch"], "4096", "65536");
+        assert_eq!(sizes.len(), 5, "{test}: sizes 4 .. 64 KiB");
     }
     let o = support::output_bounded(
         Command::new(env!("CARGO_BIN_EXE_shmpi-bench")).args(["comm", "--touch"]),
