@@ -34,6 +34,8 @@ mod region;
 pub use consumer::{Awaited, AwaitedFront, Consumer, Frame};
 pub use copy::{copy_streaming, set_vector_copy_from, vector_copy_from};
 pub use demote::Demote;
+// For the transport's timed reads (`transport::fresh`), absent under loom.
+#[cfg(not(loom))]
 pub(crate) use demote::{tsc, tsc_reads_fast};
 pub use frame::{footprint, FRAME_ALIGN, FRAME_HEADER, LINE};
 
