@@ -272,8 +272,8 @@ struct Matcher {
     /// [`ACK_SLOW_READ`] or [`ACK_FAST_READ`]).
     acks: Vec<(usize, u32, u32, u32)>,
     /// Per world peer, what its reads of this rank's judged blocking
-    /// sends have shown (`transport::fresh`): whether those go through
-    /// the ring for now.
+    /// sends have shown (`transport::fresh`): whether those take a detour
+    /// for now (`Transport::detour`: the ring, or a shared copy).
     verdicts: Vec<Verdicts>,
     /// Synchronous sends by token.
     awaiting: HashMap<u32, SlotId, TokenHash>,
