@@ -196,6 +196,10 @@ pub struct Protocols {
     /// next such sends take a detour for a while (the ring, or a shared
     /// copy: `transport::fresh`). `None`: no read is timed.
     pub slow_read: Option<(usize, usize, u32)>,
+    /// The same for sends that do not wait: from (C's `MPI_Isend`, a
+    /// plain `isend`) and below which their reads are judged; their
+    /// detour is the ring.
+    pub slow_read_posted: Option<(usize, usize, usize)>,
     /// `SHMPI_CMA`: `auto`, `always`, `off` or `refuse`.
     pub cma_mode: &'static str,
     /// The largest message whose ring frame the sender demotes to the
@@ -287,6 +291,7 @@ impl Universe {
             cma_split_blocking: t.split_blocking_threshold(),
             cma_c_isend: t.c_isend_threshold(),
             slow_read: t.judged_range(),
+            slow_read_posted: t.judged_posted_range(),
             cma_mode: t.cma_mode().name(),
             demote: t.demote_limit(),
             cma_scoped: t.scoped_threshold(),

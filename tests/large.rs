@@ -955,13 +955,22 @@ fn no_probe_when_the_ranks_outnumber_the_cpus() {
     );
 }
 
-/// Blocking sends of `n` bytes from rank 0 to rank 1 under
-/// `SHMPI_CMA_SLOW_READ=mark` (Intel's thresholds set: rendezvous from
-/// 8 KiB, shared from 32 KiB), each checked whole at the receiver; where
-/// single copy is usable, `plain` of them by a plain rendezvous and
-/// `shared` by a rendezvous whose copy the receiver shared (the rest
-/// through the ring).
-fn slow_read_job(name: &str, mark: &str, n: usize, sends: u64, plain: u64, shared: u64) {
+/// Blocking sends (or, with `isend`, plain `isend`s waited for at once)
+/// of `n` bytes from rank 0 to rank 1 under `SHMPI_CMA_SLOW_READ=mark`
+/// (Intel's thresholds set: rendezvous from 8 KiB, a blocking send's
+/// shared from 32 KiB, an `isend`'s from 64 KiB), each checked whole at
+/// the receiver; where single copy is usable, `plain` of them by a plain
+/// rendezvous and `shared` by a rendezvous whose copy the receiver shared
+/// (the rest through the ring).
+fn slow_read_job(
+    name: &str,
+    mark: &str,
+    n: usize,
+    isend: bool,
+    sends: u64,
+    plain: u64,
+    shared: u64,
+) {
     run_ranks_with(
         2,
         name,
@@ -969,6 +978,8 @@ fn slow_read_job(name: &str, mark: &str, n: usize, sends: u64, plain: u64, share
         &[
             ("SHMPI_CMA", "auto"),
             ("SHMPI_CMA_BLOCKING", "8192"),
+            ("SHMPI_CMA_THRESHOLD", "8192"),
+            ("SHMPI_CMA_SPLIT", "65536"),
             ("SHMPI_CMA_SPLIT_BLOCKING", "32768"),
             ("SHMPI_CMA_SLOW_READ", mark),
         ],
@@ -982,7 +993,11 @@ fn slow_read_job(name: &str, mark: &str, n: usize, sends: u64, plain: u64, share
                 let off = (i % 7) as usize;
                 if w.rank() == 0 {
                     let d = unaligned(100 + i, n, off);
-                    w.send(&d[off..off + n], 1, 3).unwrap();
+                    if isend {
+                        w.isend(&d[off..off + n], 1, 3).unwrap().wait().unwrap();
+                    } else {
+                        w.send(&d[off..off + n], 1, 3).unwrap();
+                    }
                 } else {
                     let mut b = vec![0u8; n];
                     w.recv(&mut b, 0, 3).unwrap();
@@ -1041,6 +1056,7 @@ fn slow_single_copy_reads_send_a_blocking_senders_next_messages_through_the_ring
         "slow_single_copy_reads_send_a_blocking_senders_next_messages_through_the_ring",
         "1",
         8192 + 1000,
+        false,
         40,
         plain,
         0,
@@ -1057,6 +1073,7 @@ fn slow_single_copy_reads_of_16_kib_and_more_ask_for_a_shared_copy() {
         "slow_single_copy_reads_of_16_kib_and_more_ask_for_a_shared_copy",
         "1",
         (20 << 10) + 3,
+        false,
         40,
         plain,
         40 - plain,
@@ -1071,6 +1088,7 @@ fn fast_single_copy_reads_keep_a_blocking_sender_on_the_rendezvous() {
         "fast_single_copy_reads_keep_a_blocking_sender_on_the_rendezvous",
         "1000000000",
         (20 << 10) + 3,
+        false,
         40,
         40,
         0,
@@ -1085,8 +1103,28 @@ fn untimed_single_copy_reads_keep_a_blocking_sender_on_the_rendezvous() {
         "untimed_single_copy_reads_keep_a_blocking_sender_on_the_rendezvous",
         "0",
         8192 + 1000,
+        false,
         40,
         40,
+        0,
+    );
+}
+
+/// A send that does not wait (a plain `isend`; C's `MPI_Isend` alike)
+/// below the shared copy's size is judged too, and its detour is the
+/// ring, whatever its length: with every read slow, a 40 KiB `isend` goes
+/// by rendezvous as often as the policy says and never asks for a shared
+/// copy.
+#[test]
+fn slow_single_copy_reads_send_an_isends_next_messages_through_the_ring() {
+    let plain = plain_sends_when_every_read_is_slow(40);
+    slow_read_job(
+        "slow_single_copy_reads_send_an_isends_next_messages_through_the_ring",
+        "1",
+        (40 << 10) + 5,
+        true,
+        40,
+        plain,
         0,
     );
 }

@@ -1441,6 +1441,21 @@ fn protocols(o: &Opts, u: &shmpi::Universe) {
             }
         );
     }
+    if let (true, Some((c, plain, below))) = (usable, p.slow_read_posted) {
+        let from = |f: usize| {
+            if f < below {
+                format!("from {f} B")
+            } else {
+                "none".to_string()
+            }
+        };
+        println!(
+            "# sends that do not wait, below {below} B (C MPI_Isend: {}; a plain isend: {}): \
+             timed the same, their detour the ring",
+            from(c),
+            from(plain)
+        );
+    }
     let on = p.cma_mode == "auto" || p.cma_mode == "always";
     let tuning = shmpi::coll::tuning::tuning();
     println!(

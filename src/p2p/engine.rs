@@ -156,10 +156,10 @@ struct Slot {
     /// Set only by [`Matcher::await_ack`] and for slots awaiting an ack.
     wrote_back: bool,
     front_acked: bool,
-    /// A blocking send's rendezvous whose receiver times its read
-    /// (`Transport::judges`): its ack's verdict goes to
-    /// [`Matcher::verdicts`].
-    judged: bool,
+    /// A rendezvous send whose receiver's verdict on its read counts
+    /// (`Transport::judges`, `judges_posted`): its ack's verdict goes to
+    /// [`Matcher::verdicts`] or [`Matcher::posted_verdicts`].
+    judged: Judged,
     /// The peer a receive waits on (a specific source) or a send waits
     /// for (its ack): when it dies, the operation fails (`fail_peer`).
     peer: Option<usize>,
@@ -183,6 +183,17 @@ struct Slot {
     /// `MPI_Irecv`: its buffer's address); `None` for every other slot,
     /// and from the release on.
     key: Option<usize>,
+}
+
+/// Whose verdicts a rendezvous send's ack feeds (`transport::fresh`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Judged {
+    /// None: its read is not judged (or shared, or out of a pool).
+    No,
+    /// [`Matcher::verdicts`]: a blocking send's.
+    Blocking,
+    /// [`Matcher::posted_verdicts`]: a send that does not wait.
+    Posted,
 }
 
 /// What one [`Engine::pull`] did besides its copy.
@@ -275,6 +286,9 @@ struct Matcher {
     /// sends have shown (`transport::fresh`): whether those take a detour
     /// for now (`Transport::detour`: the ring, or a shared copy).
     verdicts: Vec<Verdicts>,
+    /// The same for its judged sends that do not wait (C's `MPI_Isend`,
+    /// a plain `isend`), whose detour is the ring.
+    posted_verdicts: Vec<Verdicts>,
     /// Synchronous sends by token.
     awaiting: HashMap<u32, SlotId, TokenHash>,
     next_token: u32,
@@ -352,7 +366,7 @@ impl Matcher {
             s.rendezvous = false;
             s.rdv_span = (0, 0);
             s.lent = None;
-            s.judged = false;
+            s.judged = Judged::No;
             s.peer = None;
             s.sink = id;
             s.gen = s.gen.wrapping_add(1);
@@ -380,7 +394,7 @@ impl Matcher {
             lent: None,
             wrote_back: false,
             front_acked: false,
-            judged: false,
+            judged: Judged::No,
             peer: None,
             send_ctx: 0,
             task: None,
@@ -603,10 +617,13 @@ impl Matcher {
                     ACK_FAST_READ => Some(false),
                     _ => None,
                 };
-                if let (true, Some(slow)) = (self.slots[id].judged, verdict) {
-                    if let Some(v) = self.verdicts.get_mut(inc.peer) {
-                        v.note(slow);
-                    }
+                let kept = match self.slots[id].judged {
+                    Judged::No => None,
+                    Judged::Blocking => self.verdicts.get_mut(inc.peer),
+                    Judged::Posted => self.posted_verdicts.get_mut(inc.peer),
+                };
+                if let (Some(v), Some(slow)) = (kept, verdict) {
+                    v.note(slow);
                 }
             }
             if hdr.src == ACK_IF_WROTE {
@@ -895,6 +912,7 @@ impl Engine {
                 inbound: vec![Inbound::Idle; n],
                 acks: Vec::new(),
                 verdicts: vec![Verdicts::default(); n],
+                posted_verdicts: vec![Verdicts::default(); n],
                 awaiting: HashMap::default(),
                 next_token: 0,
                 reap_needed: false,
@@ -1106,11 +1124,8 @@ impl Engine {
     ) -> Result<()> {
         let n = dst.len();
         if !t.split_ok(p.peer, addr, n, p.rts.waits, p.rts.share) {
-            if !p.rts.waits {
-                return t.read_from(p.peer, addr, dst);
-            }
-            // A blocking send's: timed where its length is judged, and
-            // the sender told when the read was slow.
+            // Timed where reads are, and the sender told whether the read
+            // was slow (it heeds that where it judges the send).
             out.verdict = t.read_judged(p.peer, addr, dst)?;
             return Ok(());
         }
@@ -1365,8 +1380,28 @@ impl Engine {
                         }
                     }
                 }
-                Hold::Raw => self.t.rendezvous_c_isend_to(dest, data.len()),
-                Hold::Borrowed => self.t.rendezvous_to(dest, data.len(), false),
+                // The same for the sends that do not wait, whose detour is
+                // the ring.
+                Hold::Raw => {
+                    let len = data.len();
+                    self.t.rendezvous_c_isend_to(dest, len)
+                        && !(self.t.judges_posted(len, true)
+                            && self
+                                .m
+                                .posted_verdicts
+                                .get_mut(dest)
+                                .is_some_and(Verdicts::take_detour))
+                }
+                Hold::Borrowed => {
+                    let len = data.len();
+                    self.t.rendezvous_to(dest, len, false)
+                        && !(self.t.judges_posted(len, false)
+                            && self
+                                .m
+                                .posted_verdicts
+                                .get_mut(dest)
+                                .is_some_and(Verdicts::take_detour))
+                }
             };
         let mut hdr = Header {
             ctx,
@@ -1390,8 +1425,14 @@ impl Engine {
             };
             // A shared copy's read is not timed: only a plain one says
             // whether the buffer is still slow to read.
-            self.m.slots[id].judged =
-                waits && !share && pool.is_none() && self.t.judges(data.len());
+            let len = data.len();
+            self.m.slots[id].judged = match hold {
+                _ if pool.is_some() || share => Judged::No,
+                Hold::Pipelined if self.t.judges(len) => Judged::Blocking,
+                Hold::Raw if self.t.judges_posted(len, true) => Judged::Posted,
+                Hold::Borrowed if self.t.judges_posted(len, false) => Judged::Posted,
+                _ => Judged::No,
+            };
             self.send_rts(dest, &hdr, &rts, id);
             return (SendStart::Done, Some(id));
         }

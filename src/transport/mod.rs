@@ -726,8 +726,10 @@ impl Transport {
             // learnt at the first judged read after 2 ms.
             clock: slow_read
                 .filter(|_| {
+                    let below = |split: usize| split.min(fresh::JUDGED_BELOW);
                     cma_mode == CmaMode::Auto
-                        && blocking_from < split_blocking_from.min(fresh::JUDGED_BELOW)
+                        && (blocking_from < below(split_blocking_from)
+                            || cma_threshold.min(c_isend_from) < below(split_from))
                 })
                 .map(|_| fresh::Clock::new()),
             demote,
@@ -1439,6 +1441,37 @@ impl Transport {
         self.split_blocking_from.min(fresh::JUDGED_BELOW)
     }
 
+    /// Whether the rendezvous of a send that does not wait of `len` bytes
+    /// is judged: C's `MPI_Isend` (`c`) from `SHMPI_CMA_C_ISEND`, a plain
+    /// `isend` from `SHMPI_CMA_THRESHOLD`, up to the shared copy's size
+    /// (`SHMPI_CMA_SPLIT`, below `fresh::JUDGED_BELOW`), under
+    /// `SHMPI_CMA=auto`. Its detour after slow reads is the ring.
+    #[inline]
+    pub fn judges_posted(&self, len: usize, c: bool) -> bool {
+        let from = if c {
+            self.c_isend_from
+        } else {
+            self.cma_threshold
+        };
+        self.clock.is_some()
+            && self.cma_mode == CmaMode::Auto
+            && len >= from
+            && len < self.split_from.min(fresh::JUDGED_BELOW)
+    }
+
+    /// The lengths [`judges_posted`](Self::judges_posted) covers: from
+    /// (C's `MPI_Isend`, a plain `isend`), below; `None` where no read is
+    /// timed.
+    pub fn judged_posted_range(&self) -> Option<(usize, usize, usize)> {
+        self.clock.as_ref().map(|_| {
+            (
+                self.c_isend_from,
+                self.cma_threshold,
+                self.split_from.min(fresh::JUDGED_BELOW),
+            )
+        })
+    }
+
     /// The lengths [`judges`](Self::judges) covers (from, below) and the
     /// slow mark for 8 KiB in ns; `None` where no read is timed.
     pub fn judged_range(&self) -> Option<(usize, usize, u32)> {
@@ -1448,13 +1481,15 @@ impl Transport {
             .map(|_| (self.blocking_from, self.judged_below(), ns))
     }
 
-    /// [`read_from`](Self::read_from) for a blocking send's rendezvous:
-    /// where its length is judged ([`judges`](Self::judges)) and the
-    /// bytes are in the sender's process (not its pool), the read is
-    /// timed: `Some(true)` when it took longer than `SHMPI_CMA_SLOW_READ`
-    /// allows for its length (`fresh::slow`), `Some(false)` when not,
-    /// `None` when it was not timed (also before the clock's rate is
-    /// known, `fresh::Clock`).
+    /// [`read_from`](Self::read_from) for a plain rendezvous (not
+    /// shared): where reads are timed (some length is judged, this one is
+    /// below `fresh::JUDGED_BELOW`) and the bytes are in the sender's
+    /// process (not its pool), the read is timed: `Some(true)` when it
+    /// took longer than `SHMPI_CMA_SLOW_READ` allows for its length
+    /// (`fresh::slow`), `Some(false)` when not, `None` when it was not
+    /// timed (also before the clock's rate is known, `fresh::Clock`).
+    /// The sender heeds the verdict only where it judges the send
+    /// ([`judges`](Self::judges), [`judges_posted`](Self::judges_posted)).
     ///
     /// # Errors
     /// As [`read_from`](Self::read_from).
@@ -1465,8 +1500,8 @@ impl Transport {
         dst: &mut [u8],
     ) -> crate::Result<Option<bool>> {
         let n = dst.len();
-        let (Some(per_8k), true) = (self.slow_read, self.judges(n) && addr & pool::POOL_BIT == 0)
-        else {
+        let timed = self.clock.is_some() && n < fresh::JUDGED_BELOW && addr & pool::POOL_BIT == 0;
+        let (Some(per_8k), true) = (self.slow_read, timed) else {
             return self.read_from(peer, addr, dst).map(|()| None);
         };
         let t0 = self.clock.as_ref().map_or(0, fresh::Clock::ticks);
