@@ -194,7 +194,7 @@ pub struct Protocols {
     /// (from, below) and the time above which an 8 KiB read counts as
     /// slow, in ns (`SHMPI_CMA_SLOW_READ`): after slow reads the sender's
     /// next such sends take a detour for a while (the ring, or a shared
-    /// copy: `transport::fresh`). `None`: no read is timed.
+    /// copy: `transport::fresh`). `None`: no blocking send is judged.
     pub slow_read: Option<(usize, usize, u32)>,
     /// The same for sends that do not wait: from (C's `MPI_Isend`, a
     /// plain `isend`) and below which their reads are judged; their

@@ -1,5 +1,5 @@
-//! Buffers written just before they are sent: when a blocking send's
-//! plain single copy should give way to the ring or to a shared copy.
+//! Buffers written just before they are sent: when a send's plain single
+//! copy should give way to the ring or to a shared copy.
 //!
 //! A receiver's `process_vm_readv` takes each line of the sender's
 //! buffer from wherever it lives. An untouched buffer's lines are clean
@@ -16,9 +16,10 @@
 //! writes half out of its own cache), untouched 1.35-1.47 by single copy
 //! and 1.48-1.55 shared (`docs/benchmarks.md`, "thirty-second pass").
 //!
-//! So from the blocking rendezvous size up to the shared copy's, the
-//! receiver times its read and tells its sender in the ack whether it
-//! was slow ([`Clock`], [`slow`]); the sender keeps a [`Verdicts`] per
+//! So the receiver of a plain rendezvous below 64 KiB ([`JUDGED_BELOW`])
+//! times its read and tells its sender in the ack whether it was slow
+//! ([`Clock`], [`slow`]), and for a blocking send from the blocking
+//! rendezvous size up to the shared copy's the sender keeps a [`Verdicts`] per
 //! peer: [`STREAK`] slow reads in a row send its next blocking sends of
 //! those sizes on a [`Detour`] for a while (the ring below
 //! [`SHARE_MIN`], a shared copy from it), after which they go by plain
@@ -74,7 +75,8 @@ pub const DETOUR_FIRST: u32 = 8;
 /// looks doubles the stretch up to this).
 pub const DETOUR_MAX: u32 = 256;
 
-/// What one peer's reads of this rank's blocking sends have shown.
+/// What one peer's reads of this rank's judged sends (of one kind: the
+/// blocking ones, or those that do not wait) have shown.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Verdicts {
     /// Slow reads in a row.
@@ -109,7 +111,13 @@ impl Verdicts {
     }
 
     /// The peer's verdict on one read of a send of the judged sizes.
+    /// Ignored while the detour lasts: it is of a send started before
+    /// (a window of `isend`s has its acks in flight when the detour
+    /// begins), and only the looks after the stretch count.
     pub fn note(&mut self, slow: bool) {
+        if self.detour_left > 0 {
+            return;
+        }
         if !slow {
             *self = Verdicts::default();
             return;
@@ -128,10 +136,12 @@ impl Verdicts {
     }
 }
 
-/// The length from which no blocking send's read is judged, whatever the
-/// shared copy's size (`SHMPI_CMA_SPLIT_BLOCKING=0` puts it nowhere): the
-/// mark was measured up to 32 KiB, and from 64 KiB a page-pinning system
-/// call weighs on every read.
+/// The length from which no read is timed nor any send judged, whatever
+/// the shared copy's size (`SHMPI_CMA_SPLIT_BLOCKING=0` or
+/// `SHMPI_CMA_SPLIT=0` puts it nowhere): the mark was measured up to
+/// 32 KiB (32-64 KiB, where a send that does not wait is judged, is
+/// extrapolated), and from 64 KiB a page-pinning system call weighs on
+/// every read.
 pub const JUDGED_BELOW: usize = 64 << 10;
 
 /// Whether a read of `len` bytes that took `ns` nanoseconds was slow, by
@@ -270,6 +280,24 @@ mod tests {
         // A fast look ends it all.
         v.note(false);
         assert_eq!(v, Verdicts::default());
+    }
+
+    #[test]
+    fn verdicts_of_earlier_sends_do_not_move_a_running_detour() {
+        let mut v = Verdicts::default();
+        for _ in 0..STREAK {
+            v.note(true);
+        }
+        assert!(v.take_detour());
+        // Acks of sends started before the detour, slow or fast.
+        for slow in [true, true, true, false, true] {
+            v.note(slow);
+        }
+        let mut n = 1;
+        while v.take_detour() {
+            n += 1;
+        }
+        assert_eq!(n, DETOUR_FIRST, "the stretch neither grew nor ended");
     }
 
     #[test]

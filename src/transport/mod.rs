@@ -443,10 +443,10 @@ pub struct Transport {
     /// The same for a blocking send's, whose sender waits and takes its
     /// part at once (`SHMPI_CMA_SPLIT_BLOCKING`; `usize::MAX`: never).
     split_blocking_from: usize,
-    /// The time above which a receiver's read of 8 KiB of a blocking
-    /// send's rendezvous counts as slow, in ns, scaled to the length
-    /// (`SHMPI_CMA_SLOW_READ`; `None`: reads are not timed); see
-    /// [`judges`](Self::judges).
+    /// The time above which a receiver's read of 8 KiB of a plain
+    /// rendezvous counts as slow, in ns (`fresh::slow` for other lengths;
+    /// `SHMPI_CMA_SLOW_READ`; `None`: reads are not timed); see
+    /// [`judges`](Self::judges) and [`judges_posted`](Self::judges_posted).
     slow_read: Option<u32>,
     /// The clock those reads are timed with (`None`: none are).
     clock: Option<fresh::Clock>,
@@ -723,7 +723,7 @@ impl Transport {
             split_blocking_from,
             slow_read,
             // Only where some length is judged: the counter's rate is
-            // learnt at the first judged read after 2 ms.
+            // learnt at the first timed read after 2 ms.
             clock: slow_read
                 .filter(|_| {
                     let below = |split: usize| split.min(fresh::JUDGED_BELOW);
@@ -1460,25 +1460,24 @@ impl Transport {
     }
 
     /// The lengths [`judges_posted`](Self::judges_posted) covers: from
-    /// (C's `MPI_Isend`, a plain `isend`), below; `None` where no read is
-    /// timed.
+    /// (C's `MPI_Isend`, a plain `isend`), below; `None` where it covers
+    /// none.
     pub fn judged_posted_range(&self) -> Option<(usize, usize, usize)> {
-        self.clock.as_ref().map(|_| {
-            (
-                self.c_isend_from,
-                self.cma_threshold,
-                self.split_from.min(fresh::JUDGED_BELOW),
-            )
-        })
+        let below = self.split_from.min(fresh::JUDGED_BELOW);
+        (self.clock.is_some()
+            && self.cma_mode == CmaMode::Auto
+            && self.c_isend_from.min(self.cma_threshold) < below)
+            .then_some((self.c_isend_from, self.cma_threshold, below))
     }
 
     /// The lengths [`judges`](Self::judges) covers (from, below) and the
-    /// slow mark for 8 KiB in ns; `None` where no read is timed.
+    /// slow mark for 8 KiB in ns; `None` where it covers none.
     pub fn judged_range(&self) -> Option<(usize, usize, u32)> {
         let ns = self.slow_read?;
-        self.clock
-            .as_ref()
-            .map(|_| (self.blocking_from, self.judged_below(), ns))
+        (self.clock.is_some()
+            && self.cma_mode == CmaMode::Auto
+            && self.blocking_from < self.judged_below())
+        .then_some((self.blocking_from, self.judged_below(), ns))
     }
 
     /// [`read_from`](Self::read_from) for a plain rendezvous (not
