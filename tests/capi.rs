@@ -229,6 +229,63 @@ fn a_bad_connect_timeout_fails_mpi_init_naming_the_variable() {
     support::assert_no_segments_left();
 }
 
+/// The peers' benchmark program (`tools/peers/osu_pingpong.c`, which
+/// `tools/compare-peers.sh` builds for shmpi, MPICH and Open MPI) builds
+/// with `shmpicc` as strictly as the C tests do, and each of its modes,
+/// with buffers untouched or rewritten before each send (`--touch`),
+/// prints one positive figure per size under shmpiexec.
+#[test]
+fn the_peers_benchmark_program_runs_every_mode() {
+    let p = Program {
+        name: "osu_pingpong".into(),
+        path: root().join("tools/peers/osu_pingpong.c"),
+        ranks: vec![2],
+        shmpi_only: false,
+    };
+    let exe = build(shmpicc(), &p, &out_dir("peers")).unwrap();
+    for mode in ["latency", "nblatency", "bw", "exchange"] {
+        for touch in [None, Some("--touch")] {
+            let mut cmd = Command::new(support::shmpiexec());
+            cmd.args(["-n", "2"]).arg(&exe).args([
+                mode,
+                "--min-size",
+                "1024",
+                "--max-size",
+                "131072",
+                "--iterations",
+                "20",
+                "--warmup",
+                "2",
+            ]);
+            cmd.args(touch);
+            let o = support::output_bounded(&mut cmd, RUN_TIMEOUT);
+            let out = String::from_utf8_lossy(&o.stdout);
+            assert!(
+                o.status.success(),
+                "{mode} {touch:?}: {out}\n{}",
+                String::from_utf8_lossy(&o.stderr)
+            );
+            let rows: Vec<(u64, f64)> = out
+                .lines()
+                .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+                .map(|l| {
+                    let mut w = l.split_whitespace();
+                    let size = w.next().unwrap().parse().unwrap();
+                    (size, w.next().unwrap().parse().unwrap())
+                })
+                .collect();
+            let sizes: Vec<u64> = rows.iter().map(|r| r.0).collect();
+            assert_eq!(
+                sizes,
+                [1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072],
+                "{mode} {touch:?}: {out}"
+            );
+            assert!(rows.iter().all(|r| r.1 > 0.0), "{mode} {touch:?}: {out}");
+        }
+    }
+    support::assert_no_segments_left();
+}
+
 fn have(tool: &str) -> bool {
     Command::new("sh")
         .args(["-c", &format!("command -v {tool}")])

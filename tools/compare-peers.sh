@@ -6,11 +6,15 @@
 # Usage: tools/compare-peers.sh [MODE] [--rounds R] [--min-size N] [--max-size N] [--ranks N]
 #                                [--placement any|core|one|across] [--wait S] [--touch]
 #
-#   MODE: latency | bw | all (both) | nblatency | barrier | bcast | reduce |
+#   MODE: latency | bw | all (both) | nblatency | exchange | barrier | bcast | reduce |
 #         allreduce | allgather | alltoall | coll (all six collectives)
 #         nblatency: the ping-pong with MPI_Irecv posted before the send and
 #         MPI_Wait after it (osu_pingpong nblatency; shmpi-bench latency
 #         --irecv), the halo exchange's pattern
+#         exchange: both ranks at once MPI_Irecv, MPI_Isend, MPI_Waitall
+#         (osu_pingpong exchange), a halo exchange between two
+#         neighbours; the time per exchange; the C program only (no
+#         shmpi-bench column)
 #   --touch: point-to-point only: the sender writes one byte of every cache
 #              line of its buffer before each send (each bw window), as an
 #              application sends data it has just computed; single-copy
@@ -79,7 +83,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 
 usage() {
-    echo "usage: $0 [latency|bw|all|nblatency|barrier|bcast|reduce|allreduce|allgather|alltoall|coll] [--rounds R] [--min-size N] [--max-size N] [--ranks N] [--placement any|core|one|across] [--wait S] [--touch]" >&2
+    echo "usage: $0 [latency|bw|all|nblatency|exchange|barrier|bcast|reduce|allreduce|allgather|alltoall|coll] [--rounds R] [--min-size N] [--max-size N] [--ranks N] [--placement any|core|one|across] [--wait S] [--touch]" >&2
     exit 2
 }
 
@@ -94,7 +98,7 @@ WAIT=600
 TOUCH=
 while [ $# -gt 0 ]; do
     case "$1" in
-        latency | bw | all | nblatency | barrier | bcast | reduce | allreduce | allgather | alltoall | coll) MODE=$1 ;;
+        latency | bw | all | nblatency | exchange | barrier | bcast | reduce | allreduce | allgather | alltoall | coll) MODE=$1 ;;
         --ranks) [ $# -ge 2 ] || usage; NRANKS=$2; shift ;;
         --rounds) [ $# -ge 2 ] || usage; ROUNDS=$2; shift ;;
         --min-size) [ $# -ge 2 ] || usage; MIN_SIZE=$2; shift ;;
@@ -115,7 +119,7 @@ case "$PLACEMENT" in any | core | one | across) ;; *) echo "--placement must be 
 FLOOR_CORE_US=${FLOOR_CORE_US:-0.03}
 FLOOR_NEAR_US=${FLOOR_NEAR_US:-0.1}
 FLOOR_FAR_US=${FLOOR_FAR_US:-0.15}
-case "$MODE" in latency | bw | all | nblatency) ;; *) [ -z "$TOUCH" ] || { echo "--touch is for latency, nblatency and bw" >&2; exit 2; } ;; esac
+case "$MODE" in latency | bw | all | nblatency | exchange) ;; *) [ -z "$TOUCH" ] || { echo "--touch is for latency, nblatency, exchange and bw" >&2; exit 2; } ;; esac
 case "$MODE" in
     all) MODES="latency bw" ;;
     coll) MODES="barrier bcast reduce allreduce allgather alltoall" ;;
@@ -319,7 +323,10 @@ run_one() {
     local -a cmd extra=()
     local n=2 bin=osu_pingpong line
     local arg=$mode
-    case "$mode" in latency | bw | nblatency) ;; *) n=$NRANKS; bin=osu_coll ;; esac
+    case "$mode" in latency | bw | nblatency | exchange) ;; *) n=$NRANKS; bin=osu_coll ;; esac
+    if [ "$name" = shmpi ] && [ "$mode" = exchange ]; then
+        return 0 # shmpi-bench has no exchange test: the C program stands for shmpi
+    fi
     if [ "$name" = shmpi ]; then
         cmd=("$SHMPI_BENCH") # may contain spaces
         # CSV for point to point: three decimals, as the C program
@@ -407,7 +414,17 @@ run_one() {
 # report MODE: median per (contender, size), then one table row per size.
 report() {
     local mode=$1 dat="$WORK/$1.dat" unit better
-    if [ "$mode" != bw ]; then
+    # The contender the ratios are of: shmpi-bench, or the C program where
+    # shmpi-bench has no such test.
+    local base=shmpi names="${NAMES[*]}"
+    if [ "$mode" = exchange ]; then
+        base=shmpi-C
+        names=" $names "
+        names=${names/ shmpi / } # no shmpi-bench column
+    fi
+    if [ "$mode" = exchange ]; then
+        unit="time per exchange, us, median"; better="lower is better; ratio < 1 means shmpi-C wins"
+    elif [ "$mode" != bw ]; then
         unit="latency, us, median"; better="lower is better; ratio < 1 means shmpi wins"
     else
         unit="bandwidth, MB/s, median"; better="higher is better; ratio > 1 means shmpi wins"
@@ -441,7 +458,7 @@ report() {
         echo
         echo "# $mode, best of $ROUNDS rounds (${unit%%, median}; $better)"
     fi
-    awk -v names="${NAMES[*]}" -v have_shmpi="$HAVE_SHMPI" -v rounds="$ROUNDS" -v col=$col '
+    awk -v names="$names" -v have_shmpi="$HAVE_SHMPI" -v rounds="$ROUNDS" -v col=$col -v base="$base" '
         BEGIN { nc = split(names, nm, " ") }
         { med[$1, $2] = $col; cnt[$1, $2] = $5; if (!($2 in seen)) { seen[$2] = 1; sizes[++ns] = $2 } }
         function cell(n, s) { return ((n, s) in med) ? sprintf("%.2f", med[n, s]) : "-" }
@@ -460,7 +477,7 @@ report() {
             hdr = sprintf("%-10s", "# Size")
             for (c = 1; c <= nc; c++) hdr = hdr sprintf("%14s", nm[c])
             if (have_shmpi) {
-                for (c = 1; c <= nc; c++) if (nm[c] != "shmpi" && nm[c] != "shmpi-C") hdr = hdr sprintf("%16s", "shmpi/" nm[c])
+                for (c = 1; c <= nc; c++) if (nm[c] != "shmpi" && nm[c] != "shmpi-C") hdr = hdr sprintf("%16s", base "/" nm[c])
             }
             print hdr
             short = 0
@@ -472,7 +489,7 @@ report() {
                     if (((nm[c], s) in cnt) && cnt[nm[c], s] < rounds) short = 1
                 }
                 if (have_shmpi)
-                    for (c = 1; c <= nc; c++) if (nm[c] != "shmpi" && nm[c] != "shmpi-C") row = row sprintf("%16s", ratio("shmpi", nm[c], s))
+                    for (c = 1; c <= nc; c++) if (nm[c] != "shmpi" && nm[c] != "shmpi-C") row = row sprintf("%16s", ratio(base, nm[c], s))
                 print row
             }
             if (short) print "# note: some cells have fewer than " rounds " samples (failed runs)"

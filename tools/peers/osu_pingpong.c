@@ -7,7 +7,7 @@
  * contains no OSU code.
  *
  * Usage (exactly 2 ranks):
- *   osu_pingpong latency|nblatency|bw [--min-size N] [--max-size N]
+ *   osu_pingpong latency|nblatency|bw|exchange [--min-size N] [--max-size N]
  *                           [--iterations N] [--warmup N] [--alloc-mem]
  *                           [--touch]
  *
@@ -18,6 +18,10 @@
  *            the rank's own send and completed by MPI_Wait (rank 0:
  *            Irecv, Send, Wait; rank 1: Irecv, Wait, Send), the pattern
  *            of a halo exchange.  Not an OSU test.
+ *   exchange both ranks at once post MPI_Irecv, send by MPI_Isend and
+ *            MPI_Waitall both: a halo exchange between two neighbours;
+ *            the time per exchange in microseconds, measured on rank 0.
+ *            Sizes as latency.  Not an OSU test.
  *   bw       rank 0 posts a window of 64 MPI_Isend, rank 1 a window of 64
  *            MPI_Irecv; both MPI_Waitall, then rank 1 returns a 4-byte ack.
  *            Bandwidth = bytes moved / time in MB/s (10^6 bytes/s), measured
@@ -52,7 +56,7 @@
 #define TAG_DATA 1
 #define TAG_ACK 2
 
-enum mode { MODE_LATENCY, MODE_NBLATENCY, MODE_BW };
+enum mode { MODE_LATENCY, MODE_NBLATENCY, MODE_BW, MODE_EXCHANGE };
 
 struct opts {
     enum mode mode;
@@ -72,7 +76,7 @@ static void usage_exit(const char *msg)
         if (msg)
             fprintf(stderr, "osu_pingpong: %s\n", msg);
         fprintf(stderr,
-                "usage: osu_pingpong latency|bw [--min-size N] [--max-size N]"
+                "usage: osu_pingpong latency|nblatency|bw|exchange [--min-size N] [--max-size N]"
                 " [--iterations N] [--warmup N] [--alloc-mem] [--touch]\n");
     }
     MPI_Finalize();
@@ -109,8 +113,10 @@ static void parse_args(int argc, char **argv, struct opts *o)
         o->mode = MODE_NBLATENCY;
     else if (strcmp(argv[1], "bw") == 0)
         o->mode = MODE_BW;
+    else if (strcmp(argv[1], "exchange") == 0)
+        o->mode = MODE_EXCHANGE;
     else
-        usage_exit("mode must be 'latency', 'nblatency' or 'bw'");
+        usage_exit("mode must be 'latency', 'nblatency', 'bw' or 'exchange'");
 
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i];
@@ -244,6 +250,25 @@ static double run_latency(char *sbuf, char *rbuf, int size, long iters, long war
     return t * 1e6 / (2.0 * (double)iters);
 }
 
+/* Microseconds per exchange: both ranks post a receive, send, and wait
+ * for both (a halo exchange between two neighbours). */
+static double run_exchange(char *sbuf, char *rbuf, int size, long iters, long warm)
+{
+    double t0 = 0.0;
+    for (long i = 0; i < warm + iters; i++) {
+        MPI_Request r[2];
+        MPI_Status st[2]; /* not MPI_STATUSES_IGNORE: see run_bw */
+        if (i == warm)
+            t0 = MPI_Wtime();
+        MPI_Irecv(rbuf, size, MPI_CHAR, 1 - rank, TAG_DATA, MPI_COMM_WORLD, &r[0]);
+        touch_lines(sbuf, size, i);
+        MPI_Isend(sbuf, size, MPI_CHAR, 1 - rank, TAG_DATA, MPI_COMM_WORLD, &r[1]);
+        MPI_Waitall(2, r, st);
+    }
+    double t = MPI_Wtime() - t0;
+    return t * 1e6 / (double)iters;
+}
+
 /* Bandwidth in MB/s (10^6 bytes per second), valid on rank 0. */
 static double run_bw(char *sbuf, char *rbuf, int size, long iters, long warm)
 {
@@ -323,6 +348,10 @@ int main(int argc, char **argv)
         } else if (o.mode == MODE_LATENCY) {
             printf("# OSU-style MPI Latency Test (shmpi peers harness)\n");
             printf("# Size          Latency (us)\n");
+        } else if (o.mode == MODE_EXCHANGE) {
+            printf("# Exchange Test: MPI_Irecv + MPI_Isend + MPI_Waitall on both "
+                   "ranks at once (shmpi peers harness)\n");
+            printf("# Size    Per exchange (us)\n");
         } else {
             printf("# OSU-style MPI Bandwidth Test (shmpi peers harness)\n");
             printf("# Size      Bandwidth (MB/s)\n");
@@ -343,6 +372,8 @@ int main(int argc, char **argv)
         MPI_Barrier(MPI_COMM_WORLD);
         double v = o.mode == MODE_BW
                        ? run_bw(sbuf, rbuf, (int)size, iters, warm)
+                   : o.mode == MODE_EXCHANGE
+                       ? run_exchange(sbuf, rbuf, (int)size, iters, warm)
                        : run_latency(sbuf, rbuf, (int)size, iters, warm,
                                      o.mode == MODE_NBLATENCY);
         if (rank == 0) {
