@@ -432,6 +432,23 @@ impl Matcher {
         }
     }
 
+    /// The verdicts a send to `peer` judged as `judged` feeds and follows
+    /// (`None`: none).
+    fn verdicts_for(&mut self, peer: usize, judged: Judged) -> Option<&mut Verdicts> {
+        match judged {
+            Judged::No => None,
+            Judged::Blocking => self.verdicts.get_mut(peer),
+            Judged::Posted => self.posted_verdicts.get_mut(peer),
+        }
+    }
+
+    /// Whether the next send to `peer` judged as `judged` takes its
+    /// detour ([`Verdicts::take_detour`]).
+    fn take_detour(&mut self, peer: usize, judged: Judged) -> bool {
+        self.verdicts_for(peer, judged)
+            .is_some_and(Verdicts::take_detour)
+    }
+
     /// The receiver acked the send under `token` (an unknown token, a
     /// late or repeated ack, is ignored).
     fn acked(&mut self, token: u32) {
@@ -617,12 +634,8 @@ impl Matcher {
                     ACK_FAST_READ => Some(false),
                     _ => None,
                 };
-                let kept = match self.slots[id].judged {
-                    Judged::No => None,
-                    Judged::Blocking => self.verdicts.get_mut(inc.peer),
-                    Judged::Posted => self.posted_verdicts.get_mut(inc.peer),
-                };
-                if let (Some(v), Some(slow)) = (kept, verdict) {
+                let judged = self.slots[id].judged;
+                if let (Some(v), Some(slow)) = (self.verdicts_for(inc.peer, judged), verdict) {
                     v.note(slow);
                 }
             }
@@ -1353,56 +1366,37 @@ impl Engine {
             Hold::Now | Hold::Lent => None,
             Hold::Pipelined | Hold::Raw | Hold::Borrowed => self.t.pool_address(dest, data),
         };
-        let mut share = false;
-        let rdv = pool.is_some()
-            || match hold {
+        let len = data.len();
+        // Whether the receiver's verdict on this send's read counts
+        // (`transport::fresh`); none for a pool buffer.
+        let judged = match hold {
+            _ if pool.is_some() => Judged::No,
+            Hold::Pipelined if self.t.judges(len) => Judged::Blocking,
+            Hold::Raw if self.t.judges_posted(len, true) => Judged::Posted,
+            Hold::Borrowed if self.t.judges_posted(len, false) => Judged::Posted,
+            _ => Judged::No,
+        };
+        let by_size = pool.is_none()
+            && match hold {
                 Hold::Now | Hold::Lent => false,
-                // Unless the receiver found this rank's recent buffers of
-                // this size slow to read (written just before their
-                // send): then for a while through the ring, or from
-                // `fresh::SHARE_MIN` by a shared copy (`transport::fresh`).
-                Hold::Pipelined => {
-                    let len = data.len();
-                    let rdv = self.t.rendezvous_to(dest, len, true);
-                    let detour = rdv
-                        && self.t.judges(len)
-                        && self
-                            .m
-                            .verdicts
-                            .get_mut(dest)
-                            .is_some_and(Verdicts::take_detour);
-                    match (detour, self.t.detour(len)) {
-                        (false, _) => rdv,
-                        (true, Detour::Ring) => false,
-                        (true, Detour::Share) => {
-                            share = true;
-                            true
-                        }
-                    }
-                }
-                // The same for the sends that do not wait, whose detour is
-                // the ring.
-                Hold::Raw => {
-                    let len = data.len();
-                    self.t.rendezvous_c_isend_to(dest, len)
-                        && !(self.t.judges_posted(len, true)
-                            && self
-                                .m
-                                .posted_verdicts
-                                .get_mut(dest)
-                                .is_some_and(Verdicts::take_detour))
-                }
-                Hold::Borrowed => {
-                    let len = data.len();
-                    self.t.rendezvous_to(dest, len, false)
-                        && !(self.t.judges_posted(len, false)
-                            && self
-                                .m
-                                .posted_verdicts
-                                .get_mut(dest)
-                                .is_some_and(Verdicts::take_detour))
-                }
+                Hold::Pipelined => self.t.rendezvous_to(dest, len, true),
+                Hold::Raw => self.t.rendezvous_c_isend_to(dest, len),
+                Hold::Borrowed => self.t.rendezvous_to(dest, len, false),
             };
+        // Unless the receiver found this rank's recent buffers of this
+        // size slow to read (written just before their send): then for a
+        // while a blocking send goes through the ring, or from
+        // `fresh::SHARE_MIN` by a shared copy, and a send that does not
+        // wait through the ring (`Transport::detour`).
+        let detour = by_size && self.m.take_detour(dest, judged);
+        let (rdv, share) = match (detour, judged) {
+            (false, _) => (pool.is_some() || by_size, false),
+            (true, Judged::Blocking) => match self.t.detour(len) {
+                Detour::Ring => (false, false),
+                Detour::Share => (true, true),
+            },
+            (true, _) => (false, false),
+        };
         let mut hdr = Header {
             ctx,
             src,
@@ -1425,14 +1419,7 @@ impl Engine {
             };
             // A shared copy's read is not timed: only a plain one says
             // whether the buffer is still slow to read.
-            let len = data.len();
-            self.m.slots[id].judged = match hold {
-                _ if pool.is_some() || share => Judged::No,
-                Hold::Pipelined if self.t.judges(len) => Judged::Blocking,
-                Hold::Raw if self.t.judges_posted(len, true) => Judged::Posted,
-                Hold::Borrowed if self.t.judges_posted(len, false) => Judged::Posted,
-                _ => Judged::No,
-            };
+            self.m.slots[id].judged = if share { Judged::No } else { judged };
             self.send_rts(dest, &hdr, &rts, id);
             return (SendStart::Done, Some(id));
         }

@@ -129,11 +129,6 @@ impl Verdicts {
             self.streak = 0;
         }
     }
-
-    /// Whether sends of the judged sizes take the detour now.
-    pub fn in_detour(&self) -> bool {
-        self.detour_left > 0
-    }
 }
 
 /// The length from which no read is timed nor any send judged, whatever
@@ -251,14 +246,14 @@ mod tests {
             v.note(true);
         }
         assert!(
-            !v.in_detour(),
+            !{ v }.take_detour(),
             "fewer slow reads than the streak are not enough"
         );
         v.note(false);
         for _ in 1..STREAK {
             v.note(true);
         }
-        assert!(!v.in_detour(), "a fast one in between starts over");
+        assert!(!{ v }.take_detour(), "a fast one in between starts over");
         v.note(true);
         for i in 0..DETOUR_FIRST {
             assert!(v.take_detour(), "send {i} of the stretch");
