@@ -207,6 +207,14 @@ pub struct Protocols {
     /// (`SHMPI_DEMOTE`; `None`: none, always where the CPU has no
     /// `CLDEMOTE`). Frames of one cache line are never demoted.
     pub demote: Option<usize>,
+    /// After a demoted frame, the sender claims the lines of its next
+    /// frame's position for writing (`PREFETCHW`; `SHMPI_PREFETCHW=0`
+    /// turns it off).
+    pub claims_next: bool,
+    /// The producers' hot window in bytes (`SHMPI_HOT_WINDOW`; 0: none):
+    /// in a strict ping-pong a lap ends there; each ring's is at most a
+    /// quarter of it.
+    pub hot_window: usize,
     /// Under `SHMPI_CMA=auto`, the size from which a scoped `isend` to
     /// any peer goes by revocable rendezvous (`SHMPI_CMA_SCOPED`; `None`:
     /// only to a distant peer, from `distant_from`).
@@ -294,6 +302,8 @@ impl Universe {
             slow_read_posted: t.judged_posted_range(),
             cma_mode: t.cma_mode().name(),
             demote: t.demote_limit(),
+            claims_next: t.claims_next(),
+            hot_window: t.hot_window(),
             cma_scoped: t.scoped_threshold(),
             distant_mode: t.distant_policy().0.name(),
             distant_ns: t.distant_ns(),

@@ -266,14 +266,24 @@ fn shmpi_bench_floor_and_protocols_print_their_tables() {
     assert!(out.contains("# ring copies: "), "{out}");
     // Demotion where the CPU has CLDEMOTE: frames past one line, up to
     // 4 KiB by default.
+    // Where it claims the next frame's lines too (PREFETCHW), the hot
+    // window is 32 KiB, else 4 KiB; SHMPI_PREFETCHW=0 turns the claims
+    // off and the window back.
+    let claims = out.contains("then the next frame's lines claimed for writing (PREFETCHW");
     if out.contains("# demotion (CLDEMOTE): ring frames") {
         assert!(row("4096").contains("one ring frame, demoted"), "{out}");
         assert!(!row("32").contains("demoted"), "one line: {out}");
         assert!(!row("16384").contains("demoted"), "{out}");
+        let off = protocols("8", &[("SHMPI_DISTANT", "none"), ("SHMPI_PREFETCHW", "0")]);
+        assert!(!off.contains("claimed"), "{off}");
+        assert!(off.contains("# hot window: 4096 B "), "{off}");
     } else {
         assert!(out.contains("# demotion (CLDEMOTE): off"), "{out}");
         assert!(!out.contains("demoted"), "{out}");
+        assert!(!claims, "{out}");
     }
+    let window = if claims { "32768" } else { "4096" };
+    assert!(out.contains(&format!("# hot window: {window} B ")), "{out}");
     assert!(
         out.contains("# placement (SHMPI_DISTANT=none): rank 1 no probe: near"),
         "{out}"
@@ -706,6 +716,7 @@ fn bad_tuning_values_are_refused_naming_the_variable_and_what_it_wants() {
         ("SHMPI_COLL_SYNC", "32k", "a size in bytes"),
         ("SHMPI_SPIN_US", "1ms", "a time in microseconds"),
         ("SHMPI_COLL_SHM", "yes", "0 or 1"),
+        ("SHMPI_PREFETCHW", "2", "0 or 1"),
         (
             "SHMPI_COLL_BCAST",
             "tree",

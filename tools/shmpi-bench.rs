@@ -1382,9 +1382,21 @@ fn protocols(o: &Opts, u: &shmpi::Universe) {
     match p.demote {
         Some(d) => println!(
             "# demotion (CLDEMOTE): ring frames of more than one cache line up to {d} B, \
-             after a pause (SHMPI_DEMOTE)"
+             after a pause (SHMPI_DEMOTE){}",
+            if p.claims_next {
+                "; then the next frame's lines claimed for writing (PREFETCHW, SHMPI_PREFETCHW)"
+            } else {
+                ""
+            }
         ),
         None => println!("# demotion (CLDEMOTE): off (not on this CPU, or SHMPI_DEMOTE=0)"),
+    }
+    match p.hot_window {
+        0 => println!("# hot window: off (SHMPI_HOT_WINDOW=0)"),
+        w => println!(
+            "# hot window: {w} B (a strict ping-pong's small frames end their lap there; \
+             SHMPI_HOT_WINDOW)"
+        ),
     }
     let (placement, distant) = placement_line(u, &p);
     println!("{placement}");

@@ -144,7 +144,7 @@ pub use poll::poll_pause;
 pub(crate) fn refused() -> bool {
     false
 }
-pub use producer::{Producer, Reservation, RingReserveError};
+pub use producer::{Producer, Reservation, RingReserveError, DEMOTE_NOW_MAX, HOT_FRAME_MAX};
 
 use region::Region;
 use std::fmt;
@@ -415,6 +415,141 @@ mod tests {
             let f = c.peek().expect("both frames arrive");
             assert_eq!(f.bytes(), &[want; 512][..]);
             f.release();
+        }
+    }
+
+    /// After a demoted frame (one that follows a pause) a claim is due:
+    /// `flush_hints` claims the lines where the next frame will start, as
+    /// many as the frame took and never past the region's end, once; a
+    /// frame published before the claim replaces it; the bytes of every
+    /// frame arrive as written; a demotion without warming claims nothing.
+    #[test]
+    fn a_demoted_frame_leaves_a_claim_of_the_next_frames_lines() {
+        const CAP: usize = 16 << 10;
+        let pause = || std::thread::sleep(std::time::Duration::from_micros(200));
+        let d = Demote::forced_up_to(4096);
+        // Off x86-64, and on a CPU without PREFETCHW, nothing is claimed.
+        assert_eq!(
+            d.warms(),
+            cfg!(target_arch = "x86_64") && demote::has_prefetchw()
+        );
+        let (mut p, mut c) = heap_ring(CAP).unwrap();
+        p.set_demote(d);
+        let fp = frame::footprint(3000);
+        for i in 0..4u8 {
+            pause();
+            p.push(&[&[i; 3000]]).unwrap();
+            assert_eq!(p.hints_due(), d.warms(), "frame {i}");
+            p.flush_hints();
+            assert!(!p.hints_due(), "claimed once");
+            let want = d.warms().then_some(((i as usize + 1) * fp, fp));
+            assert_eq!(p.last_claim(), want, "frame {i}");
+            let f = c.peek().expect("published");
+            assert_eq!(f.bytes(), &[i; 3000][..]);
+            f.release();
+        }
+        // A sixth frame would not fit before the end: the fifth's claim
+        // stops there.
+        pause();
+        p.push(&[&[9; 3000]]).unwrap();
+        p.flush_hints();
+        let at = 5 * fp;
+        assert!(at < CAP && at + fp > CAP);
+        assert_eq!(p.last_claim(), d.warms().then_some((at, CAP - at)));
+        // Two frames, then the claim: the newest's position and length.
+        let (mut p, _c) = heap_ring(CAP).unwrap();
+        p.set_demote(d);
+        pause();
+        p.push(&[&[1; 3000]]).unwrap();
+        pause();
+        p.push(&[&[2; 1000]]).unwrap();
+        p.flush_hints();
+        let small = frame::footprint(1000);
+        assert_eq!(p.last_claim(), d.warms().then_some((fp + small, small)));
+
+        let (mut p, _c) = heap_ring(CAP).unwrap();
+        p.set_demote(d.without_warming());
+        assert!(!d.without_warming().warms());
+        pause();
+        p.push(&[&[1; 3000]]).unwrap();
+        assert!(!p.hints_due());
+        p.flush_hints();
+        assert_eq!(p.last_claim(), None, "no claim without warming");
+        // A frame longer than DEMOTE_NOW_MAX leaves its demotion for
+        // flush_hints, claims or not; a frame not demoted after it (one
+        // line) drops it.
+        let (mut p, _c) = heap_ring(4 * CAP).unwrap();
+        p.set_demote(Demote::forced_up_to(8192).without_warming());
+        pause();
+        assert!(frame::footprint(6000) > producer::DEMOTE_NOW_MAX);
+        p.push(&[&[1; 6000]]).unwrap();
+        assert!(p.hints_due(), "the demotion waits");
+        p.flush_hints();
+        assert!(!p.hints_due(), "given once");
+        pause();
+        p.push(&[&[1; 6000]]).unwrap();
+        assert!(p.hints_due());
+        p.push(&[&[2; 8]]).unwrap();
+        assert!(!p.hints_due(), "dropped");
+    }
+
+    /// A demoted frame that reaches the hot window's end: the claim made
+    /// after `end_lap_early` is at the window's start when the lap ended
+    /// there, after the frame when it goes on. Frames longer than
+    /// `HOT_FRAME_MAX` never end a lap early, whatever the window.
+    #[test]
+    fn a_claim_after_the_hot_windows_end_is_where_the_next_frame_goes() {
+        const CAP: usize = 64 << 10;
+        let pause = || std::thread::sleep(std::time::Duration::from_micros(200));
+        let d = Demote::forced_up_to(8192);
+        let (mut p, mut c) = heap_ring(CAP).unwrap();
+        p.set_demote(d);
+        p.set_hot(8 << 10);
+        let fp = frame::footprint(1000);
+        assert_eq!(fp, 1024);
+        let drain = |c: &mut Consumer| {
+            while let Some(f) = c.peek() {
+                assert_eq!(f.bytes(), &[5; 1000][..]);
+                f.release();
+            }
+        };
+        for i in 0..8 {
+            pause();
+            p.push(&[&[5; 1000]]).unwrap();
+            assert_eq!(p.at_hot_end(), i == 7, "frame {i}");
+        }
+        drain(&mut c);
+        assert!(p.end_lap_early(), "the consumer took every frame");
+        p.flush_hints();
+        let claimed = |at| d.warms().then_some((at, fp));
+        assert_eq!(p.last_claim(), claimed(0), "the next lap's start");
+        // (The consumer passes the wrap marker, freeing the lap's rest.)
+        assert!(c.peek().is_none());
+        // Next time round the consumer lags: the lap goes on.
+        for _ in 0..8 {
+            pause();
+            p.push(&[&[5; 1000]]).unwrap();
+        }
+        assert!(p.at_hot_end());
+        assert!(!p.end_lap_early(), "a frame is unread");
+        p.flush_hints();
+        assert_eq!(p.last_claim(), claimed(8 * fp), "past the window");
+        drain(&mut c);
+        // A window of 32 KiB: frames of 4 KiB end laps there, of 8 KiB
+        // not.
+        let (mut p, mut c) = heap_ring(4 * CAP).unwrap();
+        p.set_hot(32 << 10);
+        for (len, ends) in [(4096, true), (8192, false)] {
+            assert_eq!(frame::footprint(len + 24) <= producer::HOT_FRAME_MAX, ends);
+            let mut ended = false;
+            for _ in 0..(2 * CAP / len) {
+                p.push(&[&vec![3u8; len + 24]]).unwrap();
+                ended |= p.at_hot_end() && p.end_lap_early();
+                while let Some(f) = c.peek() {
+                    f.release();
+                }
+            }
+            assert_eq!(ended, ends, "{len} B");
         }
     }
 

@@ -19,6 +19,24 @@ const PAIR_STARTS: u64 = 0x5555_5555_5555_5555;
 // `PAIR_STARTS` and `is_dirty` take a bit, and a frame position, for a
 // line.
 const _: () = assert!(FRAME_ALIGN == LINE);
+/// The longest frame (footprint) that may end a lap early at the hot
+/// window, whatever the window: a 4 KiB message's with its headers. In a
+/// 32 KiB window, 8 KiB messages of an exchange (both ranks sending at
+/// once, C's `MPI_Isend` on the ring) took 15-18% longer than through
+/// the whole ring (`docs/benchmarks.md`, "Issue 6, thirty-third pass").
+pub const HOT_FRAME_MAX: usize = frame::footprint(4096 + 64);
+
+/// The longest frame (header and payload) demoted as soon as it is
+/// published; a longer one is demoted by
+/// [`flush_hints`](Producer::flush_hints), when the caller has nothing
+/// else to do. In an exchange (both ranks of a pair sending at once, then
+/// each copying the other's message) demoting an 8 KiB frame at once held
+/// its producer back from that copy: 2.10 -> 2.62 µs per exchange, against
+/// 2.15 left for the idle moment, where a ping-pong of rewritten 8 KiB
+/// buffers kept its gain (1.70 -> 1.37 µs one way, with the claims). At
+/// 1-2 KiB the same deferral cost a ping-pong 6-14%.
+pub const DEMOTE_NOW_MAX: usize = FRAME_HEADER + 4096 + 64;
+
 // `publish` marks nothing for a one-pair frame from a pair's start: no
 // frame is smaller than a pair.
 const _: () = assert!(frame::footprint(0) == 2 * LINE);
@@ -102,6 +120,17 @@ pub struct Producer {
     demote: Demote,
     /// The TSC when the last demotable frame's commit ended.
     last_commit: u64,
+    /// The footprint of the demoted frame just published when the lines
+    /// of as many bytes at the next frame's position are still to be
+    /// claimed ([`flush_hints`](Self::flush_hints)); 0: none.
+    warm_due: usize,
+    /// The demotion of the frame just published, when it is longer than
+    /// [`DEMOTE_NOW_MAX`] and left for [`flush_hints`](Self::flush_hints):
+    /// its offset and bytes (header and payload); bytes 0: none.
+    demote_due: (usize, usize),
+    /// Where the last claim was, offset and length (tests).
+    #[cfg(all(test, not(loom)))]
+    claimed: Option<(usize, usize)>,
     /// A lap has ended at the region's end (a wrap, or a frame ending
     /// there), not at the hot window's ([`has_lapped`](Self::has_lapped)).
     lapped: bool,
@@ -159,6 +188,10 @@ impl Producer {
             cold_from: capacity,
             demote: Demote::OFF,
             last_commit: 0,
+            warm_due: 0,
+            demote_due: (0, 0),
+            #[cfg(all(test, not(loom)))]
+            claimed: None,
             lapped: false,
         };
         p.retarget();
@@ -185,6 +218,10 @@ impl Producer {
             cold_from: capacity,
             demote: Demote::OFF,
             last_commit: 0,
+            warm_due: 0,
+            demote_due: (0, 0),
+            #[cfg(all(test, not(loom)))]
+            claimed: None,
             lapped: false,
         };
         p.retarget();
@@ -379,9 +416,10 @@ impl Producer {
         };
     }
 
-    /// Whether the frame just published was small and reached the hot
-    /// window's end: the moment a caller that knows the traffic is a
-    /// ping-pong may end the lap ([`end_lap_early`](Self::end_lap_early)).
+    /// Whether the frame just published was small (at most half the
+    /// window and [`HOT_FRAME_MAX`]) and reached the hot window's end:
+    /// the moment a caller that knows the traffic is a ping-pong may end
+    /// the lap ([`end_lap_early`](Self::end_lap_early)).
     #[inline]
     pub fn at_hot_end(&self) -> bool {
         self.crossed != 0
@@ -557,16 +595,72 @@ impl Producer {
 
     /// Demotes the payload lines of the frame of `bytes` bytes just
     /// published at `off` (past its header line) if it follows a pause
-    /// (`demote.rs`).
+    /// (`demote.rs`): now, or for a frame longer than [`DEMOTE_NOW_MAX`]
+    /// at [`flush_hints`](Self::flush_hints); says whether it will.
     #[inline(never)]
-    fn demote_after_pause(&mut self, off: usize, bytes: usize) {
+    fn demote_after_pause(&mut self, off: usize, bytes: usize) -> bool {
         let now = demote::tsc();
         if Demote::after_pause(now, self.last_commit, bytes) {
-            self.region().demote(off + LINE, bytes - LINE);
-            self.last_commit = demote::tsc();
+            if bytes > DEMOTE_NOW_MAX {
+                self.demote_due = (off, bytes);
+                self.last_commit = now;
+            } else {
+                self.region().demote(off + LINE, bytes - LINE);
+                self.last_commit = demote::tsc();
+            }
+            true
         } else {
             self.last_commit = now;
+            false
         }
+    }
+
+    /// Whether hints are left for [`flush_hints`](Self::flush_hints):
+    /// the last frame published was demoted, and the claim of the next
+    /// frame's lines (or the demotion itself, for a long frame) is due.
+    #[inline(always)]
+    pub fn hints_due(&self) -> bool {
+        self.warm_due != 0 || self.demote_due.1 != 0
+    }
+
+    /// Gives the hints the last frame published left (`Demote`), once:
+    /// the demotion of a frame longer than [`DEMOTE_NOW_MAX`], and, where
+    /// the producer claims ([`Demote::warms`]), the claim for writing of
+    /// the lines where the next frame will start (at the tail, after any
+    /// early lap end), as many as that frame took, up to the region's end.
+    ///
+    /// For a caller with nothing else to do (waiting for an answer):
+    /// after a demoted frame the next is likely as long and written after
+    /// a pause, and its stores then find their lines owned. A caller that
+    /// has work, as a rank of an exchange about to copy its peer's
+    /// message, does not call it: the hints would compete with that
+    /// copy's loads (2-4 KiB exchanges took 2-4% longer when every
+    /// demoted frame claimed at once, 8 KiB ones 25% longer when demoted
+    /// at once).
+    #[inline(never)]
+    pub fn flush_hints(&mut self) {
+        let (off, bytes) = std::mem::take(&mut self.demote_due);
+        if bytes != 0 {
+            self.region().demote(off + LINE, bytes - LINE);
+        }
+        let fp = std::mem::take(&mut self.warm_due);
+        if fp == 0 {
+            return;
+        }
+        let off = (self.tail as usize) & self.mask;
+        let len = fp.min(self.capacity - off);
+        self.region().claim(off, len);
+        #[cfg(all(test, not(loom)))]
+        {
+            self.claimed = Some((off, len));
+        }
+    }
+
+    /// Where the last claim of the next frame's lines was: offset and
+    /// length (tests).
+    #[cfg(all(test, not(loom)))]
+    pub(crate) fn last_claim(&self) -> Option<(usize, usize)> {
+        self.claimed
     }
 
     /// Writes `head` (its words little-endian, one store each) and then
@@ -651,9 +745,10 @@ impl Producer {
         if !(fp == 2 * LINE && off & LINE == 0) {
             self.mark_dirty(off + FRAME_ALIGN, fp - FRAME_ALIGN);
         }
-        if !streamed && self.demote.covers(FRAME_HEADER + len) {
-            self.demote_after_pause(off, FRAME_HEADER + len);
-        }
+        let demoted = !streamed
+            && self.demote.covers(FRAME_HEADER + len)
+            && self.demote_after_pause(off, FRAME_HEADER + len);
+        let warm = demoted && self.demote.warms();
         self.tail = self.tail.wrapping_add(fp as u64);
         if self.tail & self.mask as u64 == 0 {
             // The frame ended the lap exactly.
@@ -665,11 +760,22 @@ impl Producer {
         // lines again and again, 8-64 KiB messages took 1.6-2.7 times as
         // long as through the whole ring (`docs/benchmarks.md`, "Issue 6,
         // tenth pass").
-        self.crossed = if off < self.hot && fp >= self.hot - off && fp <= self.hot / 2 {
+        self.crossed = if off < self.hot
+            && fp >= self.hot - off
+            && fp <= self.hot / 2
+            && fp <= HOT_FRAME_MAX
+        {
             fp
         } else {
             0
         };
+        // The claim waits for `flush_hints`: the caller's idle moment, and
+        // after `end_lap_early` has placed the next frame. A frame not
+        // demoted drops the hints of the one before.
+        self.warm_due = if warm { fp } else { 0 };
+        if !demoted {
+            self.demote_due = (0, 0);
+        }
     }
 
     #[inline]

@@ -153,6 +153,14 @@ mod real {
             super::super::demote::lines(self.base.as_ptr().wrapping_add(off), len);
         }
 
+        /// Claims the lines of `off..off + len` for writing (a hint, see
+        /// `demote::claim_lines`).
+        #[inline]
+        pub(crate) fn claim(&self, off: usize, len: usize) {
+            assert!(off + len <= self.len, "claim past the end of the ring");
+            super::super::demote::claim_lines(self.base.as_ptr().wrapping_add(off), len);
+        }
+
         /// A view of `off..off + len`, unchecked (`Frame::bytes`: its
         /// bounds were checked when the frame was found).
         ///
@@ -231,6 +239,9 @@ mod model {
 
         /// Nothing to demote in a model.
         pub(crate) fn demote(&self, _off: usize, _len: usize) {}
+
+        /// Nothing to claim in a model.
+        pub(crate) fn claim(&self, _off: usize, _len: usize) {}
 
         /// # Safety
         /// As for the real region.
