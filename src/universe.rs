@@ -212,8 +212,8 @@ pub struct Protocols {
     /// turns it off).
     pub claims_next: bool,
     /// The producers' hot window in bytes (`SHMPI_HOT_WINDOW`; 0: none):
-    /// in a strict ping-pong a lap ends there; each ring's is at most a
-    /// quarter of it.
+    /// in a strict ping-pong a lap ends there; each ring's is cut to a
+    /// quarter of the ring's capacity.
     pub hot_window: usize,
     /// Under `SHMPI_CMA=auto`, the size from which a scoped `isend` to
     /// any peer goes by revocable rendezvous (`SHMPI_CMA_SCOPED`; `None`:

@@ -265,7 +265,7 @@ fn shmpi_bench_floor_and_protocols_print_their_tables() {
     assert!(row("65536").contains("eager"), "{out}");
     assert!(out.contains("# ring copies: "), "{out}");
     // Demotion where the CPU has CLDEMOTE: frames past one line, up to
-    // 4 KiB by default.
+    // 8 KiB by default (the table's 8 KiB sends go by rendezvous).
     // Where it claims the next frame's lines too (PREFETCHW), the hot
     // window is 32 KiB, else 4 KiB; SHMPI_PREFETCHW=0 turns the claims
     // off and the window back.

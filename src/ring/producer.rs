@@ -33,7 +33,7 @@ pub const HOT_FRAME_MAX: usize = frame::footprint(4096 + 64);
 /// each copying the other's message) demoting an 8 KiB frame at once held
 /// its producer back from that copy: 2.10 -> 2.62 µs per exchange, against
 /// 2.15 left for the idle moment, where a ping-pong of rewritten 8 KiB
-/// buffers kept its gain (1.70 -> 1.37 µs one way, with the claims). At
+/// buffers kept its gain (1.64-1.70 -> 1.37 µs one way, with the claims). At
 /// 1-2 KiB the same deferral cost a ping-pong 6-14%.
 pub const DEMOTE_NOW_MAX: usize = FRAME_HEADER + 4096 + 64;
 
@@ -109,7 +109,8 @@ pub struct Producer {
     /// behind ends there, so a ping-pong keeps reusing a few lines.
     hot: usize,
     /// The footprint of the frame just published if it is small (at most
-    /// half the window) and reached the hot window's end; 0 otherwise.
+    /// half the window and [`HOT_FRAME_MAX`]) and reached the hot window's
+    /// end; 0 otherwise.
     crossed: usize,
     /// Every frame position from this offset on counts as dirty (the rest
     /// of a lap that ended at the hot window's end; `capacity` or more:
@@ -745,6 +746,9 @@ impl Producer {
         if !(fp == 2 * LINE && off & LINE == 0) {
             self.mark_dirty(off + FRAME_ALIGN, fp - FRAME_ALIGN);
         }
+        // The hints of the frame before are dropped: a frame published
+        // before they were given makes them stale.
+        self.demote_due = (0, 0);
         let demoted = !streamed
             && self.demote.covers(FRAME_HEADER + len)
             && self.demote_after_pause(off, FRAME_HEADER + len);
@@ -770,12 +774,8 @@ impl Producer {
             0
         };
         // The claim waits for `flush_hints`: the caller's idle moment, and
-        // after `end_lap_early` has placed the next frame. A frame not
-        // demoted drops the hints of the one before.
+        // after `end_lap_early` has placed the next frame.
         self.warm_due = if warm { fp } else { 0 };
-        if !demoted {
-            self.demote_due = (0, 0);
-        }
     }
 
     #[inline]

@@ -88,8 +88,10 @@ pub const DEFAULT_FRAGMENT: usize = 64 << 10;
 /// `CLDEMOTE`): measured on the Xeon VM, see `docs/tuning.md`.
 pub const DEFAULT_DEMOTE: usize = 8 << 10;
 
-/// The hot window of every ring this transport sends on
-/// (`Producer::set_hot`; `SHMPI_HOT_WINDOW`, 0: off): in a strict
+/// The hot window of the rings this transport sends on where their
+/// producers do not claim their next frame's lines (else
+/// [`WARM_HOT_WINDOW`]; `Producer::set_hot`; `SHMPI_HOT_WINDOW`, 0: off;
+/// cut to a quarter of each ring): in a strict
 /// ping-pong a lap ends after its first 4 KiB, so small messages go to
 /// and fro through lines both cores still hold (`docs/protocol.md`, "The
 /// hot window"; figures in `docs/benchmarks.md`, "Issue 6, tenth pass").
@@ -467,7 +469,11 @@ pub struct Transport {
     /// The peer whose ring's producer has hints due (`Producer::hints_due`:
     /// a long frame's demotion, the claim of the next frame's lines),
     /// given when this rank next finds nothing to receive
-    /// (`flush_idle_hints`); `usize::MAX`: none.
+    /// (`flush_idle_hints`); `usize::MAX`: none. Set after a sole frame
+    /// (a whole message sent at once; fragments are too long to be
+    /// demoted). One peer: after sole frames to two peers in a row only
+    /// the last one's hints are given (the other's are dropped by its
+    /// next frame), a loss of a hint only.
     hints: usize,
     /// The generation of this rank's last shared-copy offer.
     split_gen: u64,
