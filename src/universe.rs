@@ -207,10 +207,11 @@ pub struct Protocols {
     /// (`SHMPI_DEMOTE`; `None`: none, always where the CPU has no
     /// `CLDEMOTE`). Frames of one cache line are never demoted.
     pub demote: Option<usize>,
-    /// After a demoted frame, the sender claims the lines of its next
-    /// frame's position for writing (`PREFETCHW`; `SHMPI_PREFETCHW=0`
-    /// turns it off).
-    pub claims_next: bool,
+    /// The largest message after whose ring frame, when it follows a
+    /// pause, the sender claims the lines of its next frame's position
+    /// for writing (`PREFETCHW`, when it next finds nothing to receive;
+    /// `SHMPI_PREFETCHW`; `None`: no claims).
+    pub claims: Option<usize>,
     /// The producers' hot window in bytes (`SHMPI_HOT_WINDOW`; 0: none):
     /// in a strict ping-pong a lap ends there; each ring's is cut to a
     /// quarter of the ring's capacity.
@@ -302,7 +303,7 @@ impl Universe {
             slow_read_posted: t.judged_posted_range(),
             cma_mode: t.cma_mode().name(),
             demote: t.demote_limit(),
-            claims_next: t.claims_next(),
+            claims: t.claim_limit(),
             hot_window: t.hot_window(),
             cma_scoped: t.scoped_threshold(),
             distant_mode: t.distant_policy().0.name(),

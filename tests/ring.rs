@@ -133,6 +133,14 @@ fn two_threads_with_demotion_forced_lose_nothing() {
     two_threads(Demote::forced_up_to(1024), 0x8765_4321);
 }
 
+/// The same with claims only (no demotion), where the CPU can claim, and
+/// the claims given after every frame, as a rank with nothing else to
+/// do gives them.
+#[test]
+fn two_threads_with_claims_lose_nothing() {
+    two_threads(Demote::claims_up_to(1024), 0x0bad_cafe);
+}
+
 fn two_threads(demote: Demote, seed: u64) {
     const COUNT: u64 = if cfg!(debug_assertions) {
         20_000
@@ -160,6 +168,10 @@ fn two_threads(demote: Demote, seed: u64) {
                     Err(e) => panic!("{e}"),
                 }
             }
+            // The hints (a claim of the next frame's lines, a long
+            // frame's demotion) given at once: they touch lines the
+            // consumer may be reading, which must change nothing.
+            p.flush_hints();
         }
     });
     let mut expect = 0u64;

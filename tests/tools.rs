@@ -269,14 +269,38 @@ fn shmpi_bench_floor_and_protocols_print_their_tables() {
     // Where it claims the next frame's lines too (PREFETCHW), the hot
     // window is 32 KiB, else 4 KiB; SHMPI_PREFETCHW=0 turns the claims
     // off and the window back.
-    let claims = out.contains("then the next frame's lines claimed for writing (PREFETCHW");
+    let claims = out.contains("# claims (PREFETCHW): after a ring frame");
     if out.contains("# demotion (CLDEMOTE): ring frames") {
         assert!(row("4096").contains("one ring frame, demoted"), "{out}");
         assert!(!row("32").contains("demoted"), "one line: {out}");
         assert!(!row("16384").contains("demoted"), "{out}");
         let off = protocols("8", &[("SHMPI_DISTANT", "none"), ("SHMPI_PREFETCHW", "0")]);
-        assert!(!off.contains("claimed"), "{off}");
+        assert!(off.contains("# claims (PREFETCHW): off"), "{off}");
         assert!(off.contains("# hot window: 4096 B "), "{off}");
+        // Claims without demotion, asked for: the larger window again.
+        let only = protocols(
+            "8",
+            &[
+                ("SHMPI_DISTANT", "none"),
+                ("SHMPI_DEMOTE", "0"),
+                ("SHMPI_PREFETCHW", "1"),
+            ],
+        );
+        assert!(only.contains("# demotion (CLDEMOTE): off"), "{only}");
+        // Up to SHMPI_DEMOTE's default, 8 KiB (and the last line's
+        // spare bytes).
+        let limit: usize = only
+            .lines()
+            .find_map(|l| {
+                l.strip_prefix(
+                    "# claims (PREFETCHW): after a ring frame of more than one cache line up to ",
+                )
+            })
+            .and_then(|rest| rest.split(' ').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("{only}"));
+        assert!((8192..8192 + 64).contains(&limit), "{only}");
+        assert!(only.contains("# hot window: 32768 B "), "{only}");
     } else {
         assert!(out.contains("# demotion (CLDEMOTE): off"), "{out}");
         assert!(!out.contains("demoted"), "{out}");

@@ -1382,14 +1382,20 @@ fn protocols(o: &Opts, u: &shmpi::Universe) {
     match p.demote {
         Some(d) => println!(
             "# demotion (CLDEMOTE): ring frames of more than one cache line up to {d} B, \
-             after a pause (SHMPI_DEMOTE){}",
-            if p.claims_next {
-                "; then the next frame's lines claimed for writing (PREFETCHW, SHMPI_PREFETCHW)"
-            } else {
-                ""
-            }
+             after a pause (SHMPI_DEMOTE)"
         ),
         None => println!("# demotion (CLDEMOTE): off (not on this CPU, or SHMPI_DEMOTE=0)"),
+    }
+    match p.claims {
+        Some(d) => println!(
+            "# claims (PREFETCHW): after a ring frame of more than one cache line up to {d} B \
+             that follows a pause, the next frame's lines, when the rank next finds nothing \
+             to receive (SHMPI_PREFETCHW)"
+        ),
+        None => println!(
+            "# claims (PREFETCHW): off (no demotion and no SHMPI_PREFETCHW=1, not on this CPU, \
+             or SHMPI_PREFETCHW=0)"
+        ),
     }
     match p.hot_window {
         0 => println!("# hot window: off (SHMPI_HOT_WINDOW=0)"),

@@ -501,6 +501,23 @@ mod tests {
         pause();
         p.push(&[&[3; 3000]]).unwrap();
         assert!(!p.hints_due(), "the long frame's demotion dropped");
+        // Claims without demotion: a long frame leaves only its claim.
+        let d = Demote::claims_up_to(8192);
+        assert!(!d.demotes());
+        assert_eq!(d.is_on(), d.warms());
+        if !d.warms() {
+            return;
+        }
+        assert_eq!(d.without_warming(), Demote::OFF, "nothing left");
+        let (mut p, _c) = heap_ring(4 * CAP).unwrap();
+        p.set_demote(d);
+        pause();
+        p.push(&[&[1; 6000]]).unwrap();
+        assert!(p.hints_due());
+        p.flush_hints();
+        let fp6 = frame::footprint(6000);
+        assert_eq!(p.last_claim(), Some((fp6, fp6)));
+        assert!(!p.hints_due());
     }
 
     /// A demoted frame that reaches the hot window's end: the claim made

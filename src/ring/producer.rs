@@ -602,7 +602,10 @@ impl Producer {
     fn demote_after_pause(&mut self, off: usize, bytes: usize) -> bool {
         let now = demote::tsc();
         if Demote::after_pause(now, self.last_commit, bytes) {
-            if bytes > DEMOTE_NOW_MAX {
+            if !self.demote.demotes() {
+                // Gated for the claims only.
+                self.last_commit = now;
+            } else if bytes > DEMOTE_NOW_MAX {
                 self.demote_due = (off, bytes);
                 self.last_commit = now;
             } else {

@@ -656,14 +656,25 @@ impl Transport {
             defaults.split_blocking,
         )?;
         // 0: none; a whole message's frame carries its short wire header.
-        let demote = match env_size("SHMPI_DEMOTE")?.unwrap_or(DEFAULT_DEMOTE) {
+        let demote_bytes = env_size("SHMPI_DEMOTE")?.unwrap_or(DEFAULT_DEMOTE);
+        let demote = match demote_bytes {
             0 => ring::Demote::OFF,
             n => ring::Demote::up_to(n.saturating_add(SOLE_HEADER)),
         };
         // After a demoted frame, the next frame's lines are claimed
-        // (`ring::Demote::warms`) unless this says 0.
+        // (`ring::Demote::warms`) unless this says 0; 1 asks for the
+        // claims where frames are not demoted too (a CPU without
+        // CLDEMOTE, or SHMPI_DEMOTE=0), up to the same size.
         let demote = match env_number("SHMPI_PREFETCHW", "0 or 1")? {
-            None | Some(1) => demote,
+            None => demote,
+            Some(1) if demote.warms() => demote,
+            Some(1) => ring::Demote::claims_up_to(
+                match demote_bytes {
+                    0 => DEFAULT_DEMOTE,
+                    n => n,
+                }
+                .saturating_add(SOLE_HEADER),
+            ),
             Some(0) => demote.without_warming(),
             Some(v) => {
                 return Err(crate::error::Error::new(
@@ -1164,14 +1175,17 @@ impl Transport {
     /// cannot).
     pub fn demote_limit(&self) -> Option<usize> {
         self.demote
-            .is_on()
+            .demotes()
             .then(|| self.demote.max_payload().saturating_sub(SOLE_HEADER))
     }
 
-    /// Whether the producers claim the next frame's lines after a
-    /// demoted frame (`ring::Demote::warms`; `SHMPI_PREFETCHW`).
-    pub fn claims_next(&self) -> bool {
-        self.demote.warms()
+    /// The largest message after whose ring frame (when it follows a
+    /// pause) the producer claims the next frame's lines
+    /// (`ring::Demote::warms`; `SHMPI_PREFETCHW`; `None`: no claims).
+    pub fn claim_limit(&self) -> Option<usize> {
+        self.demote
+            .warms()
+            .then(|| self.demote.max_payload().saturating_sub(SOLE_HEADER))
     }
 
     /// The producers' hot window in bytes (`SHMPI_HOT_WINDOW`; 0: none;
