@@ -336,6 +336,51 @@ fn a_blocking_sends_copy_is_shared_from_its_own_threshold_an_isends_is_not() {
 }
 
 #[test]
+fn a_receiver_whose_own_rendezvous_send_the_peer_has_yet_to_read_shares_no_copy() {
+    // Both ranks isend 128 KiB to each other (rendezvous, a shared copy
+    // from 64 KiB). Rank 0 receives first, while its own send still
+    // awaits rank 1's read: rank 1 will be busy with it, so rank 0 reads
+    // alone (no offer). Rank 1 receives after that: its send was read,
+    // so it offers rank 0 a part, as any receiver would.
+    run_ranks_with(
+        2,
+        "a_receiver_whose_own_rendezvous_send_the_peer_has_yet_to_read_shares_no_copy",
+        &[],
+        &[
+            ("SHMPI_CMA_THRESHOLD", "8192"),
+            ("SHMPI_CMA_SPLIT", "65536"),
+        ],
+        |u| {
+            let w = u.world();
+            let me = w.rank();
+            let peer = 1 - me;
+            let n = (128 << 10) + 5;
+            let out = unaligned(70 + me as u64, n, 3);
+            let mut inn = vec![0u8; n];
+            let s = w.isend(&out[3..3 + n], peer, 9).unwrap();
+            w.barrier().unwrap();
+            if me == 0 {
+                w.irecv(&mut inn, 1, 9).unwrap().wait().unwrap();
+                w.barrier().unwrap();
+            } else {
+                w.barrier().unwrap();
+                w.irecv(&mut inn, 0, 9).unwrap().wait().unwrap();
+            }
+            s.wait().unwrap();
+            assert!(
+                inn == pattern(70 + peer as u64, n),
+                "the exchange arrived corrupted"
+            );
+            w.barrier().unwrap();
+            if u.single_copy() == SingleCopy::Usable {
+                let c = u.split_counts();
+                assert_eq!(c.offered, me as u64, "rank {me}: {c:?}");
+            }
+        },
+    );
+}
+
+#[test]
 fn a_sender_that_writes_its_part_completes_on_the_receivers_ack_of_the_front() {
     // A plain rendezvous send whose sender writes the back part of the
     // shared copy completes on the receiver's ack of the front
