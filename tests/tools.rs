@@ -741,6 +741,7 @@ fn bad_tuning_values_are_refused_naming_the_variable_and_what_it_wants() {
         ("SHMPI_SPIN_US", "1ms", "a time in microseconds"),
         ("SHMPI_COLL_SHM", "yes", "0 or 1"),
         ("SHMPI_PREFETCHW", "2", "0 or 1"),
+        ("SHMPI_MANY_DIRECT", "lots", "a size in bytes"),
         (
             "SHMPI_COLL_BCAST",
             "tree",

@@ -488,7 +488,12 @@ impl Shared {
     /// order.
     ///
     /// With a named source and tag, and a buffer of at most
-    /// `MANY_DIRECT_MAX` bytes, the receives at the window's front are
+    /// `Transport::many_direct_max` bytes (`SHMPI_MANY_DIRECT`: on AMD
+    /// 128 B, where up to 128 B that raised a window's bandwidth 8-26%,
+    /// `shmpi-bench bw`, one CCD, and from 256 B cost 2-30%, the general
+    /// path's poll draining several frames a look, `docs/benchmarks.md`,
+    /// "twenty-fifth pass"; on Intel none, where it cost 8-34% at 4-128
+    /// B, "thirty-third pass"), the receives at the window's front are
     /// taken as a blocking receive takes its message
     /// ([`recv_named`](Self::recv_named)): straight from the source's
     /// ring while nothing else could match first (`Engine::direct_ok`),
@@ -524,10 +529,11 @@ impl Shared {
             }
         };
         let mut taken = 0;
-        let direct = buf.len() <= MANY_DIRECT_MAX && src >= 0 && tag != ANY_TAG;
+        let direct = src >= 0 && tag != ANY_TAG;
         if let Some(peer) = peer.filter(|_| direct && !self.multi()) {
             let mut e = self.lock();
-            while taken < count && e.direct_ok(cid, src, peer, tag) {
+            let fits = buf.len() <= e.transport().many_direct_max();
+            while fits && taken < count && e.direct_ok(cid, src, peer, tag) {
                 let Exact::Taken(bytes) = self.wait_named(&mut e, cid, src, peer, tag, buf) else {
                     break;
                 };
@@ -1041,13 +1047,6 @@ enum Direct {
 
 /// Lock-free spin rounds between two looks under the lock.
 const RECHECK: usize = 256;
-
-/// The largest buffer a window of receives ([`Shared::recv_many_bytes`])
-/// takes its front into straight from the ring. Up to 128 B that raised
-/// a window's bandwidth 8-26% (`shmpi-bench bw`, one CCD); from 256 B it
-/// cost 2-30%, where the general path's poll drains several frames a
-/// look (`docs/benchmarks.md`, "twenty-fifth pass").
-const MANY_DIRECT_MAX: usize = 128;
 
 /// Rounds `wait_flag` spins on its flag alone before it also drives the
 /// engine (a few microseconds: the policy's fine rounds, then PAUSE).

@@ -466,6 +466,9 @@ pub struct Transport {
     demote: ring::Demote,
     /// The producers' hot window in bytes (`SHMPI_HOT_WINDOW`).
     hot: usize,
+    /// The largest buffer a window of receives into one buffer takes its
+    /// front into straight from the ring (`SHMPI_MANY_DIRECT`).
+    many_direct: usize,
     /// The peer whose ring's producer has hints due (`Producer::hints_due`:
     /// a long frame's demotion, the claim of the next frame's lines),
     /// given when this rank next finds nothing to receive
@@ -691,6 +694,7 @@ impl Transport {
         };
         // Where the next frame's lines are claimed, a ping-pong of 2-4
         // KiB messages is faster through a larger window.
+        let many_direct = env_size("SHMPI_MANY_DIRECT")?.unwrap_or(defaults.many_direct);
         let hot = env_size("SHMPI_HOT_WINDOW")?.unwrap_or(if demote.warms() {
             WARM_HOT_WINDOW
         } else {
@@ -784,6 +788,7 @@ impl Transport {
             demote,
             hot,
             hints: usize::MAX,
+            many_direct,
             split_gen: 0,
             split_skew: vec![[0; 3]; n],
             offer_gen: 0,
@@ -1192,6 +1197,14 @@ impl Transport {
     /// a ring's is at most a quarter of its capacity).
     pub fn hot_window(&self) -> usize {
         self.hot
+    }
+
+    /// The largest buffer a window of receives into one buffer
+    /// (`p2p::Shared::recv_many_bytes`) takes its front into straight from
+    /// the ring (`SHMPI_MANY_DIRECT`; 0: never; by CPU,
+    /// `cma::Defaults::many_direct`).
+    pub fn many_direct_max(&self) -> usize {
+        self.many_direct
     }
 
     /// The size from which a rendezvous copy from a peer of this job is
