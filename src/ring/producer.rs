@@ -597,7 +597,9 @@ impl Producer {
     /// Demotes the payload lines of the frame of `bytes` bytes just
     /// published at `off` (past its header line) if it follows a pause
     /// (`demote.rs`): now, or for a frame longer than [`DEMOTE_NOW_MAX`]
-    /// at [`flush_hints`](Self::flush_hints); says whether it will.
+    /// at [`flush_hints`](Self::flush_hints). Says whether the frame
+    /// followed a pause (demoted, or, where the producer only claims,
+    /// gated for the claim).
     #[inline(never)]
     fn demote_after_pause(&mut self, off: usize, bytes: usize) -> bool {
         let now = demote::tsc();
@@ -752,10 +754,10 @@ impl Producer {
         // The hints of the frame before are dropped: a frame published
         // before they were given makes them stale.
         self.demote_due = (0, 0);
-        let demoted = !streamed
+        let paused = !streamed
             && self.demote.covers(FRAME_HEADER + len)
             && self.demote_after_pause(off, FRAME_HEADER + len);
-        let warm = demoted && self.demote.warms();
+        let warm = paused && self.demote.warms();
         self.tail = self.tail.wrapping_add(fp as u64);
         if self.tail & self.mask as u64 == 0 {
             // The frame ended the lap exactly.
