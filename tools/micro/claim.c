@@ -59,15 +59,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "N: 1 .. %d\n", AREA / 4 - 64);
         return 2;
     }
-    struct shared *s = mmap(0, sizeof *s, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (s == MAP_FAILED) {
-        perror("mmap");
-        return 1;
-    }
-    memset(s, 0, sizeof *s);
-    pid_t child = fork();
-    int me = child == 0;
-    pin(me);
+    struct shared *s = shared_zeroed(sizeof *s);
+    pid_t child;
+    int me = fork_pinned(&child);
     char *src = aligned_alloc(64, slot), *dst = aligned_alloc(64, slot);
     memset(src, me + 1, slot);
     memset(dst, 0, slot);

@@ -172,15 +172,9 @@ int main(int argc, char **argv)
                 MAXN, MAXCH);
         return 2;
     }
-    S = mmap(0, sizeof *S, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (S == MAP_FAILED) {
-        perror("mmap");
-        return 1;
-    }
-    memset(S, 0, sizeof *S);
-    pid_t child = fork();
-    int me = child == 0;
-    pin(me);
+    S = shared_zeroed(sizeof *S);
+    pid_t child;
+    int me = fork_pinned(&child);
     char *src = aligned_alloc(64, MAXN + 4096), *dst = aligned_alloc(64, MAXN + 4096);
     memset(src, me + 1, MAXN + 4096);
     memset(dst, 0, MAXN + 4096);
