@@ -485,6 +485,19 @@ fn a_window_of_receives_into_one_buffer_delivers_every_message() {
     );
 }
 
+/// The same with the window's pause after each look that took part of it
+/// (`SHMPI_WINDOW_PACE`, on by default only on Intel) set long.
+#[test]
+fn a_paced_window_of_receives_delivers_every_message() {
+    run_ranks_with(
+        3,
+        "a_paced_window_of_receives_delivers_every_message",
+        &[],
+        &[("SHMPI_WINDOW_PACE", "3000")],
+        window_into_one_buffer,
+    );
+}
+
 /// A window of small receives from a named source and tag takes its
 /// front straight from the ring, and posts the rest at the first frame
 /// that is not its envelope's (here a message of another tag): the

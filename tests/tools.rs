@@ -742,6 +742,7 @@ fn bad_tuning_values_are_refused_naming_the_variable_and_what_it_wants() {
         ("SHMPI_COLL_SHM", "yes", "0 or 1"),
         ("SHMPI_PREFETCHW", "2", "0 or 1"),
         ("SHMPI_MANY_DIRECT", "lots", "a size in bytes"),
+        ("SHMPI_WINDOW_PACE", "-1", "a time in nanoseconds"),
         (
             "SHMPI_COLL_BCAST",
             "tree",

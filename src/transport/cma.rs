@@ -185,6 +185,10 @@ pub struct Defaults {
     /// one buffer (`Communicator::recv_many`) takes its front into
     /// straight from the ring, as a blocking receive does; 0: none.
     pub many_direct: usize,
+    /// `SHMPI_WINDOW_PACE`: how long (ns) a window of receives into one
+    /// buffer waits after a look that took some of its messages but not
+    /// all, so that the sender runs ahead; 0: no wait.
+    pub window_pace_ns: u32,
 }
 
 impl Defaults {
@@ -225,6 +229,7 @@ impl Defaults {
                 // a window of 4-128 B messages lost 8-34% of its bandwidth
                 // (docs/tuning.md).
                 many_direct: 0,
+                window_pace_ns: 500,
             },
             Some("AuthenticAMD") if family == Some(23) => Defaults {
                 blocking: 64 << 10,
@@ -253,6 +258,7 @@ impl Defaults {
             c_isend: usize::MAX,
             coll_sync: 64 << 10,
             many_direct: 128,
+            window_pace_ns: 0,
         }
     }
 }
@@ -541,6 +547,8 @@ mod tests {
         // A window's front taken straight from the ring: up to 128 B on
         // AMD, where it was measured faster; never on Intel.
         assert_eq!((intel.many_direct, zen1.many_direct), (0, 128));
+        // The window's pace: measured on Intel only.
+        assert_eq!((intel.window_pace_ns, zen1.window_pace_ns), (500, 0));
         // The placement is followed from 8 KiB where that was measured
         // (family 25), from 64 KiB elsewhere.
         let watch = |vendor, family| Defaults::for_cpu(&cpu(vendor, family)).watch;

@@ -469,6 +469,9 @@ pub struct Transport {
     /// The largest buffer a window of receives into one buffer takes its
     /// front into straight from the ring (`SHMPI_MANY_DIRECT`).
     many_direct: usize,
+    /// How long such a window waits after a look that took some of its
+    /// messages but not all (`SHMPI_WINDOW_PACE`, ns).
+    window_pace_ns: u32,
     /// The peer whose ring's producer has hints due (`Producer::hints_due`:
     /// a long frame's demotion, the claim of the next frame's lines),
     /// given when this rank next finds nothing to receive
@@ -695,6 +698,10 @@ impl Transport {
         // Where the next frame's lines are claimed, a ping-pong of 2-4
         // KiB messages is faster through a larger window.
         let many_direct = env_size("SHMPI_MANY_DIRECT")?.unwrap_or(defaults.many_direct);
+        let window_pace_ns = match env_number("SHMPI_WINDOW_PACE", "a time in nanoseconds")? {
+            Some(v) => u32::try_from(v).unwrap_or(u32::MAX),
+            None => defaults.window_pace_ns,
+        };
         let hot = env_size("SHMPI_HOT_WINDOW")?.unwrap_or(if demote.warms() {
             WARM_HOT_WINDOW
         } else {
@@ -789,6 +796,7 @@ impl Transport {
             hot,
             hints: usize::MAX,
             many_direct,
+            window_pace_ns,
             split_gen: 0,
             split_skew: vec![[0; 3]; n],
             offer_gen: 0,
@@ -1205,6 +1213,14 @@ impl Transport {
     /// `cma::Defaults::many_direct`).
     pub fn many_direct_max(&self) -> usize {
         self.many_direct
+    }
+
+    /// How long (ns) a window of receives into one buffer waits after a
+    /// look that took some of its messages but not all, so that its
+    /// sender runs ahead (`SHMPI_WINDOW_PACE`; 0: no wait; by CPU,
+    /// `cma::Defaults::window_pace_ns`).
+    pub fn window_pace_ns(&self) -> u32 {
+        self.window_pace_ns
     }
 
     /// The size from which a rendezvous copy from a peer of this job is
