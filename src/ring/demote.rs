@@ -197,35 +197,47 @@ pub(crate) fn tsc() -> u64 {
     }
 }
 
+/// Runs the one-operand hint `$insn` (written with `{0}` for the address)
+/// on every cache line of `$len` bytes at `$ptr`; nothing off x86-64.
+/// The callers' hints neither fault (an unmapped address is ignored) nor
+/// change a byte, so they add no edge to the memory model.
+macro_rules! each_line {
+    ($ptr:expr, $len:expr, $insn:literal) => {{
+        let (ptr, len): (*const u8, usize) = ($ptr, $len);
+        #[cfg(target_arch = "x86_64")]
+        {
+            let mut off = 0;
+            while off < len {
+                // SAFETY: `$insn` is CLDEMOTE or PREFETCHW, hints that
+                // neither read nor write memory as far as the program
+                // can tell and never fault; CPUs without CLDEMOTE run its
+                // encoding (0F 1C /0, reserved hint-NOP space) as a NOP,
+                // which `Demote::forced_up_to` relies on in tests, and
+                // PREFETCHW runs only where `has_prefetchw` said yes.
+                unsafe {
+                    core::arch::asm!(
+                        $insn,
+                        in(reg) ptr.wrapping_add(off),
+                        options(nostack, preserves_flags, readonly)
+                    )
+                };
+                off += super::frame::LINE;
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            let _ = (ptr, len);
+        }
+    }};
+}
+
 /// Demotes the cache lines of `len` bytes at `ptr` (a hint: no effect on
 /// what any load returns; a no-op off x86-64). Loom builds' model region
 /// has no lines to demote: only this module's tests call it there.
 #[cfg_attr(loom, allow(dead_code))]
 #[inline]
 pub(crate) fn lines(ptr: *const u8, len: usize) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        let mut off = 0;
-        while off < len {
-            // SAFETY: CLDEMOTE neither reads nor writes memory and does not
-            // fault (it is a hint, ignored on an unmapped address); CPUs
-            // without it execute its encoding (0F 1C /0, in the reserved
-            // hint-NOP space) as a NOP, which `Demote::forced_up_to` relies
-            // on in tests.
-            unsafe {
-                core::arch::asm!(
-                    "cldemote [{0}]",
-                    in(reg) ptr.wrapping_add(off),
-                    options(nostack, preserves_flags, readonly)
-                )
-            };
-            off += super::frame::LINE;
-        }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        let _ = (ptr, len);
-    }
+    each_line!(ptr, len, "cldemote [{0}]");
 }
 
 /// Claims the cache lines of `len` bytes at `ptr` for writing
@@ -236,28 +248,7 @@ pub(crate) fn lines(ptr: *const u8, len: usize) {
 #[cfg_attr(loom, allow(dead_code))]
 #[inline]
 pub(crate) fn claim_lines(ptr: *const u8, len: usize) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        let mut off = 0;
-        while off < len {
-            // SAFETY: PREFETCHW is a hint: it neither faults (an unmapped
-            // address is ignored) nor changes a byte; the CPU has it
-            // (`has_prefetchw`, checked by `Demote::forced_up_to` before
-            // any producer calls this).
-            unsafe {
-                core::arch::asm!(
-                    "prefetchw [{0}]",
-                    in(reg) ptr.wrapping_add(off),
-                    options(nostack, preserves_flags, readonly)
-                )
-            };
-            off += super::frame::LINE;
-        }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        let _ = (ptr, len);
-    }
+    each_line!(ptr, len, "prefetchw [{0}]");
 }
 
 /// CPUID leaf 0x8000_0001, ECX bit 8 (`PRFCHW`, "3DNowPrefetch"): the CPU
