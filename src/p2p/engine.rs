@@ -654,16 +654,19 @@ impl Matcher {
         let hdr = Header::unpack(&inc.envelope);
         if hdr.kind == FrameKind::Ack {
             let token = hdr.tag as u32;
-            if let Some(&id) = self.awaiting.get(&token) {
-                // Only a timed read's ack carries a verdict.
-                let verdict = match hdr.src {
-                    ACK_SLOW_READ => Some(true),
-                    ACK_FAST_READ => Some(false),
-                    _ => None,
-                };
-                let judged = self.slots[id].judged;
-                if let (Some(v), Some(slow)) = (self.verdicts_for(inc.peer, judged), verdict) {
-                    v.note(slow);
+            // Only a timed read's ack carries a verdict: no lookup for
+            // the others.
+            let verdict = match hdr.src {
+                ACK_SLOW_READ => Some(true),
+                ACK_FAST_READ => Some(false),
+                _ => None,
+            };
+            if let Some(slow) = verdict {
+                if let Some(&id) = self.awaiting.get(&token) {
+                    let judged = self.slots[id].judged;
+                    if let Some(v) = self.verdicts_for(inc.peer, judged) {
+                        v.note(slow);
+                    }
                 }
             }
             if hdr.src == ACK_IF_WROTE {
@@ -1409,15 +1412,6 @@ impl Engine {
             Hold::Pipelined | Hold::Raw | Hold::Borrowed => self.t.pool_address(dest, data),
         };
         let len = data.len();
-        // Whether the receiver's verdict on this send's read counts
-        // (`transport::fresh`); none for a pool buffer.
-        let judged = match hold {
-            _ if pool.is_some() => Judged::No,
-            Hold::Pipelined if self.t.judges(len) => Judged::Blocking,
-            Hold::Raw if self.t.judges_posted(len, true) => Judged::Posted,
-            Hold::Borrowed if self.t.judges_posted(len, false) => Judged::Posted,
-            _ => Judged::No,
-        };
         let by_size = pool.is_none()
             && match hold {
                 Hold::Now | Hold::Lent => false,
@@ -1425,6 +1419,16 @@ impl Engine {
                 Hold::Raw => self.t.rendezvous_c_isend_to(dest, len),
                 Hold::Borrowed => self.t.rendezvous_to(dest, len, false),
             };
+        // Whether the receiver's verdict on this send's read counts
+        // (`transport::fresh`): only a plain rendezvous by size is judged
+        // (not a pool buffer's, nor a send through the ring).
+        let judged = match hold {
+            _ if !by_size => Judged::No,
+            Hold::Pipelined if self.t.judges(len) => Judged::Blocking,
+            Hold::Raw if self.t.judges_posted(len, true) => Judged::Posted,
+            Hold::Borrowed if self.t.judges_posted(len, false) => Judged::Posted,
+            _ => Judged::No,
+        };
         // Unless the receiver found this rank's recent buffers of this
         // size slow to read (written just before their send): then for a
         // while a blocking send goes through the ring, or from
