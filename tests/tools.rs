@@ -656,7 +656,9 @@ fn shmpi_bench_latency_with_irecv_prints_every_size() {
 /// collective's input before each call) runs the ping-pong, both ways of
 /// receiving, the windows and the collectives through every protocol
 /// (eager, rendezvous, the shared copy), with a positive figure per size;
-/// the tests that send nothing of their own refuse it.
+/// the point-to-point tests' receivers check that every message carries
+/// its round's rewrite (a run whose sender skips it fails); the tests that
+/// send nothing of their own refuse it.
 #[test]
 fn shmpi_bench_touch_rewrites_the_send_buffer_in_latency_and_bandwidth() {
     for extra in [

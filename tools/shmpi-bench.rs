@@ -359,6 +359,26 @@ fn touch_lines(buf: &mut [u8], v: u8, touch: bool) {
     }
 }
 
+/// Under `--touch`, that a received message carries its sender's rewrite
+/// of round `v` (`touch_lines`) in its first and last lines: a run whose
+/// sender did not rewrite its buffer stops here, the rank exiting at once
+/// (an unwinding panic would run the drops of its requests and
+/// communicator, which wait for the peer) so that the launcher ends the
+/// job.
+fn check_touched(buf: &[u8], v: u8, touch: bool) {
+    if touch && !buf.is_empty() {
+        let last = (buf.len() - 1) / 64 * 64;
+        if buf[0] != v || buf[last] != v {
+            eprintln!(
+                "shmpi-bench: --touch: a message of round {v} arrived without its sender's \
+                 rewrite ({} and {})",
+                buf[0], buf[last]
+            );
+            std::process::exit(1);
+        }
+    }
+}
+
 /// One-way latency (us) of a ping-pong of `size` bytes, run as `how`
 /// says.
 fn latency(
@@ -389,12 +409,15 @@ fn latency(
                 touch_lines(sbuf, v, how.touch);
                 w.send(sbuf, 0, 1).unwrap();
             }
+            check_touched(rbuf, v, how.touch);
         } else if me == 0 {
             touch_lines(sbuf, v, how.touch);
             w.send(sbuf, 1, 1).unwrap();
             w.recv(rbuf, 1, 1).unwrap();
+            check_touched(rbuf, v, how.touch);
         } else {
             w.recv(rbuf, 0, 1).unwrap();
+            check_touched(rbuf, v, how.touch);
             touch_lines(sbuf, v, how.touch);
             w.send(sbuf, 0, 1).unwrap();
         }
@@ -578,6 +601,12 @@ fn bandwidth(
             }
             wait_all(reqs).unwrap();
         });
+        if receiving {
+            check_touched(rbuf, i as u8, touch);
+            for b in &rbufs {
+                check_touched(b, i as u8, touch);
+            }
+        }
         if me == 1 {
             w.send(&ack, 0, 101).unwrap();
         } else {
