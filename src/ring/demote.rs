@@ -296,15 +296,20 @@ fn has_cldemote() -> bool {
     }
 }
 
-/// Whether 256 TSC reads take under `SLOW_TSC_NS` each.
+/// Whether 256 TSC reads take under `SLOW_TSC_NS` each, in the best of up
+/// to 8 tries: one try preempted on a loaded machine (a CI run's parallel
+/// tests) read as a trapping hypervisor, and turned demotion and the
+/// claims off for the whole process.
 fn tsc_is_fast() -> bool {
-    let start = std::time::Instant::now();
-    let mut x = 0u64;
-    for _ in 0..256 {
-        x = x.wrapping_add(tsc());
-    }
-    std::hint::black_box(x);
-    start.elapsed().as_nanos() < 256 * SLOW_TSC_NS
+    (0..8).any(|_| {
+        let start = std::time::Instant::now();
+        let mut x = 0u64;
+        for _ in 0..256 {
+            x = x.wrapping_add(tsc());
+        }
+        std::hint::black_box(x);
+        start.elapsed().as_nanos() < 256 * SLOW_TSC_NS
+    })
 }
 
 #[cfg(test)]
