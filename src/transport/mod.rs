@@ -459,7 +459,9 @@ pub struct Transport {
     /// `SHMPI_CMA_SLOW_READ`; `None`: reads are not timed); see
     /// [`judges`](Self::judges) and [`judges_posted`](Self::judges_posted).
     slow_read: Option<u32>,
-    /// The clock those reads are timed with (`None`: none are).
+    /// The clock those reads are timed with (`None`: none are). `Some`
+    /// only under `SHMPI_CMA=auto`, with `slow_read` set, where some
+    /// length is judged: the judging methods test it alone.
     clock: Option<fresh::Clock>,
     /// Which frames the producers demote after publishing them
     /// (`SHMPI_DEMOTE`).
@@ -1522,17 +1524,20 @@ impl Transport {
     /// `fresh::Verdicts`, kept by the layer above).
     #[inline]
     pub fn judges(&self, len: usize) -> bool {
-        self.clock.is_some()
-            && self.cma_mode == CmaMode::Auto
-            && len >= self.blocking_from
-            && len < self.judged_below()
+        self.clock.is_some() && len >= self.blocking_from && len < self.judged_below()
     }
 
-    /// Where the judged lengths end: the shared copy's size, at most
-    /// `fresh::JUDGED_BELOW`.
+    /// Where the judged lengths of blocking sends end: the shared copy's
+    /// size, at most `fresh::JUDGED_BELOW`.
     #[inline]
     fn judged_below(&self) -> usize {
         self.split_blocking_from.min(fresh::JUDGED_BELOW)
+    }
+
+    /// The same for the sends that do not wait.
+    #[inline]
+    fn judged_posted_below(&self) -> usize {
+        self.split_from.min(fresh::JUDGED_BELOW)
     }
 
     /// Whether the rendezvous of a send that does not wait of `len` bytes
@@ -1547,31 +1552,30 @@ impl Transport {
         } else {
             self.cma_threshold
         };
-        self.clock.is_some()
-            && self.cma_mode == CmaMode::Auto
-            && len >= from
-            && len < self.split_from.min(fresh::JUDGED_BELOW)
+        self.clock.is_some() && len >= from && len < self.judged_posted_below()
     }
 
     /// The lengths [`judges_posted`](Self::judges_posted) covers: from
     /// (C's `MPI_Isend`, a plain `isend`), below; `None` where it covers
     /// none.
     pub fn judged_posted_range(&self) -> Option<(usize, usize, usize)> {
-        let below = self.split_from.min(fresh::JUDGED_BELOW);
-        (self.clock.is_some()
-            && self.cma_mode == CmaMode::Auto
-            && self.c_isend_from.min(self.cma_threshold) < below)
-            .then_some((self.c_isend_from, self.cma_threshold, below))
+        let below = self.judged_posted_below();
+        (self.clock.is_some() && self.c_isend_from.min(self.cma_threshold) < below).then_some((
+            self.c_isend_from,
+            self.cma_threshold,
+            below,
+        ))
     }
 
     /// The lengths [`judges`](Self::judges) covers (from, below) and the
     /// slow mark for 8 KiB in ns; `None` where it covers none.
     pub fn judged_range(&self) -> Option<(usize, usize, u32)> {
         let ns = self.slow_read?;
-        (self.clock.is_some()
-            && self.cma_mode == CmaMode::Auto
-            && self.blocking_from < self.judged_below())
-        .then_some((self.blocking_from, self.judged_below(), ns))
+        (self.clock.is_some() && self.blocking_from < self.judged_below()).then_some((
+            self.blocking_from,
+            self.judged_below(),
+            ns,
+        ))
     }
 
     /// [`read_from`](Self::read_from) for a plain rendezvous (not
