@@ -336,7 +336,7 @@ impl Buffers {
 }
 
 /// How a ping-pong runs (`latency`).
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Default)]
 struct Ping {
     /// Each receive an `irecv` posted before the rank's send, then `wait`
     /// (`--irecv`).
@@ -996,11 +996,7 @@ fn run_pair(o: &Opts, w: &shmpi::Communicator, u: &shmpi::Universe) -> Result<()
     // first row is not measured on a cold core; the peers' harness
     // (tools/peers/osu_pingpong.c) does the same.
     let mut bufs = Buffers::new(sizes(o).into_iter().max().unwrap_or(0).max(8));
-    let ping = Ping {
-        irecv: false,
-        touch: false,
-    };
-    latency(w, &mut bufs, 8, 1, 50_000, ping);
+    latency(w, &mut bufs, 8, 1, 50_000, Ping::default());
     let ping = Ping {
         irecv: o.irecv,
         touch: o.touch,
