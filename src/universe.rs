@@ -449,7 +449,16 @@ impl Universe {
 }
 
 impl Drop for Universe {
+    /// Finalizes, unless the thread is unwinding from a panic: finalize
+    /// waits for every rank, which may be waiting for this one, so the
+    /// rank ends the job instead (`docs/errors.md`, "A rank that
+    /// panics").
     fn drop(&mut self) {
+        if std::thread::panicking() && !self.done {
+            self.done = true;
+            self.seg.control(self.rank).abort_for_panic(self.rank);
+            return;
+        }
         if let Err(e) = self.finalize_inner() {
             crate::error::say(format_args!("shmpi: finalize during drop failed: {e}"));
         }

@@ -108,6 +108,67 @@ fn exit_without_finalize_is_an_error() {
     );
 }
 
+/// Rank 1 panics with a rendezvous send to rank 0 in flight, which rank
+/// 0, blocked in a receive of another tag, never reads. Unwinding drops
+/// the request, which must wait for its reader; before it sleeps it marks
+/// the rank aborted, so the launcher ends the job instead of both ranks
+/// waiting for ever.
+#[test]
+fn a_rank_that_panics_with_a_send_in_flight_ends_the_job() {
+    let name = "a_rank_that_panics_with_a_send_in_flight_ends_the_job";
+    if is_rank_of(name) {
+        let u = shmpi::init().unwrap();
+        let w = u.world();
+        if w.rank() == 1 {
+            let big = vec![7u8; 1 << 20];
+            let _r = w.isend(&big, 0, 5).unwrap();
+            panic!("rank 1 gives up");
+        }
+        let mut b = [0u8];
+        let _ = w.recv(&mut b, 1, 99);
+        unreachable!("rank 1 never sends tag 99");
+    }
+    let before = segments_of_user();
+    let o = launch(2, name, &[], &[], Duration::from_secs(30));
+    assert_eq!(o.code, Some(101), "{}", o.stderr);
+    assert!(o.stderr.contains("rank 1 gives up"), "{}", o.stderr);
+    assert!(
+        o.stderr.contains("rank 1 was aborted with error code 101"),
+        "{}",
+        o.stderr
+    );
+    assert!(o.elapsed < Duration::from_secs(10), "took {:?}", o.elapsed);
+    assert_no_new_segments(&before);
+}
+
+/// A rank that panics with nothing in flight does not finalize on its way
+/// out (finalize waits for every rank, and the others wait for it): it
+/// marks itself aborted, and the launcher ends the job.
+#[test]
+fn a_rank_that_panics_ends_the_job_instead_of_waiting_in_finalize() {
+    let name = "a_rank_that_panics_ends_the_job_instead_of_waiting_in_finalize";
+    if is_rank_of(name) {
+        let u = shmpi::init().unwrap();
+        let w = u.world();
+        if w.rank() == 2 {
+            panic!("rank 2 gives up");
+        }
+        let mut b = [0u8];
+        let _ = w.recv(&mut b, 2, 0);
+        unreachable!("rank 2 never sends");
+    }
+    let before = segments_of_user();
+    let o = launch(3, name, &[], &[], Duration::from_secs(30));
+    assert_eq!(o.code, Some(101), "{}", o.stderr);
+    assert!(
+        o.stderr.contains("shmpi: rank 2 panicked; ending the job"),
+        "{}",
+        o.stderr
+    );
+    assert!(o.elapsed < Duration::from_secs(10), "took {:?}", o.elapsed);
+    assert_no_new_segments(&before);
+}
+
 #[test]
 fn tag_output_prefixes_lines_and_env_is_passed() {
     let name = "tag_output_prefixes_lines_and_env_is_passed";

@@ -28,6 +28,11 @@ impl RankState {
     }
 }
 
+/// The exit code of a rank that ends the job because it panicked
+/// ([`ControlBlock::abort_for_panic`]): the one Rust gives a process that
+/// exits on a panic.
+pub const PANIC_CODE: i32 = 101;
+
 /// Pending-bitmap words per rank: 15 × 64 ranks fit with the doorbell in
 /// one 128-byte line.
 pub const PENDING_WORDS: usize = 15;
@@ -332,6 +337,20 @@ impl ControlBlock {
         self.life.exit_code.store(code, Ordering::Relaxed);
         // Release: pairs with the Acquire in `state`.
         self.life.state.store(state as u32, Ordering::Release);
+    }
+
+    /// Ends the job for rank `rank` (this block's), whose thread is
+    /// unwinding from a panic and would otherwise wait for its peers, or
+    /// finalize (which waits for every rank) while they wait for it: marks
+    /// the rank aborted with [`PANIC_CODE`], so that a launcher ends every
+    /// rank, this one too, and says so once. A rank that finalized, or was
+    /// aborted already, keeps its state.
+    pub fn abort_for_panic(&self, rank: usize) {
+        if self.state() != RankState::Running {
+            return;
+        }
+        self.set_state(RankState::Aborted, PANIC_CODE);
+        crate::error::say(format_args!("shmpi: rank {rank} panicked; ending the job"));
     }
 
     /// The lifecycle state.

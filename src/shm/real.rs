@@ -19,7 +19,7 @@ mod segment;
 #[path = "window.rs"]
 pub mod window;
 
-pub use control::{ControlBlock, RankState, SingleCopy, Split, MAX_RANKS};
+pub use control::{ControlBlock, RankState, SingleCopy, Split, MAX_RANKS, PANIC_CODE};
 pub use header::{SegmentHeader, SegmentSpec, MAGIC, VERSION};
 pub use segment::{segment_path, Segment};
 

@@ -2914,6 +2914,12 @@ impl Sleeper {
             timeout.min(BLOCKED_SLEEP)
         };
         let cb = seg.control(self.me);
+        if std::thread::panicking() {
+            // Drops on the way out of a panic wait here for peers that may
+            // be waiting for this rank in turn: end the job rather than
+            // hang it (`docs/errors.md`, "A rank that panics").
+            cb.abort_for_panic(self.me);
+        }
         doorbell::sleep(
             &Kernel,
             cb.doorbell(),
