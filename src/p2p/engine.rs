@@ -1182,9 +1182,14 @@ impl Engine {
     ) -> Result<()> {
         let n = dst.len();
         if !share || !t.split_ok(p.peer, addr, n, p.rts.waits, p.rts.share) {
-            // Timed where reads are, and the sender told whether the read
-            // was slow (it heeds that where it judges the send).
-            out.verdict = t.read_judged(p.peer, addr, dst)?;
+            // Timed where the sender judges the send: the ack tells it
+            // whether the read was slow.
+            out.verdict = if p.rts.timed {
+                t.read_judged(p.peer, addr, dst)?
+            } else {
+                t.read_from(p.peer, addr, dst)?;
+                None
+            };
             return Ok(());
         }
         let kind = SplitKind::of(p.rts.waits, p.rts.share);
@@ -1462,10 +1467,11 @@ impl Engine {
                 // a shared-copy offer at once.
                 waits,
                 share,
+                // A shared copy's read is not timed: only a plain one says
+                // whether the buffer is still slow to read.
+                timed: !share && judged != Judged::No,
             };
-            // A shared copy's read is not timed: only a plain one says
-            // whether the buffer is still slow to read.
-            self.m.slots[id].judged = if share { Judged::No } else { judged };
+            self.m.slots[id].judged = if rts.timed { judged } else { Judged::No };
             self.send_rts(dest, &hdr, &rts, id);
             return (SendStart::Done, Some(id));
         }
@@ -1562,6 +1568,7 @@ impl Engine {
             offer: Some(offer.id()),
             waits: false,
             share: false,
+            timed: false,
         };
         let lent = lend();
         lent.hold_offer(offer);

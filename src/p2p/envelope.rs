@@ -61,7 +61,8 @@ pub enum FrameKind {
 /// The payload of a rendezvous request: the message's address in the
 /// sender's process and its length (16 bytes, little-endian; the length's
 /// top bit, [`Rts::WAITS`], says the sender waits for this send, the next,
-/// [`Rts::SHARE`], that it asks for a shared copy), and, for a
+/// [`Rts::SHARE`], that it asks for a shared copy, the third,
+/// [`Rts::TIMED`], that it heeds a verdict on the read), and, for a
 /// revocable offer (a send lent from a scope), the entry of the sender's
 /// offer table that the receiver claims before reading and whose address
 /// then counts (`shm::offers`; 12 bytes more: index, generation).
@@ -81,6 +82,10 @@ pub struct Rts {
     /// its recent buffers of this size were slow to read, most likely
     /// written just before their send (`transport::fresh`, `Detour`).
     pub share: bool,
+    /// The sender judges this send (`Transport::judges`,
+    /// `judges_posted`): the receiver times its read and says in the ack
+    /// whether it was slow (`transport::fresh`). No other read is timed.
+    pub timed: bool,
 }
 
 impl Rts {
@@ -88,6 +93,10 @@ impl Rts {
     pub const WAITS: u64 = 1 << 63;
     /// The length's bit that carries [`share`](Self::share) on the wire.
     pub const SHARE: u64 = 1 << 62;
+    /// The length's bit that carries [`timed`](Self::timed) on the wire.
+    pub const TIMED: u64 = 1 << 61;
+    /// The length's bits that carry flags.
+    const FLAGS: u64 = Self::WAITS | Self::SHARE | Self::TIMED;
     /// Bytes on the wire without an offer.
     pub const BYTES: usize = 16;
     /// Bytes on the wire with one.
@@ -99,7 +108,8 @@ impl Rts {
         b[..8].copy_from_slice(&self.addr.to_le_bytes());
         let len = self.len
             | if self.waits { Self::WAITS } else { 0 }
-            | if self.share { Self::SHARE } else { 0 };
+            | if self.share { Self::SHARE } else { 0 }
+            | if self.timed { Self::TIMED } else { 0 };
         b[8..16].copy_from_slice(&len.to_le_bytes());
         match self.offer {
             None => (b, Self::BYTES),
@@ -127,10 +137,11 @@ impl Rts {
         let len = u64::from_le_bytes(b[8..16].try_into().ok()?);
         Some(Rts {
             addr: u64::from_le_bytes(b[..8].try_into().ok()?),
-            len: len & !(Self::WAITS | Self::SHARE),
+            len: len & !Self::FLAGS,
             offer,
             waits: len & Self::WAITS != 0,
             share: len & Self::SHARE != 0,
+            timed: len & Self::TIMED != 0,
         })
     }
 }
@@ -252,21 +263,29 @@ mod tests {
     #[test]
     fn a_rendezvous_request_round_trips_with_and_without_its_offer() {
         for offer in [None, Some((63, u64::MAX >> 3))] {
-            for (waits, share) in [(false, false), (true, false), (true, true)] {
+            for (waits, share, timed) in [
+                (false, false, false),
+                (true, false, false),
+                (true, true, false),
+                (false, false, true),
+                (true, false, true),
+            ] {
                 let r = Rts {
                     addr: 0x7fff_1234_5678,
                     len: (16 << 20) + 3,
                     offer,
                     waits,
                     share,
+                    timed,
                 };
                 let (b, n) = r.encode();
                 assert_eq!(n, if offer.is_some() { 28 } else { 16 });
                 assert_eq!(Rts::decode(&b[..n]), Some(r));
-                // The flags ride in the length's top two bits only.
+                // The flags ride in the length's top three bits only.
                 assert_eq!(b[15] & 0x80 != 0, waits);
                 assert_eq!(b[15] & 0x40 != 0, share);
-                assert_eq!(b[15] & 0x3f, 0);
+                assert_eq!(b[15] & 0x20 != 0, timed);
+                assert_eq!(b[15] & 0x1f, 0);
             }
         }
         assert_eq!(Rts::decode(&[0; 20]), None);

@@ -17,8 +17,9 @@
 //! and 1.48-1.55 shared (`docs/benchmarks.md`, "thirty-second pass").
 //!
 //! So the receiver of a plain rendezvous below 64 KiB ([`JUDGED_BELOW`])
-//! times its read and tells its sender in the ack whether it was slow
-//! ([`Clock`], [`slow`]), and for a blocking send from the blocking
+//! that its sender judges (the request says so) times its read and tells
+//! the sender in the ack whether it was slow ([`Clock`], [`slow`]), and
+//! for a blocking send from the blocking
 //! rendezvous size up to the shared copy's the sender keeps a [`Verdicts`] per
 //! peer: [`STREAK`] slow reads in a row send its next blocking sends of
 //! those sizes on a [`Detour`] for a while (the ring below

@@ -1579,14 +1579,14 @@ impl Transport {
     }
 
     /// [`read_from`](Self::read_from) for a plain rendezvous (not
-    /// shared): where reads are timed (some length is judged, this one is
-    /// below `fresh::JUDGED_BELOW`) and the bytes are in the sender's
-    /// process (not its pool), the read is timed: `Some(true)` when it
-    /// took longer than `SHMPI_CMA_SLOW_READ` allows for its length
-    /// (`fresh::slow`), `Some(false)` when not, `None` when it was not
-    /// timed (also before the clock's rate is known, `fresh::Clock`).
-    /// The sender heeds the verdict only where it judges the send
-    /// ([`judges`](Self::judges), [`judges_posted`](Self::judges_posted)).
+    /// shared) that its sender judges ([`judges`](Self::judges),
+    /// [`judges_posted`](Self::judges_posted); its request says so): where
+    /// this rank has a clock, the length is below `fresh::JUDGED_BELOW`
+    /// and the bytes are in the sender's process (not its pool), the read
+    /// is timed: `Some(true)` when it took longer than
+    /// `SHMPI_CMA_SLOW_READ` allows for its length (`fresh::slow`),
+    /// `Some(false)` when not, `None` when it was not timed (also before
+    /// the clock's rate is known, `fresh::Clock`).
     ///
     /// # Errors
     /// As [`read_from`](Self::read_from).
