@@ -196,6 +196,9 @@ pub struct Protocols {
     /// next such sends take a detour for a while (the ring, or a shared
     /// copy: `transport::fresh`). `None`: no blocking send is judged.
     pub slow_read: Option<(usize, usize, u32)>,
+    /// Where the detour of those blocking sends is a shared copy rather
+    /// than the ring (`Transport::detour`; `None`: nowhere).
+    pub detour_shared_from: Option<usize>,
     /// The same for sends that do not wait: from (C's `MPI_Isend`, a
     /// plain `isend`) and below which their reads are judged; their
     /// detour is the ring.
@@ -300,6 +303,7 @@ impl Universe {
             cma_split_blocking: t.split_blocking_threshold(),
             cma_c_isend: t.c_isend_threshold(),
             slow_read: t.judged_range(),
+            detour_shared_from: t.detour_shared_from(),
             slow_read_posted: t.judged_posted_range(),
             cma_mode: t.cma_mode().name(),
             demote: t.demote_limit(),

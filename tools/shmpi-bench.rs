@@ -1476,10 +1476,8 @@ fn protocols(o: &Opts, u: &shmpi::Universe) {
             shmpi::transport::fresh::STREAK,
             shmpi::transport::fresh::DETOUR_FIRST,
             shmpi::transport::fresh::DETOUR_MAX,
-            // The detour's shared copy begins where the blocking sends'
-            // copies may be shared at all (`Transport::detour`).
-            match (p.cma_split_blocking, shmpi::transport::fresh::SHARE_MIN) {
-                (Some(_), s) if below > s => format!("the ring below {s} B, a shared copy from it"),
+            match p.detour_shared_from {
+                Some(s) if below > s => format!("the ring below {s} B, a shared copy from it"),
                 _ => "the ring".to_string(),
             }
         );

@@ -15,7 +15,7 @@ use super::status::Status;
 use crate::error::{Error, ErrorClass, ErrorStatus, Result};
 use crate::transport::fresh::{Detour, Verdicts};
 use crate::transport::{
-    Exact, Front, Incoming, Lent, OutMsg, Sent, Sleeper, SoleHead, SplitKind, Ticket, Transport,
+    Exact, Front, Incoming, Lent, OutMsg, Sent, Sleeper, SoleHead, Ticket, Transport,
 };
 use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
@@ -1181,7 +1181,8 @@ impl Engine {
         out: &mut Pulled,
     ) -> Result<()> {
         let n = dst.len();
-        if !share || !t.split_ok(p.peer, addr, n, p.rts.waits, p.rts.share) {
+        let kind = p.rts.split_kind();
+        if !share || !t.split_ok(p.peer, addr, n, kind) {
             // Timed where the sender judges the send: the ack tells it
             // whether the read was slow.
             out.verdict = if p.rts.timed {
@@ -1192,7 +1193,6 @@ impl Engine {
             };
             return Ok(());
         }
-        let kind = SplitKind::of(p.rts.waits, p.rts.share);
         let front = t.split_front(p.peer, n, dst.as_ptr() as u64, kind);
         let gen = t.split_offer();
         out.offered = true;
@@ -1536,7 +1536,7 @@ impl Engine {
             self.queue_send(out, &b[..n], Some(id));
         }
         self.t
-            .split_ready(dest, rts.addr, rts.len as usize, rts.waits, rts.share);
+            .split_ready(dest, rts.addr, rts.len as usize, rts.split_kind());
     }
 
     /// Starts a send of `data` lent from a scope by a revocable rendezvous

@@ -121,6 +121,12 @@ impl Rts {
         }
     }
 
+    /// Which kind of shared copy the receiver may offer for this request
+    /// (`Transport::split_ok`).
+    pub fn split_kind(&self) -> crate::transport::SplitKind {
+        crate::transport::SplitKind::of(self.waits, self.share)
+    }
+
     /// Decodes; `None` when `b` is neither 16 nor 28 bytes.
     pub fn decode(b: &[u8]) -> Option<Rts> {
         if b.len() != Self::BYTES && b.len() != Self::OFFER_BYTES {

@@ -1237,37 +1237,54 @@ impl Transport {
         (self.split_blocking_from != usize::MAX).then_some(self.split_blocking_from)
     }
 
-    /// Whether the receiver of a rendezvous message of `len` bytes at
-    /// `addr` in `peer` shares its copy with the sender: single copy by
-    /// system call (not out of a pool), from a peer of this job, from the
-    /// shared-copy size on (`waits`: the sender waits for the send,
-    /// [`split_blocking_threshold`](Self::split_blocking_threshold)), or
-    /// from `fresh::SHARE_MIN` when the waiting sender asks (`share`: its
-    /// recent buffers were slow to read, [`detour`](Self::detour)) and
+    /// The shortest rendezvous message of `kind` whose copy the receiver
+    /// shares with its sender (`usize::MAX`: none): a posted send's from
+    /// [`split_threshold`](Self::split_threshold), a waiting one's from
+    /// [`split_blocking_threshold`](Self::split_blocking_threshold), and
+    /// one a waiting sender asks for (its recent buffers were slow to
+    /// read, [`detour`](Self::detour)) from `fresh::SHARE_MIN`, where
     /// blocking sends' copies are shared at all.
     #[inline]
-    pub fn split_ok(&self, peer: usize, addr: u64, len: usize, waits: bool, share: bool) -> bool {
-        let from = match (waits, share) {
-            (true, true) if self.split_blocking_from != usize::MAX => {
-                fresh::SHARE_MIN.min(self.split_blocking_from)
-            }
-            (true, _) => self.split_blocking_from,
-            (false, _) => self.split_from,
-        };
-        len >= from && addr & pool::POOL_BIT == 0 && peer != self.me && peer < self.size()
+    fn split_min(&self, kind: SplitKind) -> usize {
+        match kind {
+            SplitKind::Posted => self.split_from,
+            SplitKind::Waiting => self.split_blocking_from,
+            SplitKind::Asked if self.split_blocking_from == usize::MAX => usize::MAX,
+            SplitKind::Asked => fresh::SHARE_MIN.min(self.split_blocking_from),
+        }
+    }
+
+    /// Whether the receiver of a rendezvous message of `kind`, of `len`
+    /// bytes at `addr` in `peer`, shares its copy with the sender: single
+    /// copy by system call (not out of a pool), from a peer of this job,
+    /// from the kind's size on ([`split_min`](Self::split_min)).
+    #[inline]
+    pub fn split_ok(&self, peer: usize, addr: u64, len: usize, kind: SplitKind) -> bool {
+        len >= self.split_min(kind)
+            && addr & pool::POOL_BIT == 0
+            && peer != self.me
+            && peer < self.size()
     }
 
     /// How a judged blocking send of `len` bytes ([`judges`](Self::judges))
     /// leaves the plain single copy while its receiver finds its buffers
-    /// slow to read: a shared copy from `fresh::SHARE_MIN` where blocking
-    /// sends' copies are shared at all, else the ring.
+    /// slow to read: a shared copy from where the receiver shares the
+    /// copies asked for ([`detour_shared_from`](Self::detour_shared_from)),
+    /// else the ring.
     #[inline]
     pub fn detour(&self, len: usize) -> fresh::Detour {
-        if len >= fresh::SHARE_MIN && self.split_blocking_from != usize::MAX {
+        if len >= self.split_min(SplitKind::Asked) {
             fresh::Detour::Share
         } else {
             fresh::Detour::Ring
         }
+    }
+
+    /// Where a judged blocking send's detour ([`detour`](Self::detour))
+    /// is a shared copy rather than the ring: `fresh::SHARE_MIN` where
+    /// blocking sends' copies are shared at all (`None`: nowhere).
+    pub fn detour_shared_from(&self) -> Option<usize> {
+        Some(self.split_min(SplitKind::Asked)).filter(|&s| s != usize::MAX)
     }
 
     /// The sender's side of a rendezvous request of `len` bytes at `addr`
@@ -1276,8 +1293,8 @@ impl Transport {
     /// receiver's claim word for its claim
     /// ([`crate::shm::ControlBlock::split_fetch`]) while the request travels.
     #[inline]
-    pub fn split_ready(&self, peer: usize, addr: u64, len: usize, waits: bool, share: bool) {
-        if self.split_ok(peer, addr, len, waits, share) {
+    pub fn split_ready(&self, peer: usize, addr: u64, len: usize, kind: SplitKind) {
+        if self.split_ok(peer, addr, len, kind) {
             self.seg.control(peer).split_fetch();
         }
     }
