@@ -652,6 +652,53 @@ fn shmpi_bench_latency_with_irecv_prints_every_size() {
     );
 }
 
+/// `exchange` (both ranks `irecv`, `isend`, `wait_all` at once) prints a
+/// positive time per exchange for every size, through the eager, the
+/// pipelined and the rendezvous sizes, in each format; `--floor` is
+/// refused, not ignored.
+#[test]
+fn shmpi_bench_exchange_times_both_ranks_sending_at_once() {
+    let out = bench(&[
+        "exchange",
+        "--max-size",
+        "131072",
+        "--iterations",
+        "50",
+        "--warmup",
+        "5",
+    ]);
+    assert!(out.contains("Exchange Test"), "{out}");
+    let r = rows(&out);
+    assert_eq!(r.len(), 19, "sizes 0 .. 128 KiB: {out}");
+    assert!(r.iter().all(|r| r.len() == 2 && r[1] > 0.0), "{out}");
+    let json = bench(&[
+        "exchange",
+        "--min-size",
+        "4096",
+        "--max-size",
+        "8192",
+        "--iterations",
+        "20",
+        "--format",
+        "json",
+    ]);
+    assert!(
+        json.contains("\"benchmark\":\"exchange\"")
+            && json.matches("\"exchange_us\":").count() == 2,
+        "{json}"
+    );
+    let o = support::output_bounded(
+        Command::new(env!("CARGO_BIN_EXE_shmpi-bench")).args(["exchange", "--floor"]),
+        Duration::from_secs(60),
+    );
+    assert!(!o.status.success());
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("--floor is an option of latency, bw and bibw"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
 /// `--touch` (the send buffer rewritten before each send or window, a
 /// collective's input before each call) runs the ping-pong, both ways of
 /// receiving, the windows and the collectives through every protocol
@@ -664,6 +711,7 @@ fn shmpi_bench_touch_rewrites_the_send_buffer_in_latency_and_bandwidth() {
     for extra in [
         &["latency"][..],
         &["latency", "--irecv"],
+        &["exchange"],
         &["bw"],
         &["bibw"],
     ] {
@@ -684,7 +732,7 @@ fn shmpi_bench_touch_rewrites_the_send_buffer_in_latency_and_bandwidth() {
     assert!(!o.status.success());
     assert!(
         String::from_utf8_lossy(&o.stderr)
-            .contains("--touch is an option of latency, bw, bibw and the collectives"),
+            .contains("--touch is an option of latency, exchange, bw, bibw and the collectives"),
         "{}",
         String::from_utf8_lossy(&o.stderr)
     );

@@ -12,9 +12,9 @@
 #         MPI_Wait after it (osu_pingpong nblatency; shmpi-bench latency
 #         --irecv), the halo exchange's pattern
 #         exchange: both ranks at once MPI_Irecv, MPI_Isend, MPI_Waitall
-#         (osu_pingpong exchange), a halo exchange between two
-#         neighbours; the time per exchange; the C program only (no
-#         shmpi-bench column)
+#         (osu_pingpong exchange; shmpi-bench exchange: irecv, isend,
+#         wait_all), a halo exchange between two neighbours; the time per
+#         exchange
 #   --touch: point-to-point only: the sender writes one byte of every cache
 #              line of its buffer before each send (each bw window), as an
 #              application sends data it has just computed; single-copy
@@ -324,9 +324,6 @@ run_one() {
     local n=2 bin=osu_pingpong line
     local arg=$mode
     case "$mode" in latency | bw | nblatency | exchange) ;; *) n=$NRANKS; bin=osu_coll ;; esac
-    if [ "$name" = shmpi ] && [ "$mode" = exchange ]; then
-        return 0 # shmpi-bench has no exchange test: the C program stands for shmpi
-    fi
     if [ "$name" = shmpi ]; then
         cmd=("$SHMPI_BENCH") # may contain spaces
         # CSV for point to point: three decimals, as the C program
@@ -414,16 +411,10 @@ run_one() {
 # report MODE: median per (contender, size), then one table row per size.
 report() {
     local mode=$1 dat="$WORK/$1.dat" unit better
-    # The contender the ratios are of: shmpi-bench, or the C program where
-    # shmpi-bench has no such test.
+    # The contender the ratios are of: shmpi-bench.
     local base=shmpi names="${NAMES[*]}"
     if [ "$mode" = exchange ]; then
-        base=shmpi-C
-        names=" $names "
-        names=${names/ shmpi / } # no shmpi-bench column
-    fi
-    if [ "$mode" = exchange ]; then
-        unit="time per exchange, us, median"; better="lower is better; ratio < 1 means shmpi-C wins"
+        unit="time per exchange, us, median"; better="lower is better; ratio < 1 means shmpi wins"
     elif [ "$mode" != bw ]; then
         unit="latency, us, median"; better="lower is better; ratio < 1 means shmpi wins"
     else

@@ -40,6 +40,9 @@ const FLOOR_ENV: &str = "SHMPI_BENCH_FLOOR";
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Test {
     Latency,
+    /// Both ranks at once post an `irecv`, `isend` and wait for both: a
+    /// halo exchange between two neighbours (`osu_pingpong exchange`).
+    Exchange,
     Bw,
     Bibw,
     Comm,
@@ -119,7 +122,7 @@ struct Opts {
     touch: bool,
 }
 
-const USAGE: &str = "usage: shmpi-bench latency|bw|bibw [--min-size N] [--max-size N] \
+const USAGE: &str = "usage: shmpi-bench latency|exchange|bw|bibw [--min-size N] [--max-size N] \
 [--iterations N] [--warmup N] [--cpus A,B] [--format osu|csv|json] [--floor] [--plain-isend] [--many-buffers] \
 [--alloc-mem] [--across-jobs] [--irecv] [--touch]\n       \
 shmpi-bench comm [--ranks 2,4,8] [--iterations N] [--warmup N]\n       \
@@ -134,6 +137,7 @@ shmpi-bench barrier|bcast|reduce|allreduce|allgather|alltoall [--ranks N] [--min
 fn parse(args: &[String]) -> Result<Opts, String> {
     let test = match args.first().map(String::as_str) {
         Some("latency") => Test::Latency,
+        Some("exchange") => Test::Exchange,
         Some("bw") => Test::Bw,
         Some("bibw") => Test::Bibw,
         Some("comm") => Test::Comm,
@@ -156,7 +160,7 @@ fn parse(args: &[String]) -> Result<Opts, String> {
     let mut o = Opts {
         test,
         min: match test {
-            Test::Latency => 0,
+            Test::Latency | Test::Exchange => 0,
             Test::Rma(_) => 8,
             Test::Coll(CollKind::Reduce | CollKind::Allreduce) => 4,
             _ => 1,
@@ -246,14 +250,21 @@ fn parse(args: &[String]) -> Result<Opts, String> {
     if o.irecv && !matches!(o.test, Test::Latency) {
         return Err("--irecv is an option of latency (the ping-pong's receives)".into());
     }
+    if o.floor && !matches!(o.test, Test::Latency | Test::Bw | Test::Bibw) {
+        return Err(
+            "--floor is an option of latency, bw and bibw (the floor subcommand stands alone)"
+                .into(),
+        );
+    }
     if o.touch
         && !matches!(
             o.test,
-            Test::Latency | Test::Bw | Test::Bibw | Test::Coll(_)
+            Test::Latency | Test::Exchange | Test::Bw | Test::Bibw | Test::Coll(_)
         )
     {
         return Err(
-            "--touch is an option of latency, bw, bibw and the collectives (what the sender sends)"
+            "--touch is an option of latency, exchange, bw, bibw and the collectives \
+             (what the sender sends)"
                 .into(),
         );
     }
@@ -278,8 +289,8 @@ fn sizes(o: &Opts) -> Vec<usize> {
 fn counts(o: &Opts, size: usize) -> (usize, usize) {
     let large = size > LARGE;
     let (i, w) = match (o.test, large) {
-        (Test::Latency | Test::Rma(_), false) => (10_000, 1_000),
-        (Test::Latency | Test::Rma(_), true) => (1_000, 100),
+        (Test::Latency | Test::Exchange | Test::Rma(_), false) => (10_000, 1_000),
+        (Test::Latency | Test::Exchange | Test::Rma(_), true) => (1_000, 100),
         (_, false) => (100, 10),
         (_, true) => (20, 2),
     };
@@ -423,6 +434,37 @@ fn latency(
         }
     }
     t0.elapsed().as_secs_f64() * 1e6 / (2.0 * iters as f64)
+}
+
+/// Time (us) per exchange of `size` bytes each way: both ranks post an
+/// `irecv` from the other, rewrite their send buffer under `touch`, start
+/// an `isend` to it and wait for both (a halo exchange between two
+/// neighbours; `osu_pingpong exchange` in C). Timed on each rank; rank 0
+/// prints its own.
+fn exchange(
+    w: &shmpi::Communicator,
+    bufs: &mut Buffers,
+    size: usize,
+    iters: usize,
+    warm: usize,
+    touch: bool,
+) -> f64 {
+    let (sbuf, rbuf) = bufs.both(size);
+    let peer = 1 - w.rank();
+    w.barrier().unwrap();
+    let mut t0 = Instant::now();
+    for i in 0..warm + iters {
+        if i == warm {
+            t0 = Instant::now();
+        }
+        let v = i as u8;
+        let r = w.irecv(&mut *rbuf, peer, 1).unwrap();
+        touch_lines(sbuf, v, touch);
+        let s = w.isend(&*sbuf, peer, 1).unwrap();
+        wait_all(vec![r, s]).unwrap();
+        check_touched(rbuf, v, touch);
+    }
+    t0.elapsed().as_secs_f64() * 1e6 / iters as f64
 }
 
 /// Bursts per row of `latency --floor`.
@@ -928,6 +970,10 @@ fn run_pair(o: &Opts, w: &shmpi::Communicator, u: &shmpi::Universe) -> Result<()
     let (title, col) = match o.test {
         Test::Latency if o.irecv => ("Latency Test, receives by irecv + wait", "Latency (us)"),
         Test::Latency => ("Latency Test", "Latency (us)"),
+        Test::Exchange => (
+            "Exchange Test: irecv + isend + wait on both ranks at once",
+            "Per exchange (us)",
+        ),
         Test::Bw => ("Bandwidth Test", "Bandwidth (MB/s)"),
         Test::Bibw => ("Bi-Directional Bandwidth Test", "Bandwidth (MB/s)"),
         Test::Comm
@@ -942,6 +988,7 @@ fn run_pair(o: &Opts, w: &shmpi::Communicator, u: &shmpi::Universe) -> Result<()
     };
     let key = match o.test {
         Test::Latency => "latency_us",
+        Test::Exchange => "exchange_us",
         _ => "bandwidth_mb_s",
     };
     // `--floor`: for bandwidth, one-core memcpy (MB/s) measured by the
@@ -958,7 +1005,7 @@ fn run_pair(o: &Opts, w: &shmpi::Communicator, u: &shmpi::Universe) -> Result<()
     let memcpy_floor = std::env::var(FLOOR_ENV)
         .ok()
         .and_then(|v| v.parse::<f64>().ok())
-        .filter(|_| o.test != Test::Latency);
+        .filter(|_| matches!(o.test, Test::Bw | Test::Bibw));
     let with_floor = floor_cpus.is_some() || memcpy_floor.is_some();
     let mut rows = Vec::new();
     if me == 0 {
@@ -1019,6 +1066,7 @@ fn run_pair(o: &Opts, w: &shmpi::Communicator, u: &shmpi::Universe) -> Result<()
                 }
                 None => latency(w, &mut bufs, size, iters, warm, ping),
             },
+            Test::Exchange => exchange(w, &mut bufs, size, iters, warm, o.touch),
             Test::Bw => bandwidth(w, &mut bufs, pool, size, iters, warm, window(false)),
             Test::Bibw => bandwidth(w, &mut bufs, pool, size, iters, warm, window(true)),
             Test::Comm
