@@ -144,7 +144,10 @@ pub use poll::poll_pause;
 pub(crate) fn refused() -> bool {
     false
 }
-pub use producer::{Producer, Reservation, RingReserveError, DEMOTE_NOW_MAX, HOT_FRAME_MAX};
+pub use producer::{
+    Producer, Reservation, RingReserveError, DEMOTE_AT_ONCE_MAX, DEMOTE_CHUNK, DEMOTE_NOW_MAX,
+    HOT_FRAME_MAX,
+};
 
 use region::Region;
 use std::fmt;
@@ -418,6 +421,58 @@ mod tests {
         }
     }
 
+    /// A frame longer than `DEMOTE_AT_ONCE_MAX` and up to
+    /// `DEMOTE_NOW_MAX` that follows a pause is demoted by its caller in
+    /// chunks, each after the first once `idle()` says there is nothing
+    /// else to do; the rest is dropped once there is. Shorter frames are
+    /// demoted whole at once, longer ones wait for `flush_hints`.
+    #[test]
+    fn a_mid_sized_frame_is_demoted_in_chunks_until_the_caller_has_work() {
+        if !cfg!(target_arch = "x86_64") {
+            // No TSC there: no frame follows a pause, none is demoted.
+            return;
+        }
+        let pause = || std::thread::sleep(std::time::Duration::from_micros(200));
+        let (mut p, _c) = heap_ring(64 << 10).unwrap();
+        p.set_demote(Demote::forced_up_to(8192).without_warming());
+        const { assert!(FRAME_HEADER + 4000 > producer::DEMOTE_AT_ONCE_MAX) };
+        const { assert!(FRAME_HEADER + 4000 <= producer::DEMOTE_NOW_MAX) };
+        const { assert!(FRAME_HEADER + 2000 <= producer::DEMOTE_AT_ONCE_MAX) };
+        pause();
+        p.push(&[&[1; 4000]]).unwrap();
+        assert!(p.chunks_due() && p.hints_due());
+        let mut looks = 0;
+        p.demote_in_chunks(|| {
+            looks += 1;
+            true
+        });
+        let payload = FRAME_HEADER + 4000 - LINE;
+        let chunks = payload.div_ceil(producer::DEMOTE_CHUNK);
+        assert_eq!(p.last_chunks(), Some((LINE, payload, chunks)));
+        assert_eq!(looks, chunks - 1, "a look before every chunk but the first");
+        assert!(!p.hints_due(), "given once");
+        // Work shows up after the first chunk: the rest is dropped.
+        pause();
+        p.push(&[&[2; 4000]]).unwrap();
+        let at = frame::footprint(4000);
+        p.demote_in_chunks(|| false);
+        assert_eq!(
+            p.last_chunks(),
+            Some((at + LINE, producer::DEMOTE_CHUNK, 1))
+        );
+        assert!(!p.hints_due(), "dropped, not left for the idle moment");
+        // Unless the caller does not give it: then the idle moment does.
+        pause();
+        p.push(&[&[3; 4000]]).unwrap();
+        assert!(p.hints_due());
+        p.flush_hints();
+        assert!(!p.hints_due() && !p.chunks_due());
+        // A 2000-byte frame is demoted whole as it is published.
+        pause();
+        p.push(&[&[4; 2000]]).unwrap();
+        assert!(!p.chunks_due() && !p.hints_due());
+    }
+
     /// After a demoted frame (one that follows a pause) a claim is due:
     /// `flush_hints` claims the lines where the next frame will start, as
     /// many as the frame took and never past the region's end, once; a
@@ -439,6 +494,8 @@ mod tests {
         for i in 0..4u8 {
             pause();
             p.push(&[&[i; 3000]]).unwrap();
+            // A 3000-byte frame's demotion is its caller's, in chunks.
+            p.demote_in_chunks(|| true);
             assert_eq!(p.hints_due(), d.warms(), "frame {i}");
             p.flush_hints();
             assert!(!p.hints_due(), "claimed once");
@@ -452,6 +509,7 @@ mod tests {
         // stops there.
         pause();
         p.push(&[&[9; 3000]]).unwrap();
+        p.demote_in_chunks(|| true);
         p.flush_hints();
         let at = 5 * fp;
         assert!(at < CAP && at + fp > CAP);
@@ -472,6 +530,7 @@ mod tests {
         assert!(!d.without_warming().warms());
         pause();
         p.push(&[&[1; 3000]]).unwrap();
+        p.demote_in_chunks(|| true);
         assert!(!p.hints_due());
         p.flush_hints();
         assert_eq!(p.last_claim(), None, "no claim without warming");
@@ -488,6 +547,9 @@ mod tests {
         const { assert!(FRAME_HEADER + 6000 > producer::DEMOTE_NOW_MAX) };
         p.push(&[&[1; 6000]]).unwrap();
         assert!(p.hints_due(), "the demotion waits");
+        assert!(!p.chunks_due(), "for the idle moment, not in chunks");
+        p.demote_in_chunks(|| true);
+        assert_eq!(p.last_chunks(), None);
         p.flush_hints();
         assert!(!p.hints_due(), "given once");
         pause();
@@ -499,7 +561,7 @@ mod tests {
         pause();
         p.push(&[&[1; 6000]]).unwrap();
         pause();
-        p.push(&[&[3; 3000]]).unwrap();
+        p.push(&[&[3; 1000]]).unwrap();
         assert!(!p.hints_due(), "the long frame's demotion dropped");
         // Claims without demotion: a long frame leaves only its claim.
         let d = Demote::claims_up_to(8192);

@@ -37,6 +37,23 @@ pub const HOT_FRAME_MAX: usize = frame::footprint(4096 + 64);
 /// 1-2 KiB the same deferral cost a ping-pong 6-14%.
 pub const DEMOTE_NOW_MAX: usize = FRAME_HEADER + 4096 + 64;
 
+/// The longest frame demoted whole as soon as it is published; a longer
+/// one up to [`DEMOTE_NOW_MAX`] is demoted by its caller right after
+/// publishing, [`DEMOTE_CHUNK`] bytes at a time, each chunk after a look
+/// at whether the caller has work
+/// ([`demote_in_chunks`](Producer::demote_in_chunks)). In an exchange of 4
+/// KiB messages a rank that demoted its frame whole held back its copy of
+/// the peer's frame, already in: 1.43 µs per exchange, 1.23 with no
+/// demotion, 1.28 in chunks that stop once the peer's frame is in, where
+/// a 4 KiB ping-pong (nothing to receive until the peer has read) kept its
+/// 0.65 µs one way (1.16 without demotion). Up to 2 KiB whole demotion
+/// helps the exchange too (`docs/benchmarks.md`, "thirty-fourth pass").
+pub const DEMOTE_AT_ONCE_MAX: usize = FRAME_HEADER + 2048 + 64;
+
+/// The bytes of one chunk of [`Producer::demote_in_chunks`]: 16 lines
+/// (8 and 4 did no better).
+pub const DEMOTE_CHUNK: usize = 16 * LINE;
+
 // `publish` marks nothing for a one-pair frame from a pair's start: no
 // frame is smaller than a pair.
 const _: () = assert!(frame::footprint(0) == 2 * LINE);
@@ -126,12 +143,19 @@ pub struct Producer {
     /// claimed ([`flush_hints`](Self::flush_hints)); 0: none.
     warm_due: usize,
     /// The demotion of the frame just published, when it is longer than
-    /// [`DEMOTE_NOW_MAX`] and left for [`flush_hints`](Self::flush_hints):
-    /// its offset and bytes (header and payload); bytes 0: none.
+    /// [`DEMOTE_AT_ONCE_MAX`]: left for
+    /// [`demote_in_chunks`](Self::demote_in_chunks) up to
+    /// [`DEMOTE_NOW_MAX`] and for [`flush_hints`](Self::flush_hints)
+    /// (either, for the shorter ones); its offset and bytes (header and
+    /// payload); bytes 0: none.
     demote_due: (usize, usize),
     /// Where the last claim was, offset and length (tests).
     #[cfg(all(test, not(loom)))]
     claimed: Option<(usize, usize)>,
+    /// What the last `demote_in_chunks` demoted: offset, bytes and
+    /// chunks (tests).
+    #[cfg(all(test, not(loom)))]
+    chunked: Option<(usize, usize, usize)>,
     /// A lap has ended at the region's end (a wrap, or a frame ending
     /// there), not at the hot window's ([`has_lapped`](Self::has_lapped)).
     lapped: bool,
@@ -193,6 +217,8 @@ impl Producer {
             demote_due: (0, 0),
             #[cfg(all(test, not(loom)))]
             claimed: None,
+            #[cfg(all(test, not(loom)))]
+            chunked: None,
             lapped: false,
         };
         p.retarget();
@@ -223,6 +249,8 @@ impl Producer {
             demote_due: (0, 0),
             #[cfg(all(test, not(loom)))]
             claimed: None,
+            #[cfg(all(test, not(loom)))]
+            chunked: None,
             lapped: false,
         };
         p.retarget();
@@ -596,8 +624,9 @@ impl Producer {
 
     /// Demotes the payload lines of the frame of `bytes` bytes just
     /// published at `off` (past its header line) if it follows a pause
-    /// (`demote.rs`): now, or for a frame longer than [`DEMOTE_NOW_MAX`]
-    /// at [`flush_hints`](Self::flush_hints). Says whether the frame
+    /// (`demote.rs`): now, or for a frame longer than
+    /// [`DEMOTE_AT_ONCE_MAX`] by [`demote_in_chunks`](Self::demote_in_chunks)
+    /// or [`flush_hints`](Self::flush_hints). Says whether the frame
     /// followed a pause (demoted, or, where the producer only claims,
     /// gated for the claim).
     #[inline(never)]
@@ -607,7 +636,7 @@ impl Producer {
             if !self.demote.demotes() {
                 // Gated for the claims only.
                 self.last_commit = now;
-            } else if bytes > DEMOTE_NOW_MAX {
+            } else if bytes > DEMOTE_AT_ONCE_MAX {
                 self.demote_due = (off, bytes);
                 self.last_commit = now;
             } else {
@@ -621,6 +650,45 @@ impl Producer {
         }
     }
 
+    /// Demotes the frame just published if it is longer than
+    /// [`DEMOTE_AT_ONCE_MAX`] and up to [`DEMOTE_NOW_MAX`] (a frame
+    /// following a pause, whose demotion is due): [`DEMOTE_CHUNK`] bytes at
+    /// a time, and before each chunk after the first `idle()` says whether
+    /// the caller still has nothing else to do; once it has (its peer's
+    /// frame is in), the rest is dropped. Nothing for other frames (a
+    /// longer one's demotion stays for [`flush_hints`](Self::flush_hints)).
+    #[inline(never)]
+    pub fn demote_in_chunks(&mut self, mut idle: impl FnMut() -> bool) {
+        if !self.chunks_due() {
+            return;
+        }
+        let (off, bytes) = std::mem::take(&mut self.demote_due);
+        let (mut at, end) = (off + LINE, off + bytes);
+        let mut chunks = 0;
+        while at < end {
+            let n = (end - at).min(DEMOTE_CHUNK);
+            self.region().demote(at, n);
+            at += n;
+            chunks += 1;
+            if at < end && !idle() {
+                break;
+            }
+        }
+        self.last_commit = demote::tsc();
+        #[cfg(all(test, not(loom)))]
+        {
+            self.chunked = Some((off + LINE, at - off - LINE, chunks));
+        }
+        let _ = chunks;
+    }
+
+    /// Whether [`demote_in_chunks`](Self::demote_in_chunks) has a
+    /// demotion to give.
+    #[inline(always)]
+    pub fn chunks_due(&self) -> bool {
+        self.demote_due.1.wrapping_sub(1) < DEMOTE_NOW_MAX
+    }
+
     /// Whether hints are left for [`flush_hints`](Self::flush_hints):
     /// the last frame published was demoted, and the claim of the next
     /// frame's lines (or the demotion itself, for a long frame) is due.
@@ -630,7 +698,8 @@ impl Producer {
     }
 
     /// Gives the hints the last frame published left (`Demote`), once:
-    /// the demotion of a frame longer than [`DEMOTE_NOW_MAX`], and, where
+    /// the demotion of a frame longer than [`DEMOTE_AT_ONCE_MAX`] (unless
+    /// [`demote_in_chunks`](Self::demote_in_chunks) took it), and, where
     /// the producer claims ([`Demote::warms`]), the claim for writing of
     /// the lines where the next frame will start (at the tail, after any
     /// early lap end), as many as that frame took, up to the region's end.
@@ -660,6 +729,13 @@ impl Producer {
         {
             self.claimed = Some((off, len));
         }
+    }
+
+    /// What the last [`demote_in_chunks`](Self::demote_in_chunks) that had
+    /// a demotion to give demoted: offset, bytes and chunks (tests).
+    #[cfg(all(test, not(loom)))]
+    pub(crate) fn last_chunks(&self) -> Option<(usize, usize, usize)> {
+        self.chunked
     }
 
     /// Where the last claim of the next frame's lines was: offset and

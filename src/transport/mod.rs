@@ -1937,7 +1937,8 @@ impl Transport {
 
     /// The bookkeeping after a sole frame to `peer` is published: the
     /// hot window's ping-pong test, the message count, the peer's
-    /// doorbell.
+    /// doorbell; then the demotion of a 2-4 KiB frame, in chunks until the
+    /// peer's own frame is in (`Producer::demote_in_chunks`).
     #[inline(never)]
     fn sole_sent(&mut self, peer: usize) {
         self.next_msg += 1;
@@ -1968,6 +1969,15 @@ impl Transport {
             }
         }
         self.notify(peer);
+        if let Some(Some(tx)) = self.tx.get_mut(peer) {
+            if tx.prod.chunks_due() {
+                // The peer's frame in means this rank has a copy to make:
+                // the rest of the demotion would hold it back.
+                let mut rx = self.rx.get_mut(peer).and_then(Option::as_mut);
+                tx.prod
+                    .demote_in_chunks(|| rx.as_mut().is_none_or(|r| !r.cons.has_frame()));
+            }
+        }
     }
 
     /// How [`push_frames`] treats the frames of a message to `peer`.
@@ -2984,6 +2994,39 @@ mod tests {
         }
         assert!(got == data, "the frames rebuild the message");
         frames
+    }
+
+    /// A 2-4 KiB frame sent after a pause is demoted in chunks while its
+    /// sender has nothing from that peer to receive, and only its first
+    /// chunk once the peer's own frame is in (`sole_sent`).
+    #[test]
+    fn a_senders_chunked_demotion_stops_once_its_peers_frame_is_in() {
+        if !cfg!(target_arch = "x86_64") {
+            // No TSC there: no frame follows a pause, none is demoted.
+            return;
+        }
+        let (mut a, mut b) = pair(0x6463_0000_0000);
+        a.tx(1)
+            .prod
+            .set_demote(ring::Demote::forced_up_to(8192).without_warming());
+        let pause = || std::thread::sleep(Duration::from_micros(200));
+        let data = vec![5u8; 3000];
+        let chunks = |t: &Transport| t.tx[1].as_ref().and_then(|t| t.prod.last_chunks());
+        pause();
+        assert!(a.try_sole(1, &Envelope([1; 16]), &data));
+        let (_, bytes, n) = chunks(&a).expect("demoted in chunks");
+        assert!(
+            n > 1 && bytes > ring::DEMOTE_CHUNK,
+            "{n} chunks, {bytes} bytes"
+        );
+        // The peer's frame is in: the next demotion stops after one chunk.
+        assert!(matches!(b.send(0, &Envelope([2; 16]), &[7; 8]), Sent::Done));
+        pause();
+        assert!(a.try_sole(1, &Envelope([1; 16]), &data));
+        assert_eq!(
+            chunks(&a).map(|(_, bytes, n)| (bytes, n)),
+            Some((ring::DEMOTE_CHUNK, 1))
+        );
     }
 
     #[test]
