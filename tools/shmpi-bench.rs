@@ -373,9 +373,8 @@ fn touch_lines(buf: &mut [u8], v: u8, touch: bool) {
 /// Under `--touch`, that a received message carries its sender's rewrite
 /// of round `v` (`touch_lines`) in its first and last lines: a run whose
 /// sender did not rewrite its buffer stops here, the rank exiting at once
-/// (an unwinding panic would run the drops of its requests and
-/// communicator, which wait for the peer) so that the launcher ends the
-/// job.
+/// with one line (a panic would end the job too, `docs/errors.md`, but
+/// after its unwinding's drops had waited for the peer a while).
 fn check_touched(buf: &[u8], v: u8, touch: bool) {
     if touch && !buf.is_empty() {
         let last = (buf.len() - 1) / 64 * 64;

@@ -97,9 +97,10 @@ pub fn arrive(seg: &Segment, rank: usize, size: usize, timeout: Duration) -> Res
     }
 }
 
-/// Marks this rank finalized.
+/// Marks this rank finalized, unless it was marked aborted meanwhile (a
+/// thread that unwound from a panic, `docs/errors.md`).
 pub fn depart(seg: &Segment, rank: usize) {
-    seg.control(rank).set_state(RankState::Finalized, 0);
+    seg.control(rank).leave_running(RankState::Finalized, 0);
     // Relaxed: a diagnostic count.
     seg.header().finalized().fetch_add(1, Ordering::Relaxed);
 }

@@ -84,7 +84,9 @@ pub struct Rts {
     pub share: bool,
     /// The sender judges this send (`Transport::judges`,
     /// `judges_posted`): the receiver times its read and says in the ack
-    /// whether it was slow (`transport::fresh`). No other read is timed.
+    /// whether it was slow (`transport::fresh`). No other read is timed,
+    /// and never a shared copy's (a request with [`share`](Self::share)
+    /// has this false).
     pub timed: bool,
 }
 

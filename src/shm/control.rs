@@ -339,23 +339,46 @@ impl ControlBlock {
         self.life.state.store(state as u32, Ordering::Release);
     }
 
+    /// Moves a running rank to `state` (finalized, or aborted with
+    /// `code`); whether it was running. A rank finalized or aborted
+    /// already keeps its state: a finalize after an abort mark must not
+    /// hide the abort from the launcher. (Two markers at once, as an
+    /// unwinding thread and a connected job's `MPI_Abort`, both abort:
+    /// either code may stay.)
+    pub fn leave_running(&self, state: RankState, code: i32) -> bool {
+        if self.state() != RankState::Running {
+            return false;
+        }
+        // Relaxed: published by the Release exchange below.
+        self.life.exit_code.store(code, Ordering::Relaxed);
+        // Release: pairs with the Acquire in `state`, as `set_state`'s
+        // store; Relaxed on failure: nothing is read then.
+        self.life
+            .state
+            .compare_exchange(
+                RankState::Running as u32,
+                state as u32,
+                Ordering::Release,
+                Ordering::Relaxed,
+            )
+            .is_ok()
+    }
+
     /// Ends the job for rank `rank` (this block's), whose thread is
     /// unwinding from a panic and would otherwise wait for its peers, or
     /// finalize (which waits for every rank) while they wait for it: marks
-    /// the rank aborted with [`PANIC_CODE`], so that a launcher ends every
-    /// rank, this one too, and says so once. A rank that finalized, or was
-    /// aborted already, keeps its state.
+    /// the running rank aborted with [`PANIC_CODE`], so that a launcher
+    /// ends every rank, this one too, and says so once.
     pub fn abort_for_panic(&self, rank: usize) {
-        if self.state() != RankState::Running {
-            return;
+        if self.leave_running(RankState::Aborted, PANIC_CODE) {
+            crate::error::say(format_args!("shmpi: rank {rank} panicked; ending the job"));
         }
-        self.set_state(RankState::Aborted, PANIC_CODE);
-        crate::error::say(format_args!("shmpi: rank {rank} panicked; ending the job"));
     }
 
     /// The lifecycle state.
     pub fn state(&self) -> RankState {
-        // Acquire: pairs with the Release stores in `publish`/`set_state`.
+        // Acquire: pairs with the Release stores in `publish`/`set_state`
+        // and the exchange in `leave_running`.
         RankState::from_u32(self.life.state.load(Ordering::Acquire))
     }
 

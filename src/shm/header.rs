@@ -6,7 +6,8 @@ use crate::sync::{AtomicU32, AtomicU64, CachePadded, Ordering, CACHE_LINE};
 /// `"SHMPISEG"` as a little-endian u64.
 pub const MAGIC: u64 = u64::from_le_bytes(*b"SHMPISEG");
 /// Bumped whenever the meaning of any byte in the segment changes.
-pub const VERSION: u32 = 2;
+/// 3: a rendezvous request's `Rts::TIMED` bit (2026-12-07).
+pub const VERSION: u32 = 3;
 
 /// What the creator and every attacher agree on; attach refuses a segment
 /// whose header differs from the attacher's expectation in any field.

@@ -1281,8 +1281,9 @@ impl Transport {
     }
 
     /// Where a judged blocking send's detour ([`detour`](Self::detour))
-    /// is a shared copy rather than the ring: `fresh::SHARE_MIN` where
-    /// blocking sends' copies are shared at all (`None`: nowhere).
+    /// is a shared copy rather than the ring: from `fresh::SHARE_MIN` (or
+    /// the blocking sends' shared-copy size, if smaller) where blocking
+    /// sends' copies are shared at all (`None`: nowhere).
     pub fn detour_shared_from(&self) -> Option<usize> {
         Some(self.split_min(SplitKind::Asked)).filter(|&s| s != usize::MAX)
     }
