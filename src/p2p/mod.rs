@@ -553,13 +553,19 @@ impl Shared {
             // Receives complete mostly in posting order: a cursor keeps the
             // check from walking the whole window on every look.
             let mut done = 0;
+            // Rendezvous reads so far (the pace's test, below).
+            let mut pulled = self.lock().rendezvous_counts().1;
             self.wait_until_into(None, &mut [(ids[0], buf)], |e, sinks| {
                 let was = done;
                 while done < ids.len() && e.is_complete(ids[done]) {
                     done += 1;
                 }
                 if done < ids.len() {
-                    if done > was {
+                    // Paced only after messages that came through the
+                    // ring: a rendezvous read is this rank's own copy,
+                    // with no producer to let run ahead.
+                    let rdv = e.rendezvous_counts().1;
+                    if done > was && std::mem::replace(&mut pulled, rdv) == rdv {
                         self.pace_window(e);
                     }
                     return None;
@@ -581,7 +587,10 @@ impl Shared {
     /// on the Xeon VM (`shmpi-bench bw`, 6 alternating runs) 500 ns
     /// raised 128 B-2 KiB windows 1.19-1.65x (1 KiB 4.4 → 7.2 GB/s), 1-64
     /// B and 4-8 KiB within noise. Not while other threads want the
-    /// engine: the pause holds its lock.
+    /// engine: the pause holds its lock. Not after a look that read a
+    /// message by rendezvous: windows of 8-16 KiB plain `isend`s ran at
+    /// 0.57-0.62 of their speed unpaced, 32-64 KiB scoped ones 0.74-0.79
+    /// (`docs/benchmarks.md`, "thirty-fourth pass").
     fn pace_window(&self, e: &Engine) {
         let ns = e.transport().window_pace_ns();
         if ns == 0 || self.multi() {
