@@ -1257,7 +1257,10 @@ impl Transport {
     /// Whether the receiver of a rendezvous message of `kind`, of `len`
     /// bytes at `addr` in `peer`, shares its copy with the sender: single
     /// copy by system call (not out of a pool), from a peer of this job,
-    /// from the kind's size on ([`split_min`](Self::split_min)).
+    /// from the kind's size on (`split_min`: a posted send's from
+    /// [`split_threshold`](Self::split_threshold), a waiting one's from
+    /// [`split_blocking_threshold`](Self::split_blocking_threshold), one
+    /// asked for from [`detour_shared_from`](Self::detour_shared_from)).
     #[inline]
     pub fn split_ok(&self, peer: usize, addr: u64, len: usize, kind: SplitKind) -> bool {
         len >= self.split_min(kind)
