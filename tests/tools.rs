@@ -32,6 +32,11 @@ fn rows(out: &str) -> Vec<Vec<f64>> {
 /// timed iterations (2 warm-up) a size, once every row is seen to carry
 /// one positive figure.
 fn sized_run(args: &[&str], min: &str, max: &str) -> Vec<f64> {
+    sized_output(args, min, max).1
+}
+
+/// [`sized_run`], with the whole output.
+fn sized_output(args: &[&str], min: &str, max: &str) -> (String, Vec<f64>) {
     let mut all = args.to_vec();
     all.extend([
         "--min-size",
@@ -49,7 +54,20 @@ fn sized_run(args: &[&str], min: &str, max: &str) -> Vec<f64> {
         r.iter().all(|r| r.len() == 2 && r[1] > 0.0),
         "{all:?}: {out}"
     );
-    r.iter().map(|r| r[0]).collect()
+    let sizes = r.iter().map(|r| r[0]).collect();
+    (out, sizes)
+}
+
+/// That `shmpi-bench args` is refused (not ignored) with a line on stderr
+/// that contains `says`.
+fn refused(args: &[&str], says: &str) {
+    let o = support::output_bounded(
+        Command::new(env!("CARGO_BIN_EXE_shmpi-bench")).args(args),
+        Duration::from_secs(60),
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success(), "{args:?} ran: {err}");
+    assert!(err.contains(says), "{args:?}: {err}");
 }
 
 /// `shmpi-bench protocols --max-size max` under `env` (bounded): its
@@ -623,33 +641,11 @@ fn shmpi_bench_bw_windows_into_one_buffer_or_a_buffer_per_receive() {
 /// wait (one frame) and of the pipelined path.
 #[test]
 fn shmpi_bench_latency_with_irecv_prints_every_size() {
-    let out = bench(&[
-        "latency",
-        "--irecv",
-        "--min-size",
-        "1",
-        "--max-size",
-        "131072",
-        "--iterations",
-        "50",
-        "--warmup",
-        "5",
-    ]);
+    let (out, sizes) = sized_output(&["latency", "--irecv"], "1", "131072");
     assert!(out.contains("receives by irecv + wait"), "{out}");
-    let r = rows(&out);
-    assert_eq!(r.len(), 18, "sizes 1 .. 128 KiB: {out}");
-    assert!(r.iter().all(|r| r.len() == 2 && r[1] > 0.0), "{out}");
+    assert_eq!(sizes.len(), 18, "sizes 1 .. 128 KiB: {out}");
     // Not an option of the bandwidth tests: refused, not ignored.
-    let o = support::output_bounded(
-        Command::new(env!("CARGO_BIN_EXE_shmpi-bench")).args(["bw", "--irecv"]),
-        Duration::from_secs(60),
-    );
-    assert!(!o.status.success());
-    assert!(
-        String::from_utf8_lossy(&o.stderr).contains("--irecv is an option of latency"),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    refused(&["bw", "--irecv"], "--irecv is an option of latency");
 }
 
 /// `exchange` (both ranks `irecv`, `isend`, `wait_all` at once) prints a
@@ -658,19 +654,9 @@ fn shmpi_bench_latency_with_irecv_prints_every_size() {
 /// refused, not ignored.
 #[test]
 fn shmpi_bench_exchange_times_both_ranks_sending_at_once() {
-    let out = bench(&[
-        "exchange",
-        "--max-size",
-        "131072",
-        "--iterations",
-        "50",
-        "--warmup",
-        "5",
-    ]);
+    let (out, sizes) = sized_output(&["exchange"], "0", "131072");
     assert!(out.contains("Exchange Test"), "{out}");
-    let r = rows(&out);
-    assert_eq!(r.len(), 19, "sizes 0 .. 128 KiB: {out}");
-    assert!(r.iter().all(|r| r.len() == 2 && r[1] > 0.0), "{out}");
+    assert_eq!(sizes.len(), 19, "sizes 0 .. 128 KiB: {out}");
     let json = bench(&[
         "exchange",
         "--min-size",
@@ -687,15 +673,9 @@ fn shmpi_bench_exchange_times_both_ranks_sending_at_once() {
             && json.matches("\"exchange_us\":").count() == 2,
         "{json}"
     );
-    let o = support::output_bounded(
-        Command::new(env!("CARGO_BIN_EXE_shmpi-bench")).args(["exchange", "--floor"]),
-        Duration::from_secs(60),
-    );
-    assert!(!o.status.success());
-    assert!(
-        String::from_utf8_lossy(&o.stderr).contains("--floor is an option of latency, bw and bibw"),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
+    refused(
+        &["exchange", "--floor"],
+        "--floor is an option of latency, bw and bibw",
     );
 }
 
@@ -725,16 +705,9 @@ fn shmpi_bench_touch_rewrites_the_send_buffer_in_latency_and_bandwidth() {
         let sizes = sized_run(&[test, "--touch"], "4096", "65536");
         assert_eq!(sizes.len(), 5, "{test}: sizes 4 .. 64 KiB");
     }
-    let o = support::output_bounded(
-        Command::new(env!("CARGO_BIN_EXE_shmpi-bench")).args(["comm", "--touch"]),
-        Duration::from_secs(60),
-    );
-    assert!(!o.status.success());
-    assert!(
-        String::from_utf8_lossy(&o.stderr)
-            .contains("--touch is an option of latency, exchange, bw, bibw and the collectives"),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
+    refused(
+        &["comm", "--touch"],
+        "--touch is an option of latency, exchange, bw, bibw and the collectives",
     );
 }
 

@@ -401,12 +401,7 @@ fn latency(
 ) -> f64 {
     let (sbuf, rbuf) = bufs.both(size);
     let me = w.rank();
-    w.barrier().unwrap();
-    let mut t0 = Instant::now();
-    for i in 0..warm + iters {
-        if i == warm {
-            t0 = Instant::now();
-        }
+    let secs = timed_rounds(w, iters, warm, |i| {
         let v = i as u8;
         if how.irecv {
             let r = w.irecv(&mut *rbuf, 1 - me, 1).unwrap();
@@ -431,8 +426,27 @@ fn latency(
             touch_lines(sbuf, v, how.touch);
             w.send(sbuf, 0, 1).unwrap();
         }
+    });
+    secs * 1e6 / (2.0 * iters as f64)
+}
+
+/// The seconds that rounds `warm..warm + iters` of `round(i)` took (the
+/// first `warm` are the untimed warm-up), begun after a barrier.
+fn timed_rounds(
+    w: &shmpi::Communicator,
+    iters: usize,
+    warm: usize,
+    mut round: impl FnMut(usize),
+) -> f64 {
+    w.barrier().unwrap();
+    let mut t0 = Instant::now();
+    for i in 0..warm + iters {
+        if i == warm {
+            t0 = Instant::now();
+        }
+        round(i);
     }
-    t0.elapsed().as_secs_f64() * 1e6 / (2.0 * iters as f64)
+    t0.elapsed().as_secs_f64()
 }
 
 /// Time (us) per exchange of `size` bytes each way: both ranks post an
@@ -450,20 +464,15 @@ fn exchange(
 ) -> f64 {
     let (sbuf, rbuf) = bufs.both(size);
     let peer = 1 - w.rank();
-    w.barrier().unwrap();
-    let mut t0 = Instant::now();
-    for i in 0..warm + iters {
-        if i == warm {
-            t0 = Instant::now();
-        }
+    let secs = timed_rounds(w, iters, warm, |i| {
         let v = i as u8;
         let r = w.irecv(&mut *rbuf, peer, 1).unwrap();
         touch_lines(sbuf, v, touch);
         let s = w.isend(&*sbuf, peer, 1).unwrap();
         wait_all(vec![r, s]).unwrap();
         check_touched(rbuf, v, touch);
-    }
-    t0.elapsed().as_secs_f64() * 1e6 / iters as f64
+    });
+    secs * 1e6 / iters as f64
 }
 
 /// Bursts per row of `latency --floor`.
@@ -604,12 +613,7 @@ fn bandwidth(
     let me = w.rank();
     let peer = 1 - me;
     let mut ack = [0u8; 4];
-    w.barrier().unwrap();
-    let mut t0 = Instant::now();
-    for i in 0..warm + iters {
-        if i == warm {
-            t0 = Instant::now();
-        }
+    let t = timed_rounds(w, iters, warm, |i| {
         let sending = me == 0 || bi;
         let receiving = me == 1 || bi;
         if sending {
@@ -653,8 +657,7 @@ fn bandwidth(
         } else {
             w.recv(&mut ack, 1, 101).unwrap();
         }
-    }
-    let t = t0.elapsed().as_secs_f64();
+    });
     let dirs = if bi { 2.0 } else { 1.0 };
     dirs * (size * WINDOW * iters) as f64 / t / 1e6
 }
