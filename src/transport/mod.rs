@@ -757,6 +757,11 @@ impl Transport {
         // thread reads at each of its own system calls).
         if matches!(cma_mode, CmaMode::Auto | CmaMode::Always) {
             seg.control(me).set_cma_task(cma::target());
+            if n > 1 {
+                // Under Yama's ptrace_scope=1 the other ranks, siblings
+                // of this one, may read it only so; elsewhere a no-op.
+                let _ = cma::allow_job_readers();
+            }
         }
         Ok(Transport {
             seg,
