@@ -254,6 +254,12 @@ fn a_receiver_copies_the_whole_message_when_its_sender_is_not_in_mpi() {
         &[],
         |u| {
             let w = u.world();
+            if u.single_copy() != SingleCopy::Usable {
+                // Without single copy the message goes through the ring,
+                // which only a sender in MPI fills: this case is not one.
+                println!("single copy not usable here: skipped");
+                return;
+            }
             let n = (3 << 20) + 5;
             let job = std::env::var("SHMPI_JOB_ID").expect("launched by shmpiexec");
             let flag = std::env::temp_dir().join(format!("shmpi-split-test-{job}"));
@@ -267,22 +273,18 @@ fn a_receiver_copies_the_whole_message_when_its_sender_is_not_in_mpi() {
                 }
                 s.wait().unwrap();
                 let _ = std::fs::remove_file(&flag);
-                if u.single_copy() == SingleCopy::Usable {
-                    assert_eq!(
-                        u.split_counts().written,
-                        0,
-                        "wrote after the receiver was done"
-                    );
-                }
+                assert_eq!(
+                    u.split_counts().written,
+                    0,
+                    "wrote after the receiver was done"
+                );
             } else {
                 let mut b = vec![0u8; n];
                 w.recv(&mut b, 0, 1).unwrap();
                 std::fs::write(&flag, b"done").unwrap();
                 assert!(b == pattern(77, n), "{n} bytes arrived corrupted");
-                if u.single_copy() == SingleCopy::Usable {
-                    let c = u.split_counts();
-                    assert_eq!((c.offered, c.revoked), (1, 1), "{c:?}");
-                }
+                let c = u.split_counts();
+                assert_eq!((c.offered, c.revoked), (1, 1), "{c:?}");
             }
         },
     );
