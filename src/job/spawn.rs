@@ -224,6 +224,17 @@ pub fn run(spec: &JobSpec, shape: SegmentShape) -> Result<JobOutcome, String> {
         // leaves no rank behind (this thread supervises the job to its
         // end, below).
         os::die_with_parent(&mut cmd);
+        // Under Yama's ptrace_scope=1 the other ranks, siblings of this
+        // one, may read it by single copy only so.
+        let cma = spec
+            .env
+            .iter()
+            .find(|(k, _)| k == "SHMPI_CMA")
+            .and_then(|(_, v)| v.clone())
+            .or_else(|| std::env::var("SHMPI_CMA").ok());
+        if !matches!(cma.as_deref(), Some("off" | "0" | "refuse")) {
+            os::readable_by_job(&mut cmd);
+        }
         match cmd.spawn() {
             Ok(mut child) => {
                 if spec.tag_output {

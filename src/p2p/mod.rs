@@ -587,10 +587,11 @@ impl Shared {
     /// on the Xeon VM (`shmpi-bench bw`, 6 alternating runs) 500 ns
     /// raised 128 B-2 KiB windows 1.19-1.65x (1 KiB 4.4 → 7.2 GB/s), 1-64
     /// B and 4-8 KiB within noise. Not while other threads want the
-    /// engine: the pause holds its lock. Not after a look that read a
-    /// message by rendezvous: windows of 8-16 KiB plain `isend`s ran at
-    /// 0.57-0.62 of their speed unpaced, 32-64 KiB scoped ones 0.74-0.79
-    /// (`docs/benchmarks.md`, "thirty-fourth pass").
+    /// engine: the pause holds its lock. Not when a message was read by
+    /// rendezvous since the last look that took some (its caller's test):
+    /// windows of 8-64 KiB plain `isend`s ran at 0.57-0.65 of their speed
+    /// unpaced, 32-64 KiB scoped ones 0.74-0.79 (`docs/benchmarks.md`,
+    /// "thirty-fourth pass").
     fn pace_window(&self, e: &Engine) {
         let ns = e.transport().window_pace_ns();
         if ns == 0 || self.multi() {

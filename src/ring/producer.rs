@@ -44,7 +44,7 @@ pub const DEMOTE_NOW_MAX: usize = FRAME_HEADER + 4096 + 64;
 /// ([`demote_in_chunks`](Producer::demote_in_chunks)). In an exchange of 4
 /// KiB messages a rank that demoted its frame whole held back its copy of
 /// the peer's frame, already in: 1.43 µs per exchange, 1.23 with no
-/// demotion, 1.28 in chunks that stop once the peer's frame is in, where
+/// demotion, 1.29-1.32 in chunks that stop once the peer's frame is in, where
 /// a 4 KiB ping-pong (nothing to receive until the peer has read) kept its
 /// 0.65 µs one way (1.16 without demotion). Up to 2 KiB whole demotion
 /// helps the exchange too (`docs/benchmarks.md`, "thirty-fourth pass").

@@ -64,6 +64,41 @@ pub fn die_with_parent(cmd: &mut std::process::Command) {
     unsafe { cmd.pre_exec(move || arm_parent_death(parent)) };
 }
 
+/// Lets the process `cmd` starts be read and written, with
+/// `process_vm_readv` / `process_vm_writev`, by this process and every
+/// process descending from it (the job's other ranks) where Yama
+/// restricts `ptrace` to descendants (`kernel.yama.ptrace_scope=1`,
+/// Ubuntu's default): there a process may attach only to its own
+/// descendants, those calls are checked as an attach, and ranks are
+/// siblings, so their single-copy self-test was refused and every large
+/// message went through the rings. The child names this process as its
+/// ptracer (`PR_SET_PTRACER`; Yama keeps it across `exec`), which lets
+/// this process and its descendants attach to it: its ranks, and what
+/// they start (a rank's forks, `comm_spawn`'s launchers), may then read,
+/// write and trace it, as a process may its own children. Where Yama is
+/// absent the call fails (`EINVAL`) and is ignored; at scope 0 it changes
+/// nothing; at scope 2 only `CAP_SYS_PTRACE` attaches, at 3 nothing. For
+/// the launcher's ranks, unless single copy is off (`SHMPI_CMA=off` or
+/// `refuse`).
+pub fn readable_by_job(cmd: &mut std::process::Command) {
+    use std::os::unix::process::CommandExt;
+    let launcher = std::process::id() as libc::c_ulong;
+    // SAFETY: the closure runs in the child between fork and exec, where
+    // only async-signal-safe work is allowed: `name_ptracer` makes one
+    // system call on plain integers, its result ignored; no allocation,
+    // no lock, no memory shared with other threads of the parent.
+    unsafe { cmd.pre_exec(move || name_ptracer(launcher)) };
+}
+
+/// The child's half of [`readable_by_job`]: names `launcher` its ptracer;
+/// a refusal (no Yama: `EINVAL`) changes nothing, so it is ignored.
+fn name_ptracer(launcher: libc::c_ulong) -> std::io::Result<()> {
+    // SAFETY: prctl(2) with PR_SET_PTRACER takes a pid; no memory is
+    // passed.
+    unsafe { libc::prctl(libc::PR_SET_PTRACER, launcher, 0, 0, 0) };
+    Ok(())
+}
+
 /// The child's half of [`die_with_parent`]: SIGKILL when the parent's
 /// thread ends, unless the parent (`parent`) is already gone.
 fn arm_parent_death(parent: libc::pid_t) -> std::io::Result<()> {
@@ -495,6 +530,20 @@ fn unlink_pass(dfd: libc::c_int, stem: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A child that names its parent as ptracer starts and runs whether
+    /// or not Yama takes the naming (here, without Yama, `prctl` fails
+    /// with `EINVAL`, which the child ignores); with
+    /// `PR_SET_PDEATHSIG` armed too, as the launcher's ranks have both.
+    #[test]
+    fn a_child_readable_by_the_job_starts_with_or_without_yama() {
+        let mut cmd = std::process::Command::new("sh");
+        cmd.args(["-c", "exit 7"]);
+        die_with_parent(&mut cmd);
+        readable_by_job(&mut cmd);
+        let st = cmd.status().expect("the child starts");
+        assert_eq!(st.code(), Some(7));
+    }
 
     #[test]
     fn the_reaper_removes_the_jobs_files_and_only_them_once_its_pipe_closes() {

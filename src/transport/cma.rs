@@ -63,40 +63,6 @@ pub fn target() -> u32 {
     t.1
 }
 
-/// Lets this process's parent and every process descending from it read
-/// and write this process's memory where Yama restricts `ptrace` to
-/// descendants (`kernel.yama.ptrace_scope=1`, Ubuntu's default). There a
-/// process may attach only to its own descendants, and `process_vm_readv`
-/// is checked as an attach: ranks are siblings, so the start-up self-test
-/// was refused and large messages went through the rings. Ranks are
-/// started by the launcher, their parent; `PR_SET_PTRACER` names it, and
-/// Yama then lets it and its descendants (the job's ranks, and what they
-/// start) attach to this process. Where Yama is absent the call fails
-/// (`EINVAL`), at scope 0 it changes nothing, and at scopes 2 and 3 only
-/// `CAP_SYS_PTRACE` may attach whatever it says; a seccomp filter is
-/// another matter. Called by a transport of more than one rank that may
-/// use single copy (`SHMPI_CMA=auto|always`), before its probe word is
-/// published.
-///
-/// # Errors
-/// The OS error of `prctl` (`EINVAL` without Yama), or `ESRCH` when the
-/// parent is gone (reparented to init).
-pub fn allow_job_readers() -> std::io::Result<()> {
-    // SAFETY: `getppid` takes no argument and cannot fail.
-    let parent = unsafe { libc::getppid() };
-    if parent <= 1 {
-        return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
-    }
-    // SAFETY: `PR_SET_PTRACER` takes a pid in its second argument and
-    // ignores the rest; it changes only Yama's record for this process.
-    let r = unsafe { libc::prctl(libc::PR_SET_PTRACER, parent as libc::c_ulong, 0, 0, 0) };
-    if r == 0 {
-        Ok(())
-    } else {
-        Err(std::io::Error::last_os_error())
-    }
-}
-
 /// Spawns [`target`]'s thread; its thread id, or `None`.
 fn spawn_sleeper() -> Option<u32> {
     let (tx, rx) = std::sync::mpsc::sync_channel(1);
@@ -498,21 +464,6 @@ mod tests {
         assert_eq!(&dst[..], &src[5..99_995]);
         assert!(probe(std::process::id(), &PROBE as *const u64 as u64).is_ok());
         assert!(probe(std::process::id(), 0).is_err());
-    }
-
-    /// The parent is named as this process's ptracer where Yama is there
-    /// to take it (its sysctl directory exists), and the call is refused
-    /// where it is not.
-    #[test]
-    fn the_parent_is_named_ptracer_where_yama_is_on() {
-        let yama = std::path::Path::new("/proc/sys/kernel/yama").exists();
-        match allow_job_readers() {
-            Ok(()) => assert!(yama, "PR_SET_PTRACER taken without Yama"),
-            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
-                assert!(!yama, "Yama refused PR_SET_PTRACER: {e}");
-            }
-            Err(e) => assert_eq!(e.raw_os_error(), Some(libc::ESRCH), "{e}"),
-        }
     }
 
     #[test]

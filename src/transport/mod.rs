@@ -757,11 +757,6 @@ impl Transport {
         // thread reads at each of its own system calls).
         if matches!(cma_mode, CmaMode::Auto | CmaMode::Always) {
             seg.control(me).set_cma_task(cma::target());
-            if n > 1 {
-                // Under Yama's ptrace_scope=1 the other ranks, siblings
-                // of this one, may read it only so; elsewhere a no-op.
-                let _ = cma::allow_job_readers();
-            }
         }
         Ok(Transport {
             seg,
@@ -1955,9 +1950,6 @@ impl Transport {
         // doorbell below is rung in any case.)
         if let Some(Some(tx)) = self.tx.get_mut(peer) {
             tx.stalled = false;
-            if tx.prod.hints_due() {
-                self.hints = peer;
-            }
             // A strict ping-pong keeps its rings' laps in the hot window
             // (`Producer::end_lap_early`); anything with two frames in a
             // row goes through the ring (a stream through a few lines
@@ -1985,6 +1977,11 @@ impl Transport {
                 let mut rx = self.rx.get_mut(peer).and_then(Option::as_mut);
                 tx.prod
                     .demote_in_chunks(|| rx.as_mut().is_none_or(|r| !r.cons.has_frame()));
+            }
+            // What is left (a claim, a long frame's demotion) waits for
+            // the rank's next idle moment.
+            if tx.prod.hints_due() {
+                self.hints = peer;
             }
         }
     }
@@ -2821,6 +2818,12 @@ fn push_frames(
             r.write(hlen, src);
         }
         r.commit();
+        // A 2-4 KiB frame's demotion is its sender's: whole here, as
+        // nothing registers it for the idle moment on this path (the
+        // chunks that stop at the peer's frame are `sole_sent`'s).
+        if prod.chunks_due() {
+            prod.demote_in_chunks(|| true);
+        }
         frames += 1;
         out.sent += len;
         out.started = true;
