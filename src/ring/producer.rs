@@ -12,6 +12,16 @@ use std::fmt;
 /// frame positions are line-aligned).
 const GUARD: usize = FRAME_ALIGN;
 
+/// The hints a producer gave last, for tests: where it claimed lines
+/// (offset, length), and what `demote_in_chunks` demoted (offset, bytes,
+/// chunks).
+#[cfg(all(test, not(loom)))]
+#[derive(Clone, Copy, Debug, Default)]
+struct Given {
+    claim: Option<(usize, usize)>,
+    chunks: Option<(usize, usize, usize)>,
+}
+
 /// The bits of a `dirty` word that stand for positions starting a
 /// 128-byte pair of lines (even positions; `Producer::is_dirty`).
 const PAIR_STARTS: u64 = 0x5555_5555_5555_5555;
@@ -149,13 +159,9 @@ pub struct Producer {
     /// (either, for the shorter ones); its offset and bytes (header and
     /// payload); bytes 0: none.
     demote_due: (usize, usize),
-    /// Where the last claim was, offset and length (tests).
+    /// The hints last given (tests).
     #[cfg(all(test, not(loom)))]
-    claimed: Option<(usize, usize)>,
-    /// What the last `demote_in_chunks` demoted: offset, bytes and
-    /// chunks (tests).
-    #[cfg(all(test, not(loom)))]
-    chunked: Option<(usize, usize, usize)>,
+    given: Given,
     /// A lap has ended at the region's end (a wrap, or a frame ending
     /// there), not at the hot window's ([`has_lapped`](Self::has_lapped)).
     lapped: bool,
@@ -216,9 +222,7 @@ impl Producer {
             warm_due: 0,
             demote_due: (0, 0),
             #[cfg(all(test, not(loom)))]
-            claimed: None,
-            #[cfg(all(test, not(loom)))]
-            chunked: None,
+            given: Given::default(),
             lapped: false,
         };
         p.retarget();
@@ -247,10 +251,6 @@ impl Producer {
             last_commit: 0,
             warm_due: 0,
             demote_due: (0, 0),
-            #[cfg(all(test, not(loom)))]
-            claimed: None,
-            #[cfg(all(test, not(loom)))]
-            chunked: None,
             lapped: false,
         };
         p.retarget();
@@ -677,7 +677,7 @@ impl Producer {
         self.last_commit = demote::tsc();
         #[cfg(all(test, not(loom)))]
         {
-            self.chunked = Some((off + LINE, at - off - LINE, chunks));
+            self.given.chunks = Some((off + LINE, at - off - LINE, chunks));
         }
         let _ = chunks;
     }
@@ -727,7 +727,7 @@ impl Producer {
         self.region().claim(off, len);
         #[cfg(all(test, not(loom)))]
         {
-            self.claimed = Some((off, len));
+            self.given.claim = Some((off, len));
         }
     }
 
@@ -735,14 +735,14 @@ impl Producer {
     /// a demotion to give demoted: offset, bytes and chunks (tests).
     #[cfg(all(test, not(loom)))]
     pub(crate) fn last_chunks(&self) -> Option<(usize, usize, usize)> {
-        self.chunked
+        self.given.chunks
     }
 
     /// Where the last claim of the next frame's lines was: offset and
     /// length (tests).
     #[cfg(all(test, not(loom)))]
     pub(crate) fn last_claim(&self) -> Option<(usize, usize)> {
-        self.claimed
+        self.given.claim
     }
 
     /// Writes `head` (its words little-endian, one store each) and then
