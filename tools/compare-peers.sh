@@ -15,11 +15,13 @@
 #         (osu_pingpong exchange; shmpi-bench exchange: irecv, isend,
 #         wait_all), a halo exchange between two neighbours; the time per
 #         exchange
-#   --touch: point-to-point only: the sender writes one byte of every cache
-#              line of its buffer before each send (each bw window), as an
-#              application sends data it has just computed; single-copy
-#              protocols read such lines out of the sender's cache
-#              (shmpi-bench --touch, osu_pingpong --touch)
+#   --touch: the sender writes one byte of every cache line of its buffer
+#              before each send (each bw window), as an application sends
+#              data it has just computed; single-copy protocols read such
+#              lines out of the sender's cache (shmpi-bench --touch,
+#              osu_pingpong --touch); for the collectives (not barrier)
+#              every rank so rewrites its input before each call (bcast:
+#              the root; osu_coll --touch)
 #   --ranks N: ranks for the collectives (default 2; point-to-point is
 #              always 2). With more ranks than CPUs nobody is pinned.
 #   --placement core|one|across: run only in that placement of CPUs 0
@@ -119,7 +121,7 @@ case "$PLACEMENT" in any | core | one | across) ;; *) echo "--placement must be 
 FLOOR_CORE_US=${FLOOR_CORE_US:-0.03}
 FLOOR_NEAR_US=${FLOOR_NEAR_US:-0.1}
 FLOOR_FAR_US=${FLOOR_FAR_US:-0.15}
-case "$MODE" in latency | bw | all | nblatency | exchange) ;; *) [ -z "$TOUCH" ] || { echo "--touch is for latency, nblatency, exchange and bw" >&2; exit 2; } ;; esac
+case "$MODE" in barrier) [ -z "$TOUCH" ] || { echo "--touch is for the modes that send data (not barrier)" >&2; exit 2; } ;; esac
 case "$MODE" in
     all) MODES="latency bw" ;;
     coll) MODES="barrier bcast reduce allreduce allgather alltoall" ;;
@@ -422,7 +424,7 @@ report() {
     fi
     echo
     echo "# $mode ($unit of $ROUNDS rounds; $better)"
-    [ -z "$TOUCH" ] || echo "# --touch: every send buffer rewritten (one byte a line) before it is sent"
+    [ -z "$TOUCH" ] || echo "# --touch: every send buffer (a collective's input) rewritten, one element a line, before it is sent"
     [ "$PLACEMENT" = any ] || echo "# placement: $PLACEMENT only (runs begun and ended there; $DROPPED runs redone in all)"
     if [ ! -s "$dat" ]; then
         echo "# no results"

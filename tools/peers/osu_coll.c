@@ -7,12 +7,19 @@
  *
  * Usage: osu_coll barrier|bcast|reduce|allreduce|allgather|alltoall
  *                 [--min-size N] [--max-size N] [--iterations N] [--warmup N]
+ *                 [--touch]
  *
  * For each size (bytes; 1, 2, 4, ... max, from 4 for the reductions,
  * which sum floats; barrier has the one row 0): an untimed warm-up, a
  * barrier, the timed loop; the row is the average over ranks of each
  * rank's mean microseconds per call. Iterations: 10000 / 1000 warm-up up
  * to 8 KiB, 1000 / 100 above. Before the first size, 2000 barriers.
+ *
+ * --touch: before each call every rank writes one element of every cache
+ * line of its input (bcast: the root), as an application computes its
+ * input just before the call, so that it is modified in the rank's cache
+ * rather than clean; the writes are timed, the same for every library
+ * (`shmpi-bench <collective> --touch`). Not an OSU option.
  */
 #include <mpi.h>
 #include <stdio.h>
@@ -20,6 +27,24 @@
 #include <string.h>
 
 enum kind { BARRIER, BCAST, REDUCE, ALLREDUCE, ALLGATHER, ALLTOALL };
+
+/* --touch: the input rewritten, one element a line (see the header). */
+static void touch(enum kind k, long size, int rank, int n, char *a, char *b, float *fa)
+{
+    long bytes = 0;
+    switch (k) {
+    case BARRIER: return;
+    case REDUCE:
+    case ALLREDUCE:
+        for (long i = 0; i < size / 4; i += 16) fa[i] += 1.0f;
+        return;
+    case BCAST: if (rank != 0) return; bytes = size; break;
+    case ALLGATHER: bytes = size; break;
+    case ALLTOALL: bytes = size * n; break;
+    }
+    char v = (char)(b[0] + 1);
+    for (long i = 0; i < bytes; i += 64) a[i] = v;
+}
 
 static void once(enum kind k, long size, char *a, char *b, float *fa, float *fb)
 {
@@ -54,7 +79,14 @@ int main(int argc, char **argv)
         return 2;
     }
     long min = (k == REDUCE || k == ALLREDUCE) ? 4 : 1, max = 1 << 20, iters = -1, warm = -1;
-    for (int i = 2; i + 1 < argc; i += 2) {
+    int touching = 0;
+    for (int i = 2; i < argc; i += 2) {
+        if (!strcmp(argv[i], "--touch")) {
+            touching = 1;
+            i--;
+            continue;
+        }
+        if (i + 1 >= argc) break;
         if (!strcmp(argv[i], "--min-size")) min = atol(argv[i + 1]);
         else if (!strcmp(argv[i], "--max-size")) max = atol(argv[i + 1]);
         else if (!strcmp(argv[i], "--iterations")) iters = atol(argv[i + 1]);
@@ -66,7 +98,8 @@ int main(int argc, char **argv)
     memset(a, 1, (size_t)n * (size_t)max + 1);
     for (long i = 0; i < max / 4 + 1; i++) fa[i] = 1.0f;
     if (rank == 0) {
-        printf("# OSU-style MPI %s Latency Test (osu_coll), %d ranks\n", names[k], n);
+        printf("# OSU-style MPI %s Latency Test (osu_coll), %d ranks%s\n", names[k], n,
+               touching ? ", input rewritten before each call" : "");
         printf("# Size       Avg Latency(us)\n");
     }
     for (int i = 0; i < 2000; i++) MPI_Barrier(MPI_COMM_WORLD);
@@ -74,10 +107,16 @@ int main(int argc, char **argv)
         if (k != BARRIER && size < min) continue;
         long it = iters > 0 ? iters : (size > 8192 ? 1000 : 10000);
         long wu = warm >= 0 ? warm : it / 10;
-        for (long i = 0; i < wu; i++) once(k, size, a, b, fa, fb);
+        for (long i = 0; i < wu; i++) {
+            if (touching) touch(k, size, rank, n, a, b, fa);
+            once(k, size, a, b, fa, fb);
+        }
         MPI_Barrier(MPI_COMM_WORLD);
         double t = MPI_Wtime();
-        for (long i = 0; i < it; i++) once(k, size, a, b, fa, fb);
+        for (long i = 0; i < it; i++) {
+            if (touching) touch(k, size, rank, n, a, b, fa);
+            once(k, size, a, b, fa, fb);
+        }
         double mine = (MPI_Wtime() - t) * 1e6 / (double)it, sum = 0;
         MPI_Reduce(&mine, &sum, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
         if (rank == 0) printf("%-10ld%18.2f\n", size, sum / n);
