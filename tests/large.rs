@@ -36,8 +36,6 @@ fn unaligned(seed: u64, n: usize, off: usize) -> Vec<u8> {
     v
 }
 
-/// Where single copy is usable, that this rank sent or received `n`
-/// messages by rendezvous in all (its ring peer the rest of the pair).
 /// Whether every rank's single-copy self-test passed (agreed, so that no
 /// rank goes on alone to wait for one that stopped).
 fn single_copy_everywhere(u: &shmpi::Universe) -> bool {
@@ -49,6 +47,8 @@ fn single_copy_everywhere(u: &shmpi::Universe) -> bool {
     all[0] == 1
 }
 
+/// Where single copy is usable, that this rank sent or received `n`
+/// messages by rendezvous in all (its ring peer the rest of the pair).
 fn assert_rendezvous_total(u: &shmpi::Universe, n: u64) {
     if u.single_copy() == SingleCopy::Usable {
         let (sent, received) = u.rendezvous_counts();
