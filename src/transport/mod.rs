@@ -477,9 +477,10 @@ pub struct Transport {
     /// The peer whose ring's producer has hints due (`Producer::hints_due`:
     /// a long frame's demotion, the claim of the next frame's lines),
     /// given when this rank next finds nothing to receive
-    /// (`flush_idle_hints`); `usize::MAX`: none. Set after a sole frame
-    /// (a whole message sent at once; fragments are too long to be
-    /// demoted). One peer: after sole frames to two peers in a row only
+    /// (`give_idle_hints`); `usize::MAX`: none. Set after a sole frame
+    /// (a whole message sent at once); a frame `push_frames` writes (a
+    /// queued message, a fragment) leaves its hints unregistered, but a 2-4
+    /// KiB one is demoted whole there. One peer: after sole frames to two peers in a row only
     /// the last one's hints are given (the other's are dropped by its
     /// next frame), a loss of a hint only.
     hints: usize,
@@ -697,13 +698,13 @@ impl Transport {
             0 => None,
             v => Some(u32::try_from(v).unwrap_or(u32::MAX)),
         };
-        // Where the next frame's lines are claimed, a ping-pong of 2-4
-        // KiB messages is faster through a larger window.
         let many_direct = env_size("SHMPI_MANY_DIRECT")?.unwrap_or(defaults.many_direct);
         let window_pace_ns = match env_number("SHMPI_WINDOW_PACE", "a time in nanoseconds")? {
             Some(v) => u32::try_from(v).unwrap_or(u32::MAX),
             None => defaults.window_pace_ns,
         };
+        // Where the next frame's lines are claimed, a ping-pong of 2-4
+        // KiB messages is faster through a larger window.
         let hot = env_size("SHMPI_HOT_WINDOW")?.unwrap_or(if demote.warms() {
             WARM_HOT_WINDOW
         } else {
@@ -2303,8 +2304,8 @@ impl Transport {
                 work += self.drain_ring(self.size() + i, budget, handler).0;
             }
         }
-        if work == 0 && self.hints != usize::MAX {
-            flush_idle_hints(&mut self.tx, &mut self.hints);
+        if work == 0 {
+            give_idle_hints(&mut self.tx, &mut self.hints);
         }
         work
     }
@@ -2479,9 +2480,7 @@ impl Transport {
                         return Exact::Taken(len);
                     }
                     AwaitedFront::Empty => {
-                        if self.hints != usize::MAX {
-                            flush_idle_hints(&mut self.tx, &mut self.hints);
-                        }
+                        give_idle_hints(&mut self.tx, &mut self.hints);
                         if !spin() {
                             return Exact::Empty;
                         }
@@ -2493,9 +2492,7 @@ impl Transport {
         loop {
             match self.take_exact(peer, head, buf) {
                 Exact::Empty => {
-                    if self.hints != usize::MAX {
-                        flush_idle_hints(&mut self.tx, &mut self.hints);
-                    }
+                    give_idle_hints(&mut self.tx, &mut self.hints);
                     if !spin() {
                         return Exact::Empty;
                     }
@@ -2704,9 +2701,18 @@ impl Transport {
     }
 }
 
-/// The hints due on the ring to peer `*hints` (`Producer::flush_hints`),
-/// given now that this rank found nothing to receive: in a ping-pong it
-/// waits for the answer anyway.
+/// Gives the hints due on the ring to peer `*hints`
+/// (`Producer::flush_hints`), now that this rank found nothing to
+/// receive: in a ping-pong it waits for the answer anyway. The test
+/// inline, the work out of line. (Fields, not `&mut Transport`: a caller
+/// holds its consumer borrowed.)
+#[inline(always)]
+fn give_idle_hints(tx: &mut [Option<Tx>], hints: &mut usize) {
+    if *hints != usize::MAX {
+        flush_idle_hints(tx, hints);
+    }
+}
+
 #[cold]
 #[inline(never)]
 fn flush_idle_hints(tx: &mut [Option<Tx>], hints: &mut usize) {
