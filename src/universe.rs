@@ -205,6 +205,12 @@ pub struct Protocols {
     pub slow_read_posted: Option<(usize, usize, usize)>,
     /// `SHMPI_CMA`: `auto`, `always`, `off` or `refuse`.
     pub cma_mode: &'static str,
+    /// The row of `transport::cma::Defaults` whose thresholds apply where
+    /// no variable sets them: this CPU's, unless `SHMPI_CPU_DEFAULTS`
+    /// names another.
+    pub cpu_row: &'static str,
+    /// This CPU's own row (`/proc/cpuinfo`).
+    pub cpu_row_here: &'static str,
     /// The largest message whose ring frame the sender demotes to the
     /// shared cache after publishing it, when it follows a pause
     /// (`SHMPI_DEMOTE`; `None`: none, always where the CPU has no
@@ -306,6 +312,8 @@ impl Universe {
             detour_shared_from: t.detour_shared_from(),
             slow_read_posted: t.judged_posted_range(),
             cma_mode: t.cma_mode().name(),
+            cpu_row: t.cpu_row().name(),
+            cpu_row_here: crate::transport::cma::CpuRow::of_this_cpu().name(),
             demote: t.demote_limit(),
             claims: t.claim_limit(),
             hot_window: t.hot_window(),

@@ -229,6 +229,49 @@ fn blocking_column(out: &str, size: &str) -> String {
 }
 
 #[test]
+fn shmpi_cpu_defaults_picks_another_cpus_row_of_thresholds() {
+    // Each row's single-copy thresholds for a plain isend and a blocking
+    // send, named whatever this CPU is; this CPU's own row named too.
+    for (row, isend, blocking) in [
+        ("intel", "8192 B", "8192 B"),
+        ("amd-family-23", "262144 B", "65536 B"),
+        ("amd-family-25", "262144 B", "never"),
+        ("other", "262144 B", "never"),
+    ] {
+        let out = protocols("8", &[("SHMPI_CPU_DEFAULTS", row)]);
+        assert!(
+            out.contains(&format!(
+                "single copy from {isend} for a plain isend, from {blocking} for a blocking send"
+            )),
+            "{row}: {out}"
+        );
+        let line = out
+            .lines()
+            .find(|l| l.starts_with("# defaults: "))
+            .unwrap_or_else(|| panic!("{out}"));
+        assert!(
+            line.starts_with(&format!("# defaults: the {row} row, ")),
+            "{out}"
+        );
+        // This CPU's row is named as such; another as the variable's.
+        let here = line.contains("this CPU's (SHMPI_CPU_DEFAULTS)");
+        assert_eq!(here, !line.contains("named by SHMPI_CPU_DEFAULTS"), "{out}");
+    }
+    // A variable set still wins over the row it names.
+    let out = protocols(
+        "8",
+        &[("SHMPI_CPU_DEFAULTS", "intel"), ("SHMPI_CMA_BLOCKING", "0")],
+    );
+    assert!(out.contains("from never for a blocking send"), "{out}");
+    // Unset (or empty): this CPU's own row.
+    let out = protocols("8", &[("SHMPI_CPU_DEFAULTS", "")]);
+    assert!(
+        out.contains("row, this CPU's (SHMPI_CPU_DEFAULTS)"),
+        "{out}"
+    );
+}
+
+#[test]
 fn shmpi_bench_floor_and_protocols_print_their_tables() {
     if support::online_cpus() >= 2 {
         let out = bench(&["floor", "--iterations", "20000"]);
@@ -766,6 +809,11 @@ fn bad_tuning_values_are_refused_naming_the_variable_and_what_it_wants() {
         ("SHMPI_PREFETCHW", "2", "0 or 1"),
         ("SHMPI_MANY_DIRECT", "lots", "a size in bytes"),
         ("SHMPI_WINDOW_PACE", "-1", "a time in nanoseconds"),
+        (
+            "SHMPI_CPU_DEFAULTS",
+            "zen9",
+            "one of intel, amd-family-23, amd-family-25, other",
+        ),
         (
             "SHMPI_COLL_BCAST",
             "tree",

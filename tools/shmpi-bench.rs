@@ -1450,6 +1450,17 @@ fn protocols(o: &Opts, u: &shmpi::Universe) {
         p.cma_mode
     );
     println!("# single copy (process_vm_readv): {single}");
+    if p.cpu_row == p.cpu_row_here {
+        println!(
+            "# defaults: the {} row, this CPU's (SHMPI_CPU_DEFAULTS)",
+            p.cpu_row
+        );
+    } else {
+        println!(
+            "# defaults: the {} row, named by SHMPI_CPU_DEFAULTS (this CPU's: {})",
+            p.cpu_row, p.cpu_row_here
+        );
+    }
     match shmpi::ring::vector_copy_from() {
         usize::MAX => println!("# ring copies: memcpy (SHMPI_VECTOR_COPY)"),
         n => println!("# ring copies: an AVX2 loop from {n} B, memcpy below (SHMPI_VECTOR_COPY)"),

@@ -155,7 +155,7 @@ fn read(get: Get) -> crate::Result<Tuning> {
     let sync = num(
         get,
         "SHMPI_COLL_SYNC",
-        crate::transport::cma::Defaults::for_this_cpu()
+        crate::transport::cma::Defaults::for_this_process()?
             .coll_sync
             .min(large),
         "a size in bytes",

@@ -191,16 +191,54 @@ pub struct Defaults {
     pub window_pace_ns: u32,
 }
 
-impl Defaults {
-    /// The row for this machine's CPU (`/proc/cpuinfo`).
-    pub fn for_this_cpu() -> Defaults {
-        let info = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-        Defaults::for_cpu(&info)
+/// A row of [`Defaults`]: the CPUs whose measurements it carries. The
+/// row is this machine's by its first processor's vendor and family
+/// (`/proc/cpuinfo`), unless `SHMPI_CPU_DEFAULTS` names another: to try
+/// another row's thresholds here, or to run the suite on the paths
+/// another CPU takes (`tests/large.rs`). Only the thresholds follow the
+/// row; what the CPU has (`CLDEMOTE`, `PREFETCHW`, AVX2) is read from it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CpuRow {
+    /// Intel CPUs.
+    Intel,
+    /// AMD family 23 (Zen 1 and 2).
+    AmdFamily23,
+    /// AMD family 25 (Zen 3 and 4).
+    AmdFamily25,
+    /// Every other CPU (AMD family 26 measured).
+    Other,
+}
+
+/// The variable that names a row of [`Defaults`] other than this CPU's.
+pub const CPU_DEFAULTS_VAR: &str = "SHMPI_CPU_DEFAULTS";
+
+impl CpuRow {
+    /// Every row, in the order `docs/tuning.md` gives them.
+    pub const ALL: [CpuRow; 4] = [
+        CpuRow::Intel,
+        CpuRow::AmdFamily23,
+        CpuRow::AmdFamily25,
+        CpuRow::Other,
+    ];
+
+    /// The row's name, as `SHMPI_CPU_DEFAULTS` takes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            CpuRow::Intel => "intel",
+            CpuRow::AmdFamily23 => "amd-family-23",
+            CpuRow::AmdFamily25 => "amd-family-25",
+            CpuRow::Other => "other",
+        }
     }
 
-    /// The row for the CPU that `cpuinfo` (the text of `/proc/cpuinfo`)
+    /// The row named `name`, if any.
+    pub fn named(name: &str) -> Option<CpuRow> {
+        CpuRow::ALL.into_iter().find(|r| r.name() == name)
+    }
+
+    /// The row of the CPU that `cpuinfo` (the text of `/proc/cpuinfo`)
     /// describes: its first processor's vendor and family.
-    pub fn for_cpu(cpuinfo: &str) -> Defaults {
+    pub fn of(cpuinfo: &str) -> CpuRow {
         let field = |name: &str| {
             cpuinfo
                 .lines()
@@ -211,8 +249,60 @@ impl Defaults {
                 })
         };
         let family = field("cpu family").and_then(|f| f.parse::<u32>().ok());
-        match field("vendor_id") {
-            Some("GenuineIntel") => Defaults {
+        match (field("vendor_id"), family) {
+            (Some("GenuineIntel"), _) => CpuRow::Intel,
+            (Some("AuthenticAMD"), Some(23)) => CpuRow::AmdFamily23,
+            (Some("AuthenticAMD"), Some(25)) => CpuRow::AmdFamily25,
+            _ => CpuRow::Other,
+        }
+    }
+
+    /// This machine's row (`/proc/cpuinfo`; unreadable: [`CpuRow::Other`]).
+    pub fn of_this_cpu() -> CpuRow {
+        CpuRow::of(&std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default())
+    }
+
+    /// The row this process uses: the one `SHMPI_CPU_DEFAULTS` names,
+    /// else this machine's.
+    ///
+    /// # Errors
+    /// `Arg`, naming the variable and the rows, for any other value.
+    pub fn for_this_process() -> crate::Result<CpuRow> {
+        match std::env::var(CPU_DEFAULTS_VAR).ok().as_deref() {
+            None | Some("") => Ok(CpuRow::of_this_cpu()),
+            Some(v) => CpuRow::named(v.trim()).ok_or_else(|| {
+                let names: Vec<_> = CpuRow::ALL.iter().map(|r| r.name()).collect();
+                crate::error::Error::new(
+                    crate::error::ErrorClass::Arg,
+                    format!(
+                        "{CPU_DEFAULTS_VAR}={v}: expected one of {}",
+                        names.join(", ")
+                    ),
+                )
+            }),
+        }
+    }
+}
+
+impl Defaults {
+    /// The row this process uses ([`CpuRow::for_this_process`]).
+    ///
+    /// # Errors
+    /// `Arg` for a `SHMPI_CPU_DEFAULTS` that names no row.
+    pub fn for_this_process() -> crate::Result<Defaults> {
+        CpuRow::for_this_process().map(Defaults::of)
+    }
+
+    /// The row for the CPU that `cpuinfo` (the text of `/proc/cpuinfo`)
+    /// describes ([`CpuRow::of`]).
+    pub fn for_cpu(cpuinfo: &str) -> Defaults {
+        Defaults::of(CpuRow::of(cpuinfo))
+    }
+
+    /// The thresholds of `row`.
+    pub fn of(row: CpuRow) -> Defaults {
+        match row {
+            CpuRow::Intel => Defaults {
                 threshold: 8 << 10,
                 blocking: 8 << 10,
                 split: DEFAULT_CMA_SPLIT,
@@ -231,20 +321,21 @@ impl Defaults {
                 many_direct: 0,
                 window_pace_ns: 500,
             },
-            Some("AuthenticAMD") if family == Some(23) => Defaults {
+            CpuRow::AmdFamily23 => Defaults {
                 blocking: 64 << 10,
                 c_isend: 64 << 10,
                 ..Defaults::other()
             },
-            Some("AuthenticAMD") if family == Some(25) => Defaults {
+            CpuRow::AmdFamily25 => Defaults {
                 watch: placement::WATCH_MIN_FAMILY_25,
                 ..Defaults::other()
             },
-            _ => Defaults::other(),
+            CpuRow::Other => Defaults::other(),
         }
     }
 
-    /// The row of CPUs not named above (AMD families 25 and 26 measured).
+    /// The row of CPUs not named above (AMD family 26 measured; family
+    /// 25's differs only in the watch).
     fn other() -> Defaults {
         Defaults {
             threshold: DEFAULT_CMA_THRESHOLD,
@@ -573,6 +664,29 @@ mod tests {
         // Unreadable or unknown: the other row.
         assert_eq!(Defaults::for_cpu(""), Defaults::other());
         assert_eq!(zen1.split, 64 << 10);
+    }
+
+    #[test]
+    fn every_row_is_found_by_its_name_and_gives_its_cpus_thresholds() {
+        for row in CpuRow::ALL {
+            assert_eq!(CpuRow::named(row.name()), Some(row));
+        }
+        assert_eq!(CpuRow::named("zen4"), None);
+        assert_eq!(CpuRow::named("Intel"), None, "names are exact");
+        let info = |vendor: &str, family: u32| {
+            format!("processor\t: 0\nvendor_id\t: {vendor}\ncpu family\t: {family}\n")
+        };
+        for (vendor, family, row) in [
+            ("GenuineIntel", 6, CpuRow::Intel),
+            ("AuthenticAMD", 23, CpuRow::AmdFamily23),
+            ("AuthenticAMD", 25, CpuRow::AmdFamily25),
+            ("AuthenticAMD", 26, CpuRow::Other),
+            ("HygonGenuine", 24, CpuRow::Other),
+        ] {
+            let text = info(vendor, family);
+            assert_eq!(CpuRow::of(&text), row, "{vendor} {family}");
+            assert_eq!(Defaults::for_cpu(&text), Defaults::of(row));
+        }
     }
 
     #[test]

@@ -436,6 +436,9 @@ pub struct Transport {
     completed: bool,
     /// First CPU of each rank's binding (see `set_rank_cpus`).
     cpus: Vec<Option<usize>>,
+    /// The row of single-copy and window defaults in use (this CPU's, or
+    /// the one `SHMPI_CPU_DEFAULTS` names).
+    cpu_row: cma::CpuRow,
     /// `SHMPI_CMA`.
     cma_mode: CmaMode,
     /// Messages of at least this many bytes go by rendezvous to receivers
@@ -642,7 +645,8 @@ impl Transport {
             .unwrap_or(DEFAULT_FRAGMENT)
             .clamp(64, frag_max)
             & !7;
-        let defaults = cma::Defaults::for_this_cpu();
+        let cpu_row = cma::CpuRow::for_this_process()?;
+        let defaults = cma::Defaults::of(cpu_row);
         let cma_threshold = env_size("SHMPI_CMA_THRESHOLD")?.unwrap_or(defaults.threshold);
         let never_if_0 = |v: Option<usize>, d: usize| match v {
             Some(0) => usize::MAX,
@@ -779,6 +783,7 @@ impl Transport {
             maybe_busy: false,
             completed: false,
             cpus: Vec::new(),
+            cpu_row,
             cma_mode,
             cma_threshold,
             blocking_from,
@@ -1529,6 +1534,11 @@ impl Transport {
     /// How single copy is configured (`SHMPI_CMA`).
     pub fn cma_mode(&self) -> CmaMode {
         self.cma_mode
+    }
+
+    /// The row of defaults in use ([`cma::CpuRow::for_this_process`]).
+    pub fn cpu_row(&self) -> cma::CpuRow {
+        self.cpu_row
     }
 
     /// Bytes of each ring.
