@@ -679,6 +679,32 @@ fn shmpi_bench_bw_windows_into_one_buffer_or_a_buffer_per_receive() {
     }
 }
 
+/// `--alloc-mem`: latency, exchange, bw and bibw between buffers of the
+/// shared pool (as the C program's `MPI_Alloc_mem` ones), through the
+/// ring below `SHMPI_POOL_THRESHOLD` and one copy out of the pool from
+/// it; under `--touch` every message is checked to carry its sender's
+/// rewrite. The window options of other tests are refused, not ignored.
+#[test]
+fn shmpi_bench_alloc_mem_runs_every_pair_test_from_the_pool() {
+    for test in ["latency", "exchange", "bw", "bibw"] {
+        assert_eq!(
+            sized_run(&[test, "--alloc-mem", "--touch"], "4096", "65536"),
+            [4096.0, 8192.0, 16384.0, 32768.0, 65536.0],
+            "{test}"
+        );
+    }
+    let window = "--plain-isend and --many-buffers are options of bw and bibw";
+    refused(&["latency", "--plain-isend"], window);
+    refused(&["exchange", "--many-buffers"], window);
+    refused(
+        &["mbw_mr", "--many-buffers"],
+        "--many-buffers is an option of bw and bibw",
+    );
+    let pair = "--alloc-mem and --across-jobs are options of latency, exchange, bw and bibw";
+    refused(&["allreduce", "--alloc-mem"], pair);
+    refused(&["mbw_mr", "--across-jobs"], pair);
+}
+
 /// `latency --irecv` (receives by `irecv` + `wait`) prints a positive
 /// latency per size under its own title, across the sizes of the direct
 /// wait (one frame) and of the pipelined path.

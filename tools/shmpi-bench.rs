@@ -23,6 +23,7 @@
 //! tool and the peers' harness run an untimed warm-up ping-pong.
 
 use shmpi::comm::wait_all;
+use shmpi::transport::SharedBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
@@ -105,8 +106,9 @@ struct Opts {
     /// `--many-buffers`: `bw` and `bibw` receive their windows into a
     /// buffer per receive (64), not into one buffer as OSU's tests do.
     many_buffers: bool,
-    /// `--alloc-mem`: bandwidth from a send buffer of `alloc_mem` (the
-    /// shared pool: the receiver copies once out of it), plain `isend`s.
+    /// `--alloc-mem`: send and receive buffers of `alloc_mem` (the
+    /// shared pool: the receiver copies once out of it), as the C
+    /// program's `MPI_Alloc_mem` ones; a window's sends plain `isend`s.
     alloc_mem: bool,
     /// `--across-jobs`: the two ranks are two jobs, the second spawned by
     /// the first, talking over a bridge (`docs/connect.md`).
@@ -256,6 +258,26 @@ fn parse(args: &[String]) -> Result<Opts, String> {
                 .into(),
         );
     }
+    if (o.plain_isend || o.many_buffers) && !matches!(o.test, Test::Bw | Test::Bibw | Test::MbwMr) {
+        return Err(
+            "--plain-isend and --many-buffers are options of bw and bibw (--plain-isend of \
+             mbw_mr too: how a window is sent and received)"
+                .into(),
+        );
+    }
+    if o.many_buffers && o.test == Test::MbwMr {
+        return Err("--many-buffers is an option of bw and bibw".into());
+    }
+    if (o.alloc_mem || o.across_jobs)
+        && !matches!(
+            o.test,
+            Test::Latency | Test::Exchange | Test::Bw | Test::Bibw
+        )
+    {
+        return Err(
+            "--alloc-mem and --across-jobs are options of latency, exchange, bw and bibw".into(),
+        );
+    }
     if o.touch
         && !matches!(
             o.test,
@@ -322,25 +344,52 @@ fn to_page(store: &[u8]) -> usize {
 /// rendezvous on the Xeon VM of 2026-12-06 (the peer's
 /// `process_vm_readv` of pages faulted just before), which is not what
 /// the peers' harness measures (`docs/benchmarks.md`, "thirtieth pass").
+/// With `--alloc-mem` both come from the shared pool instead, as the C
+/// program's `MPI_Alloc_mem` buffers do.
 struct Buffers {
     send: Vec<u8>,
     recv: Vec<u8>,
+    /// `--alloc-mem`: the send and receive buffers from `alloc_mem`.
+    pooled: Option<(SharedBuf, SharedBuf)>,
 }
 
 impl Buffers {
-    /// Buffers for messages of up to `max` bytes.
-    fn new(max: usize) -> Buffers {
+    /// Buffers for messages of up to `max` bytes: from `pool`'s shared
+    /// pool when given (`--alloc-mem`), else ordinary memory.
+    fn new(max: usize, pool: Option<&shmpi::Universe>) -> Buffers {
         let mut b = Buffers {
             send: Vec::new(),
             recv: Vec::new(),
+            pooled: None,
         };
-        page_aligned(&mut b.send, max, b'a');
-        page_aligned(&mut b.recv, max, b'b');
+        match pool {
+            Some(u) => {
+                let take = |fill| {
+                    let mut m = u.alloc_mem(max.max(1)).expect("alloc_mem for a buffer");
+                    m.fill(fill);
+                    m
+                };
+                b.pooled = Some((take(b'a'), take(b'b')));
+            }
+            None => {
+                page_aligned(&mut b.send, max, b'a');
+                page_aligned(&mut b.recv, max, b'b');
+            }
+        }
         b
     }
 
-    /// The first `size` bytes of each, from their page boundaries.
+    /// Whether the buffers are the shared pool's (`--alloc-mem`).
+    fn pooled(&self) -> bool {
+        self.pooled.is_some()
+    }
+
+    /// The first `size` bytes of each (of ordinary memory, from their
+    /// page boundaries).
     fn both(&mut self, size: usize) -> (&mut [u8], &mut [u8]) {
+        if let Some((s, r)) = self.pooled.as_mut() {
+            return (&mut s[..size], &mut r[..size]);
+        }
         let (s, r) = (to_page(&self.send), to_page(&self.recv));
         (&mut self.send[s..s + size], &mut self.recv[r..r + size])
     }
@@ -573,7 +622,6 @@ struct Window {
 fn bandwidth(
     w: &shmpi::Communicator,
     bufs: &mut Buffers,
-    pool: Option<&shmpi::Universe>,
     size: usize,
     iters: usize,
     warm: usize,
@@ -585,18 +633,10 @@ fn bandwidth(
         many,
         touch,
     } = how;
-    // From the shared pool (`--alloc-mem`), or ordinary memory.
-    let mut pooled = pool.map(|u| {
-        let mut b = u.alloc_mem(size).expect("alloc_mem for the send buffer");
-        b.fill(b'a');
-        b
-    });
-    let plain = plain || pooled.is_some();
-    let (heap, one) = bufs.both(size);
-    let sbuf: &mut [u8] = match pooled.as_deref_mut() {
-        Some(b) => b,
-        None => heap,
-    };
+    // A pool buffer's sends go by plain `isend`, as C's `MPI_Isend`
+    // (from the pool size on, by rendezvous: one copy, out of the pool).
+    let plain = plain || bufs.pooled();
+    let (sbuf, one) = bufs.both(size);
     // The receiver takes the window into one buffer, as OSU's C tests
     // do (one way `recv_many`; both ways `irecv_many`, posted before the
     // rank's own sends), or with `many` into a buffer per receive
@@ -833,7 +873,7 @@ fn run_mbw_mr(o: &Opts) -> Result<(), String> {
         );
         println!("# Size                  MB/s        Messages/s");
     }
-    let mut bufs = Buffers::new(sizes(o).into_iter().max().unwrap_or(0));
+    let mut bufs = Buffers::new(sizes(o).into_iter().max().unwrap_or(0), None);
     for size in sizes(o).into_iter().filter(|&s| s > 0) {
         let (iters, warm) = counts(o, size);
         w.barrier().map_err(|e| e.to_string())?;
@@ -841,7 +881,7 @@ fn run_mbw_mr(o: &Opts) -> Result<(), String> {
             plain: o.plain_isend,
             ..Window::default()
         };
-        let bw = bandwidth(&pair, &mut bufs, None, size, iters, warm, how);
+        let bw = bandwidth(&pair, &mut bufs, size, iters, warm, how);
         let mine = if pair.rank() == 0 { bw } else { 0.0 };
         let mut sum = [0f64];
         w.reduce(&[mine], &mut sum, &shmpi::Op::Sum, 0)
@@ -1044,7 +1084,7 @@ fn run_pair(o: &Opts, w: &shmpi::Communicator, u: &shmpi::Universe) -> Result<()
     // Untimed warm-up (50,000 round trips of 8 bytes, about 10 ms) so the
     // first row is not measured on a cold core; the peers' harness
     // (tools/peers/osu_pingpong.c) does the same.
-    let mut bufs = Buffers::new(sizes(o).into_iter().max().unwrap_or(0).max(8));
+    let mut bufs = Buffers::new(sizes(o).into_iter().max().unwrap_or(0).max(8), pool);
     latency(w, &mut bufs, 8, 1, 50_000, Ping::default());
     let ping = Ping {
         irecv: o.irecv,
@@ -1069,8 +1109,8 @@ fn run_pair(o: &Opts, w: &shmpi::Communicator, u: &shmpi::Universe) -> Result<()
                 None => latency(w, &mut bufs, size, iters, warm, ping),
             },
             Test::Exchange => exchange(w, &mut bufs, size, iters, warm, o.touch),
-            Test::Bw => bandwidth(w, &mut bufs, pool, size, iters, warm, window(false)),
-            Test::Bibw => bandwidth(w, &mut bufs, pool, size, iters, warm, window(true)),
+            Test::Bw => bandwidth(w, &mut bufs, size, iters, warm, window(false)),
+            Test::Bibw => bandwidth(w, &mut bufs, size, iters, warm, window(true)),
             Test::Comm
             | Test::Coll(_)
             | Test::Floor
