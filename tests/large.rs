@@ -9,7 +9,7 @@ mod support;
 
 use shmpi::shm::SingleCopy;
 use shmpi::ErrorClass;
-use support::{launch, pattern, run_ranks_with, TIMEOUT};
+use support::{launch, pattern, run_ranks_with, single_copy_everywhere, TIMEOUT};
 
 const FRAGMENT: usize = 64 << 10;
 
@@ -34,17 +34,6 @@ fn unaligned(seed: u64, n: usize, off: usize) -> Vec<u8> {
     let mut v = vec![0xeeu8; off + n + 5];
     v[off..off + n].copy_from_slice(&pattern(seed, n));
     v
-}
-
-/// Whether every rank's single-copy self-test passed (agreed, so that no
-/// rank goes on alone to wait for one that stopped).
-fn single_copy_everywhere(u: &shmpi::Universe) -> bool {
-    let mine = [u32::from(u.single_copy() == SingleCopy::Usable)];
-    let mut all = [0u32];
-    u.world()
-        .allreduce(&mine, &mut all, &shmpi::Op::Min)
-        .unwrap();
-    all[0] == 1
 }
 
 /// Where single copy is usable, that this rank sent or received `n`

@@ -1269,7 +1269,10 @@ impl Engine {
                             c.dst,
                         )
                 }),
-                None => t.split_write(peer, c.gen, addr + c.off, c.len as usize, c.dst),
+                // A pool buffer's bytes by their address here.
+                None => t
+                    .local_address(addr + c.off, c.len as usize)
+                    .is_some_and(|src| t.split_write(peer, c.gen, src, c.len as usize, c.dst)),
             };
             if written {
                 self.m.split_written += 1;

@@ -1261,18 +1261,44 @@ impl Transport {
     }
 
     /// Whether the receiver of a rendezvous message of `kind`, of `len`
-    /// bytes at `addr` in `peer`, shares its copy with the sender: single
-    /// copy by system call (not out of a pool), from a peer of this job,
-    /// from the kind's size on (`split_min`: a posted send's from
-    /// [`split_threshold`](Self::split_threshold), a waiting one's from
-    /// [`split_blocking_threshold`](Self::split_blocking_threshold), one
-    /// asked for from [`detour_shared_from`](Self::detour_shared_from)).
+    /// bytes at `addr` in `peer`, shares its copy with the sender: from a
+    /// peer of this job, from the kind's size on (`split_min`: a posted
+    /// send's from [`split_threshold`](Self::split_threshold), a waiting
+    /// one's from [`split_blocking_threshold`](Self::split_blocking_threshold),
+    /// one asked for from [`detour_shared_from`](Self::detour_shared_from)).
+    /// Out of a pool only where both ranks' single-copy self-tests
+    /// passed: the receiver then copies its front out of the pool's
+    /// mapping and the sender writes the back by system call, as for a
+    /// rendezvous by single copy (a message read by one core out of lines
+    /// its sender had just written, or of a megabyte and more, took 1.3-2x
+    /// as long as the shared copy; `docs/tuning.md`, `SHMPI_POOL_THRESHOLD`).
     #[inline]
     pub fn split_ok(&self, peer: usize, addr: u64, len: usize, kind: SplitKind) -> bool {
         len >= self.split_min(kind)
-            && addr & pool::POOL_BIT == 0
             && peer != self.me
             && peer < self.size()
+            && (addr & pool::POOL_BIT == 0 || self.both_reach(peer))
+    }
+
+    /// Whether this rank's and `peer`'s single-copy self-tests both
+    /// passed (each may read and write the other's memory by system
+    /// call; `peer` is a rank of this job).
+    #[inline(never)]
+    fn both_reach(&self, peer: usize) -> bool {
+        self.seg.control(self.me).single_copy() == SingleCopy::Usable
+            && self.seg.control(peer).single_copy() == SingleCopy::Usable
+    }
+
+    /// The address in this process of `addr`, a pool address
+    /// ([`pool_address`](Self::pool_address)) of this rank's own pool,
+    /// or `addr` itself when it is not one; `None` when it names bytes
+    /// outside this rank's pool.
+    #[inline]
+    pub fn local_address(&self, addr: u64, len: usize) -> Option<u64> {
+        if addr & pool::POOL_BIT == 0 {
+            return Some(addr);
+        }
+        self.shared.get()?.address_of(addr & !pool::POOL_BIT, len)
     }
 
     /// How a judged blocking send of `len` bytes ([`judges`](Self::judges))

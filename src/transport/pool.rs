@@ -134,6 +134,13 @@ impl Pool {
         self.map.as_mut_ptr()
     }
 
+    /// The address in this process of the `len` bytes at offset `off` of
+    /// this pool, if they lie inside.
+    pub fn address_of(&self, off: u64, len: usize) -> Option<u64> {
+        let end = usize::try_from(off).ok()?.checked_add(len)?;
+        (end <= self.map.len()).then(|| self.base() as u64 + off)
+    }
+
     /// The offset of `[p, p + len)` in this pool, if it lies inside.
     pub fn offset_of(&self, p: *const u8, len: usize) -> Option<u64> {
         let base = self.base() as usize;

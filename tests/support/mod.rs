@@ -255,3 +255,14 @@ pub fn pattern(seed: u64, len: usize) -> Vec<u8> {
         })
         .collect()
 }
+
+/// Whether every rank's single-copy self-test passed (agreed, so that no
+/// rank goes on alone to wait for one that stopped).
+pub fn single_copy_everywhere(u: &shmpi::Universe) -> bool {
+    let mine = [u32::from(u.single_copy() == shmpi::shm::SingleCopy::Usable)];
+    let mut all = [0u32];
+    u.world()
+        .allreduce(&mine, &mut all, &shmpi::Op::Min)
+        .unwrap();
+    all[0] == 1
+}
