@@ -216,9 +216,13 @@ if build_peer OpenMPI "$OMPI_CC" "$OMPI_RUN" "$OUTDIR/osu_pingpong.openmpi"; the
     CMDS+=("$OMPI_RUN --allow-run-as-root -np @N@ @OMPI_BIND@ --mca pml ob1 --mca btl self,vader $OUTDIR/@BIN@.openmpi")
     NPEERS=$((NPEERS + 1))
 fi
+if [ ${#NAMES[@]} -eq 0 ]; then
+    echo "nothing to run: no shmpi build (cargo build --release) and neither MPICH nor Open MPI" >&2
+    exit 1
+fi
 if [ "$NPEERS" -eq 0 ]; then
-    echo "neither MPICH nor Open MPI is installed - nothing to compare against"
-    exit 0
+    echo "note: neither MPICH nor Open MPI is installed (apt-get install mpich openmpi-bin" \
+        "libmpich-dev libopenmpi-dev) - shmpi alone, no ratios"
 fi
 
 # ---------------------------------------------------------------- machine
@@ -531,6 +535,10 @@ report() {
     cp "$dat" "$OUTDIR/last-$mode.dat"
 }
 
+# The samples of an earlier run must not pass for this one's.
+for mode in $MODES; do
+    rm -f "$OUTDIR/last-$mode.dat"
+done
 for mode in $MODES; do
     echo
     echo "== $mode: ${#NAMES[@]} contenders x $ROUNDS rounds, alternating"

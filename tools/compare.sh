@@ -104,6 +104,10 @@ else
         tail -20 "$LOG" >&2
         exit 1
     }
+    for f in last-latency.dat last-bw.dat; do
+        [ -s "target/peers/$f" ] ||
+            { echo "compare-peers.sh left no target/peers/$f; see $LOG" >&2; tail -20 "$LOG" >&2; exit 1; }
+    done
     cp target/peers/last-latency.dat "$LAT"
     cp target/peers/last-bw.dat "$BW"
     echo "$commit" >target/peers/compare.commit
