@@ -169,6 +169,137 @@ fn shmpi_bench_collectives_print_osu_rows() {
     }
 }
 
+/// The CSV rows of `out` under its header `keys` (panics on a row of
+/// another width or a value that is not a positive number).
+fn csv_rows(out: &str, keys: &str) -> Vec<Vec<f64>> {
+    let mut lines = out.lines();
+    assert_eq!(lines.next(), Some(keys), "{out}");
+    lines
+        .map(|l| {
+            let v: Vec<f64> = l.split(',').map(|x| x.parse().unwrap()).collect();
+            assert_eq!(v.len(), keys.split(',').count(), "{out}");
+            assert!(v.iter().all(|&x| x >= 0.0), "{out}");
+            v
+        })
+        .collect()
+}
+
+/// That `out` is one JSON object of `benchmark` whose results hold
+/// `n` rows, each with `key` (a shallow check: no JSON parser here).
+fn json_rows(out: &str, benchmark: &str, key: &str, n: usize) {
+    let t: String = out.split_whitespace().collect();
+    assert!(
+        t.starts_with(&format!("{{\"benchmark\":\"{benchmark}\",\"results\":[{{"))
+            && t.ends_with("}]}"),
+        "{out}"
+    );
+    assert_eq!(t.matches(&format!("\"{key}\":")).count(), n, "{out}");
+    assert_eq!(t.matches("},{").count(), n - 1, "{out}");
+}
+
+/// Every benchmark that prints rows prints them in `--format csv` and
+/// `json` as well as OSU's columns; an option a benchmark does not take
+/// is refused naming what it takes, not ignored.
+#[test]
+fn shmpi_bench_formats_every_benchmark_and_refuses_options_it_does_not_take() {
+    let r = csv_rows(
+        &bench(&[
+            "allreduce",
+            "--max-size",
+            "64",
+            "--iterations",
+            "20",
+            "--format",
+            "csv",
+        ]),
+        "size,avg_latency_us",
+    );
+    assert_eq!(
+        r.iter().map(|r| r[0]).collect::<Vec<_>>(),
+        [4.0, 8.0, 16.0, 32.0, 64.0]
+    );
+    json_rows(
+        &bench(&["barrier", "--iterations", "20", "--format", "json"]),
+        "barrier",
+        "avg_latency_us",
+        1,
+    );
+    let r = csv_rows(
+        &bench(&[
+            "mbw_mr",
+            "--max-size",
+            "8",
+            "--iterations",
+            "5",
+            "--format",
+            "csv",
+        ]),
+        "size,mb_per_s,messages_per_s",
+    );
+    assert_eq!(r.len(), 4);
+    json_rows(
+        &bench(&[
+            "put",
+            "--max-size",
+            "16",
+            "--iterations",
+            "20",
+            "--format",
+            "json",
+        ]),
+        "put",
+        "latency_us",
+        2,
+    );
+    // comm's rank counts are jobs of their own, one row each, inside
+    // the one object the launching process opens and closes.
+    json_rows(
+        &bench(&[
+            "comm",
+            "--ranks",
+            "2,3",
+            "--iterations",
+            "5",
+            "--format",
+            "json",
+        ]),
+        "comm",
+        "dup_us",
+        2,
+    );
+    let floor = bench(&["floor", "--iterations", "2000", "--format", "csv"]);
+    assert!(floor.starts_with("cpus,cache_line_us,"), "{floor}");
+    assert_eq!(floor.lines().count(), 2, "{floor}");
+    // Refused: sizes where there is no data, a format where there are
+    // no rows, a list of rank counts where one job runs, options of
+    // other benchmarks.
+    refused(
+        &["barrier", "--max-size", "8"],
+        "--max-size is not an option of barrier; it takes --ranks",
+    );
+    refused(
+        &["protocols", "--format", "csv"],
+        "--format is not an option of protocols",
+    );
+    refused(
+        &["idle", "--min-size", "8"],
+        "--min-size is not an option of idle",
+    );
+    refused(
+        &["floor", "--warmup", "8"],
+        "--warmup is not an option of floor",
+    );
+    refused(
+        &["comm", "--max-size", "8"],
+        "--max-size is not an option of comm",
+    );
+    refused(&["bw", "--ranks", "4"], "--ranks is not an option of bw");
+    refused(
+        &["bcast", "--ranks", "2,4"],
+        "--ranks takes one rank count for bcast (a list for comm)",
+    );
+}
+
 fn topo(args: &[&str]) -> std::process::Output {
     support::output_bounded(
         Command::new(env!("CARGO_BIN_EXE_shmpi-topo")).args(args),

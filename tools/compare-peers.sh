@@ -352,9 +352,13 @@ run_one() {
     if [ "$name" = shmpi-C ] && [ "$bin" != osu_pingpong ]; then
         return 0 # the C contender runs the point-to-point modes only
     fi
-    [ -z "$TOUCH" ] || extra+=("$TOUCH")
     local -a sizes=(--max-size "$MAX_SIZE")
     [ -z "$MIN_SIZE" ] || sizes=(--min-size "$MIN_SIZE" "${sizes[@]}")
+    if [ "$mode" = barrier ]; then
+        sizes=() # no data: shmpi-bench refuses sizes and --touch there
+    else
+        [ -z "$TOUCH" ] || extra+=("$TOUCH")
+    fi
     local f1= f2= deadline=$((SECONDS + WAIT))
     while :; do
         settle

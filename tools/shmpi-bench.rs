@@ -127,14 +127,19 @@ struct Opts {
 const USAGE: &str = "usage: shmpi-bench latency|exchange|bw|bibw [--min-size N] [--max-size N] \
 [--iterations N] [--warmup N] [--cpus A,B] [--format osu|csv|json] [--floor] [--plain-isend] [--many-buffers] \
 [--alloc-mem] [--across-jobs] [--irecv] [--touch]\n       \
-shmpi-bench comm [--ranks 2,4,8] [--iterations N] [--warmup N]\n       \
+  (--floor: latency, bw, bibw; --irecv: latency; --plain-isend, --many-buffers: bw, bibw)\n       \
 shmpi-bench latency --ranks N ...  (ranks 0 and 1 ping-pong, the others idle)\n       \
-shmpi-bench floor [--cpus A,B] [--iterations N]\n       \
-shmpi-bench mbw_mr [--ranks 2P] [--min-size N] [--max-size N] [--iterations N] [--warmup N]\n       \
-shmpi-bench protocols [--max-size N]\n       \
-shmpi-bench idle [--iterations MS]  (CPU of a rank blocked in recv, after 10 ms)\n       \
-shmpi-bench barrier|bcast|reduce|allreduce|allgather|alltoall [--ranks N] [--min-size N] \
-[--max-size N] [--iterations N] [--warmup N] [--touch]";
+shmpi-bench comm [--ranks 2,4,8] [--iterations N] [--warmup N] [--cpus LIST] [--format F]\n       \
+shmpi-bench floor [--cpus A,B] [--iterations N] [--format F]\n       \
+shmpi-bench mbw_mr [--ranks 2P] [--min-size N] [--max-size N] [--iterations N] [--warmup N] \
+[--cpus LIST] [--format F] [--plain-isend]\n       \
+shmpi-bench put|get|acc [--min-size N] [--max-size N] [--iterations N] [--warmup N] [--cpus A,B] [--format F]\n       \
+shmpi-bench protocols [--max-size N] [--cpus A,B]\n       \
+shmpi-bench idle [--iterations MS] [--cpus A,B]  (CPU of a rank blocked in recv, after 10 ms)\n       \
+shmpi-bench bcast|reduce|allreduce|allgather|alltoall [--ranks N] [--min-size N] \
+[--max-size N] [--iterations N] [--warmup N] [--cpus LIST] [--format F] [--touch]\n       \
+shmpi-bench barrier [--ranks N] [--iterations N] [--warmup N] [--cpus LIST] [--format F]\n\
+An option a benchmark does not take is refused.";
 
 fn parse(args: &[String]) -> Result<Opts, String> {
     let test = match args.first().map(String::as_str) {
@@ -189,9 +194,11 @@ fn parse(args: &[String]) -> Result<Opts, String> {
             vec![2, 4, 8]
         },
     };
+    let mut given: Vec<&str> = Vec::new();
     let mut i = 1;
     while i < args.len() {
         let flag = args[i].as_str();
+        given.push(flag);
         if matches!(
             flag,
             "--floor"
@@ -290,7 +297,104 @@ fn parse(args: &[String]) -> Result<Opts, String> {
                 .into(),
         );
     }
+    // Every other option a benchmark does not take is refused too, not
+    // ignored (the tailored lines above come first).
+    let takes = options_of(o.test);
+    if let Some(f) = given.iter().find(|f| !takes.contains(f)) {
+        return Err(format!(
+            "{f} is not an option of {}; it takes {}",
+            args[0],
+            takes.join(" ")
+        ));
+    }
+    if given.contains(&"--ranks") && o.ranks.len() > 1 && o.test != Test::Comm {
+        return Err(format!(
+            "--ranks takes one rank count for {} (a list for comm)",
+            args[0]
+        ));
+    }
     Ok(o)
+}
+
+/// The options benchmark `t` takes (as `USAGE` lists them); `parse`
+/// refuses the others.
+fn options_of(t: Test) -> &'static [&'static str] {
+    match t {
+        Test::Latency => &[
+            "--min-size",
+            "--max-size",
+            "--iterations",
+            "--warmup",
+            "--cpus",
+            "--format",
+            "--floor",
+            "--alloc-mem",
+            "--across-jobs",
+            "--irecv",
+            "--touch",
+            "--ranks",
+        ],
+        Test::Exchange => &[
+            "--min-size",
+            "--max-size",
+            "--iterations",
+            "--warmup",
+            "--cpus",
+            "--format",
+            "--alloc-mem",
+            "--across-jobs",
+            "--touch",
+        ],
+        Test::Bw | Test::Bibw => &[
+            "--min-size",
+            "--max-size",
+            "--iterations",
+            "--warmup",
+            "--cpus",
+            "--format",
+            "--floor",
+            "--plain-isend",
+            "--many-buffers",
+            "--alloc-mem",
+            "--across-jobs",
+            "--touch",
+        ],
+        Test::Comm => &["--ranks", "--iterations", "--warmup", "--cpus", "--format"],
+        Test::Floor => &["--cpus", "--iterations", "--format"],
+        Test::MbwMr => &[
+            "--ranks",
+            "--min-size",
+            "--max-size",
+            "--iterations",
+            "--warmup",
+            "--cpus",
+            "--format",
+            "--plain-isend",
+        ],
+        Test::Protocols => &["--max-size", "--cpus"],
+        Test::Idle => &["--iterations", "--cpus"],
+        Test::Rma(_) => &[
+            "--min-size",
+            "--max-size",
+            "--iterations",
+            "--warmup",
+            "--cpus",
+            "--format",
+        ],
+        Test::Coll(CollKind::Barrier) => {
+            &["--ranks", "--iterations", "--warmup", "--cpus", "--format"]
+        }
+        Test::Coll(_) => &[
+            "--ranks",
+            "--min-size",
+            "--max-size",
+            "--iterations",
+            "--warmup",
+            "--cpus",
+            "--format",
+            "--touch",
+        ],
+    }
 }
 
 fn sizes(o: &Opts) -> Vec<usize> {
@@ -731,9 +835,38 @@ fn run_comm(o: &Opts) -> Result<(), String> {
         drop(w.create(&g).expect("create"));
     });
     if me == 0 {
-        println!("{:<8}{dup:>14.2}{split:>14.2}{create:>14.2}", w.size());
+        let n = w.size();
+        match o.format {
+            Format::Osu => println!("{n:<8}{dup:>14.2}{split:>14.2}{create:>14.2}"),
+            Format::Csv => println!("{n},{dup:.3},{split:.3},{create:.3}"),
+            // One element of the array the launching process opened
+            // (`comm_header`); a comma before all but the first job's.
+            Format::Json => println!(
+                "{}{{\"ranks\":{n},\"dup_us\":{dup:.3},\"split_us\":{split:.3},\"create_us\":{create:.3}}}",
+                if o.ranks.first() == Some(&(n as usize)) { "" } else { "," }
+            ),
+        }
     }
     u.finalize().map_err(|e| e.to_string())
+}
+
+/// What the launching process of `comm` prints before its jobs (each
+/// prints its row: `run_comm`) and after them, in `o`'s format: in
+/// JSON, one object whose results array the jobs' rows fill.
+fn comm_header(o: &Opts, after: bool) {
+    match (o.format, after) {
+        (Format::Osu, false) => {
+            println!(
+                "# shmpi communicator construction (shmpi-bench {}), us per call + free at rank 0",
+                env!("CARGO_PKG_VERSION")
+            );
+            println!("# Ranks        dup (us)    split (us)   create (us)");
+        }
+        (Format::Csv, false) => println!("ranks,dup_us,split_us,create_us"),
+        (Format::Json, false) => println!("{{\"benchmark\":\"comm\",\"results\":["),
+        (Format::Json, true) => println!("]}}"),
+        _ => {}
+    }
 }
 
 /// One collective of `size` bytes (f32 sums for the reductions).
@@ -789,6 +922,82 @@ fn coll_once(
     }
 }
 
+/// The rows of a benchmark in `--format`'s form: OSU columns under `#`
+/// header lines, CSV under a row of keys, or one JSON object at the end
+/// (`{"benchmark": name, "results": [{key: value, ...}, ...]}`).
+struct Table {
+    format: Format,
+    name: String,
+    /// The first column's key ("size", "ranks"), then the values'.
+    keys: Vec<&'static str>,
+    rows: Vec<String>,
+    /// Decimals of the OSU form's values (2, as OSU's tests print).
+    osu_decimals: usize,
+}
+
+impl Table {
+    /// Prints the header: `osu`'s lines (a title and the column names)
+    /// in the OSU form, the keys in CSV, nothing in JSON.
+    fn new(format: Format, name: &str, osu: &[String], keys: &[&'static str]) -> Table {
+        match format {
+            Format::Osu => osu.iter().for_each(|l| println!("{l}")),
+            Format::Csv => println!("{}", keys.join(",")),
+            Format::Json => {}
+        }
+        Table {
+            format,
+            name: name.to_string(),
+            keys: keys.to_vec(),
+            rows: Vec::new(),
+            osu_decimals: 2,
+        }
+    }
+
+    /// The OSU form with `d` decimals (for figures of a few ns).
+    fn with_osu_decimals(self, d: usize) -> Table {
+        Table {
+            osu_decimals: d,
+            ..self
+        }
+    }
+
+    /// One row: the first column `first`, then `values` (OSU: 18 wide,
+    /// `osu_decimals`; CSV and JSON: three decimals).
+    fn row(&mut self, first: usize, values: &[f64]) {
+        match self.format {
+            Format::Osu => {
+                let d = self.osu_decimals;
+                let cols: String = values.iter().map(|v| format!("{v:>18.d$}")).collect();
+                println!("{first:<10}{cols}");
+            }
+            Format::Csv => {
+                let cols: String = values.iter().map(|v| format!(",{v:.3}")).collect();
+                println!("{first}{cols}");
+            }
+            Format::Json => {
+                let cols: String = self.keys[1..]
+                    .iter()
+                    .zip(values)
+                    .map(|(k, v)| format!(",\"{k}\":{v:.3}"))
+                    .collect();
+                self.rows
+                    .push(format!("{{\"{}\":{first}{cols}}}", self.keys[0]));
+            }
+        }
+    }
+
+    /// The JSON object, in that form.
+    fn finish(self) {
+        if self.format == Format::Json {
+            println!(
+                "{{\"benchmark\":\"{}\",\"results\":[{}]}}",
+                self.name,
+                self.rows.join(",")
+            );
+        }
+    }
+}
+
 /// OSU's collective method: for each size, a warm-up, a barrier, the timed
 /// loop; the reported latency is the average over ranks of each rank's
 /// mean time per call.
@@ -808,13 +1017,16 @@ fn run_coll(o: &Opts, k: CollKind) -> Result<(), String> {
     let mut b = vec![0u8; n * max.max(1)];
     let mut fa = vec![1f32; max / 4 + 1];
     let mut fb = vec![0f32; max / 4 + 1];
-    if me == 0 {
-        println!(
-            "# OSU-style MPI {name} Latency Test (shmpi-bench {}), {n} ranks",
-            env!("CARGO_PKG_VERSION")
-        );
-        println!("# Size       Avg Latency(us)");
-    }
+    let mut table = (me == 0).then(|| {
+        let osu = [
+            format!(
+                "# OSU-style MPI {name} Latency Test (shmpi-bench {}), {n} ranks",
+                env!("CARGO_PKG_VERSION")
+            ),
+            "# Size       Avg Latency(us)".to_string(),
+        ];
+        Table::new(o.format, &name, &osu, &["size", "avg_latency_us"])
+    });
     latency_warm(&w);
     for size in sizes {
         let (iters, warm) = match (o.iters, o.warmup, size > LARGE) {
@@ -834,9 +1046,12 @@ fn run_coll(o: &Opts, k: CollKind) -> Result<(), String> {
         let mut sum = [0f64];
         w.reduce(&[mine], &mut sum, &shmpi::Op::Sum, 0)
             .map_err(|e| e.to_string())?;
-        if me == 0 {
-            println!("{size:<10}{:>18.2}", sum[0] / n as f64);
+        if let Some(t) = table.as_mut() {
+            t.row(size, &[sum[0] / n as f64]);
         }
+    }
+    if let Some(t) = table {
+        t.finish();
     }
     u.finalize().map_err(|e| e.to_string())
 }
@@ -866,13 +1081,16 @@ fn run_mbw_mr(o: &Opts) -> Result<(), String> {
         .split(me % pairs, me)
         .map_err(|e| e.to_string())?
         .ok_or("every rank has a pair")?;
-    if me == 0 {
-        println!(
-            "# OSU-style MPI Multiple Bandwidth / Message Rate Test (shmpi-bench {}), {pairs} pairs",
-            env!("CARGO_PKG_VERSION")
-        );
-        println!("# Size                  MB/s        Messages/s");
-    }
+    let mut table = (me == 0).then(|| {
+        let osu = [
+            format!(
+                "# OSU-style MPI Multiple Bandwidth / Message Rate Test (shmpi-bench {}), {pairs} pairs",
+                env!("CARGO_PKG_VERSION")
+            ),
+            "# Size                  MB/s        Messages/s".to_string(),
+        ];
+        Table::new(o.format, "mbw_mr", &osu, &["size", "mb_per_s", "messages_per_s"])
+    });
     let mut bufs = Buffers::new(sizes(o).into_iter().max().unwrap_or(0), None);
     for size in sizes(o).into_iter().filter(|&s| s > 0) {
         let (iters, warm) = counts(o, size);
@@ -886,13 +1104,12 @@ fn run_mbw_mr(o: &Opts) -> Result<(), String> {
         let mut sum = [0f64];
         w.reduce(&[mine], &mut sum, &shmpi::Op::Sum, 0)
             .map_err(|e| e.to_string())?;
-        if me == 0 {
-            println!(
-                "{size:<10}{:>18.2}{:>18.2}",
-                sum[0],
-                sum[0] * 1e6 / size as f64
-            );
+        if let Some(t) = table.as_mut() {
+            t.row(size, &[sum[0], sum[0] * 1e6 / size as f64]);
         }
+    }
+    if let Some(t) = table {
+        t.finish();
     }
     u.finalize().map_err(|e| e.to_string())
 }
@@ -1152,6 +1369,41 @@ fn run_pair(o: &Opts, w: &shmpi::Communicator, u: &shmpi::Universe) -> Result<()
 /// and the bandwidth of memcpy on one core (64 MiB, out of cache).
 fn floor(o: &Opts) -> Result<(), String> {
     let f = measure_floor(o, o.iters.unwrap_or(1_000_000) as u64)?;
+    if o.format != Format::Osu {
+        // One row of the same figures (us; the ratios as they are;
+        // memcpy in MB/s).
+        let best = |v: [f64; 2]| v[0].min(v[1]) / 1000.0;
+        let cols: [(&str, f64); 11] = [
+            ("cache_line_us", best(f.line_ns)),
+            ("cache_line_pause_us", f.line_ns[0] / 1000.0),
+            ("cache_line_fine_us", f.line_ns[1] / 1000.0),
+            ("ring_8b_us", best(f.ring_ns)),
+            ("ring_8b_pause_us", f.ring_ns[0] / 1000.0),
+            ("ring_8b_fine_us", f.ring_ns[1] / 1000.0),
+            ("ring_64b_us", best(f.ring64_ns)),
+            ("ring_64b_x_8b", f.ring64_x),
+            ("transport_8b_us", f.transport_ns / 1000.0),
+            ("transport_x_ring", f.transport_x),
+            ("memcpy_mb_s", f.memcpy_mbs),
+        ];
+        let cpus = format!("{},{}", f.cpus[0], f.cpus[1]);
+        if o.format == Format::Csv {
+            let keys: Vec<&str> = cols.iter().map(|c| c.0).collect();
+            let vals: Vec<String> = cols.iter().map(|c| format!("{:.3}", c.1)).collect();
+            println!("cpus,{}", keys.join(","));
+            println!("\"{cpus}\",{}", vals.join(","));
+        } else {
+            let kv: Vec<String> = cols
+                .iter()
+                .map(|(k, v)| format!("\"{k}\":{v:.3}"))
+                .collect();
+            println!(
+                "{{\"benchmark\":\"floor\",\"results\":[{{\"cpus\":[{cpus}],{}}}]}}",
+                kv.join(",")
+            );
+        }
+        return Ok(());
+    }
     println!(
         "# shmpi-bench floor (shmpi-bench {}): CPUs {} and {}",
         env!("CARGO_PKG_VERSION"),
@@ -1693,18 +1945,22 @@ fn rma(o: &Opts, w: &shmpi::Communicator, k: RmaKind) -> Result<(), String> {
     let win = w
         .win_allocate_shared(if w.rank() == 1 { max } else { 0 }, 1)
         .map_err(e)?;
-    if w.rank() == 0 {
+    let mut table = (w.rank() == 0).then(|| {
         let (what, op) = match k {
             RmaKind::Put => ("Put", "MPI_Put"),
             RmaKind::Get => ("Get", "MPI_Get"),
             RmaKind::Acc => ("Accumulate", "MPI_Accumulate (MPI_SUM of MPI_INT)"),
         };
-        println!(
-            "# OSU-style MPI_{what} Latency Test (shmpi-bench {}), {op}, lock_all + flush",
-            env!("CARGO_PKG_VERSION")
-        );
-        println!("# Size          Latency (us)");
-    }
+        let osu = [
+            format!(
+                "# OSU-style MPI_{what} Latency Test (shmpi-bench {}), {op}, lock_all + flush",
+                env!("CARGO_PKG_VERSION")
+            ),
+            "# Size          Latency (us)".to_string(),
+        ];
+        let name = format!("{k:?}").to_lowercase();
+        Table::new(o.format, &name, &osu, &["size", "latency_us"]).with_osu_decimals(3)
+    });
     let mut buf = vec![1i32; max.div_ceil(4)];
     for size in sizes(o).into_iter().filter(|&s| s > 0) {
         let (iters, warm) = counts(o, size);
@@ -1727,9 +1983,14 @@ fn rma(o: &Opts, w: &shmpi::Communicator, k: RmaKind) -> Result<(), String> {
             }
             let t = t0.elapsed().as_secs_f64() * 1e6 / iters as f64;
             win.unlock_all().map_err(e)?;
-            println!("{size:<10}{t:>18.3}");
+            if let Some(table) = table.as_mut() {
+                table.row(size, &[t]);
+            }
         }
         w.barrier().map_err(e)?;
+    }
+    if let Some(t) = table {
+        t.finish();
     }
     win.free().map_err(e)
 }
@@ -1745,13 +2006,28 @@ fn idle(o: &Opts, w: &shmpi::Communicator) -> Result<(), String> {
     }
     let mut pid = [0u32];
     w.recv(&mut pid, 1, 1).map_err(|e| e.to_string())?;
+    // Every thread of the rank's process (the one blocked in recv, and
+    // any the library started, as the single-copy target's), summed.
     let on_cpu = || -> Result<u64, String> {
-        let path = format!("/proc/{0}/task/{0}/schedstat", pid[0]);
-        let s = std::fs::read_to_string(&path).map_err(|e| format!("{path}: {e}"))?;
-        s.split_whitespace()
-            .next()
-            .and_then(|v| v.parse().ok())
-            .ok_or_else(|| format!("{path}: unexpected {s:?}"))
+        let dir = format!("/proc/{}/task", pid[0]);
+        let tasks = std::fs::read_dir(&dir).map_err(|e| format!("{dir}: {e}"))?;
+        let mut ns = 0;
+        for t in tasks {
+            let path = t
+                .map_err(|e| format!("{dir}: {e}"))?
+                .path()
+                .join("schedstat");
+            // A thread that ended since the listing counts nothing more.
+            let Ok(s) = std::fs::read_to_string(&path) else {
+                continue;
+            };
+            ns += s
+                .split_whitespace()
+                .next()
+                .and_then(|v| v.parse::<u64>().ok())
+                .ok_or_else(|| format!("{}: unexpected {s:?}", path.display()))?;
+        }
+        Ok(ns)
     };
     std::thread::sleep(std::time::Duration::from_millis(10));
     let (t0, c0) = (Instant::now(), on_cpu()?);
@@ -1759,7 +2035,10 @@ fn idle(o: &Opts, w: &shmpi::Communicator) -> Result<(), String> {
     let (t1, c1) = (Instant::now(), on_cpu()?);
     w.send(&[1u8], 1, 2).map_err(|e| e.to_string())?;
     let pct = (c1 - c0) as f64 / (t1 - t0).as_nanos() as f64 * 100.0;
-    println!("# shmpi-bench idle: a rank blocked in recv, measured from 10 ms after it blocked");
+    println!(
+        "# shmpi-bench idle: a rank blocked in recv, measured from 10 ms after it blocked \
+         (all its process's threads)"
+    );
     println!(
         "idle rank CPU (% of a core over {} ms)  {pct:.3}",
         (t1 - t0).as_millis()
@@ -1790,8 +2069,11 @@ fn launch_self(o: &Opts, args: &[String], nranks: usize) -> Result<i32, String> 
             .collect::<Result<Vec<_>, _>>()?,
         None => Vec::new(),
     };
-    let cpus = if matches!(o.test, Test::Comm | Test::Coll(_)) {
-        // Pin only when every rank gets its own CPU.
+    let cpus = if o.cpus.is_none() && matches!(o.test, Test::Comm | Test::Coll(_) | Test::MbwMr) {
+        // Jobs of more than a pair: each rank on a CPU of its own, the
+        // first `nranks` this process may use (mbw_mr's pair k, ranks k
+        // and k + P, on two of them), or, where there are not that many,
+        // unpinned. `--cpus` wins: rank i on its (i mod length)th CPU.
         let all: Vec<usize> = core_affinity::get_core_ids()
             .unwrap_or_default()
             .iter()
@@ -1882,14 +2164,12 @@ fn main() -> ExitCode {
     let r = if std::env::var_os(shmpi::job::env::JOB_ID).is_some() {
         run_rank(&o).map(|_| 0)
     } else if o.test == Test::Comm {
-        println!(
-            "# shmpi communicator construction (shmpi-bench {}), us per call + free at rank 0",
-            env!("CARGO_PKG_VERSION")
-        );
-        println!("# Ranks        dup (us)    split (us)   create (us)");
-        o.ranks.iter().try_fold(0, |code, &n| {
+        comm_header(&o, false);
+        let r = o.ranks.iter().try_fold(0, |code, &n| {
             launch_self(&o, &args, n).map(|c| if code != 0 { code } else { c })
-        })
+        });
+        comm_header(&o, true);
+        r
     } else if let Test::Coll(_) = o.test {
         launch_self(&o, &args, o.ranks[0])
     } else if o.test == Test::MbwMr {
