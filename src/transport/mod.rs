@@ -920,7 +920,7 @@ impl Transport {
     /// look before each rendezvous ([`rendezvous_to`](Self::rendezvous_to)).
     /// A refusal (or `SHMPI_CMA=off|refuse`) leaves every message to this
     /// rank on the ring path; under `SHMPI_VERBOSE` a refusal prints one
-    /// line saying so.
+    /// line for the job saying so ([`say_refused`](Self::say_refused)).
     pub fn probe_single_copy(&mut self) -> SingleCopy {
         let n = self.size();
         if n == 1 {
@@ -935,24 +935,59 @@ impl Transport {
                 cma::probe(cb.cma_task(), cb.probe()).map_err(Some)
             }
         };
-        let state = match verdict {
-            Ok(()) => SingleCopy::Usable,
-            Err(why) => {
-                if let (Some(why), true) = (why, self.verbose) {
-                    // One write, so that ranks sharing a pipe do not
-                    // interleave their lines.
-                    let line = format!(
-                        "shmpi: rank {}: single copy (CMA) from rank {peer} {why}; \
-                         large messages to this rank go through the rings\n",
-                        self.me
-                    );
-                    let _ = std::io::Write::write_all(&mut std::io::stderr(), line.as_bytes());
-                }
-                SingleCopy::Refused
-            }
+        let (state, why) = match verdict {
+            Ok(()) => (SingleCopy::Usable, None),
+            Err(why) => (SingleCopy::Refused, why),
         };
         self.seg.control(self.me).set_single_copy(state);
+        if let (Some(why), true) = (why, self.verbose) {
+            self.say_refused(&why);
+        }
         state
+    }
+
+    /// Under `SHMPI_VERBOSE`, the job's one line on single copy refused
+    /// (`why`, this rank's test of the next rank): rank 0's, naming every
+    /// rank refused, once their tests are all published (within 2 s of
+    /// its own); a refused rank other than 0 speaks for itself only when
+    /// rank 0's test passed. One write each, so that ranks sharing a pipe
+    /// do not interleave their lines.
+    #[inline(never)]
+    fn say_refused(&self, why: &str) {
+        let n = self.size();
+        let state = |r: usize| self.seg.control(r).single_copy();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+        let wait_for = |ranks: std::ops::Range<usize>| {
+            while ranks.clone().any(|r| state(r) == SingleCopy::Unknown)
+                && std::time::Instant::now() < deadline
+            {
+                std::thread::sleep(std::time::Duration::from_micros(200));
+            }
+        };
+        let next = (self.me + 1) % n;
+        let line = if self.me == 0 {
+            wait_for(0..n);
+            let refused: Vec<usize> = (0..n)
+                .filter(|&r| state(r) == SingleCopy::Refused)
+                .collect();
+            format!(
+                "shmpi: single copy (CMA) refused at {} of {n} ranks ({}; rank 0's test of rank 1: {why}); \
+                 large messages to them go through the rings\n",
+                refused.len(),
+                rank_ranges(&refused)
+            )
+        } else {
+            wait_for(0..1);
+            if state(0) == SingleCopy::Refused {
+                return;
+            }
+            format!(
+                "shmpi: rank {}: single copy (CMA) from rank {next} {why}; \
+                 large messages to this rank go through the rings\n",
+                self.me
+            )
+        };
+        let _ = std::io::Write::write_all(&mut std::io::stderr(), line.as_bytes());
     }
 
     /// Finds which peers are distant (see [`placement`]): under
@@ -2786,6 +2821,26 @@ fn env_number(var: &str, what: &str) -> crate::Result<Option<usize>> {
     }
 }
 
+/// `ranks` (ascending) as "ranks 0-3, 7" ("rank 5" for one).
+fn rank_ranges(ranks: &[usize]) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < ranks.len() {
+        let mut j = i;
+        while j + 1 < ranks.len() && ranks[j + 1] == ranks[j] + 1 {
+            j += 1;
+        }
+        parts.push(if i == j {
+            ranks[i].to_string()
+        } else {
+            format!("{}-{}", ranks[i], ranks[j])
+        });
+        i = j + 1;
+    }
+    let word = if ranks.len() == 1 { "rank" } else { "ranks" };
+    format!("{word} {}", parts.join(", "))
+}
+
 /// Wakes the threads of `rank` sleeping on its doorbell; the caller
 /// published what they should see and issued a SeqCst fence.
 pub fn wake_rank(seg: &Segment, rank: usize) {
@@ -3013,6 +3068,14 @@ impl Sleeper {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn rank_lists_are_written_as_ranges() {
+        assert_eq!(super::rank_ranges(&[5]), "rank 5");
+        assert_eq!(super::rank_ranges(&[0, 1, 2, 3]), "ranks 0-3");
+        assert_eq!(super::rank_ranges(&[0, 1, 3, 5, 6, 7]), "ranks 0-1, 3, 5-7");
+        assert_eq!(super::rank_ranges(&[]), "ranks ");
+    }
+
     use super::*;
 
     /// Two transports of one process on a fresh segment of 1 MiB rings
