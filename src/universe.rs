@@ -190,6 +190,10 @@ pub struct Protocols {
     /// Under `SHMPI_CMA=auto`, the size from which C's `MPI_Isend` goes
     /// by rendezvous (`SHMPI_CMA_C_ISEND`; `None`: never).
     pub cma_c_isend: Option<usize>,
+    /// The size from which it does while its receiver has taken every
+    /// earlier message of this rank (`SHMPI_CMA_C_ISEND_QUIET`; `None`:
+    /// only from `cma_c_isend`).
+    pub cma_c_isend_quiet: Option<usize>,
     /// The blocking sends whose rendezvous read the receiver times
     /// (from, below) and the time above which an 8 KiB read counts as
     /// slow, in ns (`SHMPI_CMA_SLOW_READ`): after slow reads the sender's
@@ -308,6 +312,7 @@ impl Universe {
             cma_split: t.split_threshold(),
             cma_split_blocking: t.split_blocking_threshold(),
             cma_c_isend: t.c_isend_threshold(),
+            cma_c_isend_quiet: t.c_isend_quiet_threshold(),
             slow_read: t.judged_range(),
             detour_shared_from: t.detour_shared_from(),
             slow_read_posted: t.judged_posted_range(),

@@ -655,12 +655,28 @@ fn shmpi_bench_floor_and_protocols_print_their_tables() {
         assert!(blocking_column(&out, "16384").starts_with(at16), "{out}");
         assert!(blocking_column(&out, "32768").starts_with(at32), "{out}");
     }
-    // C's MPI_Isend follows its own threshold where single copy is usable.
+    // C's MPI_Isend follows its own threshold where single copy is usable,
+    // and its quiet one when that is set lower; set alone, the first
+    // leaves no quiet size.
     let c = protocols("8", &[("SHMPI_CMA_C_ISEND", "16384")]);
+    let quiet = protocols(
+        "8",
+        &[
+            ("SHMPI_CMA_C_ISEND", "16384"),
+            ("SHMPI_CMA_C_ISEND_QUIET", "4096"),
+        ],
+    );
     if c.contains("single copy (process_vm_readv): usable") {
         assert!(
-            c.contains("# C MPI_Isend: by rendezvous from 16384 B (SHMPI_CMA_C_ISEND)"),
+            c.contains("# C MPI_Isend: by rendezvous from 16384 B (SHMPI_CMA_C_ISEND), its copy"),
             "{c}"
+        );
+        assert!(
+            quiet.contains(
+                "# C MPI_Isend: by rendezvous from 16384 B (SHMPI_CMA_C_ISEND), from 4096 B while \
+                 its receiver has taken every earlier message"
+            ),
+            "{quiet}"
         );
     }
     // Blocking sends between the rendezvous and the shared copy have
@@ -959,6 +975,7 @@ fn bad_tuning_values_are_refused_naming_the_variable_and_what_it_wants() {
         ("SHMPI_DISTANT_SLOW", "fast", "a rate in MB/s"),
         ("SHMPI_CMA_SPLIT_BLOCKING", "-5", "a size in bytes"),
         ("SHMPI_CMA_SCOPED", "1x", "a size in bytes"),
+        ("SHMPI_CMA_C_ISEND_QUIET", "8k", "a size in bytes"),
         ("SHMPI_CMA_SLOW_READ", "1.3us", "a time in nanoseconds"),
         ("SHMPI_COLL_SYNC", "32k", "a size in bytes"),
         ("SHMPI_SPIN_US", "1ms", "a time in microseconds"),

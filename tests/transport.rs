@@ -648,3 +648,48 @@ fn a_ring_left_by_its_handler_keeps_the_rest_in_order_for_the_next_poll() {
     }
     assert_eq!(seen, (0..sent).collect::<Vec<_>>(), "frames out of order");
 }
+
+/// C's `MPI_Isend` between `SHMPI_CMA_C_ISEND_QUIET` and
+/// `SHMPI_CMA_C_ISEND` goes by rendezvous only while its receiver has
+/// taken every earlier message of the sender: the ring to it empty and
+/// none of the sender's rendezvous sends awaiting it (a halo exchange,
+/// not a stream).
+#[test]
+fn a_c_isend_goes_by_rendezvous_from_the_quiet_size_only_to_a_receiver_that_kept_up() {
+    let Some((mut sender, mut receiver)) = sharing_pair(0x5a17_0000_0000) else {
+        return;
+    };
+    // Peers look at the published self-test before a rendezvous.
+    receiver.probe_single_copy();
+    // The thresholds as set here, whatever this CPU's row.
+    let (quiet, always) = match (sender.c_isend_quiet_threshold(), sender.c_isend_threshold()) {
+        (Some(q), Some(a)) => (q, a),
+        other => {
+            println!("no quiet size on this CPU's row ({other:?}): nothing to test");
+            return;
+        }
+    };
+    assert!(quiet < always);
+    // Nothing sent yet: quiet.
+    assert!(sender.rendezvous_c_isend_to(1, quiet, false));
+    assert!(!sender.rendezvous_c_isend_to(1, quiet - 1, false));
+    // A rendezvous of the sender's still awaiting its ack: not quiet.
+    assert!(!sender.rendezvous_c_isend_to(1, quiet, true));
+    // A message in the ring the receiver has not taken: not quiet, but
+    // from the unconditional size it goes by rendezvous anyway.
+    let small = [7u8; 100];
+    assert!(matches!(
+        sender.send(1, &envelope(1, 0), &small),
+        Sent::Done
+    ));
+    assert!(!sender.rendezvous_c_isend_to(1, quiet, false));
+    assert!(sender.rendezvous_c_isend_to(1, always, false));
+    // Taken: quiet again.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut got = 0;
+    while got == 0 {
+        assert!(Instant::now() < deadline, "the message never came");
+        got += receiver.poll(16, &mut |inc| assert_eq!(inc.data, &small[..]));
+    }
+    assert!(sender.rendezvous_c_isend_to(1, quiet, false));
+}

@@ -1809,8 +1809,15 @@ fn protocols(o: &Opts, u: &shmpi::Universe) {
         None => println!("# a scoped isend: one ring frame up to the eager limit, pipelined above"),
     }
     if usable && p.cma_mode == "auto" {
+        let quiet = match p.cma_c_isend_quiet {
+            Some(q) => format!(
+                ", from {q} B while its receiver has taken every earlier message of this rank \
+                 (SHMPI_CMA_C_ISEND_QUIET: an exchange's send, not a stream's)"
+            ),
+            None => String::new(),
+        };
         println!(
-            "# C MPI_Isend: by rendezvous from {} (SHMPI_CMA_C_ISEND), its copy shared from {} \
+            "# C MPI_Isend: by rendezvous from {} (SHMPI_CMA_C_ISEND){quiet}, its copy shared from {} \
              (its caller may be busy elsewhere); below, through the ring",
             size(p.cma_c_isend),
             size(p.cma_split)

@@ -1424,7 +1424,10 @@ impl Engine {
             && match hold {
                 Hold::Now | Hold::Lent => false,
                 Hold::Pipelined => self.t.rendezvous_to(dest, len, true),
-                Hold::Raw => self.t.rendezvous_c_isend_to(dest, len),
+                Hold::Raw => {
+                    let waiting = self.m.rdv_awaiting_to(dest);
+                    self.t.rendezvous_c_isend_to(dest, len, waiting)
+                }
                 Hold::Borrowed => self.t.rendezvous_to(dest, len, false),
             };
         // Whether the receiver's verdict on this send's read counts

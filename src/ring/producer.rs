@@ -329,6 +329,17 @@ impl Producer {
         self.max_len
     }
 
+    /// Whether the consumer has released every frame this producer
+    /// published (its head is at the tail, read afresh unless the cached
+    /// head already is): a peer that takes this producer's messages as
+    /// they come, not one it streams ahead of.
+    pub fn drained(&mut self) -> bool {
+        if self.cached_head != self.tail {
+            self.refresh_head();
+        }
+        self.cached_head == self.tail
+    }
+
     #[inline]
     fn free(&self) -> usize {
         self.capacity - self.tail.wrapping_sub(self.cached_head) as usize

@@ -177,6 +177,12 @@ pub struct Defaults {
     /// C's `MPI_Isend` (its buffer lent for the request's life) goes by
     /// rendezvous; `usize::MAX`: never.
     pub c_isend: usize,
+    /// `SHMPI_CMA_C_ISEND_QUIET`: under `SHMPI_CMA=auto`, the size from
+    /// which C's `MPI_Isend` goes by rendezvous while its receiver has
+    /// taken every earlier message of this rank (the ring to it empty, no
+    /// rendezvous of this rank awaiting it): a halo exchange's send
+    /// rather than a stream's; `usize::MAX`: never.
+    pub c_isend_quiet: usize,
     /// `SHMPI_COLL_SYNC`: the size from which a bcast's or a reduce's
     /// send is synchronous (`coll::tuning`), so that it may take the
     /// rendezvous as a blocking send does (`p2p::blocking_hold`).
@@ -314,6 +320,10 @@ impl Defaults {
                 // 8 KiB stays on the ring: a window of them took 23%
                 // longer by rendezvous (docs/tuning.md).
                 c_isend: 16 << 10,
+                // An 8 KiB exchange of C isends took 2.09 us through the
+                // ring, 1.67 by rendezvous; a window of them stays on the
+                // ring (docs/tuning.md, "Intel").
+                c_isend_quiet: 8 << 10,
                 coll_sync: 32 << 10,
                 // Every message through the posted window: taken directly
                 // a window of 4-128 B messages lost 8-34% of its bandwidth
@@ -347,6 +357,7 @@ impl Defaults {
             distant_ns: Some(placement::DISTANT_NS),
             scoped: usize::MAX,
             c_isend: usize::MAX,
+            c_isend_quiet: usize::MAX,
             coll_sync: 64 << 10,
             many_direct: 128,
             window_pace_ns: 0,
@@ -632,8 +643,11 @@ mod tests {
             assert_eq!((zen.threshold, zen.blocking), (256 << 10, usize::MAX));
             assert_eq!(zen.c_isend, usize::MAX);
         }
-        // C's MPI_Isend: from 16 KiB on Intel, as a blocking send on AMD.
+        // C's MPI_Isend: from 16 KiB on Intel (from 8 KiB to a receiver
+        // that kept up), as a blocking send on AMD.
         assert_eq!(intel.c_isend, 16 << 10);
+        assert_eq!(intel.c_isend_quiet, 8 << 10);
+        assert_eq!(zen1.c_isend_quiet, usize::MAX);
         assert_eq!(zen1.c_isend, zen1.blocking);
         // A window's front taken straight from the ring: up to 128 B on
         // AMD, where it was measured faster; never on Intel.

@@ -450,6 +450,9 @@ pub struct Transport {
     /// Under `SHMPI_CMA=auto`, C's `MPI_Isend`s of at least this many
     /// bytes go by rendezvous (`SHMPI_CMA_C_ISEND`; `usize::MAX`: never).
     c_isend_from: usize,
+    /// The same while the receiver has taken every earlier message of
+    /// this rank (`SHMPI_CMA_C_ISEND_QUIET`; `usize::MAX`: never).
+    c_isend_quiet: usize,
     /// Rendezvous messages of at least this many bytes from a peer of
     /// this job have their copy shared with the sender (`SHMPI_CMA_SPLIT`;
     /// `usize::MAX`: never).
@@ -661,6 +664,15 @@ impl Transport {
             blocking_env.map(|_| blocking_from),
             defaults.c_isend,
         )?;
+        // Never above the unconditional size; where that size is set (or
+        // follows SHMPI_CMA_BLOCKING) and this one not, that size.
+        let c_isend_set = blocking_env.is_some() || std::env::var_os("SHMPI_CMA_C_ISEND").is_some();
+        let c_isend_quiet = threshold_or(
+            "SHMPI_CMA_C_ISEND_QUIET",
+            c_isend_set.then_some(c_isend_from),
+            defaults.c_isend_quiet,
+        )?
+        .min(c_isend_from);
         let split_env = env_size("SHMPI_CMA_SPLIT")?;
         let split_from = never_if_0(split_env, defaults.split);
         let split_blocking_from = threshold_or(
@@ -797,7 +809,7 @@ impl Transport {
                     let below = |split: usize| split.min(fresh::JUDGED_BELOW);
                     cma_mode == CmaMode::Auto
                         && (blocking_from < below(split_blocking_from)
-                            || cma_threshold.min(c_isend_from) < below(split_from))
+                            || cma_threshold.min(c_isend_quiet) < below(split_from))
                 })
                 .map(|_| fresh::Clock::new()),
             demote,
@@ -821,6 +833,7 @@ impl Transport {
             distant_ns,
             scoped_from,
             c_isend_from,
+            c_isend_quiet,
             hand_off: vec![None; n],
             distant: vec![false; n],
             watch: false,
@@ -1201,16 +1214,33 @@ impl Transport {
 
     /// [`rendezvous_to`](Self::rendezvous_to) for C's `MPI_Isend`, whose
     /// buffer is lent for the request's life: under `SHMPI_CMA=auto` from
-    /// `SHMPI_CMA_C_ISEND` (Intel 32 KiB: below it the ring takes a
-    /// window of them 1.1-1.5x faster, and a buffer written just before
-    /// goes faster through the ring anyway; `docs/tuning.md`).
+    /// `SHMPI_CMA_C_ISEND` (Intel 16 KiB: below it the ring takes a
+    /// window of them faster, and a buffer written just before goes
+    /// faster through the ring anyway; `docs/tuning.md`), and from
+    /// `SHMPI_CMA_C_ISEND_QUIET` (Intel 8 KiB) while `peer` has taken
+    /// every earlier message of this rank: none of this rank's rendezvous
+    /// sends to it is `waiting` for its ack (the layer above counts
+    /// them) and the ring to it is empty ([`ring_drained`](Self::ring_drained)):
+    /// a halo exchange's send, where both ranks copying in and out of the
+    /// rings took longer than one read each.
     #[inline]
-    pub fn rendezvous_c_isend_to(&mut self, peer: usize, len: usize) -> bool {
+    pub fn rendezvous_c_isend_to(&mut self, peer: usize, len: usize, waiting: bool) -> bool {
         match self.cma_mode {
             CmaMode::Auto => {
-                (len >= self.c_isend_from || self.distant_for(peer, len)) && self.reads_us(peer)
+                let by_size = len >= self.c_isend_from
+                    || (len >= self.c_isend_quiet && !waiting && self.ring_drained(peer));
+                (by_size || self.distant_for(peer, len)) && self.reads_us(peer)
             }
             _ => self.rendezvous_to(peer, len, true),
+        }
+    }
+
+    /// Whether `peer` has taken every frame this rank sent it (its ring
+    /// from this rank is empty; a peer of this job).
+    fn ring_drained(&mut self, peer: usize) -> bool {
+        match self.tx.get_mut(peer) {
+            Some(Some(tx)) => tx.open.is_none() && tx.queue.is_empty() && tx.prod.drained(),
+            _ => true,
         }
     }
 
@@ -1218,6 +1248,13 @@ impl Transport {
     /// `SHMPI_CMA=auto` (`SHMPI_CMA_C_ISEND`; `None`: never).
     pub fn c_isend_threshold(&self) -> Option<usize> {
         (self.c_isend_from != usize::MAX).then_some(self.c_isend_from)
+    }
+
+    /// The size from which it does while its receiver has taken every
+    /// earlier message of this rank (`SHMPI_CMA_C_ISEND_QUIET`; `None`:
+    /// never, or only from [`c_isend_threshold`](Self::c_isend_threshold)).
+    pub fn c_isend_quiet_threshold(&self) -> Option<usize> {
+        (self.c_isend_quiet < self.c_isend_from).then_some(self.c_isend_quiet)
     }
 
     /// The size from which a blocking send goes by rendezvous under
@@ -1641,7 +1678,7 @@ impl Transport {
     #[inline]
     pub fn judges_posted(&self, len: usize, c: bool) -> bool {
         let from = if c {
-            self.c_isend_from
+            self.c_isend_quiet
         } else {
             self.cma_threshold
         };
@@ -1653,8 +1690,8 @@ impl Transport {
     /// none.
     pub fn judged_posted_range(&self) -> Option<(usize, usize, usize)> {
         let below = self.judged_posted_below();
-        (self.clock.is_some() && self.c_isend_from.min(self.cma_threshold) < below).then_some((
-            self.c_isend_from,
+        (self.clock.is_some() && self.c_isend_quiet.min(self.cma_threshold) < below).then_some((
+            self.c_isend_quiet,
             self.cma_threshold,
             below,
         ))
