@@ -933,7 +933,7 @@ impl Transport {
     /// look before each rendezvous ([`rendezvous_to`](Self::rendezvous_to)).
     /// A refusal (or `SHMPI_CMA=off|refuse`) leaves every message to this
     /// rank on the ring path; under `SHMPI_VERBOSE` a refusal prints one
-    /// line for the job saying so ([`say_refused`](Self::say_refused)).
+    /// line for the job saying so (`say_refused`).
     pub fn probe_single_copy(&mut self) -> SingleCopy {
         let n = self.size();
         if n == 1 {
@@ -1220,7 +1220,7 @@ impl Transport {
     /// `SHMPI_CMA_C_ISEND_QUIET` (Intel 8 KiB) while `peer` has taken
     /// every earlier message of this rank: none of this rank's rendezvous
     /// sends to it is `waiting` for its ack (the layer above counts
-    /// them) and the ring to it is empty ([`ring_drained`](Self::ring_drained)):
+    /// them) and the ring to it is empty (`ring_drained`):
     /// a halo exchange's send, where both ranks copying in and out of the
     /// rings took longer than one read each.
     #[inline]
