@@ -137,11 +137,18 @@ fn pool_buffers_share_their_copy_with_the_sender_where_single_copy_works() {
             }
             let c = u.split_counts();
             if single_copy_everywhere(u) {
-                if me == 0 {
-                    assert!(c.written > 0, "no back part written from the pool: {c:?}");
-                } else {
+                // Every offer of rank 1 was written by rank 0 or revoked
+                // by rank 1, never both; and some were written (the
+                // sender waits in a blocking send, and claims at once).
+                if me == 1 {
                     assert!(c.offered > 0, "no shared copy of a pool buffer: {c:?}");
-                    assert!(c.revoked <= c.offered, "{c:?}");
+                    w.send(&[c.offered, c.revoked], 0, 9).unwrap();
+                } else {
+                    let mut theirs = [0u64; 2];
+                    w.recv(&mut theirs, 1, 9).unwrap();
+                    let [offered, revoked] = theirs;
+                    assert_eq!(c.written + revoked, offered, "{c:?}, rank 1's {theirs:?}");
+                    assert!(c.written > 0, "no back part written from the pool: {c:?}");
                 }
             } else {
                 println!("single copy not usable here: pool copies not shared");

@@ -22,7 +22,9 @@ static ALLOCS: AtomicU64 = AtomicU64::new(0);
 // count is a side effect that touches no memory handed out.
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        // Relaxed: a count read by this thread after the work it counts.
+        // Relaxed: a counter, not a publication; `allocations` reads it
+        // on the thread that did the work it counts (other threads' are
+        // counted too: the whole process's).
         ALLOCS.fetch_add(1, Ordering::Relaxed);
         // SAFETY: the caller's contract for `alloc`, passed on.
         unsafe { System.alloc(l) }
@@ -34,12 +36,14 @@ unsafe impl GlobalAlloc for Counting {
     }
 
     unsafe fn alloc_zeroed(&self, l: Layout) -> *mut u8 {
+        // Relaxed: as in `alloc`.
         ALLOCS.fetch_add(1, Ordering::Relaxed);
         // SAFETY: the caller's contract for `alloc_zeroed`, passed on.
         unsafe { System.alloc_zeroed(l) }
     }
 
     unsafe fn realloc(&self, p: *mut u8, l: Layout, new: usize) -> *mut u8 {
+        // Relaxed: as in `alloc`.
         ALLOCS.fetch_add(1, Ordering::Relaxed);
         // SAFETY: the caller's contract for `realloc`, passed on.
         unsafe { System.realloc(p, l, new) }
@@ -55,8 +59,10 @@ const SIZES: &[usize] = &[0, 1, 7, 8, 24, 40, 63, 64, 100, 128, 200, 256];
 /// Round trips (or windows) per size, timed by nothing: counted.
 const ROUNDS: usize = 200;
 
-/// The allocations `f` made on this thread's watch.
+/// The allocations of this process while `f` ran (its threads other
+/// than this one only sleep meanwhile).
 fn allocations(f: impl FnOnce()) -> u64 {
+    // Relaxed: as in `alloc`.
     let before = ALLOCS.load(Ordering::Relaxed);
     f();
     ALLOCS.load(Ordering::Relaxed) - before

@@ -55,7 +55,7 @@ fi
 # A cargo that is there but older than the crate needs fails with its own
 # error; say what to do instead.
 need=$(sed -n 's/^rust-version *= *"\(.*\)"/\1/p' Cargo.toml)
-have=$(rustc --version 2>/dev/null | awk '{print $2}')
+have=$(rustc --version 2>/dev/null | awk '{print $2}' || true)
 if [ -n "$need" ] && [ -n "$have" ] &&
     [ "$(printf '%s\n%s\n' "$need" "$have" | sort -V | head -1)" != "$need" ]; then
     echo "tools/deps.sh: rustc $have is older than the $need shmpi needs (Cargo.toml);" \

@@ -34,6 +34,10 @@ const LARGE: usize = 8 << 10;
 /// `--cpus` was not given (a rank bound to one sees only that one).
 const CPUS_ENV: &str = "SHMPI_BENCH_CPUS";
 
+/// How `comm` tells each of its jobs whether it is the first ("1"): in
+/// JSON the others put a comma before their row.
+const COMM_FIRST_ENV: &str = "SHMPI_BENCH_COMM_FIRST";
+
 /// How `bw|bibw --floor` hands the floor to the ranks: one-core memcpy,
 /// MB/s.
 const FLOOR_ENV: &str = "SHMPI_BENCH_FLOOR";
@@ -843,7 +847,7 @@ fn run_comm(o: &Opts) -> Result<(), String> {
             // (`comm_header`); a comma before all but the first job's.
             Format::Json => println!(
                 "{}{{\"ranks\":{n},\"dup_us\":{dup:.3},\"split_us\":{split:.3},\"create_us\":{create:.3}}}",
-                if o.ranks.first() == Some(&(n as usize)) { "" } else { "," }
+                if std::env::var(COMM_FIRST_ENV).as_deref() == Ok("1") { "" } else { "," }
             ),
         }
     }
@@ -2041,7 +2045,8 @@ fn idle(o: &Opts, w: &shmpi::Communicator) -> Result<(), String> {
     std::thread::sleep(std::time::Duration::from_millis(window));
     let (t1, c1) = (Instant::now(), on_cpu()?);
     w.send(&[1u8], 1, 2).map_err(|e| e.to_string())?;
-    let pct = (c1 - c0) as f64 / (t1 - t0).as_nanos() as f64 * 100.0;
+    // (A thread that ended between the two samples takes its time away.)
+    let pct = c1.saturating_sub(c0) as f64 / (t1 - t0).as_nanos() as f64 * 100.0;
     println!(
         "# shmpi-bench idle: a rank blocked in recv, measured from 10 ms after it blocked \
          (all its process's threads)"
@@ -2062,6 +2067,16 @@ fn default_cpus() -> Option<String> {
 /// Runs this binary as a 2-rank job through the library's launcher (the
 /// same code as `shmpiexec`), pinned to two CPUs.
 fn launch_self(o: &Opts, args: &[String], nranks: usize) -> Result<i32, String> {
+    launch_self_with(o, args, nranks, Vec::new())
+}
+
+/// [`launch_self`] with `env` set in the ranks too.
+fn launch_self_with(
+    o: &Opts,
+    args: &[String],
+    nranks: usize,
+    env: Vec<(String, Option<String>)>,
+) -> Result<i32, String> {
     use shmpi::job::{self, JobSpec, SegmentShape};
     use shmpi::transport::{default_ring_capacity, Layout};
     let me = std::env::current_exe().map_err(|e| e.to_string())?;
@@ -2105,7 +2120,7 @@ fn launch_self(o: &Opts, args: &[String], nranks: usize) -> Result<i32, String> 
         program: me.display().to_string(),
         args: args.to_vec(),
         tag_output: false,
-        env: Vec::new(),
+        env,
         cpus,
         shm_dir: job::env::shm_dir(),
         more: Vec::new(),
@@ -2172,8 +2187,14 @@ fn main() -> ExitCode {
         run_rank(&o).map(|_| 0)
     } else if o.test == Test::Comm {
         comm_header(&o, false);
-        let r = o.ranks.iter().try_fold(0, |code, &n| {
-            launch_self(&o, &args, n).map(|c| if code != 0 { code } else { c })
+        // Each job is told whether it comes first (JSON: no comma before
+        // its row).
+        let r = o.ranks.iter().enumerate().try_fold(0, |code, (i, &n)| {
+            let first = vec![(
+                COMM_FIRST_ENV.to_string(),
+                Some(u8::from(i == 0).to_string()),
+            )];
+            launch_self_with(&o, &args, n, first).map(|c| if code != 0 { code } else { c })
         });
         comm_header(&o, true);
         r

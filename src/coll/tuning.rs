@@ -155,9 +155,11 @@ fn read(get: Get) -> crate::Result<Tuning> {
     let sync = num(
         get,
         "SHMPI_COLL_SYNC",
-        crate::transport::cma::Defaults::for_this_process()?
-            .coll_sync
-            .min(large),
+        crate::transport::cma::Defaults::of(crate::transport::cma::CpuRow::from_setting(
+            get(crate::transport::cma::CPU_DEFAULTS_VAR).as_deref(),
+        )?)
+        .coll_sync
+        .min(large),
         "a size in bytes",
     )?;
     Ok(Tuning {

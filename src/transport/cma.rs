@@ -274,9 +274,18 @@ impl CpuRow {
     /// # Errors
     /// `Arg`, naming the variable and the rows, for any other value.
     pub fn for_this_process() -> crate::Result<CpuRow> {
-        match std::env::var(CPU_DEFAULTS_VAR).ok().as_deref() {
+        CpuRow::from_setting(std::env::var(CPU_DEFAULTS_VAR).ok().as_deref())
+    }
+
+    /// The row a value of `SHMPI_CPU_DEFAULTS` names (unset or blank:
+    /// this machine's).
+    ///
+    /// # Errors
+    /// `Arg`, naming the variable and the rows, for any other value.
+    pub fn from_setting(value: Option<&str>) -> crate::Result<CpuRow> {
+        match value.map(str::trim) {
             None | Some("") => Ok(CpuRow::of_this_cpu()),
-            Some(v) => CpuRow::named(v.trim()).ok_or_else(|| {
+            Some(v) => CpuRow::named(v).ok_or_else(|| {
                 let names: Vec<_> = CpuRow::ALL.iter().map(|r| r.name()).collect();
                 crate::error::Error::new(
                     crate::error::ErrorClass::Arg,
@@ -291,14 +300,6 @@ impl CpuRow {
 }
 
 impl Defaults {
-    /// The row this process uses ([`CpuRow::for_this_process`]).
-    ///
-    /// # Errors
-    /// `Arg` for a `SHMPI_CPU_DEFAULTS` that names no row.
-    pub fn for_this_process() -> crate::Result<Defaults> {
-        CpuRow::for_this_process().map(Defaults::of)
-    }
-
     /// The row for the CPU that `cpuinfo` (the text of `/proc/cpuinfo`)
     /// describes ([`CpuRow::of`]).
     pub fn for_cpu(cpuinfo: &str) -> Defaults {

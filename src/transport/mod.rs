@@ -765,6 +765,9 @@ impl Transport {
             .unwrap_or(defaults.watch)
             .max(64);
         let eager_below = eager_limit(fragment, cma_threshold, blocking_from, pool_threshold);
+        // Below the eager limit a C isend takes the ring whenever it has
+        // room, so a quiet size there would only start its judging.
+        let c_isend_quiet = c_isend_quiet.max(eager_below).min(c_isend_from);
         // Peers test single copy by reading this word (`probe_single_copy`)
         // once the start barrier has published its address.
         seg.control(me)
@@ -983,8 +986,13 @@ impl Transport {
             let refused: Vec<usize> = (0..n)
                 .filter(|&r| state(r) == SingleCopy::Refused)
                 .collect();
+            let late = (0..n).filter(|&r| state(r) == SingleCopy::Unknown).count();
+            let late = match late {
+                0 => String::new(),
+                k => format!(", {k} not yet tested after 2 s"),
+            };
             format!(
-                "shmpi: single copy (CMA) refused at {} of {n} ranks ({}; rank 0's test of rank 1: {why}); \
+                "shmpi: single copy (CMA) refused at {} of {n} ranks ({}; rank 0's test of rank 1: {why}){late}; \
                  large messages to them go through the rings\n",
                 refused.len(),
                 rank_ranges(&refused)
@@ -1228,7 +1236,10 @@ impl Transport {
         match self.cma_mode {
             CmaMode::Auto => {
                 let by_size = len >= self.c_isend_from
-                    || (len >= self.c_isend_quiet && !waiting && self.ring_drained(peer));
+                    || (len >= self.c_isend_quiet
+                        && !waiting
+                        && self.reads_us(peer)
+                        && self.ring_drained(peer));
                 (by_size || self.distant_for(peer, len)) && self.reads_us(peer)
             }
             _ => self.rendezvous_to(peer, len, true),
@@ -1671,7 +1682,8 @@ impl Transport {
     }
 
     /// Whether the rendezvous of a send that does not wait of `len` bytes
-    /// is judged: C's `MPI_Isend` (`c`) from `SHMPI_CMA_C_ISEND`, a plain
+    /// is judged: C's `MPI_Isend` (`c`) from `SHMPI_CMA_C_ISEND_QUIET`
+    /// (where it may go by rendezvous; `SHMPI_CMA_C_ISEND` without it), a plain
     /// `isend` from `SHMPI_CMA_THRESHOLD`, up to the shared copy's size
     /// (`SHMPI_CMA_SPLIT`, below `fresh::JUDGED_BELOW`), under
     /// `SHMPI_CMA=auto`. Its detour after slow reads is the ring.
