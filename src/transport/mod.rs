@@ -664,15 +664,15 @@ impl Transport {
             blocking_env.map(|_| blocking_from),
             defaults.c_isend,
         )?;
-        // Never above the unconditional size; where that size is set (or
-        // follows SHMPI_CMA_BLOCKING) and this one not, that size.
+        // Where the unconditional size is set (or follows
+        // SHMPI_CMA_BLOCKING) and this one not, that size; bounded by it
+        // and the eager limit below.
         let c_isend_set = blocking_env.is_some() || std::env::var_os("SHMPI_CMA_C_ISEND").is_some();
         let c_isend_quiet = threshold_or(
             "SHMPI_CMA_C_ISEND_QUIET",
             c_isend_set.then_some(c_isend_from),
             defaults.c_isend_quiet,
-        )?
-        .min(c_isend_from);
+        )?;
         let split_env = env_size("SHMPI_CMA_SPLIT")?;
         let split_from = never_if_0(split_env, defaults.split);
         let split_blocking_from = threshold_or(
