@@ -194,6 +194,11 @@ pub struct Protocols {
     /// earlier message of this rank (`SHMPI_CMA_C_ISEND_QUIET`; `None`:
     /// only from `cma_c_isend`).
     pub cma_c_isend_quiet: Option<usize>,
+    /// The size from which a message from a pool buffer (`alloc_mem`,
+    /// `MPI_Alloc_mem`) goes by rendezvous, copied once out of the pool
+    /// (`SHMPI_POOL_THRESHOLD`); shared with the sender from
+    /// `cma_split` (`cma_split_blocking`) where single copy is usable.
+    pub pool_threshold: usize,
     /// The blocking sends whose rendezvous read the receiver times
     /// (from, below) and the time above which an 8 KiB read counts as
     /// slow, in ns (`SHMPI_CMA_SLOW_READ`): after slow reads the sender's
@@ -313,6 +318,7 @@ impl Universe {
             cma_split_blocking: t.split_blocking_threshold(),
             cma_c_isend: t.c_isend_threshold(),
             cma_c_isend_quiet: t.c_isend_quiet_threshold(),
+            pool_threshold: t.pool_threshold(),
             slow_read: t.judged_range(),
             detour_shared_from: t.detour_shared_from(),
             slow_read_posted: t.judged_posted_range(),

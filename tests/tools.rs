@@ -658,6 +658,30 @@ fn shmpi_bench_floor_and_protocols_print_their_tables() {
         assert!(blocking_column(&out, "16384").starts_with(at16), "{out}");
         assert!(blocking_column(&out, "32768").starts_with(at32), "{out}");
     }
+    // Pool buffers: by rendezvous from SHMPI_POOL_THRESHOLD, shared from
+    // the shared copy's sizes where single copy is usable.
+    let pool = protocols(
+        "8",
+        &[
+            ("SHMPI_POOL_THRESHOLD", "32768"),
+            ("SHMPI_CMA_SPLIT", "131072"),
+            ("SHMPI_CMA_SPLIT_BLOCKING", "65536"),
+        ],
+    );
+    assert!(
+        pool.contains(
+            "# a pool buffer (alloc_mem, MPI_Alloc_mem): from 32768 B by rendezvous, copied once \
+             out of the pool by the receiver (SHMPI_POOL_THRESHOLD)"
+        ),
+        "{pool}"
+    );
+    assert_eq!(
+        pool.contains(
+            "the copy shared with the sender from 131072 B (a blocking send's from 65536 B)"
+        ),
+        pool.contains("single copy (process_vm_readv): usable"),
+        "{pool}"
+    );
     // C's MPI_Isend follows its own threshold where single copy is usable,
     // and its quiet one when that is set lower; set alone, the first
     // leaves no quiet size.
@@ -708,10 +732,20 @@ fn shmpi_bench_floor_and_protocols_print_their_tables() {
     }
     let t = protocols("8", &[timed[0], timed[1], ("SHMPI_CMA_SLOW_READ", "0")]);
     assert!(!t.contains("the receiver times"), "{t}");
-    // Forced off, nothing is single copy.
+    // Forced off, nothing is single copy: no rendezvous but a pool
+    // buffer's (copied out of the pool's mapping), and that one not shared.
     let off = protocols("1048576", &[("SHMPI_CMA", "off")]);
     assert!(off.contains("refused or switched off"), "{off}");
-    assert!(!off.contains("rendezvous"), "{off}");
+    assert!(
+        off.lines()
+            .filter(|l| !l.starts_with("# a pool buffer"))
+            .all(|l| !l.contains("rendezvous")),
+        "{off}"
+    );
+    assert!(
+        !off.contains("the copy shared with the sender from"),
+        "{off}"
+    );
 }
 
 #[test]

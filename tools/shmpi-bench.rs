@@ -1832,6 +1832,22 @@ fn protocols(o: &Opts, u: &shmpi::Universe) {
             size(p.cma_split)
         );
     }
+    // Buffers of the shared pool: their receiver reads them out of its
+    // mapping, with or without single copy.
+    let shared = if usable {
+        format!(
+            ", the copy shared with the sender from {} (a blocking send's from {})",
+            size(p.cma_split),
+            size(p.cma_split_blocking)
+        )
+    } else {
+        String::new()
+    };
+    println!(
+        "# a pool buffer (alloc_mem, MPI_Alloc_mem): from {} B by rendezvous, copied once out of \
+         the pool by the receiver (SHMPI_POOL_THRESHOLD){shared}",
+        p.pool_threshold
+    );
     if let (true, Some((from, below, ns))) = (usable, p.slow_read) {
         println!(
             "# blocking sends from {from} B, below {below} B: the receiver times its single-copy read \

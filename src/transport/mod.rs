@@ -1632,6 +1632,13 @@ impl Transport {
         self.cma_threshold
     }
 
+    /// The size from which a message sent from a buffer of this rank's
+    /// shared pool goes by rendezvous and one copy out of the pool
+    /// (`SHMPI_POOL_THRESHOLD`).
+    pub fn pool_threshold(&self) -> usize {
+        self.pool_threshold
+    }
+
     /// The memory a receive touches (its buffers plus the sender's, as
     /// `bytes::streams` counts them) from which its copies use
     /// non-temporal stores (`bytes::copy_streaming`;
