@@ -269,26 +269,6 @@ fn parse(args: &[String]) -> Result<Opts, String> {
                 .into(),
         );
     }
-    if (o.plain_isend || o.many_buffers) && !matches!(o.test, Test::Bw | Test::Bibw | Test::MbwMr) {
-        return Err(
-            "--plain-isend and --many-buffers are options of bw and bibw (--plain-isend of \
-             mbw_mr too: how a window is sent and received)"
-                .into(),
-        );
-    }
-    if o.many_buffers && o.test == Test::MbwMr {
-        return Err("--many-buffers is an option of bw and bibw".into());
-    }
-    if (o.alloc_mem || o.across_jobs)
-        && !matches!(
-            o.test,
-            Test::Latency | Test::Exchange | Test::Bw | Test::Bibw
-        )
-    {
-        return Err(
-            "--alloc-mem and --across-jobs are options of latency, exchange, bw and bibw".into(),
-        );
-    }
     if o.touch
         && !matches!(
             o.test,
@@ -321,84 +301,36 @@ fn parse(args: &[String]) -> Result<Opts, String> {
 }
 
 /// The options benchmark `t` takes (as `USAGE` lists them); `parse`
-/// refuses the others.
-fn options_of(t: Test) -> &'static [&'static str] {
-    match t {
-        Test::Latency => &[
-            "--min-size",
-            "--max-size",
-            "--iterations",
-            "--warmup",
-            "--cpus",
-            "--format",
-            "--floor",
-            "--alloc-mem",
-            "--across-jobs",
-            "--irecv",
-            "--touch",
-            "--ranks",
-        ],
-        Test::Exchange => &[
-            "--min-size",
-            "--max-size",
-            "--iterations",
-            "--warmup",
-            "--cpus",
-            "--format",
-            "--alloc-mem",
-            "--across-jobs",
-            "--touch",
-        ],
-        Test::Bw | Test::Bibw => &[
-            "--min-size",
-            "--max-size",
-            "--iterations",
-            "--warmup",
-            "--cpus",
-            "--format",
-            "--floor",
-            "--plain-isend",
-            "--many-buffers",
-            "--alloc-mem",
-            "--across-jobs",
-            "--touch",
-        ],
-        Test::Comm => &["--ranks", "--iterations", "--warmup", "--cpus", "--format"],
-        Test::Floor => &["--cpus", "--iterations", "--format"],
-        Test::MbwMr => &[
-            "--ranks",
-            "--min-size",
-            "--max-size",
-            "--iterations",
-            "--warmup",
-            "--cpus",
-            "--format",
-            "--plain-isend",
-        ],
-        Test::Protocols => &["--max-size", "--cpus"],
-        Test::Idle => &["--iterations", "--cpus"],
-        Test::Rma(_) => &[
-            "--min-size",
-            "--max-size",
-            "--iterations",
-            "--warmup",
-            "--cpus",
-            "--format",
-        ],
-        Test::Coll(CollKind::Barrier) => {
-            &["--ranks", "--iterations", "--warmup", "--cpus", "--format"]
-        }
-        Test::Coll(_) => &[
-            "--ranks",
-            "--min-size",
-            "--max-size",
-            "--iterations",
-            "--warmup",
-            "--cpus",
-            "--format",
-            "--touch",
-        ],
+/// refuses the others. Every benchmark takes `--cpus`; those that print
+/// rows `--format`; those that run sizes the size and count options.
+fn options_of(t: Test) -> Vec<&'static str> {
+    const SIZED: [&str; 4] = ["--min-size", "--max-size", "--iterations", "--warmup"];
+    let pair = ["--alloc-mem", "--across-jobs", "--touch"];
+    let (sized, rows, extra): (bool, bool, &[&str]) = match t {
+        Test::Latency => (true, true, &["--floor", "--irecv", "--ranks"]),
+        Test::Exchange => (true, true, &[]),
+        Test::Bw | Test::Bibw => (true, true, &["--floor", "--plain-isend", "--many-buffers"]),
+        Test::Comm => (false, true, &["--ranks", "--iterations", "--warmup"]),
+        Test::Floor => (false, true, &["--iterations"]),
+        Test::MbwMr => (true, true, &["--ranks", "--plain-isend"]),
+        Test::Protocols => (false, false, &["--max-size"]),
+        Test::Idle => (false, false, &["--iterations"]),
+        Test::Rma(_) => (true, true, &[]),
+        Test::Coll(CollKind::Barrier) => (false, true, &["--ranks", "--iterations", "--warmup"]),
+        Test::Coll(_) => (true, true, &["--ranks", "--touch"]),
+    };
+    let mut v = vec!["--cpus"];
+    if sized {
+        v.extend(SIZED);
     }
+    if rows {
+        v.push("--format");
+    }
+    if matches!(t, Test::Latency | Test::Exchange | Test::Bw | Test::Bibw) {
+        v.extend(pair);
+    }
+    v.extend(extra);
+    v
 }
 
 fn sizes(o: &Opts) -> Vec<usize> {
