@@ -991,11 +991,18 @@ impl Transport {
                 0 => String::new(),
                 k => format!(", {k} not yet tested after 2 s"),
             };
+            // A refusal is most often the whole job's (a seccomp profile,
+            // SHMPI_CMA=refuse); else the ranks, listed.
+            let who = if refused.len() == n {
+                "every rank".to_string()
+            } else {
+                let list: Vec<String> = refused.iter().map(usize::to_string).collect();
+                format!("ranks {}", list.join(", "))
+            };
             format!(
-                "shmpi: single copy (CMA) refused at {} of {n} ranks ({}; rank 0's test of rank 1: {why}){late}; \
+                "shmpi: single copy (CMA) refused at {} of {n} ranks ({who}; rank 0's test of rank 1: {why}){late}; \
                  large messages to them go through the rings\n",
-                refused.len(),
-                rank_ranges(&refused)
+                refused.len()
             )
         } else {
             wait_for(0..1);
@@ -2877,26 +2884,6 @@ fn env_number(var: &str, what: &str) -> crate::Result<Option<usize>> {
     }
 }
 
-/// `ranks` (ascending) as "ranks 0-3, 7" ("rank 5" for one).
-fn rank_ranges(ranks: &[usize]) -> String {
-    let mut parts: Vec<String> = Vec::new();
-    let mut i = 0;
-    while i < ranks.len() {
-        let mut j = i;
-        while j + 1 < ranks.len() && ranks[j + 1] == ranks[j] + 1 {
-            j += 1;
-        }
-        parts.push(if i == j {
-            ranks[i].to_string()
-        } else {
-            format!("{}-{}", ranks[i], ranks[j])
-        });
-        i = j + 1;
-    }
-    let word = if ranks.len() == 1 { "rank" } else { "ranks" };
-    format!("{word} {}", parts.join(", "))
-}
-
 /// Wakes the threads of `rank` sleeping on its doorbell; the caller
 /// published what they should see and issued a SeqCst fence.
 pub fn wake_rank(seg: &Segment, rank: usize) {
@@ -3124,14 +3111,6 @@ impl Sleeper {
 
 #[cfg(test)]
 mod tests {
-    #[test]
-    fn rank_lists_are_written_as_ranges() {
-        assert_eq!(super::rank_ranges(&[5]), "rank 5");
-        assert_eq!(super::rank_ranges(&[0, 1, 2, 3]), "ranks 0-3");
-        assert_eq!(super::rank_ranges(&[0, 1, 3, 5, 6, 7]), "ranks 0-1, 3, 5-7");
-        assert_eq!(super::rank_ranges(&[]), "ranks ");
-    }
-
     use super::*;
 
     /// Two transports of one process on a fresh segment of 1 MiB rings
