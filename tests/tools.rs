@@ -1064,3 +1064,158 @@ fn bad_tuning_values_are_refused_naming_the_variable_and_what_it_wants() {
     }
     support::assert_no_segments_left();
 }
+
+/// How a message went, as `shmpi-bench protocols` names it and as the
+/// receiver's counters show it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Path {
+    /// Through the ring (one frame, or fragments).
+    Ring,
+    /// By rendezvous, read by the receiver alone.
+    Read,
+    /// By rendezvous, the copy shared with the sender.
+    Shared,
+}
+
+/// The path a column of `shmpi-bench protocols`' table names.
+fn path_named(column: &str) -> Path {
+    if column.starts_with("rendezvous: copy shared") {
+        Path::Shared
+    } else if column.starts_with("rendezvous: single copy") {
+        Path::Read
+    } else {
+        assert!(
+            column.starts_with("eager") || column.contains("fragments"),
+            "a path the test does not know: {column:?}"
+        );
+        Path::Ring
+    }
+}
+
+/// The rank side of `shmpi_bench_protocols_table_is_what_the_sends_do`:
+/// rank 0 sends every size of the table by a blocking send, then by a
+/// plain isend; rank 1 receives each and prints the path its counters
+/// show ("path SIZE BLOCKING ISEND").
+const PATHS_CASE: &str = "protocol_paths_as_the_sends_take_them";
+
+#[test]
+fn protocol_paths_as_the_sends_take_them() {
+    if !support::is_rank_of(PATHS_CASE) {
+        return;
+    }
+    let u = shmpi::init().expect("init");
+    let w = u.world();
+    let max: usize = std::env::var("SHMPI_TEST_MAX").unwrap().parse().unwrap();
+    let mut buf = vec![0u8; max + 1];
+    let mut sizes = vec![0];
+    while *sizes.last().unwrap() < max {
+        sizes.push((sizes.last().unwrap() * 2).max(1));
+    }
+    for &n in &sizes {
+        if w.rank() == 0 {
+            let d = support::pattern(n as u64, n + 1);
+            // An odd start, as applications' buffers may have.
+            w.send(&d[1..], 1, 1).unwrap();
+            w.isend(&d[1..], 1, 2).unwrap().wait().unwrap();
+        } else {
+            let mut took = [Path::Ring; 2];
+            for (tag, path) in [1, 2].into_iter().zip(&mut took) {
+                let (before, offered) = (u.rendezvous_counts().1, u.split_counts().offered);
+                w.recv(&mut buf[1..=n], 0, tag).unwrap();
+                assert!(
+                    buf[1..=n] == support::pattern(n as u64, n + 1)[1..],
+                    "{n} B, tag {tag}: corrupted"
+                );
+                *path = match (
+                    u.rendezvous_counts().1 - before,
+                    u.split_counts().offered - offered,
+                ) {
+                    (0, 0) => Path::Ring,
+                    (1, 0) => Path::Read,
+                    (1, 1) => Path::Shared,
+                    other => panic!("{n} B, tag {tag}: counters moved by {other:?}"),
+                };
+            }
+            println!("path {n} {:?} {:?}", took[0], took[1]);
+        }
+    }
+    u.finalize().expect("finalize");
+}
+
+#[test]
+fn shmpi_bench_protocols_table_is_what_the_sends_do() {
+    if support::is_rank_of(PATHS_CASE) {
+        return;
+    }
+    // Each CPU row's defaults, and two settings of the variables, on any
+    // machine. No peer is distant (the probe's placement of the moment
+    // would decide it), and reads are not timed (a slow one, on a loaded
+    // machine, would send the next messages a detour the table names only
+    // in a line).
+    let max = "2097152";
+    let fixed = [("SHMPI_DISTANT", "none"), ("SHMPI_CMA_SLOW_READ", "0")];
+    let settings: [&[(&str, &str)]; 6] = [
+        &[("SHMPI_CPU_DEFAULTS", "intel")],
+        &[("SHMPI_CPU_DEFAULTS", "amd-family-25")],
+        &[("SHMPI_CPU_DEFAULTS", "amd-family-23")],
+        &[("SHMPI_CPU_DEFAULTS", "other")],
+        &[
+            ("SHMPI_CMA", "always"),
+            ("SHMPI_CMA_THRESHOLD", "1024"),
+            ("SHMPI_CMA_SPLIT", "65536"),
+        ],
+        &[
+            ("SHMPI_CMA_BLOCKING", "0"),
+            ("SHMPI_CMA_THRESHOLD", "16384"),
+            ("SHMPI_CMA_SPLIT", "262144"),
+            ("SHMPI_EAGER_LIMIT", "4096"),
+        ],
+    ];
+    for setting in settings {
+        let env: Vec<(&str, &str)> = fixed.iter().chain(setting.iter()).copied().collect();
+        let table = protocols(max, &env);
+        let expected: Vec<(usize, Path, Path)> = table
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .map(|l| {
+                let size = l.split_whitespace().next().unwrap().parse().unwrap();
+                // Size (10 wide), two spaces, the blocking send's column
+                // (38 wide), a space, the plain isend's (44 wide).
+                let (blocking, isend) = (l[12..50].trim(), l[51..95].trim());
+                (size, path_named(blocking), path_named(isend))
+            })
+            .collect();
+        let mut job_env = env.clone();
+        job_env.push(("SHMPI_TEST_MAX", max));
+        let o = support::launch(2, PATHS_CASE, &[], &job_env, support::TIMEOUT);
+        assert_eq!(o.code, Some(0), "{setting:?}: {}\n{}", o.stdout, o.stderr);
+        let took: Vec<(usize, Path, Path)> = o
+            .stdout
+            .lines()
+            // (The test harness's "test ... " may start the first line.)
+            .filter_map(|l| l.split_once("path ").map(|(_, l)| l))
+            .map(|l| {
+                let w: Vec<&str> = l.split_whitespace().collect();
+                let path = |s: &str| match s {
+                    "Ring" => Path::Ring,
+                    "Read" => Path::Read,
+                    "Shared" => Path::Shared,
+                    _ => panic!("{l}"),
+                };
+                (w[0].parse().unwrap(), path(w[1]), path(w[2]))
+            })
+            .collect();
+        // Where single copy is refused (a sandbox), both say the ring.
+        assert_eq!(
+            took, expected,
+            "{setting:?}: the sends took (left) other paths than the table names (right)\n{table}"
+        );
+        if table.contains("single copy (process_vm_readv): usable") {
+            assert!(
+                took.iter().any(|t| (t.1, t.2) != (Path::Ring, Path::Ring)),
+                "{setting:?}: nothing by rendezvous\n{table}"
+            );
+        }
+    }
+    support::assert_no_segments_left();
+}
