@@ -510,7 +510,9 @@ pub(crate) fn raise(comm: Option<&Arc<CommObj>>, call: &str, e: &Error) -> c_int
 /// (`COMM_NULL` when the call has none): a caught panic becomes
 /// `MPI_ERR_INTERN`, an error goes through the handler.
 pub(crate) fn guard(call: &str, comm: usize, f: impl FnOnce() -> Result<()>) -> c_int {
-    match catch_unwind(AssertUnwindSafe(f)) {
+    let r = catch_unwind(AssertUnwindSafe(f));
+    p2p::progress_orphans();
+    match r {
         Ok(Ok(())) => SUCCESS,
         Ok(Err(e)) => {
             let obj = if comm == COMM_NULL {
@@ -542,7 +544,9 @@ pub(crate) fn guard_on(
     call: &str,
     f: impl FnOnce() -> std::result::Result<(), (Option<Arc<CommObj>>, Error)>,
 ) -> c_int {
-    match catch_unwind(AssertUnwindSafe(f)) {
+    let r = catch_unwind(AssertUnwindSafe(f));
+    p2p::progress_orphans();
+    match r {
         Ok(Ok(())) => SUCCESS,
         Ok(Err((obj, e))) => raise(obj.as_ref(), call, &e),
         Err(_) => {

@@ -19,6 +19,7 @@ use crate::error::{Error, ErrorClass, Result};
 use crate::p2p::Status;
 use std::ffi::{c_int, c_void};
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// `MPI_Status` as C lays it out.
@@ -781,9 +782,12 @@ pub(crate) fn done_request(comm: &Arc<CommObj>, p: *mut *mut c_void) -> Result<(
 // ---- orphans and buffered sends ------------------------------------------------------
 
 /// Requests the program let go of (`MPI_Request_free` on an active one):
-/// completed in the background, at the next completion call and at
-/// finalize.
+/// completed in the background, by the next MPI call of this process
+/// ([`progress_orphans`]) and at finalize.
 static ORPHANS: Mutex<Vec<Req>> = Mutex::new(Vec::new());
+/// Whether [`ORPHANS`] holds a request: set and cleared only with its
+/// lock held, so a request pushed is never left unflagged.
+static ORPHANED: AtomicBool = AtomicBool::new(false);
 /// Buffered sends in flight, with the bytes each takes of the attached
 /// buffer.
 static BSENDS: Mutex<Vec<(Box<Req>, usize)>> = Mutex::new(Vec::new());
@@ -794,8 +798,49 @@ const BSEND_OVERHEAD: usize = 512;
 
 /// Tests every orphan and buffered send once, dropping the complete ones.
 pub(crate) fn poll_orphans() {
-    lock(&ORPHANS).retain_mut(|r| r.test().is_none());
+    progress_orphans_now();
     lock(&BSENDS).retain_mut(|(r, _)| r.test().is_none());
+}
+
+/// Tests every request of `orphans` (the locked [`ORPHANS`]) once,
+/// dropping the complete ones.
+fn test_orphans(orphans: &mut Vec<Req>) {
+    orphans.retain_mut(|r| r.test().is_none());
+    if orphans.is_empty() {
+        // Relaxed: the flag is written only under the lock, which
+        // orders it with the pushes (MPI_Request_free).
+        ORPHANED.store(false, Ordering::Relaxed);
+    }
+}
+
+/// Lets the requests the program freed while active complete: called as
+/// every C call that communicates ends (`guard`, `guard_on`, the fast
+/// paths), so
+/// that a freed receive's data lands while the program calls MPI at all,
+/// as MPI 4.1 §3.7.3 allows it to ("the operation will be allowed to
+/// complete") and the progress rule of §3.7.4 asks. One Relaxed load
+/// where nothing was freed. The lock is only tried: a call made from
+/// inside a test of an orphan (a generalized request's query callback)
+/// or while another thread polls leaves them to that poll.
+#[inline(always)]
+pub(crate) fn progress_orphans() {
+    // Relaxed: a hint; a request freed by another thread just now is
+    // seen by a later call, and what it holds is reached through the
+    // lock.
+    if ORPHANED.load(Ordering::Relaxed) {
+        progress_orphans_now();
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn progress_orphans_now() {
+    match ORPHANS.try_lock() {
+        Ok(mut orphans) => test_orphans(&mut orphans),
+        // As `lock`: the list stays consistent if a holder panicked.
+        Err(std::sync::TryLockError::Poisoned(p)) => test_orphans(&mut p.into_inner()),
+        Err(std::sync::TryLockError::WouldBlock) => {}
+    }
 }
 
 fn bsend_in_use() -> usize {
@@ -814,7 +859,12 @@ fn flush_bsends() {
 /// Waits for every buffered send and freed request (finalize).
 pub(crate) fn flush_all() -> Result<()> {
     flush_bsends();
-    let all = std::mem::take(&mut *lock(&ORPHANS));
+    let all = {
+        let mut orphans = lock(&ORPHANS);
+        // Relaxed: under the lock (`test_orphans`).
+        ORPHANED.store(false, Ordering::Relaxed);
+        std::mem::take(&mut *orphans)
+    };
     for mut r in all {
         let _ = r.wait();
     }
@@ -1116,6 +1166,7 @@ pub unsafe extern "C" fn MPI_Send(
                     let data = super::bytes(buf, len)?;
                     w.comm.send(data, dest, tag)
                 }));
+                progress_orphans();
                 return finish_fast(w, "MPI_Send", r);
             }
         }
@@ -1235,6 +1286,7 @@ pub unsafe extern "C" fn MPI_Recv(
                     let r = w.comm.recv(b, src, tag);
                     status_out(status, r.map(|st| CStatus::from_rust(&st)))
                 }));
+                progress_orphans();
                 return finish_fast(w, "MPI_Recv", r);
             }
         }
@@ -1296,6 +1348,7 @@ macro_rules! isend_fn {
                                 isend_req(w, data, dest, tag, $mode == Mode::Ssend, Vec::new())?;
                             give_send(r, request)
                         }));
+                        progress_orphans();
                         return finish_fast(w, $call, r);
                     }
                 }
@@ -1386,6 +1439,7 @@ pub unsafe extern "C" fn MPI_Irecv(
                 };
                 give_request(r, request)
             }));
+            progress_orphans();
             return finish_fast(w, "MPI_Irecv", r);
         }
     }
@@ -2015,7 +2069,9 @@ fn in_status(call: &str, c: &Arc<CommObj>, e: &Error, ignored: bool) -> c_int {
 /// Runs a multiple-completion body, catching a panic (the body reports
 /// its own errors through the handler and returns the code).
 fn caught(call: &str, f: impl FnOnce() -> c_int) -> c_int {
-    catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|_| {
+    let r = catch_unwind(AssertUnwindSafe(f));
+    progress_orphans();
+    r.unwrap_or_else(|_| {
         let e = Error::new(
             ErrorClass::Intern,
             format!("internal error in {call} (caught at the C boundary)"),
@@ -2382,7 +2438,10 @@ pub unsafe extern "C" fn MPI_Request_free(request: *mut *mut c_void) -> c_int {
         };
         if let Some(a) = active {
             // It completes in the background (MPI 4.1 §3.7.3).
-            lock(&ORPHANS).push(a);
+            let mut orphans = lock(&ORPHANS);
+            orphans.push(a);
+            // Relaxed: under the lock (`test_orphans`).
+            ORPHANED.store(true, Ordering::Relaxed);
         }
         out(request, to_handle(REQUEST_NULL), "request")
     })

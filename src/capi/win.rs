@@ -140,6 +140,7 @@ fn on_win(call: &str, w: *mut c_void, f: impl FnOnce(&WinObj) -> Result<()>) -> 
                 format!("internal error in {call} (caught at the C boundary)"),
             ))
         });
+    super::p2p::progress_orphans();
     match r {
         Ok(()) => super::SUCCESS,
         Err(e) => win_raise(&obj, h(w), call, &e, super::code_of(&e)),
