@@ -385,15 +385,15 @@ impl Communicator {
     }
 
     /// `MPI_Comm_create_group`: collective over the members of `group`
-    /// only (a subgroup of this communicator's group that includes this
-    /// process), told apart from other such calls by `tag`. The members
-    /// send their group's digest to the member with the lowest world rank,
-    /// which checks that all passed the same group and answers with the
-    /// context index or the error.
+    /// only (a subgroup of this communicator's group), told apart from
+    /// other such calls by `tag`. The members send their group's digest
+    /// to the member with the lowest world rank, which checks that all
+    /// passed the same group and answers with the context index or the
+    /// error. A process not in `group` (`group` empty, for one) gets
+    /// `None` at once, a local operation (MPI 4.1 §7.4.2).
     ///
     /// # Errors
-    /// `Group` when this process is not in `group` or `group` is not a
-    /// subgroup; `Group` at every member when they passed the same members
+    /// `Group` when `group` is not a subgroup; `Group` at every member when they passed the same members
     /// in different orders; `Tag` for a negative tag or one above
     /// `TAG_UB - 0x1000`; `Other` when no context id is free. Members that
     /// passed different member *sets* are erroneous in MPI and may wait for
@@ -424,10 +424,8 @@ impl Communicator {
                 ));
             }
             if group.rank().is_none() {
-                return Err(Error::new(
-                    ErrorClass::Group,
-                    "MPI_Comm_create_group: the calling process is not in the group",
-                ));
+                // Not a member: MPI_COMM_NULL, without a word to anyone.
+                return Ok(None);
             }
             let c = self.coll();
             let tag = tags::CREATE_GROUP + tag;

@@ -4,7 +4,8 @@
  * and with the whole group; the MPI-2.2 form where each process passes its
  * own disjoint group (evens / odds); MPI_Comm_create_group called only by
  * the group's members, concurrently by disjoint groups with the same tag,
- * from a derived parent, and on singleton groups. Each result is used for a
+ * from a derived parent, and on singleton groups, and by processes outside
+ * the group (MPI_COMM_NULL, a local call). Each result is used for a
  * ring exchange and an allreduce. */
 #include "common.h"
 
@@ -197,6 +198,27 @@ int main(int argc, char **argv)
             CHECK_OK(MPI_Comm_compare(c, MPI_COMM_SELF, &res));
             CHECK(res == MPI_CONGRUENT, "singleton vs self: %d", res);
             free_comm(&c);
+        }
+        MPI_Group_free(&g);
+    }
+
+    /* 8. create_group by a process outside the group (MPI 4.1 §7.4.2: a
+     * local operation giving MPI_COMM_NULL): with MPI_GROUP_EMPTY, and,
+     * while rank 0 creates its singleton, every other rank with that
+     * group. */
+    c = MPI_COMM_WORLD;
+    CHECK_OK(MPI_Comm_create_group(MPI_COMM_WORLD, MPI_GROUP_EMPTY, 5, &c));
+    CHECK(c == MPI_COMM_NULL, "create_group(MPI_GROUP_EMPTY) did not give MPI_COMM_NULL");
+    {
+        int zero = 0;
+        CHECK_OK(MPI_Group_incl(world_group, 1, &zero, &g));
+        c = MPI_COMM_WORLD;
+        CHECK_OK(MPI_Comm_create_group(MPI_COMM_WORLD, g, 6, &c));
+        if (me == 0) {
+            check_comm(c, &zero, 1, me, "create_group {0} by its member");
+            if (c != MPI_COMM_NULL) free_comm(&c);
+        } else {
+            CHECK(c == MPI_COMM_NULL, "create_group {0} outside it did not give MPI_COMM_NULL");
         }
         MPI_Group_free(&g);
     }
