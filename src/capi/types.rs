@@ -143,6 +143,12 @@ impl TypeObj {
         self.ub - self.lb
     }
 
+    /// Whether one run covers the whole extent, so that instances end to
+    /// end make one run (a builtin type, a contiguous one of such).
+    fn is_dense(&self) -> bool {
+        matches!(self.blocks[..], [(_, len)] if len > 0 && len as isize == self.extent())
+    }
+
     /// Whether `n` instances are one run of `n * size` bytes; its offset.
     pub(crate) fn contiguous(&self, n: usize) -> Option<isize> {
         match self.blocks.as_slice() {
@@ -297,6 +303,14 @@ impl TypeObj {
 
 /// The most byte runs one datatype may have (16 bytes each).
 const MAX_RUNS: usize = 1 << 26;
+
+/// A datatype of `runs` separate pieces, more than [`MAX_RUNS`].
+fn too_many(runs: usize) -> Error {
+    Error::new(
+        ErrorClass::NoMem,
+        format!("a datatype of {runs} separate pieces is more than shmpi keeps ({MAX_RUNS})"),
+    )
+}
 
 fn too_big() -> Error {
     Error::new(
@@ -471,19 +485,41 @@ fn bad_type(t: usize) -> Error {
 /// A new type made of `parts`: (displacement in bytes, block length,
 /// type) entries, each `blocklen` consecutive instances of its type.
 fn compose(parts: &[(isize, usize, &TypeObj)], is_struct: bool) -> Result<TypeObj> {
-    // Bound the work and memory before building the runs.
+    // Bound the work and memory before building the runs: a block of
+    // instances of a dense type is one run however long; the element
+    // sizes of a type of mixed kinds are kept one by one.
     let mut runs: usize = 0;
+    let mut elems: usize = 0;
+    let mut kinds = None;
+    let mut mixed = false;
     for &(_, bl, ty) in parts {
-        runs = bl
-            .checked_mul(ty.blocks.len().max(1))
-            .and_then(|r| r.checked_add(runs))
-            .ok_or_else(too_big)?;
+        let per = if ty.is_dense() {
+            1
+        } else {
+            bl.checked_mul(ty.blocks.len().max(1)).ok_or_else(too_big)?
+        };
+        runs = runs.checked_add(per).ok_or_else(too_big)?;
         bl.checked_mul(ty.size).ok_or_else(too_big)?;
+        if bl > 0 {
+            let kind = ty.sig.map(|(p, _)| p);
+            mixed |= kind.is_none() || kinds.is_some_and(|k| Some(k) != kind);
+            kinds = kind;
+            elems = bl
+                .checked_mul(ty.nelems)
+                .and_then(|e| e.checked_add(elems))
+                .ok_or_else(too_big)?;
+        }
     }
     if runs > MAX_RUNS {
+        return Err(too_many(runs));
+    }
+    if mixed && elems > MAX_RUNS {
         return Err(Error::new(
             ErrorClass::NoMem,
-            format!("a datatype of {runs} separate pieces is more than shmpi keeps ({MAX_RUNS})"),
+            format!(
+                "a datatype of mixed kinds with {elems} basic elements is more than shmpi keeps \
+                 ({MAX_RUNS})"
+            ),
         ));
     }
     let mut lb = isize::MAX;
@@ -515,6 +551,16 @@ fn compose(parts: &[(isize, usize, &TypeObj)], is_struct: bool) -> Result<TypeOb
             sig_n += bl * n;
         }
 
+        if ty.is_dense() {
+            // `bl` instances end to end: one run.
+            let (off, len) = ty.blocks[0];
+            let o = disp + off;
+            match blocks.last_mut() {
+                Some((po, pl)) if *po + *pl as isize == o => *pl += bl * len,
+                _ => blocks.push((o, bl * len)),
+            }
+            continue;
+        }
         for k in 0..bl {
             let at = disp + k as isize * ext;
             for &(off, len) in &ty.blocks {
@@ -607,7 +653,7 @@ pub unsafe extern "C" fn MPI_Type_vector(
         let n = bl(n, "count")?;
         let b = bl(blocklen, "blocklength")?;
         if n > MAX_RUNS {
-            return Err(too_big());
+            return Err(too_many(n));
         }
         let old = type_obj(h(old))?;
         let ext = old.extent();
@@ -630,7 +676,7 @@ pub unsafe extern "C" fn MPI_Type_create_hvector(
         let n = bl(n, "count")?;
         let b = bl(blocklen, "blocklength")?;
         if n > MAX_RUNS {
-            return Err(too_big());
+            return Err(too_many(n));
         }
         let old = type_obj(h(old))?;
         let parts: Vec<_> = (0..n).map(|i| (i as isize * stride, b, &**old)).collect();
@@ -1376,6 +1422,33 @@ mod tests {
         assert_eq!((t.lb, t.ub), (0, 32));
         assert_eq!(t.blocks, vec![(0, 8), (12, 8), (24, 8)]);
         assert_eq!(t.sig, Some((Prim::I32, 6)));
+    }
+
+    #[test]
+    fn a_dense_type_repeated_past_the_piece_limit_is_one_run() {
+        // 2^26 + 1 ints: one run (it was refused as 2^26 + 1 pieces), and
+        // built without a loop per instance.
+        let int = type_obj(0x209).unwrap();
+        let n = MAX_RUNS + 1;
+        let t = compose(&[(0, n, &**int)], false).unwrap();
+        assert_eq!(t.blocks, vec![(0, 4 * n)]);
+        assert_eq!(
+            (t.size, t.extent(), t.sig),
+            (4 * n, 4 * n as isize, Some((Prim::I32, n)))
+        );
+        // Of that: still one run, across parts that meet.
+        let twice = compose(&[(0, 2, &t)], false).unwrap();
+        assert_eq!(twice.blocks, vec![(0, 8 * n)]);
+        // Gaps between the instances: one piece each, bounded.
+        let spaced = compose(&[(0, 1, &**int), (8, 1, &**int)], false).unwrap();
+        assert_eq!(spaced.blocks.len(), 2);
+        let e = compose(&[(0, MAX_RUNS / 2 + 1, &spaced)], false).unwrap_err();
+        assert_eq!(e.class(), ErrorClass::NoMem, "{e}");
+        // Mixed kinds keep an element size each: bounded too.
+        let d = type_obj(0x214).unwrap();
+        let mixed = compose(&[(0, 1, &**int), (4, 1, &**d)], true).unwrap();
+        let e = compose(&[(0, MAX_RUNS / 2 + 1, &mixed)], false).unwrap_err();
+        assert_eq!(e.class(), ErrorClass::NoMem, "{e}");
     }
 
     #[test]
