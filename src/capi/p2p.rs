@@ -2504,7 +2504,7 @@ pub unsafe extern "C" fn MPI_Get_count(
                 UNDEFINED
             }
         } else if b % ty.size == 0 {
-            (b / ty.size) as c_int
+            fits(b / ty.size)
         } else {
             UNDEFINED
         };
@@ -2521,9 +2521,16 @@ pub unsafe extern "C" fn MPI_Get_elements(
     guard("MPI_Get_elements", COMM_NULL, || {
         let s = read(status, "status")?;
         let ty = super::types::type_obj(h(t))?;
-        let c = ty.elements_in(s.bytes()).map_or(UNDEFINED, |n| n as c_int);
+        let c = ty.elements_in(s.bytes()).map_or(UNDEFINED, fits);
         out(cnt, c, "count")
     })
+}
+
+/// A count for an `int` argument: `MPI_UNDEFINED` when it does not fit
+/// (MPI 4.1 §3.2.5 and §5.1.11: a message of more than `INT_MAX`
+/// elements).
+fn fits(n: usize) -> c_int {
+    c_int::try_from(n).unwrap_or(UNDEFINED)
 }
 
 // ---- sendrecv ------------------------------------------------------------------------------
@@ -2843,4 +2850,31 @@ pub unsafe extern "C" fn MPI_Imrecv(
             Err((c, e, _)) => Err((c, e)),
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_past_int_max_are_mpi_undefined() {
+        let int = to_handle(0x209);
+        let mut st = CStatus::empty();
+        let mut c: c_int = 0;
+        for (bytes, want) in [
+            (4 * (c_int::MAX as usize), c_int::MAX),
+            (4 * (c_int::MAX as usize + 1), UNDEFINED),
+            (1 << 40, UNDEFINED),
+            (6, UNDEFINED),
+        ] {
+            st.set_bytes(bytes);
+            // SAFETY: the status, count and type are valid for the call.
+            assert_eq!(unsafe { MPI_Get_count(&st, int, &mut c) }, SUCCESS);
+            assert_eq!(c, want, "MPI_Get_count of {bytes} bytes");
+            // SAFETY: as above.
+            assert_eq!(unsafe { MPI_Get_elements(&st, int, &mut c) }, SUCCESS);
+            let elements = if bytes % 4 == 0 { want } else { UNDEFINED };
+            assert_eq!(c, elements, "MPI_Get_elements of {bytes} bytes");
+        }
+    }
 }
