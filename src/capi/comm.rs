@@ -269,7 +269,7 @@ pub unsafe extern "C" fn MPI_Comm_remote_group(comm: *mut c_void, g: *mut *mut c
 /// Registers `c` (or writes `MPI_COMM_NULL`) as the result of a
 /// constructor on `parent`: the error handler is inherited, attributes
 /// only when `attrs` says so (dup).
-fn give(
+pub(crate) fn give(
     parent: &CommObj,
     c: Option<Communicator>,
     attrs: Vec<(c_int, usize)>,
@@ -324,12 +324,20 @@ pub unsafe extern "C" fn MPI_Comm_idup(
     request: *mut *mut c_void,
 ) -> c_int {
     guard("MPI_Comm_idup", h(comm), || {
-        // Done at once: the agreement on a context id is short and every
-        // member takes part in the same order, so completing it here
-        // cannot deadlock a correct program.
-        dup(h(comm), newcomm, None)?;
         let obj = comm_obj(h(comm))?;
-        super::p2p::done_request(&obj, request)
+        if newcomm.is_null() {
+            return Err(super::arg("newcomm"));
+        }
+        if request.is_null() {
+            return Err(super::arg("request"));
+        }
+        if obj.comm.is_inter() {
+            // Done at once: an intercommunicator's dup agrees across both
+            // groups (`docs/c-abi.md`, "Nonblocking collectives").
+            dup(h(comm), newcomm, None)?;
+            return super::p2p::done_request(&obj, request);
+        }
+        super::nbc::idup(&obj, newcomm, request)
     })
 }
 

@@ -169,6 +169,47 @@ unsafe fn erase(r: Request<'_>) -> Request<'static> {
     unsafe { std::mem::transmute::<Request<'_>, Request<'static>>(r) }
 }
 
+/// `MPI_Comm_idup` of an intracommunicator: rank 0 claims the context
+/// at the start and sends its verdict to every other member, which posts
+/// a receive for it; the last step (in the completing call) builds the
+/// communicator, copies the attributes (their callbacks run there, as
+/// `MPI_Comm_dup` runs them after its agreement) and the info hints, and
+/// writes `*newcomm`, which MPI 4.1 §7.4.2 lets the program use only
+/// after the request completes. No member waits for another at the
+/// start (MPI 4.1 §6.12: "nonblocking collective calls are local").
+pub(crate) fn idup(
+    obj: &Arc<CommObj>,
+    newcomm: *mut *mut c_void,
+    request: *mut *mut c_void,
+) -> Result<()> {
+    let verdict = obj.comm.dup_start()?;
+    let mut s = Sched::new(obj);
+    let at = match verdict {
+        Some(v) => {
+            for r in 1..obj.comm.size() as usize {
+                s.send(v.to_vec(), r)?;
+            }
+            s.keep(v.to_vec())
+        }
+        None => s.recv(8, 0)?,
+    };
+    let parent = obj.clone();
+    let out = Ptr(newcomm.cast());
+    s.finish(request, move |bufs| {
+        let v: [u8; 8] = bufs[at][..8].try_into().expect("an 8-byte verdict");
+        let c = parent.comm.dup_finish(&v)?;
+        let attrs = super::env::copy_attrs(&parent)?;
+        let hints = super::lock(&parent.info).clone();
+        let newcomm: *mut *mut c_void = out.get().cast();
+        super::comm::give(&parent, Some(c), attrs, newcomm)?;
+        let nh = h(super::read(newcomm, "newcomm")?);
+        if let Ok(n) = comm_obj(nh) {
+            *super::lock(&n.info) = hints;
+        }
+        Ok(())
+    })
+}
+
 fn intra(obj: &CommObj, call: &str) -> Result<()> {
     if obj.comm.is_inter() {
         return Err(Error::new(

@@ -204,6 +204,50 @@ impl Communicator {
         self.ret("MPI_Comm_dup", r)
     }
 
+    /// The start of a nonblocking [`dup`](Self::dup) of this
+    /// intracommunicator (`MPI_Comm_idup`): rank 0 claims the context
+    /// index (and collective region) for every member, as `dup` does, and
+    /// gets the verdict to hand to each of them; the others get `None`
+    /// and wait for it. Every member then passes the verdict to
+    /// [`dup_finish`](Self::dup_finish). Nothing here waits for another
+    /// member.
+    ///
+    /// # Errors
+    /// `Comm` on an intercommunicator; an error of the process state.
+    pub(crate) fn dup_start(&self) -> Result<Option<[u8; 8]>> {
+        self.proc_.check()?;
+        if self.is_inter() {
+            return Err(Error::new(
+                ErrorClass::Comm,
+                "a nonblocking dup of an intercommunicator is made by dup",
+            ));
+        }
+        if self.ctx.rank != 0 {
+            return Ok(None);
+        }
+        let r = context::claim(&self.proc_.p2p, &self.ctx.ranks);
+        let region = r
+            .as_ref()
+            .ok()
+            .and_then(|_| self.claim_region(&self.ctx.ranks));
+        Ok(Some(verdict_with(&r, region)))
+    }
+
+    /// The end of a nonblocking dup: the communicator rank 0's `verdict`
+    /// ([`dup_start`](Self::dup_start)) names, with this one's
+    /// attributes copied now.
+    ///
+    /// # Errors
+    /// `Other` when no context id was free.
+    pub(crate) fn dup_finish(&self, verdict: &[u8; 8]) -> Result<Communicator> {
+        let r = (|| {
+            let index = read_verdict(verdict, "MPI_Comm_idup")?;
+            let attrs = lock(&self.inner.attrs).copy();
+            Ok(self.child(index, read_region(verdict), self.inner.group.clone(), attrs))
+        })();
+        self.ret("MPI_Comm_idup", r)
+    }
+
     /// `MPI_Comm_split`: one new communicator per colour, ranked by `key`
     /// and then by rank in this one; [`UNDEFINED`] as the colour gives
     /// `None`. Attributes are not propagated.
