@@ -578,6 +578,11 @@ pub unsafe extern "C" fn MPI_Allgatherv(
     })
 }
 
+/// One rank's block of an all-to-all: count, displacement in bytes from
+/// the buffer, datatype.
+type Block = (usize, isize, Arc<TypeObj>);
+
+/// `MPI_Alltoallv` with the displacements in units of the type's extent.
 #[allow(clippy::too_many_arguments)]
 fn alltoallv(
     obj: &CommObj,
@@ -590,27 +595,59 @@ fn alltoallv(
     rdispls: &[isize],
     rty: &Arc<TypeObj>,
 ) -> Result<()> {
+    let blocks = |counts: &[usize], displs: &[isize], ty: &Arc<TypeObj>| -> Vec<Block> {
+        let ext = ty.extent();
+        counts
+            .iter()
+            .zip(displs)
+            .map(|(&n, &d)| (n, d.wrapping_mul(ext), ty.clone()))
+            .collect()
+    };
+    let sends = sty.map(|t| blocks(scounts, sdispls, &t));
+    alltoallw(
+        obj,
+        sbuf,
+        sends,
+        rbuf,
+        &blocks(rcounts, rdispls, rty),
+        "MPI_Alltoall(v)",
+    )
+}
+
+/// The all-to-all of every form: rank i's block `sends[i]` of `sbuf`
+/// goes to rank i, whose `recvs[this rank]` of `rbuf` takes it; with
+/// `sends` `None` (`MPI_IN_PLACE`) the blocks sent are `recvs`' own, read
+/// before any is written.
+fn alltoallw(
+    obj: &CommObj,
+    sbuf: *const c_void,
+    sends: Option<Vec<Block>>,
+    rbuf: *mut c_void,
+    recvs: &[Block],
+    call: &str,
+) -> Result<()> {
     let c = &obj.comm;
     if c.is_inter() {
         return Err(Error::new(
             ErrorClass::Comm,
-            "MPI_Alltoall(v) is supported on intracommunicators only",
+            format!("{call} is supported on intracommunicators only"),
         ));
     }
-    let p = rcounts.len();
+    let p = recvs.len();
     let mut packed = Vec::new();
     let mut sbc = vec![0; p];
     let mut sbd = vec![0; p];
     for i in 0..p {
         sbd[i] = packed.len();
-        let block = match &sty {
-            Some(sty) => pack_at(sbuf, sdispls[i], scounts[i], sty)?,
-            None => pack_at(rbuf, rdispls[i], rcounts[i], rty)?,
+        let (buf, (n, d, ty)) = match &sends {
+            Some(sends) => (sbuf, &sends[i]),
+            None => (rbuf.cast_const(), &recvs[i]),
         };
+        let block = ty.pack((buf as *const u8).wrapping_offset(*d).cast(), *n)?;
         sbc[i] = block.len();
         packed.extend_from_slice(&block);
     }
-    let rbc: Vec<usize> = rcounts.iter().map(|&n| n * rty.size).collect();
+    let rbc: Vec<usize> = recvs.iter().map(|(n, _, ty)| n * ty.size).collect();
     let mut rbd = Vec::with_capacity(p);
     let mut at = 0;
     for &b in &rbc {
@@ -619,16 +656,47 @@ fn alltoallv(
     }
     let mut staging = vec![0u8; at];
     c.alltoallv(&packed[..], &sbc, &sbd, &mut staging[..], &rbc, &rbd)?;
-    for i in 0..p {
-        unpack_at(
-            &staging[rbd[i]..rbd[i] + rbc[i]],
-            rbuf,
-            rdispls[i],
-            rcounts[i],
-            rty,
-        )?;
+    for (i, (n, d, ty)) in recvs.iter().enumerate() {
+        let dst = (rbuf as *mut u8).wrapping_offset(*d);
+        ty.unpack(&staging[rbd[i]..rbd[i] + rbc[i]], dst.cast(), *n)?;
     }
     Ok(())
+}
+
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn MPI_Alltoallw(
+    sbuf: *const c_void,
+    scounts: *const c_int,
+    sdispls: *const c_int,
+    stypes: *const *mut c_void,
+    rbuf: *mut c_void,
+    rcounts: *const c_int,
+    rdispls: *const c_int,
+    rtypes: *const *mut c_void,
+    comm: *mut c_void,
+) -> c_int {
+    guard("MPI_Alltoallw", h(comm), || {
+        let obj = comm_obj(h(comm))?;
+        let p = obj.comm.size() as usize;
+        // Byte displacements, a datatype per rank (MPI 4.1 §6.8).
+        let blocks = |counts, displs, types: *const *mut c_void, what| -> Result<Vec<Block>> {
+            let (n, d) = v_args(counts, displs, p)?;
+            let t = array(types, p, what)?;
+            n.into_iter()
+                .zip(d)
+                .zip(t)
+                .map(|((n, d), &t)| Ok((n, d, committed(h(t))?.arc())))
+                .collect()
+        };
+        let recvs = blocks(rcounts, rdispls, rtypes, "recvtypes")?;
+        let sends = if in_place(sbuf) {
+            None
+        } else {
+            Some(blocks(scounts, sdispls, stypes, "sendtypes")?)
+        };
+        alltoallw(&obj, sbuf, sends, rbuf, &recvs, "MPI_Alltoallw")
+    })
 }
 
 #[no_mangle]
@@ -933,7 +1001,7 @@ fn reduction(
     counts: &[usize],
     pre: Option<Vec<u8>>,
 ) -> Result<()> {
-    let r = Reduction::new(h(o), h(t), n)?;
+    let r = Reduction::for_collective(h(o), h(t), n)?;
     let ty = r.ty.clone();
     let c = &obj.comm;
     let receives = match red {
@@ -1215,7 +1283,7 @@ fn ireduce(
             return Err(super::arg("request"));
         }
         let n = count(n, "count")?;
-        let r = Reduction::new(h(o), h(t), n)?;
+        let r = Reduction::for_collective(h(o), h(t), n)?;
         let fast = match (r.op, r.ty.sig) {
             (OpObj::Builtin(ob), Some((p, _))) => rust_op(ob).map(|op| (op, p)),
             _ => None,
@@ -1281,7 +1349,7 @@ fn ireduce(
             return Ok(());
         }
         let n = count(n, "count")?;
-        let red = Reduction::new(h(o), h(t), n)?;
+        let red = Reduction::for_collective(h(o), h(t), n)?;
         let kind = match root {
             Some(rt) => {
                 check_root(&obj, rt)?;

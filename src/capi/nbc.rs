@@ -683,7 +683,7 @@ fn ired_entry(
     request: *mut *mut c_void,
 ) -> Result<()> {
     let obj = comm_obj(h(comm))?.arc();
-    let red = Reduction::new(h(o), h(t), n)?;
+    let red = Reduction::for_collective(h(o), h(t), n)?;
     ireduction(&obj, kind, sbuf, rbuf, n, red, counts, request)
 }
 

@@ -944,9 +944,10 @@ pub(crate) type UserFn =
 pub(crate) enum OpObj {
     /// A predefined one, by its handle value.
     Builtin(usize),
-    /// `MPI_Op_create` (the commute flag is not kept: contributions are
-    /// always folded in rank order, which is right either way).
-    User { f: UserFn },
+    /// `MPI_Op_create`. Contributions are always folded in rank order,
+    /// which is right whether or not the operation commutes; the flag is
+    /// kept for `MPI_Op_commutative`.
+    User { f: UserFn, commute: bool },
 }
 
 pub(crate) const SUM: usize = 0x21;
@@ -1294,6 +1295,21 @@ impl Reduction {
         })
     }
 
+    /// [`new`](Self::new) for a collective reduction: `MPI_REPLACE` and
+    /// `MPI_NO_OP` are for one-sided accumulates only (MPI 4.1 §6.9.2).
+    pub(crate) fn for_collective(op_h: usize, ty_h: usize, count: usize) -> Result<Reduction> {
+        if let o @ (REPLACE | NO_OP) = op_h {
+            return Err(Error::new(
+                ErrorClass::Op,
+                format!(
+                    "{} is an operation of one-sided accumulates only, not of collectives",
+                    op_name(o)
+                ),
+            ));
+        }
+        Reduction::new(op_h, ty_h, count)
+    }
+
     /// Folds the packed contributions of ranks `0..=hi` in rank order:
     /// `c_0 op (c_1 op (... op c_hi))`, `in` always from the lower rank
     /// (right for non-commutative operations).
@@ -1317,7 +1333,7 @@ impl Reduction {
                 fold(o, p, input, inout);
                 Ok(())
             }
-            OpObj::User { f } => {
+            OpObj::User { f, .. } => {
                 let n = self.count;
                 let ext = self.ty.extent();
                 // The user function sees the datatype's own layout: unpack
@@ -1369,9 +1385,53 @@ pub unsafe extern "C" fn MPI_Op_create(
         if op.is_null() {
             return Err(super::arg("op"));
         }
-        let _ = commute;
-        let handle = state().ops.insert(Arc::new(OpObj::User { f }));
+        let handle = state().ops.insert(Arc::new(OpObj::User {
+            f,
+            commute: commute != 0,
+        }));
         out(op, to_handle(handle), "op")
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Op_commutative(op: *mut c_void, commute: *mut c_int) -> c_int {
+    guard("MPI_Op_commutative", super::COMM_NULL, || {
+        let c = match op_obj(h(op))? {
+            // Every predefined operation commutes (MPI 4.1 §6.9.2).
+            OpObj::Builtin(_) => true,
+            OpObj::User { commute, .. } => commute,
+        };
+        out(commute, c as c_int, "commute")
+    })
+}
+
+/// `MPI_Reduce_local`: `inoutbuf = inbuf op inoutbuf`, element by
+/// element, in this process (MPI 4.1 §6.9.7).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Reduce_local(
+    inbuf: *const c_void,
+    inoutbuf: *mut c_void,
+    n: c_int,
+    t: *mut c_void,
+    op: *mut c_void,
+) -> c_int {
+    guard("MPI_Reduce_local", super::COMM_NULL, || {
+        let n = count(n, "count")?;
+        let red = Reduction::for_collective(h(op), h(t), n)?;
+        if n == 0 || red.ty.size == 0 {
+            return Ok(());
+        }
+        if inbuf.is_null() || inoutbuf.is_null() {
+            return Err(super::arg(if inbuf.is_null() {
+                "inbuf"
+            } else {
+                "inoutbuf"
+            }));
+        }
+        let input = red.ty.pack(inbuf, n)?;
+        let mut io = red.ty.pack(inoutbuf, n)?;
+        red.apply(&input, &mut io)?;
+        red.ty.unpack(&io, inoutbuf, n).map(|_| ())
     })
 }
 
