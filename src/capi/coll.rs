@@ -16,9 +16,7 @@
 //! return a complete request (`docs/c-abi.md` says what that means for
 //! programs).
 
-use super::p2p::{
-    done_request, give_request, nbytes, staging_buf, words_bytes, Fin, Ptr, Req, Unpack, Words,
-};
+use super::p2p::{give_request, nbytes, staging_buf, words_bytes, Fin, Ptr, Req, Unpack, Words};
 use super::types::{committed, OpObj, Prim, Reduction, TypeObj};
 use super::{
     array, bytes, bytes_mut, comm_obj, count, guard, h, CommObj, IN_PLACE, PROC_NULL, ROOT,
@@ -277,6 +275,12 @@ pub unsafe extern "C" fn MPI_Gather(
 ) -> c_int {
     guard("MPI_Gather", h(comm), || {
         let obj = comm_obj(h(comm))?;
+        if obj.comm.is_inter() {
+            let obj = obj.arc();
+            return super::nbc::blocking(|req| {
+                super::nbc::start_gather(&obj, sbuf, sn, st, rbuf, rn, rt, root, req)
+            });
+        }
         check_root(&obj, root)?;
         let p = obj.comm.size() as usize;
         let rn = count_if(obj.comm.rank() == root, rn, "recvcount")?;
@@ -325,6 +329,12 @@ pub unsafe extern "C" fn MPI_Gatherv(
 ) -> c_int {
     guard("MPI_Gatherv", h(comm), || {
         let obj = comm_obj(h(comm))?;
+        if obj.comm.is_inter() {
+            let obj = obj.arc();
+            return super::nbc::blocking(|req| {
+                super::nbc::start_gatherv(&obj, sbuf, sn, st, rbuf, rcounts, displs, rt, root, req)
+            });
+        }
         check_root(&obj, root)?;
         let p = obj.comm.size() as usize;
         let (c, d) = if obj.comm.rank() == root {
@@ -400,6 +410,12 @@ pub unsafe extern "C" fn MPI_Scatter(
 ) -> c_int {
     guard("MPI_Scatter", h(comm), || {
         let obj = comm_obj(h(comm))?;
+        if obj.comm.is_inter() {
+            let obj = obj.arc();
+            return super::nbc::blocking(|req| {
+                super::nbc::start_scatter(&obj, sbuf, sn, st, rbuf, rn, rt, root, req)
+            });
+        }
         check_root(&obj, root)?;
         let p = obj.comm.size() as usize;
         let sn = count_if(obj.comm.rank() == root, sn, "sendcount")?;
@@ -437,6 +453,12 @@ pub unsafe extern "C" fn MPI_Scatterv(
 ) -> c_int {
     guard("MPI_Scatterv", h(comm), || {
         let obj = comm_obj(h(comm))?;
+        if obj.comm.is_inter() {
+            let obj = obj.arc();
+            return super::nbc::blocking(|req| {
+                super::nbc::start_scatterv(&obj, sbuf, scounts, displs, st, rbuf, rn, rt, root, req)
+            });
+        }
         check_root(&obj, root)?;
         let p = obj.comm.size() as usize;
         let (c, d) = if obj.comm.rank() == root {
@@ -557,6 +579,12 @@ pub unsafe extern "C" fn MPI_Allgatherv(
 ) -> c_int {
     guard("MPI_Allgatherv", h(comm), || {
         let obj = comm_obj(h(comm))?;
+        if obj.comm.is_inter() {
+            let obj = obj.arc();
+            return super::nbc::blocking(|req| {
+                super::nbc::start_allgatherv(&obj, sbuf, sn, st, rbuf, rcounts, displs, rt, req)
+            });
+        }
         if obj.comm.is_inter() {
             return Err(Error::new(
                 ErrorClass::Comm,
@@ -711,6 +739,12 @@ pub unsafe extern "C" fn MPI_Alltoall(
 ) -> c_int {
     guard("MPI_Alltoall", h(comm), || {
         let obj = comm_obj(h(comm))?;
+        if obj.comm.is_inter() {
+            let obj = obj.arc();
+            return super::nbc::blocking(|req| {
+                super::nbc::start_alltoall(&obj, sbuf, sn, st, rbuf, rn, rt, req)
+            });
+        }
         let p = obj.comm.size() as usize;
         let sn = count_if(!in_place(sbuf), sn, "sendcount")?;
         let rn = count(rn, "recvcount")?;
@@ -744,6 +778,14 @@ pub unsafe extern "C" fn MPI_Alltoallv(
 ) -> c_int {
     guard("MPI_Alltoallv", h(comm), || {
         let obj = comm_obj(h(comm))?;
+        if obj.comm.is_inter() {
+            let obj = obj.arc();
+            return super::nbc::blocking(|req| {
+                super::nbc::start_alltoallv(
+                    &obj, sbuf, scounts, sdispls, st, rbuf, rcounts, rdispls, rt, req,
+                )
+            });
+        }
         let p = obj.comm.size() as usize;
         let (rc, rd) = v_args(rcounts, rdispls, p)?;
         let (sc, sd) = if in_place(sbuf) {
@@ -1004,14 +1046,12 @@ fn reduction(
     let r = Reduction::for_collective(h(o), h(t), n)?;
     let ty = r.ty.clone();
     let c = &obj.comm;
+    if c.is_inter() {
+        let obj = comm_obj(obj.handle)?.arc();
+        return super::nbc::inter_reduction(&obj, red, sbuf, rbuf, n, r, counts.to_vec(), None);
+    }
     let receives = match red {
         Red::Reduce(root) => {
-            if c.is_inter() {
-                return Err(Error::new(
-                    ErrorClass::Comm,
-                    "MPI_Reduce is supported on intracommunicators only",
-                ));
-            }
             check_root(obj, root)?;
             c.rank() == root
         }
@@ -1149,18 +1189,6 @@ pub unsafe extern "C" fn MPI_Reduce_scatter_block(
 
 // ---- nonblocking collectives ---------------------------------------------------------
 
-/// Runs `f` (a blocking collective) and gives a complete request for it.
-fn eager(comm: *mut c_void, request: *mut *mut c_void, f: impl FnOnce() -> c_int) -> c_int {
-    let rc = f();
-    if rc != super::SUCCESS {
-        return rc;
-    }
-    guard("MPI_I(collective)", h(comm), || {
-        let obj = comm_obj(h(comm))?;
-        done_request(&obj, request)
-    })
-}
-
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Ibarrier(comm: *mut c_void, request: *mut *mut c_void) -> c_int {
     guard("MPI_Ibarrier", h(comm), || {
@@ -1169,8 +1197,7 @@ pub unsafe extern "C" fn MPI_Ibarrier(comm: *mut c_void, request: *mut *mut c_vo
             return Err(super::arg("request"));
         }
         if obj.comm.is_inter() {
-            obj.comm.barrier()?;
-            return done_request(&obj, request);
+            return super::nbc::inter_ibarrier(&obj.arc(), request);
         }
         let r = obj.comm.ibarrier()?;
         give_request(Req::live(&obj, r, Fin::None, Vec::new()), request)
@@ -1194,8 +1221,7 @@ pub unsafe extern "C" fn MPI_Ibcast(
         let n = count(n, "count")?;
         let ty = committed(h(t))?;
         if obj.comm.is_inter() {
-            bcast(&obj, buf, n, &ty, root)?;
-            return done_request(&obj, request);
+            return super::nbc::inter_ibcast(&obj.arc(), buf, n, &ty.arc(), root, request);
         }
         let r = match ty.contiguous(n) {
             Some(off) => {
@@ -1339,17 +1365,24 @@ fn ireduce(
     if rc != super::SUCCESS || !go_eager {
         return rc;
     }
-    // The general path: a schedule of messages folded here (`nbc`), on
-    // intracommunicators; an intercommunicator's reduction runs now.
-    let mut inter = false;
-    let rc = guard(call, h(comm), || {
+    // The general path: a schedule of messages folded here (`nbc`).
+    guard(call, h(comm), || {
         let obj = comm_obj(h(comm))?.arc();
-        if obj.comm.is_inter() {
-            inter = true;
-            return Ok(());
-        }
         let n = count(n, "count")?;
         let red = Reduction::for_collective(h(o), h(t), n)?;
+        if obj.comm.is_inter() {
+            let kind = root.map_or(Red::Allreduce, Red::Reduce);
+            return super::nbc::inter_reduction(
+                &obj,
+                kind,
+                sbuf,
+                rbuf,
+                n,
+                red,
+                Vec::new(),
+                Some(request),
+            );
+        }
         let kind = match root {
             Some(rt) => {
                 check_root(&obj, rt)?;
@@ -1358,15 +1391,6 @@ fn ireduce(
             None => Red::Allreduce,
         };
         super::nbc::ireduction(&obj, kind, sbuf, rbuf, n, red, Vec::new(), request)
-    });
-    if rc != super::SUCCESS || !inter {
-        return rc;
-    }
-    eager(comm, request, || match root {
-        // SAFETY: the caller's arguments, passed on unchanged.
-        Some(rt) => unsafe { MPI_Reduce(sbuf, rbuf, n, t, o, rt, comm) },
-        // SAFETY: as above.
-        None => unsafe { MPI_Allreduce(sbuf, rbuf, n, t, o, comm) },
     })
 }
 

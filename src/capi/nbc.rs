@@ -15,7 +15,7 @@
 
 use super::coll::{check_root, in_place, pack_at, unpack_at, v_args, Red};
 use super::p2p::{give_request, nbytes, staging_buf, Ptr, Req, ReqState};
-use super::types::{committed, Reduction};
+use super::types::{committed, Reduction, TypeObj};
 use super::{array, comm_obj, count, guard, h, CommObj};
 use crate::comm::Request;
 use crate::error::{Error, ErrorClass, Result};
@@ -142,6 +142,16 @@ impl Sched {
         Ok(i)
     }
 
+    /// Runs the schedule to its end here (a blocking collective built
+    /// as a schedule).
+    fn run(
+        mut self,
+        last: impl FnOnce(&mut [Vec<u8>]) -> Result<()> + Send + 'static,
+    ) -> Result<()> {
+        self.m.last = Some(Box::new(last));
+        self.m.wait().map(|_| ())
+    }
+
     fn finish(
         mut self,
         request: *mut *mut c_void,
@@ -210,6 +220,217 @@ pub(crate) fn idup(
     })
 }
 
+// ---- intercommunicators -----------------------------------------------------------
+
+// Collectives between the two groups of an intercommunicator (MPI 4.1
+// §6.2.2) as linear schedules: each message goes straight from a member
+// of one group to the member of the other that needs it, on the
+// intercommunicator's collective context with its next
+// nonblocking-collective tag (the members of both groups start its
+// collectives in the same order).
+
+/// The size of the other group of intercommunicator `obj`.
+fn remote(obj: &CommObj) -> Result<usize> {
+    Ok(obj.comm.remote_size()? as usize)
+}
+
+/// A root argument of a rooted collective on an intercommunicator: this
+/// process is the root (`MPI_ROOT`), another of its group
+/// (`MPI_PROC_NULL`), or it sends to or receives from rank `r` of the
+/// other group.
+#[derive(Clone, Copy)]
+enum InterRoot {
+    Root,
+    Idle,
+    Other(usize),
+}
+
+fn inter_root(obj: &CommObj, root: c_int) -> Result<InterRoot> {
+    match root {
+        super::ROOT => Ok(InterRoot::Root),
+        super::PROC_NULL => Ok(InterRoot::Idle),
+        r if r >= 0 && (r as usize) < remote(obj)? => Ok(InterRoot::Other(r as usize)),
+        r => Err(Error::new(
+            ErrorClass::Root,
+            format!(
+                "root {r} on an intercommunicator: MPI_ROOT, MPI_PROC_NULL or a rank of the \
+                 other group (0..{})",
+                remote(obj)?
+            ),
+        )),
+    }
+}
+
+/// The ranks a collective's blocks go to and come from: the members of
+/// an intracommunicator, this one among them (`Some(rank)`), or of the
+/// other group of an intercommunicator (`None`: no block of its own).
+fn peers(obj: &CommObj) -> Result<(usize, Option<usize>)> {
+    if obj.comm.is_inter() {
+        Ok((remote(obj)?, None))
+    } else {
+        Ok((
+            obj.comm.size().max(0) as usize,
+            Some(obj.comm.rank() as usize),
+        ))
+    }
+}
+
+/// Whether this process is the root of a rooted collective, `root` as it
+/// passed it (the root has every peer's counts).
+fn is_root(obj: &CommObj, root: c_int) -> bool {
+    if obj.comm.is_inter() {
+        root == super::ROOT
+    } else {
+        root == obj.comm.rank()
+    }
+}
+
+/// Where a process of a rooted collective stands: the root (`None`), or
+/// another process, which sends to or receives from the root
+/// (`Some(Some(root))`) or, in the root's group of an intercommunicator,
+/// takes no part (`Some(None)`).
+fn rooted(obj: &CommObj, root: c_int) -> Result<Option<Option<usize>>> {
+    if obj.comm.is_inter() {
+        return Ok(match inter_root(obj, root)? {
+            InterRoot::Root => None,
+            InterRoot::Idle => Some(None),
+            InterRoot::Other(r) => Some(Some(r)),
+        });
+    }
+    check_root(obj, root)?;
+    Ok((root != obj.comm.rank()).then_some(Some(root as usize)))
+}
+
+/// `MPI_IN_PLACE` where this communicator does not allow it (an
+/// intercommunicator's collectives).
+fn no_place(obj: &CommObj, buf: *const c_void, call: &str) -> Result<()> {
+    if obj.comm.is_inter() && in_place(buf) {
+        return Err(Error::new(
+            ErrorClass::Buffer,
+            format!("MPI_IN_PLACE is not allowed in {call} on an intercommunicator"),
+        ));
+    }
+    Ok(())
+}
+
+/// Runs a collective's schedule, started by `start` with a request it
+/// makes, to its end here: the blocking collectives of an
+/// intercommunicator.
+pub(crate) fn blocking(start: impl FnOnce(*mut *mut c_void) -> Result<()>) -> Result<()> {
+    let mut req: *mut c_void = std::ptr::null_mut();
+    start(&mut req)?;
+    super::p2p::wait_quietly(req)
+}
+
+/// `MPI_Ibarrier` on an intercommunicator: a message to and from every
+/// member of the other group; complete once all of them have started it.
+pub(crate) fn inter_ibarrier(obj: &Arc<CommObj>, request: *mut *mut c_void) -> Result<()> {
+    let mut s = Sched::new(obj);
+    for r in 0..remote(obj)? {
+        s.send(Vec::new(), r)?;
+        s.recv(0, r)?;
+    }
+    s.finish(request, |_| Ok(()))
+}
+
+/// `MPI_Ibcast` on an intercommunicator: the root (`MPI_ROOT`) sends to
+/// every member of the other group, which receives from it.
+pub(crate) fn inter_ibcast(
+    obj: &Arc<CommObj>,
+    buf: *mut c_void,
+    n: usize,
+    ty: &Arc<TypeObj>,
+    root: c_int,
+    request: *mut *mut c_void,
+) -> Result<()> {
+    let mut s = Sched::new(obj);
+    match inter_root(obj, root)? {
+        InterRoot::Root => {
+            let data = ty.pack(buf, n)?;
+            for r in 0..remote(obj)? {
+                s.send(data.clone(), r)?;
+            }
+            s.finish(request, |_| Ok(()))
+        }
+        InterRoot::Idle => s.finish(request, |_| Ok(())),
+        InterRoot::Other(r) => {
+            let at = s.recv(nbytes(n, ty)?, r)?;
+            let (dst, ty) = (Ptr(buf), ty.clone());
+            s.finish(request, move |bufs| {
+                unpack_at(&bufs[at], dst.get(), 0, n, &ty)
+            })
+        }
+    }
+}
+
+/// `MPI_Reduce`, `MPI_Allreduce` or `MPI_Reduce_scatter(_block)` on an
+/// intercommunicator, started (`request`) or run here: the result is
+/// the other group's contributions (`n` elements each) folded in its
+/// rank order, at the root (`MPI_ROOT`), at every member, or scattered
+/// over this group by `counts` (MPI 4.1 §6.9.1, §6.11: both groups pass
+/// vectors of the same length).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn inter_reduction(
+    obj: &Arc<CommObj>,
+    kind: Red,
+    sbuf: *const c_void,
+    rbuf: *mut c_void,
+    n: usize,
+    red: Reduction,
+    counts: Vec<usize>,
+    request: Option<*mut *mut c_void>,
+) -> Result<()> {
+    no_place(obj, sbuf, "a reduction")?;
+    let rsize = remote(obj)?;
+    let ty = red.ty.clone();
+    let len = nbytes(n, &ty)?;
+    // Whom this process sends its contribution to; whether it folds the
+    // other group's.
+    let (to, folds): (Vec<usize>, bool) = match kind {
+        Red::Allreduce | Red::Scatter => ((0..rsize).collect(), true),
+        Red::Reduce(root) => match inter_root(obj, root)? {
+            InterRoot::Root => (Vec::new(), true),
+            InterRoot::Idle => (Vec::new(), false),
+            InterRoot::Other(r) => (vec![r], false),
+        },
+        Red::Scan | Red::Exscan => {
+            return Err(Error::new(
+                ErrorClass::Comm,
+                "MPI_Scan and MPI_Exscan need an intracommunicator",
+            ))
+        }
+    };
+    let mut s = Sched::new(obj);
+    if !to.is_empty() {
+        let data = ty.pack(sbuf, n)?;
+        for r in to {
+            s.send(data.clone(), r)?;
+        }
+    }
+    let last: Last = if folds && rsize > 0 {
+        let at: Vec<usize> = (0..rsize).map(|r| s.recv(len, r)).collect::<Result<_>>()?;
+        let dst = Ptr(rbuf);
+        let me = obj.comm.rank() as usize;
+        Box::new(move |bufs: &mut [Vec<u8>]| {
+            let acc = red.fold_ranks(|k| &bufs[at[k]][..], rsize - 1)?;
+            match kind {
+                Red::Scatter => {
+                    let start = counts[..me].iter().sum::<usize>() * ty.size;
+                    let mine = counts[me] * ty.size;
+                    unpack_at(&acc[start..start + mine], dst.get(), 0, counts[me], &ty)
+                }
+                _ => unpack_at(&acc, dst.get(), 0, n, &ty),
+            }
+        })
+    } else {
+        Box::new(|_: &mut [Vec<u8>]| Ok(()))
+    };
+    match request {
+        Some(req) => s.finish(req, last),
+        None => s.run(last),
+    }
+}
+
 fn intra(obj: &CommObj, call: &str) -> Result<()> {
     if obj.comm.is_inter() {
         return Err(Error::new(
@@ -239,30 +460,36 @@ fn igatherv(
     root: c_int,
     request: *mut *mut c_void,
 ) -> Result<()> {
-    check_root(obj, root)?;
-    let root = root as usize;
-    let me = obj.comm.rank() as usize;
-    let p = obj.comm.size() as usize;
+    let (p, me) = peers(obj)?;
+    let stands = rooted(obj, root)?;
     let mut s = Sched::new(obj);
-    if me != root {
-        let sty = committed(h(st))?;
-        let data = sty.pack(sbuf, count(sn, "sendcount")?)?;
-        s.send(data, root)?;
-        return s.finish(request, |_| Ok(()));
+    match stands {
+        Some(Some(root)) => {
+            no_place(obj, sbuf, "MPI_Igather(v)")?;
+            let sty = committed(h(st))?;
+            let data = sty.pack(sbuf, count(sn, "sendcount")?)?;
+            s.send(data, root)?;
+            return s.finish(request, |_| Ok(()));
+        }
+        Some(None) => return s.finish(request, |_| Ok(())),
+        None => {}
     }
     let (counts, displs) = cd.expect("the root has counts");
     let rty = committed(h(rt))?.arc();
-    let own = if in_place(sbuf) {
-        None
-    } else {
-        let sty = committed(h(st))?;
-        Some(s.keep(sty.pack(sbuf, count(sn, "sendcount")?)?))
+    let own = match me {
+        Some(_) if !in_place(sbuf) => {
+            let sty = committed(h(st))?;
+            Some(s.keep(sty.pack(sbuf, count(sn, "sendcount")?)?))
+        }
+        _ => None,
     };
     let mut at = vec![None; p];
-    for i in (0..p).filter(|&i| i != me) {
+    for i in (0..p).filter(|&i| Some(i) != me) {
         at[i] = Some(s.recv(nbytes(counts[i], &rty)?, i)?);
     }
-    at[me] = own;
+    if let Some(me) = me {
+        at[me] = own;
+    }
     let dst = Ptr(rbuf);
     s.finish(request, move |bufs| {
         for i in 0..p {
@@ -272,6 +499,29 @@ fn igatherv(
         }
         Ok(())
     })
+}
+
+/// The start of `MPI_Igather` on `obj` (also run to its end by the blocking
+/// form on an intercommunicator, [`blocking`]).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn start_gather(
+    obj: &Arc<CommObj>,
+    sbuf: *const c_void,
+    sn: c_int,
+    st: *mut c_void,
+    rbuf: *mut c_void,
+    rn: c_int,
+    rt: *mut c_void,
+    root: c_int,
+    request: *mut *mut c_void,
+) -> Result<()> {
+    let (p, _) = peers(obj)?;
+    let cd = if is_root(obj, root) {
+        Some(uniform(count(rn, "recvcount")?, p))
+    } else {
+        None
+    };
+    igatherv(obj, sbuf, sn, st, rbuf, cd, rt, root, request)
 }
 
 #[no_mangle]
@@ -288,14 +538,32 @@ pub unsafe extern "C" fn MPI_Igather(
 ) -> c_int {
     guard("MPI_Igather", h(comm), || {
         let obj = comm_obj(h(comm))?.arc();
-        let p = obj.comm.size() as usize;
-        let cd = if obj.comm.rank() == root {
-            Some(uniform(count(rn, "recvcount")?, p))
-        } else {
-            None
-        };
-        igatherv(&obj, sbuf, sn, st, rbuf, cd, rt, root, request)
+        start_gather(&obj, sbuf, sn, st, rbuf, rn, rt, root, request)
     })
+}
+
+/// The start of `MPI_Igatherv` on `obj` (also run to its end by the blocking
+/// form on an intercommunicator, [`blocking`]).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn start_gatherv(
+    obj: &Arc<CommObj>,
+    sbuf: *const c_void,
+    sn: c_int,
+    st: *mut c_void,
+    rbuf: *mut c_void,
+    rcounts: *const c_int,
+    displs: *const c_int,
+    rt: *mut c_void,
+    root: c_int,
+    request: *mut *mut c_void,
+) -> Result<()> {
+    let (p, _) = peers(obj)?;
+    let cd = if is_root(obj, root) {
+        Some(v_args(rcounts, displs, p)?)
+    } else {
+        None
+    };
+    igatherv(obj, sbuf, sn, st, rbuf, cd, rt, root, request)
 }
 
 #[no_mangle]
@@ -313,13 +581,7 @@ pub unsafe extern "C" fn MPI_Igatherv(
 ) -> c_int {
     guard("MPI_Igatherv", h(comm), || {
         let obj = comm_obj(h(comm))?.arc();
-        let p = obj.comm.size() as usize;
-        let cd = if obj.comm.rank() == root {
-            Some(v_args(rcounts, displs, p)?)
-        } else {
-            None
-        };
-        igatherv(&obj, sbuf, sn, st, rbuf, cd, rt, root, request)
+        start_gatherv(&obj, sbuf, sn, st, rbuf, rcounts, displs, rt, root, request)
     })
 }
 
@@ -336,35 +598,61 @@ fn iscatterv(
     root: c_int,
     request: *mut *mut c_void,
 ) -> Result<()> {
-    check_root(obj, root)?;
-    let root = root as usize;
-    let me = obj.comm.rank() as usize;
-    let p = obj.comm.size() as usize;
+    let (p, me) = peers(obj)?;
+    let stands = rooted(obj, root)?;
     let mut s = Sched::new(obj);
     let dst = Ptr(rbuf);
-    if me != root {
-        let rty = committed(h(rt))?.arc();
-        let rn = count(rn, "recvcount")?;
-        let k = s.recv(nbytes(rn, &rty)?, root)?;
-        return s.finish(request, move |bufs| {
-            unpack_at(&bufs[k], dst.get(), 0, rn, &rty)
-        });
+    match stands {
+        Some(Some(root)) => {
+            no_place(obj, rbuf, "MPI_Iscatter(v)")?;
+            let rty = committed(h(rt))?.arc();
+            let rn = count(rn, "recvcount")?;
+            let k = s.recv(nbytes(rn, &rty)?, root)?;
+            return s.finish(request, move |bufs| {
+                unpack_at(&bufs[k], dst.get(), 0, rn, &rty)
+            });
+        }
+        Some(None) => return s.finish(request, |_| Ok(())),
+        None => {}
     }
     let (counts, displs) = cd.expect("the root has counts");
     let sty = committed(h(st))?;
-    for i in (0..p).filter(|&i| i != me) {
+    for i in (0..p).filter(|&i| Some(i) != me) {
         let block = pack_at(sbuf, displs[i], counts[i], &sty)?;
         s.send(block, i)?;
     }
-    if in_place(rbuf) {
+    let Some(me) = me.filter(|_| !in_place(rbuf)) else {
         return s.finish(request, |_| Ok(()));
-    }
+    };
     let rty = committed(h(rt))?.arc();
     let rn = count(rn, "recvcount")?;
     let k = s.keep(pack_at(sbuf, displs[me], counts[me], &sty)?);
     s.finish(request, move |bufs| {
         unpack_at(&bufs[k], dst.get(), 0, rn, &rty)
     })
+}
+
+/// The start of `MPI_Iscatter` on `obj` (also run to its end by the blocking
+/// form on an intercommunicator, [`blocking`]).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn start_scatter(
+    obj: &Arc<CommObj>,
+    sbuf: *const c_void,
+    sn: c_int,
+    st: *mut c_void,
+    rbuf: *mut c_void,
+    rn: c_int,
+    rt: *mut c_void,
+    root: c_int,
+    request: *mut *mut c_void,
+) -> Result<()> {
+    let (p, _) = peers(obj)?;
+    let cd = if is_root(obj, root) {
+        Some(uniform(count(sn, "sendcount")?, p))
+    } else {
+        None
+    };
+    iscatterv(obj, sbuf, cd, st, rbuf, rn, rt, root, request)
 }
 
 #[no_mangle]
@@ -381,14 +669,32 @@ pub unsafe extern "C" fn MPI_Iscatter(
 ) -> c_int {
     guard("MPI_Iscatter", h(comm), || {
         let obj = comm_obj(h(comm))?.arc();
-        let p = obj.comm.size() as usize;
-        let cd = if obj.comm.rank() == root {
-            Some(uniform(count(sn, "sendcount")?, p))
-        } else {
-            None
-        };
-        iscatterv(&obj, sbuf, cd, st, rbuf, rn, rt, root, request)
+        start_scatter(&obj, sbuf, sn, st, rbuf, rn, rt, root, request)
     })
+}
+
+/// The start of `MPI_Iscatterv` on `obj` (also run to its end by the blocking
+/// form on an intercommunicator, [`blocking`]).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn start_scatterv(
+    obj: &Arc<CommObj>,
+    sbuf: *const c_void,
+    scounts: *const c_int,
+    displs: *const c_int,
+    st: *mut c_void,
+    rbuf: *mut c_void,
+    rn: c_int,
+    rt: *mut c_void,
+    root: c_int,
+    request: *mut *mut c_void,
+) -> Result<()> {
+    let (p, _) = peers(obj)?;
+    let cd = if is_root(obj, root) {
+        Some(v_args(scounts, displs, p)?)
+    } else {
+        None
+    };
+    iscatterv(obj, sbuf, cd, st, rbuf, rn, rt, root, request)
 }
 
 #[no_mangle]
@@ -406,13 +712,7 @@ pub unsafe extern "C" fn MPI_Iscatterv(
 ) -> c_int {
     guard("MPI_Iscatterv", h(comm), || {
         let obj = comm_obj(h(comm))?.arc();
-        let p = obj.comm.size() as usize;
-        let cd = if obj.comm.rank() == root {
-            Some(v_args(scounts, displs, p)?)
-        } else {
-            None
-        };
-        iscatterv(&obj, sbuf, cd, st, rbuf, rn, rt, root, request)
+        start_scatterv(&obj, sbuf, scounts, displs, st, rbuf, rn, rt, root, request)
     })
 }
 
@@ -429,22 +729,20 @@ fn iallgatherv(
     rt: *mut c_void,
     request: *mut *mut c_void,
 ) -> Result<()> {
-    intra(obj, "MPI_Iallgather(v)")?;
-    let me = obj.comm.rank() as usize;
-    let p = obj.comm.size() as usize;
+    no_place(obj, sbuf, "MPI_Iallgather(v)")?;
+    let (p, me) = peers(obj)?;
     let rty = committed(h(rt))?.arc();
-    let mine = if in_place(sbuf) {
-        pack_at(rbuf, displs[me], counts[me], &rty)?
-    } else {
-        committed(h(st))?.pack(sbuf, count(sn, "sendcount")?)?
+    let mine = match me {
+        Some(me) if in_place(sbuf) => pack_at(rbuf, displs[me], counts[me], &rty)?,
+        _ => committed(h(st))?.pack(sbuf, count(sn, "sendcount")?)?,
     };
     let mut s = Sched::new(obj);
     let mut at = vec![None; p];
-    for i in (0..p).filter(|&i| i != me) {
+    for i in (0..p).filter(|&i| Some(i) != me) {
         s.send(mine.clone(), i)?;
         at[i] = Some(s.recv(nbytes(counts[i], &rty)?, i)?);
     }
-    if !in_place(sbuf) {
+    if let Some(me) = me.filter(|_| !in_place(sbuf)) {
         at[me] = Some(s.keep(mine));
     }
     let dst = Ptr(rbuf);
@@ -456,6 +754,23 @@ fn iallgatherv(
         }
         Ok(())
     })
+}
+
+/// The start of `MPI_Iallgather` on `obj` (also run to its end by the blocking
+/// form on an intercommunicator, [`blocking`]).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn start_allgather(
+    obj: &Arc<CommObj>,
+    sbuf: *const c_void,
+    sn: c_int,
+    st: *mut c_void,
+    rbuf: *mut c_void,
+    rn: c_int,
+    rt: *mut c_void,
+    request: *mut *mut c_void,
+) -> Result<()> {
+    let (c, d) = uniform(count(rn, "recvcount")?, peers(obj)?.0);
+    iallgatherv(obj, sbuf, sn, st, rbuf, c, d, rt, request)
 }
 
 #[no_mangle]
@@ -471,9 +786,26 @@ pub unsafe extern "C" fn MPI_Iallgather(
 ) -> c_int {
     guard("MPI_Iallgather", h(comm), || {
         let obj = comm_obj(h(comm))?.arc();
-        let (c, d) = uniform(count(rn, "recvcount")?, obj.comm.size().max(0) as usize);
-        iallgatherv(&obj, sbuf, sn, st, rbuf, c, d, rt, request)
+        start_allgather(&obj, sbuf, sn, st, rbuf, rn, rt, request)
     })
+}
+
+/// The start of `MPI_Iallgatherv` on `obj` (also run to its end by the blocking
+/// form on an intercommunicator, [`blocking`]).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn start_allgatherv(
+    obj: &Arc<CommObj>,
+    sbuf: *const c_void,
+    sn: c_int,
+    st: *mut c_void,
+    rbuf: *mut c_void,
+    rcounts: *const c_int,
+    displs: *const c_int,
+    rt: *mut c_void,
+    request: *mut *mut c_void,
+) -> Result<()> {
+    let (c, d) = v_args(rcounts, displs, peers(obj)?.0)?;
+    iallgatherv(obj, sbuf, sn, st, rbuf, c, d, rt, request)
 }
 
 #[no_mangle]
@@ -490,8 +822,7 @@ pub unsafe extern "C" fn MPI_Iallgatherv(
 ) -> c_int {
     guard("MPI_Iallgatherv", h(comm), || {
         let obj = comm_obj(h(comm))?.arc();
-        let (c, d) = v_args(rcounts, displs, obj.comm.size().max(0) as usize)?;
-        iallgatherv(&obj, sbuf, sn, st, rbuf, c, d, rt, request)
+        start_allgatherv(&obj, sbuf, sn, st, rbuf, rcounts, displs, rt, request)
     })
 }
 
@@ -508,9 +839,8 @@ fn ialltoallv(
     rt: *mut c_void,
     request: *mut *mut c_void,
 ) -> Result<()> {
-    intra(obj, "MPI_Ialltoall(v)")?;
-    let me = obj.comm.rank() as usize;
-    let p = obj.comm.size() as usize;
+    no_place(obj, sbuf, "MPI_Ialltoall(v)")?;
+    let (p, me) = peers(obj)?;
     let rty = committed(h(rt))?.arc();
     // Every block is packed now, before any receive lands (in place, the
     // receives overwrite what is sent).
@@ -528,7 +858,7 @@ fn ialltoallv(
     let mut s = Sched::new(obj);
     let mut at = vec![0; p];
     for (i, block) in blocks.into_iter().enumerate() {
-        if i == me {
+        if Some(i) == me {
             at[i] = s.keep(block);
         } else {
             s.send(block, i)?;
@@ -544,6 +874,29 @@ fn ialltoallv(
     })
 }
 
+/// The start of `MPI_Ialltoall` on `obj` (also run to its end by the blocking
+/// form on an intercommunicator, [`blocking`]).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn start_alltoall(
+    obj: &Arc<CommObj>,
+    sbuf: *const c_void,
+    sn: c_int,
+    st: *mut c_void,
+    rbuf: *mut c_void,
+    rn: c_int,
+    rt: *mut c_void,
+    request: *mut *mut c_void,
+) -> Result<()> {
+    let (p, _) = peers(obj)?;
+    let (rc, rd) = uniform(count(rn, "recvcount")?, p);
+    let scd = if in_place(sbuf) {
+        None
+    } else {
+        Some(uniform(count(sn, "sendcount")?, p))
+    };
+    ialltoallv(obj, sbuf, scd, st, rbuf, rc, rd, rt, request)
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Ialltoall(
     sbuf: *const c_void,
@@ -557,15 +910,33 @@ pub unsafe extern "C" fn MPI_Ialltoall(
 ) -> c_int {
     guard("MPI_Ialltoall", h(comm), || {
         let obj = comm_obj(h(comm))?.arc();
-        let p = obj.comm.size().max(0) as usize;
-        let (rc, rd) = uniform(count(rn, "recvcount")?, p);
-        let scd = if in_place(sbuf) {
-            None
-        } else {
-            Some(uniform(count(sn, "sendcount")?, p))
-        };
-        ialltoallv(&obj, sbuf, scd, st, rbuf, rc, rd, rt, request)
+        start_alltoall(&obj, sbuf, sn, st, rbuf, rn, rt, request)
     })
+}
+
+/// The start of `MPI_Ialltoallv` on `obj` (also run to its end by the blocking
+/// form on an intercommunicator, [`blocking`]).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn start_alltoallv(
+    obj: &Arc<CommObj>,
+    sbuf: *const c_void,
+    scounts: *const c_int,
+    sdispls: *const c_int,
+    st: *mut c_void,
+    rbuf: *mut c_void,
+    rcounts: *const c_int,
+    rdispls: *const c_int,
+    rt: *mut c_void,
+    request: *mut *mut c_void,
+) -> Result<()> {
+    let (p, _) = peers(obj)?;
+    let (rc, rd) = v_args(rcounts, rdispls, p)?;
+    let scd = if in_place(sbuf) {
+        None
+    } else {
+        Some(v_args(scounts, sdispls, p)?)
+    };
+    ialltoallv(obj, sbuf, scd, st, rbuf, rc, rd, rt, request)
 }
 
 #[no_mangle]
@@ -583,14 +954,9 @@ pub unsafe extern "C" fn MPI_Ialltoallv(
 ) -> c_int {
     guard("MPI_Ialltoallv", h(comm), || {
         let obj = comm_obj(h(comm))?.arc();
-        let p = obj.comm.size().max(0) as usize;
-        let (rc, rd) = v_args(rcounts, rdispls, p)?;
-        let scd = if in_place(sbuf) {
-            None
-        } else {
-            Some(v_args(scounts, sdispls, p)?)
-        };
-        ialltoallv(&obj, sbuf, scd, st, rbuf, rc, rd, rt, request)
+        start_alltoallv(
+            &obj, sbuf, scounts, sdispls, st, rbuf, rcounts, rdispls, rt, request,
+        )
     })
 }
 
@@ -684,6 +1050,9 @@ fn ired_entry(
 ) -> Result<()> {
     let obj = comm_obj(h(comm))?.arc();
     let red = Reduction::for_collective(h(o), h(t), n)?;
+    if obj.comm.is_inter() {
+        return inter_reduction(&obj, kind, sbuf, rbuf, n, red, counts, Some(request));
+    }
     ireduction(&obj, kind, sbuf, rbuf, n, red, counts, request)
 }
 

@@ -1606,6 +1606,16 @@ struct Outcome {
     err: Option<(Arc<CommObj>, Error)>,
 }
 
+/// Waits for the request `slot` (a handle this layer made and never gave
+/// the program), freeing it; its error, without raising it.
+pub(crate) fn wait_quietly(mut slot: *mut c_void) -> Result<()> {
+    let o = complete(&mut slot, true)?.expect("a blocking completion completes");
+    match o.err {
+        Some((_, e)) => Err(e),
+        None => Ok(()),
+    }
+}
+
 /// Completes (or tests) the request at `*slot`: a `Some` outcome when
 /// complete (then `*slot` is `MPI_REQUEST_NULL`, unless persistent).
 fn complete(slot: &mut *mut c_void, block: bool) -> std::result::Result<Option<Outcome>, Error> {
