@@ -33,6 +33,17 @@ pub(crate) fn in_place(p: *const c_void) -> bool {
     p == IN_PLACE
 }
 
+/// Refuses `MPI_IN_PLACE` as a buffer of `n` instances of `ty` where the
+/// call does not take it, before anything is sent, so that a rank that
+/// would find it only when it unpacks what it received (a derived type)
+/// fails with the others instead of after them.
+pub(crate) fn not_in_place(buf: *const c_void, n: usize, ty: &TypeObj) -> Result<()> {
+    if in_place(buf) && n > 0 && ty.size > 0 {
+        return Err(super::in_place_here());
+    }
+    Ok(())
+}
+
 /// A count argument that matters only when `used` (MPI ignores the send
 /// arguments of an in-place call and the receive arguments away from the
 /// root).
@@ -141,6 +152,7 @@ fn bcast(obj: &CommObj, buf: *mut c_void, n: usize, ty: &Arc<TypeObj>, root: c_i
     if c.is_inter() && root == PROC_NULL {
         return c.bcast(&mut [0u8; 0][..], root);
     }
+    not_in_place(buf, n, ty)?;
     match ty.contiguous(n) {
         Some(_) => {
             let mut d = Dst::new(buf, n, ty)?;
@@ -1220,6 +1232,7 @@ pub unsafe extern "C" fn MPI_Ibcast(
         }
         let n = count(n, "count")?;
         let ty = committed(h(t))?;
+        not_in_place(buf, n, &ty)?;
         if obj.comm.is_inter() {
             return super::nbc::inter_ibcast(&obj.arc(), buf, n, &ty.arc(), root, request);
         }

@@ -631,10 +631,10 @@ pub(crate) fn bytes<'a>(p: *const c_void, n: usize) -> Result<&'a [u8]> {
     if n == 0 {
         return Ok(&[]);
     }
-    if p.is_null() {
-        return Err(null_buffer(n));
+    if (p as usize) <= IN_PLACE as usize {
+        return Err(null_buffer(p, n));
     }
-    // SAFETY: not null; MPI requires the buffer to hold `n` bytes of data
+    // SAFETY: not null (nor `MPI_IN_PLACE`); MPI requires the buffer to hold `n` bytes of data
     // for the count and datatype given.
     Ok(unsafe { std::slice::from_raw_parts(p.cast::<u8>(), n) })
 }
@@ -645,22 +645,37 @@ pub(crate) fn bytes_mut<'a>(p: *mut c_void, n: usize) -> Result<&'a mut [u8]> {
     if n == 0 {
         return Ok(&mut []);
     }
-    if p.is_null() {
-        return Err(null_buffer(n));
+    if (p as usize) <= IN_PLACE as usize {
+        return Err(null_buffer(p, n));
     }
-    // SAFETY: not null; MPI requires a receive buffer to be writable for
+    // SAFETY: not null (nor `MPI_IN_PLACE`); MPI requires a receive buffer to be writable for
     // the count and datatype given, and not aliased by the send buffer.
     Ok(unsafe { std::slice::from_raw_parts_mut(p.cast::<u8>(), n) })
 }
 
-/// The error of a null buffer that should hold `n` bytes (out of line:
-/// the buffer views sit on the message path).
+/// The error of a buffer at `p`, null or `MPI_IN_PLACE`, that should
+/// hold `n` bytes (out of line: the buffer views sit on the message path).
 #[cold]
 #[inline(never)]
-fn null_buffer(n: usize) -> Error {
+fn null_buffer(p: *const c_void, n: usize) -> Error {
+    if p.is_null() {
+        Error::new(
+            ErrorClass::Buffer,
+            format!("the buffer is a null pointer but holds {n} bytes"),
+        )
+    } else {
+        in_place_here()
+    }
+}
+
+/// `MPI_IN_PLACE` passed where the call does not take it (a send or
+/// receive buffer, a broadcast's, a collective's other buffer): its
+/// sentinel address is never read or written.
+#[cold]
+pub(crate) fn in_place_here() -> Error {
     Error::new(
         ErrorClass::Buffer,
-        format!("the buffer is a null pointer but holds {n} bytes"),
+        "MPI_IN_PLACE is not a buffer this argument may take",
     )
 }
 

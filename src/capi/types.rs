@@ -193,6 +193,9 @@ impl TypeObj {
         if total == 0 {
             return Ok(());
         }
+        if base == super::IN_PLACE {
+            return Err(super::in_place_here());
+        }
         // A null `base` is MPI_BOTTOM: the displacements are addresses.
         dst.try_reserve(total).map_err(|_| {
             Error::new(
@@ -235,6 +238,9 @@ impl TypeObj {
         let total = n.saturating_mul(self.size).min(src.len());
         if total == 0 {
             return Ok(0);
+        }
+        if base.cast_const() == super::IN_PLACE {
+            return Err(super::in_place_here());
         }
         if let Some(off) = self.contiguous(n) {
             let dst = (base as isize).wrapping_add(off) as *mut u8;
