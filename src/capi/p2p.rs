@@ -76,12 +76,27 @@ impl CStatus {
     }
 }
 
-/// Writes `st` to the C status `p` unless it is `MPI_STATUS_IGNORE`.
+/// Writes `st` to the C status `p` unless it is `MPI_STATUS_IGNORE`: all
+/// but its `MPI_ERROR` field, which a call that returns one status never
+/// updates (MPI 4.1 §3.2.5: only the calls that return several, and only
+/// when they return `MPI_ERR_IN_STATUS`).
 pub(crate) fn put_status(p: *mut CStatus, st: &CStatus) {
-    if !p.is_null() {
-        // Cannot fail: `p` is not null.
-        let _ = out(p, *st, "status");
+    if p.is_null() {
+        return;
     }
+    let field = |off: usize| p.cast::<u8>().wrapping_add(off);
+    let source = field(std::mem::offset_of!(CStatus, source)).cast::<c_int>();
+    let tag = field(std::mem::offset_of!(CStatus, tag)).cast::<c_int>();
+    let internal = field(std::mem::offset_of!(CStatus, internal)).cast::<[c_int; 5]>();
+    // SAFETY: `p` is not null, and a status argument is valid for writes
+    // of an `MPI_Status` (module docs); `source` is its field
+    // (`CStatus` is `repr(C)`, the ABI's layout); unaligned, as `out`
+    // writes.
+    unsafe { source.write_unaligned(st.source) };
+    // SAFETY: `tag` is another field of the same status.
+    unsafe { tag.write_unaligned(st.tag) };
+    // SAFETY: `internal` is another field of the same status.
+    unsafe { internal.write_unaligned(st.internal) };
 }
 
 /// A status out of an error, if the error carries one (truncation).
