@@ -17,9 +17,9 @@ use super::{
 use crate::comm::{Message, Request};
 use crate::error::{Error, ErrorClass, Result};
 use crate::p2p::Status;
+use crate::sync::{AtomicU32, Ordering};
 use std::ffi::{c_int, c_void};
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// `MPI_Status` as C lays it out.
@@ -800,9 +800,9 @@ pub(crate) fn done_request(comm: &Arc<CommObj>, p: *mut *mut c_void) -> Result<(
 /// completed in the background, by the next MPI call of this process
 /// ([`progress_orphans`]) and at finalize.
 static ORPHANS: Mutex<Vec<Req>> = Mutex::new(Vec::new());
-/// Whether [`ORPHANS`] holds a request: set and cleared only with its
-/// lock held, so a request pushed is never left unflagged.
-static ORPHANED: AtomicBool = AtomicBool::new(false);
+/// Whether [`ORPHANS`] holds a request (1) or not (0): set and cleared
+/// only with its lock held, so a request pushed is never left unflagged.
+static ORPHANED: AtomicU32 = AtomicU32::new(0);
 /// Buffered sends in flight, with the bytes each takes of the attached
 /// buffer.
 static BSENDS: Mutex<Vec<(Box<Req>, usize)>> = Mutex::new(Vec::new());
@@ -824,7 +824,7 @@ fn test_orphans(orphans: &mut Vec<Req>) {
     if orphans.is_empty() {
         // Relaxed: the flag is written only under the lock, which
         // orders it with the pushes (MPI_Request_free).
-        ORPHANED.store(false, Ordering::Relaxed);
+        ORPHANED.store(0, Ordering::Relaxed);
     }
 }
 
@@ -842,7 +842,7 @@ pub(crate) fn progress_orphans() {
     // Relaxed: a hint; a request freed by another thread just now is
     // seen by a later call, and what it holds is reached through the
     // lock.
-    if ORPHANED.load(Ordering::Relaxed) {
+    if ORPHANED.load(Ordering::Relaxed) != 0 {
         progress_orphans_now();
     }
 }
@@ -877,7 +877,7 @@ pub(crate) fn flush_all() -> Result<()> {
     let all = {
         let mut orphans = lock(&ORPHANS);
         // Relaxed: under the lock (`test_orphans`).
-        ORPHANED.store(false, Ordering::Relaxed);
+        ORPHANED.store(0, Ordering::Relaxed);
         std::mem::take(&mut *orphans)
     };
     for mut r in all {
@@ -2466,7 +2466,7 @@ pub unsafe extern "C" fn MPI_Request_free(request: *mut *mut c_void) -> c_int {
             let mut orphans = lock(&ORPHANS);
             orphans.push(a);
             // Relaxed: under the lock (`test_orphans`).
-            ORPHANED.store(true, Ordering::Relaxed);
+            ORPHANED.store(1, Ordering::Relaxed);
         }
         out(request, to_handle(REQUEST_NULL), "request")
     })
