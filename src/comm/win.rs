@@ -35,11 +35,11 @@ pub enum LockType {
 /// The access epochs this process has open on a window.
 #[derive(Debug, Default)]
 struct Epochs {
-    /// Targets of the access epoch `start` opened (world ranks of the
-    /// window's communicator, as its ranks).
-    started: Vec<i32>,
-    /// Origins of the exposure epoch `post` opened.
-    posted: Vec<i32>,
+    /// Targets of the access epoch `start` opened (ranks of the window's
+    /// communicator), while one is open (it may have none).
+    started: Option<Vec<i32>>,
+    /// Origins of the exposure epoch `post` opened, while one is open.
+    posted: Option<Vec<i32>>,
     /// Between fences.
     fence: bool,
     /// `lock_all` held.
@@ -87,9 +87,10 @@ pub struct Window {
 
 static NEXT_WIN: AtomicU32 = AtomicU32::new(0);
 
-/// Alignment of each member's part in a window file: a cache line, or a
-/// page for `alloc_shared_noncontig`.
-const ALIGN: usize = 64;
+/// Alignment of each member's part in a window file for
+/// `alloc_shared_noncontig`: a page. Without it the parts are contiguous,
+/// each right after the last byte of the previous one (MPI 4.1 §12.2.3),
+/// so a program may index one array across the members' parts.
 const PAGE: usize = 4096;
 
 /// Tags of the post / start / complete / wait tokens (on the window's own
@@ -104,8 +105,9 @@ const IN_POOL: u64 = 1;
 
 impl Communicator {
     /// `MPI_Win_allocate_shared`: `size` bytes for this member, in one
-    /// file all members map, contiguous in rank order (each part 64-byte
-    /// aligned). Collective.
+    /// file all members map, contiguous in rank order: each member's part
+    /// starts right after the last byte of the previous member's (MPI 4.1
+    /// §12.2.3; the first at a page boundary). Collective.
     ///
     /// # Errors
     /// `Comm` on an intercommunicator, `Arg` for a zero displacement unit,
@@ -249,7 +251,7 @@ impl Communicator {
         let n = self.size() as usize;
         let mut all = vec![0u64; 2 * n];
         self.allgather(&[size as u64, disp_unit as u64], &mut all)?;
-        let align = if opts.noncontig { PAGE } else { ALIGN };
+        let align = if opts.noncontig { PAGE } else { 1 };
         let mut layout = Vec::with_capacity(n);
         let mut at = 0usize;
         for r in 0..n {
@@ -408,7 +410,7 @@ impl Window {
             if !(e.fence
                 || e.all
                 || e.locks.contains_key(&(rank as usize))
-                || e.started.contains(&rank))
+                || e.started.as_ref().is_some_and(|t| t.contains(&rank)))
             {
                 return Err(Error::new(
                     ErrorClass::RmaSync,
@@ -560,8 +562,20 @@ impl Window {
     /// (a barrier with full fences). Collective.
     ///
     /// # Errors
-    /// As the barrier.
+    /// `RmaSync` inside this process's `lock` or `lock_all` epoch (before
+    /// the barrier); as the barrier.
     pub fn fence(&self) -> Result<()> {
+        {
+            let e = lock(&self.epochs);
+            if e.all || !e.locks.is_empty() {
+                let r = Err(Error::new(
+                    ErrorClass::RmaSync,
+                    "MPI_Win_fence inside a passive-target epoch (lock or lock_all)",
+                ));
+                drop(e);
+                return self.comm.ret("MPI_Win_fence", r);
+            }
+        }
         // SYNC(win.fence): SeqCst fences around the barrier: every store
         // to the window before it is seen by every member after it.
         fence(Ordering::SeqCst);
@@ -576,17 +590,28 @@ impl Window {
     /// `MPI_Win_lock`: a passive-target epoch on member `rank`.
     ///
     /// # Errors
-    /// `Rank`; `RmaSync` if this process already holds a lock on it.
+    /// `Rank`; `RmaSync` if this process already holds a lock on it, or
+    /// `lock_all` (whose shared hold it would wait for).
     pub fn lock(&self, kind: LockType, rank: i32) -> Result<()> {
         let r = (|| {
             self.member(rank)?;
             let r = rank as usize;
-            if lock(&self.epochs).locks.contains_key(&r) {
+            let e = lock(&self.epochs);
+            if e.locks.contains_key(&r) {
                 return Err(Error::new(
                     ErrorClass::RmaSync,
                     format!("rank {rank} is already locked by this process"),
                 ));
             }
+            if e.all {
+                // Its lock word is held shared already: waiting for it
+                // exclusively would wait for this process.
+                return Err(Error::new(
+                    ErrorClass::RmaSync,
+                    "MPI_Win_lock inside this process's MPI_Win_lock_all epoch",
+                ));
+            }
+            drop(e);
             self.seg.lock(r, kind == LockType::Exclusive);
             lock(&self.epochs)
                 .locks
@@ -620,12 +645,18 @@ impl Window {
     /// `MPI_Win_lock_all`: a shared epoch on every member.
     ///
     /// # Errors
-    /// `RmaSync` if already held.
+    /// `RmaSync` if already held, or while this process holds a `lock`.
     pub fn lock_all(&self) -> Result<()> {
         let r = (|| {
             let mut e = lock(&self.epochs);
             if e.all {
                 return Err(Error::new(ErrorClass::RmaSync, "lock_all is already held"));
+            }
+            if let Some(r) = e.locks.keys().next() {
+                return Err(Error::new(
+                    ErrorClass::RmaSync,
+                    format!("MPI_Win_lock_all while this process holds MPI_Win_lock on rank {r}"),
+                ));
             }
             for m in 0..self.parts.len() {
                 self.seg.lock(m, false);
@@ -678,7 +709,7 @@ impl Window {
     pub fn post(&self, origins: &[i32]) -> Result<()> {
         let r = (|| {
             let mut e = lock(&self.epochs);
-            if !e.posted.is_empty() {
+            if e.posted.is_some() {
                 return Err(Error::new(
                     ErrorClass::RmaSync,
                     "an exposure epoch is already open",
@@ -688,7 +719,7 @@ impl Window {
                 self.member(o)?;
                 self.comm.send(&[0u8; 0], o, TAG_POST)?;
             }
-            e.posted = origins.to_vec();
+            e.posted = Some(origins.to_vec());
             Ok(())
         })();
         self.comm.ret("MPI_Win_post", r)
@@ -701,7 +732,7 @@ impl Window {
     /// `RmaSync` if an access epoch is open; `Rank`.
     pub fn start(&self, targets: &[i32]) -> Result<()> {
         let r = (|| {
-            if !lock(&self.epochs).started.is_empty() {
+            if lock(&self.epochs).started.is_some() {
                 return Err(Error::new(
                     ErrorClass::RmaSync,
                     "an access epoch is already open",
@@ -711,7 +742,7 @@ impl Window {
                 self.member(t)?;
                 self.comm.recv(&mut [0u8; 0], t, TAG_POST)?;
             }
-            lock(&self.epochs).started = targets.to_vec();
+            lock(&self.epochs).started = Some(targets.to_vec());
             Ok(())
         })();
         self.comm.ret("MPI_Win_start", r)
@@ -724,13 +755,12 @@ impl Window {
     /// `RmaSync` without an open access epoch.
     pub fn complete(&self) -> Result<()> {
         let r = (|| {
-            let targets = std::mem::take(&mut lock(&self.epochs).started);
-            if targets.is_empty() {
+            let Some(targets) = lock(&self.epochs).started.take() else {
                 return Err(Error::new(
                     ErrorClass::RmaSync,
                     "no access epoch (MPI_Win_start) is open",
                 ));
-            }
+            };
             // SYNC(win.pscw): SeqCst fence before the token: the target's
             // wait (after receiving it) sees every access.
             fence(Ordering::SeqCst);
@@ -749,13 +779,12 @@ impl Window {
     /// `RmaSync` without an open exposure epoch.
     pub fn wait(&self) -> Result<()> {
         let r = (|| {
-            let origins = std::mem::take(&mut lock(&self.epochs).posted);
-            if origins.is_empty() {
+            let Some(origins) = lock(&self.epochs).posted.take() else {
                 return Err(Error::new(
                     ErrorClass::RmaSync,
                     "no exposure epoch (MPI_Win_post) is open",
                 ));
-            }
+            };
             for o in origins {
                 self.comm.recv(&mut [0u8; 0], o, TAG_COMPLETE)?;
             }
