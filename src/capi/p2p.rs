@@ -931,15 +931,30 @@ pub(crate) fn nbytes(n: usize, ty: &TypeObj) -> Result<usize> {
 
 /// A zeroed staging buffer of `n` bytes, or `NoMem`.
 pub(crate) fn staging_buf(n: usize) -> Result<Vec<u8>> {
-    let mut v = Vec::new();
-    v.try_reserve_exact(n).map_err(|_| {
+    let no_mem = || {
         Error::new(
             ErrorClass::NoMem,
             format!("no memory for a {n}-byte staging buffer"),
         )
-    })?;
-    v.resize(n, 0);
-    Ok(v)
+    };
+    if n == 0 {
+        return Ok(Vec::new());
+    }
+    // Zeroed by the allocator, which for a large buffer maps zero pages
+    // and touches none: a receive of "up to" many instances of a derived
+    // type costs the memory its message fills, not its count (a zeroing
+    // loop here once took a 16 KiB message's 16 GiB receive to the
+    // kernel's OOM killer).
+    let layout = std::alloc::Layout::array::<u8>(n).map_err(|_| no_mem())?;
+    // SAFETY: the layout's size is not zero (`n > 0`).
+    let p = unsafe { std::alloc::alloc_zeroed(layout) };
+    if p.is_null() {
+        return Err(no_mem());
+    }
+    // SAFETY: `p` comes from the global allocator with the layout of `n`
+    // bytes of alignment 1, which `Vec<u8>` of capacity `n` frees with;
+    // all `n` bytes are initialised (zero).
+    Ok(unsafe { Vec::from_raw_parts(p, n, n) })
 }
 
 /// The bytes of `count` instances of `ty` at `buf` as one slice if they
@@ -1252,6 +1267,10 @@ pub unsafe extern "C" fn MPI_Rsend(
     send_blocking("MPI_Rsend", Mode::Rsend, buf, n, t, dest, tag, comm)
 }
 
+/// The size of a noncontiguous blocking receive (count times type size)
+/// from which its staging buffer is sized by the message, probed first.
+const PROBED_STAGING: usize = 1 << 20;
+
 /// A blocking receive of `n` instances of `ty` at `buf`.
 pub(crate) fn recv_into(
     obj: &CommObj,
@@ -1267,8 +1286,21 @@ pub(crate) fn recv_into(
             Ok(CStatus::from_rust(&obj.comm.recv(b, src, tag)?))
         }
         None => {
-            let mut staging = vec![0u8; n * ty.size];
-            let st = obj.comm.recv(&mut staging[..], src, tag)?;
+            let want = nbytes(n, ty)?;
+            let (staging, st) = if want > PROBED_STAGING {
+                // The message's own length bounds the staging buffer: a
+                // count far past the message (a receive of "up to"
+                // `n`) allocated and zeroed all of it, and aborted the
+                // process where that was more than memory.
+                let (m, st) = obj.comm.mprobe(src, tag)?;
+                let mut staging = staging_buf(want.min(st.bytes))?;
+                let st = m.recv(&mut staging[..])?;
+                (staging, st)
+            } else {
+                let mut staging = staging_buf(want)?;
+                let st = obj.comm.recv(&mut staging[..], src, tag)?;
+                (staging, st)
+            };
             let got = st.bytes.min(staging.len());
             ty.unpack(&staging[..got], buf, n)?;
             Ok(CStatus::from_rust(&st))
@@ -2593,7 +2625,7 @@ pub unsafe extern "C" fn MPI_Sendrecv(
                     .map(|s| CStatus::from_rust(&s))
             }
             None => {
-                let mut staging = vec![0u8; rn * rty.size];
+                let mut staging = staging_buf(nbytes(rn, &rty)?)?;
                 obj.comm
                     .sendrecv(data, dest, stag_v, &mut staging[..], src, rtag_v)
                     .and_then(|s| {
@@ -2624,7 +2656,7 @@ pub unsafe extern "C" fn MPI_Sendrecv_replace(
         let n = count(n, "count")?;
         let ty = committed(h(t))?;
         let out_data = ty.pack(buf, n)?;
-        let mut staging = vec![0u8; n * ty.size];
+        let mut staging = staging_buf(nbytes(n, &ty)?)?;
         let s = obj.comm.sendrecv(
             &out_data[..],
             dest,

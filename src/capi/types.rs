@@ -129,13 +129,7 @@ impl TypeObj {
         let Some((p, n)) = self.sig else {
             return Vec::new();
         };
-        let one: Vec<u32> = match p {
-            Prim::FloatInt | Prim::TwoInt => vec![4, 4],
-            Prim::DoubleInt | Prim::LongInt => vec![8, 4],
-            Prim::ShortInt => vec![2, 4],
-            Prim::LongDoubleInt => vec![16, 4],
-            _ => vec![p.size() as u32],
-        };
+        let one = prim_parts(p);
         one.iter().copied().cycle().take(one.len() * n).collect()
     }
 
@@ -281,10 +275,22 @@ impl TypeObj {
         let rest = bytes % self.size;
         let part = match self.sig {
             Some((p, _)) => {
-                if rest % p.size() != 0 {
+                // Whole elements of `p`, then the basic parts of a pair
+                // type's element (a double of an MPI_DOUBLE_INT: MPI 4.1
+                // §5.1.11 counts basic elements).
+                let mut left = rest % p.size();
+                let mut k = rest / p.size() * p.elements();
+                for &e in prim_parts(p) {
+                    if left < e as usize {
+                        break;
+                    }
+                    left -= e as usize;
+                    k += 1;
+                }
+                if left != 0 {
                     return None;
                 }
-                rest / p.size() * p.elements()
+                k
             }
             None if rest == 0 => 0,
             None => {
@@ -304,6 +310,25 @@ impl TypeObj {
             }
         };
         Some(whole * self.nelems + part)
+    }
+}
+
+/// The sizes of the basic elements of one element of kind `p`, in packed
+/// order: two for the pair types of `MINLOC` / `MAXLOC`, else its own.
+fn prim_parts(p: Prim) -> &'static [u32] {
+    match p {
+        Prim::FloatInt | Prim::TwoInt => &[4, 4],
+        Prim::DoubleInt | Prim::LongInt => &[8, 4],
+        Prim::ShortInt => &[2, 4],
+        Prim::LongDoubleInt => &[16, 4],
+        _ => match p.size() {
+            1 => &[1],
+            2 => &[2],
+            4 => &[4],
+            8 => &[8],
+            16 => &[16],
+            _ => &[],
+        },
     }
 }
 
@@ -537,13 +562,19 @@ fn compose(parts: &[(isize, usize, &TypeObj)], is_struct: bool) -> Result<TypeOb
     let mut explicit = false;
     let mut sig: Option<Option<Prim>> = None;
     let mut sig_n = 0;
+    // Bounds set by a resize are sticky (MPI 4.1 §5.1.7): where any part
+    // carries them, only such parts bound the new type; the others' data
+    // lies inside or outside its extent as it falls.
+    let sticky = parts.iter().any(|&(_, bl, ty)| bl > 0 && ty.explicit);
     for &(disp, bl, ty) in parts {
         if bl == 0 {
             continue;
         }
         let ext = ty.extent();
-        lb = lb.min(disp + ty.lb + if ext < 0 { (bl as isize - 1) * ext } else { 0 });
-        ub = ub.max(disp + ty.ub + if ext > 0 { (bl as isize - 1) * ext } else { 0 });
+        if ty.explicit || !sticky {
+            lb = lb.min(disp + ty.lb + if ext < 0 { (bl as isize - 1) * ext } else { 0 });
+            ub = ub.max(disp + ty.ub + if ext > 0 { (bl as isize - 1) * ext } else { 0 });
+        }
         size += bl * ty.size;
         nelems += bl * ty.nelems;
         align = align.max(ty.align);
