@@ -45,7 +45,7 @@ pub(crate) fn group_obj(g: usize) -> Result<Arc<Group>> {
     })
 }
 
-fn new_group(g: Group, p: *mut *mut c_void) -> Result<()> {
+pub(crate) fn new_group(g: Group, p: *mut *mut c_void) -> Result<()> {
     if p.is_null() {
         return Err(super::arg("newgroup"));
     }

@@ -763,6 +763,46 @@ pub unsafe extern "C" fn MPI_Type_create_indexed_block(
 }
 
 #[no_mangle]
+pub unsafe extern "C" fn MPI_Type_create_hindexed(
+    n: c_int,
+    blocklens: *const c_int,
+    displs: *const isize,
+    old: *mut c_void,
+    newtype: *mut *mut c_void,
+) -> c_int {
+    guard("MPI_Type_create_hindexed", super::COMM_NULL, || {
+        let n = bl(n, "count")?;
+        let bls = array(blocklens, n, "array_of_blocklengths")?;
+        let ds = array(displs, n, "array_of_displacements")?;
+        let old = type_obj(h(old))?;
+        let mut parts = Vec::with_capacity(n);
+        for i in 0..n {
+            // Displacements in bytes (MPI 4.1 §5.1.2).
+            parts.push((ds[i], bl(bls[i], "a block length")?, &**old));
+        }
+        new_type(compose(&parts, false)?, newtype)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_create_hindexed_block(
+    n: c_int,
+    blocklen: c_int,
+    displs: *const isize,
+    old: *mut c_void,
+    newtype: *mut *mut c_void,
+) -> c_int {
+    guard("MPI_Type_create_hindexed_block", super::COMM_NULL, || {
+        let n = bl(n, "count")?;
+        let b = bl(blocklen, "blocklength")?;
+        let ds = array(displs, n, "array_of_displacements")?;
+        let old = type_obj(h(old))?;
+        let parts: Vec<_> = ds.iter().map(|&d| (d, b, &**old)).collect();
+        new_type(compose(&parts, false)?, newtype)
+    })
+}
+
+#[no_mangle]
 pub unsafe extern "C" fn MPI_Type_create_struct(
     n: c_int,
     blocklens: *const c_int,

@@ -9,7 +9,7 @@ use super::{comm_obj, count, guard, h, out, read, state, to_handle, CommObj, PRO
 use crate::comm::{Flavor, LockType, WinOptions, Window};
 use crate::error::{Error, ErrorClass, Result};
 use crate::transport::rma::{Exposed, Memory};
-use std::ffi::{c_int, c_void};
+use std::ffi::{c_char, c_int, c_void};
 use std::sync::Arc;
 
 /// `MPI_WIN_NULL`.
@@ -29,6 +29,8 @@ pub(crate) struct WinObj {
     /// What `MPI_Win_get_attr` points at: base, size, displacement unit,
     /// create flavor, memory model.
     attrs: (usize, isize, c_int, c_int, c_int),
+    /// `MPI_Win_set_name`'s name (empty until set).
+    name: std::sync::Mutex<String>,
 }
 
 thread_local! {
@@ -269,6 +271,7 @@ fn register(
         errh: std::sync::Mutex::new(super::Errh::Fatal),
         freed: crate::sync::AtomicU32::new(0),
         attrs: (p as usize, size, unit, flavor, 31),
+        name: std::sync::Mutex::new(String::new()),
     }));
     out(win, to_handle(handle), "win")
 }
@@ -924,6 +927,51 @@ pub unsafe extern "C" fn MPI_Win_complete(win: *mut c_void) -> c_int {
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Win_wait(win: *mut c_void) -> c_int {
     on_win("MPI_Win_wait", win, |w| w.win.wait())
+}
+
+/// `MPI_Win_test`: the nonblocking `MPI_Win_wait`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_test(win: *mut c_void, flag: *mut c_int) -> c_int {
+    on_win("MPI_Win_test", win, |w| {
+        if flag.is_null() {
+            return Err(super::arg("flag"));
+        }
+        let done = w.win.test()?;
+        out(flag, c_int::from(done), "flag")
+    })
+}
+
+/// `MPI_Win_get_group`: the group of the window's communicator.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_get_group(win: *mut c_void, group: *mut *mut c_void) -> c_int {
+    on_win("MPI_Win_get_group", win, |w| {
+        super::comm::new_group(w.comm.comm.group(), group)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_set_name(win: *mut c_void, name: *const c_char) -> c_int {
+    on_win("MPI_Win_set_name", win, |w| {
+        let mut n = super::c_str(name, "win_name")?;
+        // MPI_MAX_OBJECT_NAME (128) with its NUL, as communicators' names.
+        while n.len() > 127 {
+            n.pop();
+        }
+        *super::lock(&w.name) = n;
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_get_name(
+    win: *mut c_void,
+    name: *mut c_char,
+    len: *mut c_int,
+) -> c_int {
+    on_win("MPI_Win_get_name", win, |w| {
+        let n = super::put_str(name, 128, &super::lock(&w.name), "win_name")?;
+        out(len, n, "resultlen")
+    })
 }
 
 /// Predefined window attribute keys (MPI 5.0 ABI values).

@@ -794,6 +794,37 @@ impl Window {
         self.comm.ret("MPI_Win_wait", r)
     }
 
+    /// `MPI_Win_test`: [`wait`](Self::wait) if every origin of the
+    /// exposure epoch has completed (then `true`), else nothing (`false`).
+    ///
+    /// # Errors
+    /// `RmaSync` without an open exposure epoch.
+    pub fn test(&self) -> Result<bool> {
+        let r = (|| {
+            let mut e = lock(&self.epochs);
+            let Some(origins) = e.posted.as_ref() else {
+                return Err(Error::new(
+                    ErrorClass::RmaSync,
+                    "no exposure epoch (MPI_Win_post) is open",
+                ));
+            };
+            for &o in origins {
+                if self.comm.iprobe(o, TAG_COMPLETE)?.is_none() {
+                    return Ok(false);
+                }
+            }
+            let origins = e.posted.take().unwrap_or_default();
+            drop(e);
+            for o in origins {
+                self.comm.recv(&mut [0u8; 0], o, TAG_COMPLETE)?;
+            }
+            // SYNC(win.pscw): as in `wait`.
+            fence(Ordering::SeqCst);
+            Ok(true)
+        })();
+        self.comm.ret("MPI_Win_test", r)
+    }
+
     /// `MPI_Win_free`: collective; waits for every member (a barrier), so
     /// no member still accesses the memory.
     ///
