@@ -35,6 +35,14 @@ static int ct_errs = 0;
         CHECK(ct_rc_ == MPI_SUCCESS, "%s returned %d", #call, ct_rc_);     \
     } while (0)
 
+/* The error class of a return code (for checks under MPI_ERRORS_RETURN). */
+static inline int ct_class(int rc)
+{
+    int c = -1;
+    MPI_Error_class(rc, &c);
+    return c;
+}
+
 /* Sums the error counts over MPI_COMM_WORLD, prints "No Errors" (or the
  * count) on rank 0, finalizes, and gives main's exit status. */
 static int ct_finish(void)

@@ -6,13 +6,6 @@
 #include "common.h"
 #include <stdint.h>
 
-static int cls(int rc)
-{
-    int c = -1;
-    MPI_Error_class(rc, &c);
-    return c;
-}
-
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -29,23 +22,23 @@ int main(int argc, char **argv)
     saved = dup;
     CHECK_OK(MPI_Comm_free(&dup));
     CHECK(dup == MPI_COMM_NULL, "free sets MPI_COMM_NULL");
-    CHECK(cls(MPI_Comm_size(saved, &n)) == MPI_ERR_COMM, "freed comm");
+    CHECK(ct_class(MPI_Comm_size(saved, &n)) == MPI_ERR_COMM, "freed comm");
     MPI_Group g;
     CHECK_OK(MPI_Comm_group(MPI_COMM_WORLD, &g));
-    CHECK(cls(MPI_Comm_rank((MPI_Comm)g, &n)) == MPI_ERR_COMM, "group as comm");
-    CHECK(cls(MPI_Barrier((MPI_Comm)(intptr_t)0x7777)) == MPI_ERR_COMM, "made-up comm");
+    CHECK(ct_class(MPI_Comm_rank((MPI_Comm)g, &n)) == MPI_ERR_COMM, "group as comm");
+    CHECK(ct_class(MPI_Barrier((MPI_Comm)(intptr_t)0x7777)) == MPI_ERR_COMM, "made-up comm");
 
     /* Datatypes, groups, ops, requests, infos, errhandlers of the wrong
      * kind. */
-    CHECK(cls(MPI_Send(&x, 1, (MPI_Datatype)MPI_COMM_WORLD, 0, 0, MPI_COMM_WORLD)) == MPI_ERR_TYPE,
+    CHECK(ct_class(MPI_Send(&x, 1, (MPI_Datatype)MPI_COMM_WORLD, 0, 0, MPI_COMM_WORLD)) == MPI_ERR_TYPE,
           "comm as datatype");
-    CHECK(cls(MPI_Group_size((MPI_Group)MPI_COMM_WORLD, &n)) == MPI_ERR_GROUP, "comm as group");
-    CHECK(cls(MPI_Allreduce(&x, &y, 1, MPI_INT, (MPI_Op)MPI_INT, MPI_COMM_WORLD)) == MPI_ERR_OP,
+    CHECK(ct_class(MPI_Group_size((MPI_Group)MPI_COMM_WORLD, &n)) == MPI_ERR_GROUP, "comm as group");
+    CHECK(ct_class(MPI_Allreduce(&x, &y, 1, MPI_INT, (MPI_Op)MPI_INT, MPI_COMM_WORLD)) == MPI_ERR_OP,
           "datatype as op");
-    CHECK(cls(MPI_Allreduce(&x, &y, 1, MPI_DOUBLE_INT, MPI_SUM, MPI_COMM_WORLD)) == MPI_ERR_OP,
+    CHECK(ct_class(MPI_Allreduce(&x, &y, 1, MPI_DOUBLE_INT, MPI_SUM, MPI_COMM_WORLD)) == MPI_ERR_OP,
           "SUM on a pair type");
     MPI_Request r = (MPI_Request)(intptr_t)0x5000abcd;
-    CHECK(cls(MPI_Wait(&r, MPI_STATUS_IGNORE)) == MPI_ERR_REQUEST, "made-up request");
+    CHECK(ct_class(MPI_Wait(&r, MPI_STATUS_IGNORE)) == MPI_ERR_REQUEST, "made-up request");
     /* A receive's handle kept after the receive completed (shmpi's light
      * receive handle names an engine slot, docs/c-abi.md): every call
      * refuses it, also once a new receive uses the same slot (receives
@@ -60,7 +53,7 @@ int main(int argc, char **argv)
         CHECK_OK(MPI_Send(&x, 1, MPI_INT, rank, 99, MPI_COMM_WORLD));
         CHECK_OK(MPI_Wait(&q, MPI_STATUS_IGNORE));
         CHECK(a == 7 && q == MPI_REQUEST_NULL, "receive to self got %d", a);
-        CHECK(cls(MPI_Wait(&copy, MPI_STATUS_IGNORE)) == MPI_ERR_REQUEST, "finished receive waited");
+        CHECK(ct_class(MPI_Wait(&copy, MPI_STATUS_IGNORE)) == MPI_ERR_REQUEST, "finished receive waited");
         const uintptr_t slot = ((uintptr_t)1 << 30) - 1;
         while (nq < MAXQ && !reused) {
             b[nq] = -1;
@@ -69,11 +62,11 @@ int main(int argc, char **argv)
             nq++;
         }
         CHECK(reused, "no new receive took the slot of the finished one in %d tries", nq);
-        CHECK(cls(MPI_Wait(&copy, MPI_STATUS_IGNORE)) == MPI_ERR_REQUEST, "stale handle, slot reused");
-        CHECK(cls(MPI_Test(&copy, &flag, MPI_STATUS_IGNORE)) == MPI_ERR_REQUEST, "stale handle tested");
-        CHECK(cls(MPI_Waitall(1, &copy, MPI_STATUSES_IGNORE)) != MPI_SUCCESS, "stale handle in Waitall");
-        CHECK(cls(MPI_Cancel(&copy)) == MPI_ERR_REQUEST, "stale handle cancelled");
-        CHECK(cls(MPI_Request_free(&copy)) == MPI_ERR_REQUEST, "stale handle freed");
+        CHECK(ct_class(MPI_Wait(&copy, MPI_STATUS_IGNORE)) == MPI_ERR_REQUEST, "stale handle, slot reused");
+        CHECK(ct_class(MPI_Test(&copy, &flag, MPI_STATUS_IGNORE)) == MPI_ERR_REQUEST, "stale handle tested");
+        CHECK(ct_class(MPI_Waitall(1, &copy, MPI_STATUSES_IGNORE)) != MPI_SUCCESS, "stale handle in Waitall");
+        CHECK(ct_class(MPI_Cancel(&copy)) == MPI_ERR_REQUEST, "stale handle cancelled");
+        CHECK(ct_class(MPI_Request_free(&copy)) == MPI_ERR_REQUEST, "stale handle freed");
         for (int k = 0; k < nq; k++) {
             int y = 100 + k;
             CHECK_OK(MPI_Send(&y, 1, MPI_INT, rank, 98, MPI_COMM_WORLD));
@@ -91,21 +84,21 @@ int main(int argc, char **argv)
         CHECK_OK(MPI_Irecv(&a, 1, MPI_INT, rank, 97, MPI_COMM_WORLD, &q[0]));
         q[1] = q[0];
         CHECK_OK(MPI_Send(&x, 1, MPI_INT, rank, 97, MPI_COMM_WORLD));
-        CHECK(cls(MPI_Waitall(2, q, MPI_STATUSES_IGNORE)) == MPI_ERR_REQUEST,
+        CHECK(ct_class(MPI_Waitall(2, q, MPI_STATUSES_IGNORE)) == MPI_ERR_REQUEST,
               "a receive given twice to Waitall");
         CHECK(a == 5 && q[0] == MPI_REQUEST_NULL, "the receive given twice got %d", a);
     }
-    CHECK(cls(MPI_Info_set((MPI_Info)g, "k", "v")) == MPI_ERR_INFO, "group as info");
-    CHECK(cls(MPI_Comm_set_errhandler(MPI_COMM_WORLD, (MPI_Errhandler)g)) != MPI_SUCCESS,
+    CHECK(ct_class(MPI_Info_set((MPI_Info)g, "k", "v")) == MPI_ERR_INFO, "group as info");
+    CHECK(ct_class(MPI_Comm_set_errhandler(MPI_COMM_WORLD, (MPI_Errhandler)g)) != MPI_SUCCESS,
           "group as errhandler");
     MPI_Datatype t = MPI_INT;
-    CHECK(cls(MPI_Type_free(&t)) == MPI_ERR_TYPE, "predefined type freed");
+    CHECK(ct_class(MPI_Type_free(&t)) == MPI_ERR_TYPE, "predefined type freed");
     MPI_Datatype v;
     CHECK_OK(MPI_Type_vector(2, 1, 2, MPI_INT, &v));
-    CHECK(cls(MPI_Send(&x, 1, v, 0, 0, MPI_COMM_WORLD)) == MPI_ERR_TYPE, "uncommitted type");
+    CHECK(ct_class(MPI_Send(&x, 1, v, 0, 0, MPI_COMM_WORLD)) == MPI_ERR_TYPE, "uncommitted type");
     CHECK_OK(MPI_Type_free(&v));
-    CHECK(cls(MPI_Group_free(&g)) == MPI_SUCCESS, "group free");
-    CHECK(cls(MPI_Group_free(&g)) == MPI_ERR_GROUP, "double free of a group");
+    CHECK(ct_class(MPI_Group_free(&g)) == MPI_SUCCESS, "group free");
+    CHECK(ct_class(MPI_Group_free(&g)) == MPI_ERR_GROUP, "double free of a group");
     /* The double free must not have put the slot on the free list twice. */
     MPI_Group g1, g2;
     int one = 0;
@@ -123,7 +116,7 @@ int main(int argc, char **argv)
     char msg[MPI_MAX_ERROR_STRING];
     int len = 0;
     int rc = MPI_Send(&x, 1, MPI_INT, size + 3, 0, MPI_COMM_WORLD);
-    CHECK(cls(rc) == MPI_ERR_RANK, "bad rank");
+    CHECK(ct_class(rc) == MPI_ERR_RANK, "bad rank");
     CHECK_OK(MPI_Error_string(rc, msg, &len));
     CHECK(strstr(msg, "MPI_ERR_RANK") != NULL, "message %s", msg);
 

@@ -7,13 +7,6 @@
 #include "common.h"
 #include <unistd.h>
 
-static int cls(int rc)
-{
-    int c = -1;
-    MPI_Error_class(rc, &c);
-    return c;
-}
-
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -31,7 +24,7 @@ int main(int argc, char **argv)
     MPI_Bcast(&base, 1, MPI_INT, 0, MPI_COMM_WORLD);
     snprintf(svc, sizeof svc, "env_names %d %d", base, rank);
     CHECK_OK(MPI_Publish_name(svc, MPI_INFO_NULL, port));
-    CHECK(cls(MPI_Publish_name(svc, MPI_INFO_NULL, port)) == MPI_ERR_NAME, "published twice");
+    CHECK(ct_class(MPI_Publish_name(svc, MPI_INFO_NULL, port)) == MPI_ERR_NAME, "published twice");
     MPI_Barrier(MPI_COMM_WORLD);
     for (int r = 0; r < size; r++) {
         char other[64];
@@ -44,9 +37,9 @@ int main(int argc, char **argv)
     }
     MPI_Barrier(MPI_COMM_WORLD);
     CHECK_OK(MPI_Unpublish_name(svc, MPI_INFO_NULL, port));
-    CHECK(cls(MPI_Lookup_name(svc, MPI_INFO_NULL, found)) == MPI_ERR_NAME, "lookup after unpublish");
-    CHECK(cls(MPI_Unpublish_name(svc, MPI_INFO_NULL, port)) == MPI_ERR_NAME, "unpublished twice");
+    CHECK(ct_class(MPI_Lookup_name(svc, MPI_INFO_NULL, found)) == MPI_ERR_NAME, "lookup after unpublish");
+    CHECK(ct_class(MPI_Unpublish_name(svc, MPI_INFO_NULL, port)) == MPI_ERR_NAME, "unpublished twice");
     CHECK_OK(MPI_Close_port(port));
-    CHECK(cls(MPI_Close_port(port)) == MPI_ERR_PORT, "closed twice");
+    CHECK(ct_class(MPI_Close_port(port)) == MPI_ERR_PORT, "closed twice");
     return ct_finish();
 }

@@ -10,13 +10,6 @@
  * own hold, or mixes epochs), and the window stays usable. */
 #include "common.h"
 
-static int cls(int rc)
-{
-    int c = -1;
-    MPI_Error_class(rc, &c);
-    return c;
-}
-
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -60,16 +53,16 @@ int main(int argc, char **argv)
     CHECK_OK(MPI_Win_start(MPI_GROUP_EMPTY, 0, w));
     CHECK_OK(MPI_Win_complete(w));
     CHECK_OK(MPI_Win_wait(w));
-    CHECK(cls(MPI_Win_complete(w)) == MPI_ERR_RMA_SYNC, "a second complete");
+    CHECK(ct_class(MPI_Win_complete(w)) == MPI_ERR_RMA_SYNC, "a second complete");
 
     /* 3. Nested passive-target epochs. */
     CHECK_OK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, me, 0, w));
-    CHECK(cls(MPI_Win_lock_all(0, w)) == MPI_ERR_RMA_SYNC, "lock_all inside lock");
-    CHECK(cls(MPI_Win_fence(0, w)) == MPI_ERR_RMA_SYNC, "fence inside lock");
+    CHECK(ct_class(MPI_Win_lock_all(0, w)) == MPI_ERR_RMA_SYNC, "lock_all inside lock");
+    CHECK(ct_class(MPI_Win_fence(0, w)) == MPI_ERR_RMA_SYNC, "fence inside lock");
     CHECK_OK(MPI_Win_unlock(me, w));
     CHECK_OK(MPI_Win_lock_all(0, w));
-    CHECK(cls(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, me, 0, w)) == MPI_ERR_RMA_SYNC, "lock inside lock_all");
-    CHECK(cls(MPI_Win_fence(0, w)) == MPI_ERR_RMA_SYNC, "fence inside lock_all");
+    CHECK(ct_class(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, me, 0, w)) == MPI_ERR_RMA_SYNC, "lock inside lock_all");
+    CHECK(ct_class(MPI_Win_fence(0, w)) == MPI_ERR_RMA_SYNC, "fence inside lock_all");
     CHECK_OK(MPI_Win_unlock_all(w));
 
     /* Still usable. */

@@ -7,13 +7,6 @@
  * detect the range errors, so this runs on shmpi only.) */
 #include "common.h"
 
-static int cls(int rc)
-{
-    int c = -1;
-    MPI_Error_class(rc, &c);
-    return c;
-}
-
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -26,16 +19,16 @@ int main(int argc, char **argv)
     MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN);
     long x = 5, y = 0;
     int peer = 1 - rank;
-    CHECK(cls(MPI_Put(&x, 1, MPI_LONG, peer, 0, 1, MPI_LONG, win)) == MPI_ERR_RMA_SYNC,
+    CHECK(ct_class(MPI_Put(&x, 1, MPI_LONG, peer, 0, 1, MPI_LONG, win)) == MPI_ERR_RMA_SYNC,
           "put before any epoch");
-    CHECK(cls(MPI_Win_unlock(peer, win)) == MPI_ERR_RMA_SYNC, "unlock without lock");
+    CHECK(ct_class(MPI_Win_unlock(peer, win)) == MPI_ERR_RMA_SYNC, "unlock without lock");
     CHECK_OK(MPI_Win_lock(MPI_LOCK_SHARED, peer, 0, win));
-    CHECK(cls(MPI_Win_lock(MPI_LOCK_SHARED, peer, 0, win)) == MPI_ERR_RMA_SYNC, "locked twice");
-    CHECK(cls(MPI_Put(&x, 1, MPI_LONG, peer, 4, 1, MPI_LONG, win)) == MPI_ERR_RMA_RANGE,
+    CHECK(ct_class(MPI_Win_lock(MPI_LOCK_SHARED, peer, 0, win)) == MPI_ERR_RMA_SYNC, "locked twice");
+    CHECK(ct_class(MPI_Put(&x, 1, MPI_LONG, peer, 4, 1, MPI_LONG, win)) == MPI_ERR_RMA_RANGE,
           "put past the end");
-    CHECK(cls(MPI_Get(&y, 2, MPI_LONG, peer, 3, 2, MPI_LONG, win)) == MPI_ERR_RMA_RANGE,
+    CHECK(ct_class(MPI_Get(&y, 2, MPI_LONG, peer, 3, 2, MPI_LONG, win)) == MPI_ERR_RMA_RANGE,
           "get across the end");
-    CHECK(cls(MPI_Put(&x, 1, MPI_LONG, 7, 0, 1, MPI_LONG, win)) == MPI_ERR_RANK, "bad rank");
+    CHECK(ct_class(MPI_Put(&x, 1, MPI_LONG, 7, 0, 1, MPI_LONG, win)) == MPI_ERR_RANK, "bad rank");
     CHECK_OK(MPI_Put(&x, 1, MPI_LONG, peer, 3, 1, MPI_LONG, win));
     CHECK_OK(MPI_Win_unlock(peer, win));
     MPI_Barrier(MPI_COMM_WORLD);
