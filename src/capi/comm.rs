@@ -427,7 +427,7 @@ pub unsafe extern "C" fn MPI_Comm_split_type(
     })
 }
 
-fn free_handle(p: *mut *mut c_void, call: &str) -> Result<Arc<CommObj>> {
+fn free_handle(p: *mut *mut c_void, call: &str) -> Result<(Arc<CommObj>, Result<()>)> {
     let ch = h(read(p, "comm")?);
     if ch == COMM_WORLD || ch == COMM_SELF {
         return Err(Error::new(
@@ -443,9 +443,12 @@ fn free_handle(p: *mut *mut c_void, call: &str) -> Result<Arc<CommObj>> {
         ));
     }
     let obj = comm_obj(ch)?;
-    super::env::delete_all_attrs(&obj)?;
+    // Freed even when a delete callback failed (the second result, then
+    // the call's error, after it has done its work): the attributes are
+    // gone, each through its callback.
+    let deleted = super::env::delete_all_attrs(&obj);
     state().comms.release(ch);
-    Ok(obj.arc())
+    Ok((obj.arc(), deleted))
 }
 
 #[no_mangle]
@@ -458,8 +461,9 @@ pub unsafe extern "C" fn MPI_Comm_free(comm: *mut *mut c_void) -> c_int {
     guard("MPI_Comm_free", ch, || {
         // Requests in flight hold their own reference; the communicator
         // goes when the last one completes (MPI 4.1 §7.4.3).
-        free_handle(comm, "MPI_Comm_free")?;
-        out(comm, to_handle(COMM_NULL), "comm")
+        let (_, deleted) = free_handle(comm, "MPI_Comm_free")?;
+        out(comm, to_handle(COMM_NULL), "comm")?;
+        deleted
     })
 }
 
@@ -471,9 +475,10 @@ pub unsafe extern "C" fn MPI_Comm_disconnect(comm: *mut *mut c_void) -> c_int {
         h(unsafe_read(comm))
     };
     guard("MPI_Comm_disconnect", ch, || {
-        let obj = free_handle(comm, "MPI_Comm_disconnect")?;
+        let (obj, deleted) = free_handle(comm, "MPI_Comm_disconnect")?;
         obj.comm.clone().disconnect()?;
-        out(comm, to_handle(COMM_NULL), "comm")
+        out(comm, to_handle(COMM_NULL), "comm")?;
+        deleted
     })
 }
 

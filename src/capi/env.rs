@@ -138,9 +138,9 @@ pub unsafe extern "C" fn MPI_Finalize() -> c_int {
         }
         // MPI 4.1 §11.2.4: attributes on MPI_COMM_SELF are deleted first,
         // in the reverse order of setting.
-        if let Some(s) = SELF.get() {
-            delete_all_attrs(s)?;
-        }
+        // A failing callback does not stop finalize (the other members
+        // wait in it): its error is this call's, once finalize is done.
+        let deleted = SELF.get().map_or(Ok(()), |s| delete_all_attrs(s));
         super::p2p::flush_all()?;
         let u = lock(&UNIVERSE).take();
         if let Some(u) = u {
@@ -148,7 +148,7 @@ pub unsafe extern "C" fn MPI_Finalize() -> c_int {
         }
         // Relaxed: see `is_initialized`.
         PHASE.store(2, Ordering::Relaxed);
-        Ok(())
+        deleted
     })
 }
 
@@ -435,6 +435,8 @@ fn bad_info(i: usize) -> Error {
         ErrorClass::Info,
         if i == INFO_NULL {
             "MPI_INFO_NULL is not an info object".to_string()
+        } else if i == INFO_ENV {
+            "MPI_INFO_ENV is predefined: it is not freed".to_string()
         } else {
             format!("{i:#x} is not a valid info handle")
         },
@@ -445,6 +447,9 @@ fn bad_info(i: usize) -> Error {
 pub(crate) fn info_pairs(i: usize) -> Result<Info> {
     if i == INFO_NULL {
         return Ok(Vec::new());
+    }
+    if i == INFO_ENV {
+        return Ok(lock(info_env()).clone());
     }
     state().infos.get(i).cloned().ok_or_else(|| bad_info(i))
 }
@@ -457,7 +462,52 @@ pub(crate) fn new_info(pairs: Info, out_h: *mut *mut c_void) -> Result<()> {
     out(out_h, to_handle(handle), "info")
 }
 
+/// `MPI_INFO_ENV`'s handle (MPI 5.0 ABI).
+const INFO_ENV: usize = 0x131;
+
+/// `MPI_INFO_ENV` (MPI 4.1 §11.2.1): how this process was started, made
+/// at its first use: `command`, `argv`, `maxprocs` (the world's size),
+/// `wdir`, `thread_level`.
+fn info_env() -> &'static Mutex<Info> {
+    static ENV: OnceLock<Mutex<Info>> = OnceLock::new();
+    ENV.get_or_init(|| {
+        let mut args = std::env::args();
+        let mut pairs = Vec::new();
+        if let Some(c) = args.next() {
+            pairs.push(("command".to_string(), c));
+        }
+        let rest: Vec<String> = args.collect();
+        if !rest.is_empty() {
+            pairs.push(("argv".to_string(), rest.join(" ")));
+        }
+        if let Some(u) = lock(&UNIVERSE).as_ref() {
+            pairs.push(("maxprocs".to_string(), u.world().size().to_string()));
+        }
+        if let Ok(d) = std::env::current_dir() {
+            pairs.push(("wdir".to_string(), d.display().to_string()));
+        }
+        let level = match PROVIDED.load(Ordering::Relaxed) {
+            THREAD_SINGLE => "MPI_THREAD_SINGLE",
+            THREAD_FUNNELED => "MPI_THREAD_FUNNELED",
+            THREAD_SERIALIZED => "MPI_THREAD_SERIALIZED",
+            _ => "MPI_THREAD_MULTIPLE",
+        };
+        pairs.push(("thread_level".to_string(), level.to_string()));
+        // Values longer than MPI_MAX_INFO_VAL are cut (an info value's
+        // bound, on every path).
+        for (_, v) in &mut pairs {
+            while v.len() >= MAX_INFO_VAL {
+                v.pop();
+            }
+        }
+        Mutex::new(pairs)
+    })
+}
+
 fn with_info<R>(i: usize, f: impl FnOnce(&mut Info) -> Result<R>) -> Result<R> {
+    if i == INFO_ENV {
+        return f(&mut lock(info_env()));
+    }
     let mut st = state();
     let info = st.infos.get_mut(i).ok_or_else(|| bad_info(i))?;
     f(info)
@@ -735,6 +785,7 @@ const HOST: c_int = 10003;
 const WTIME_IS_GLOBAL: c_int = 10004;
 const APPNUM: c_int = 10005;
 const UNIVERSE_SIZE: c_int = 10007;
+const LASTUSEDCODE: c_int = 10006;
 
 fn predefined_attr(k: c_int) -> Option<*const c_int> {
     static VALUES: OnceLock<[c_int; 8]> = OnceLock::new();
@@ -749,7 +800,9 @@ fn predefined_attr(k: c_int) -> Option<*const c_int> {
             0,                 // MPI_WTIME_IS_GLOBAL: clocks are per process
             appnum as c_int,   // MPI_APPNUM: this rank's application
             universe as c_int, // MPI_UNIVERSE_SIZE: the node's cores
-            0,
+            // MPI_LASTUSEDCODE: no codes are added (MPI_Add_error_code is
+            // not provided), so the last is MPI_ERR_LASTCODE (MPI 4.1 §9.5).
+            super::ERR_LASTCODE,
             0,
         ]
     });
@@ -760,6 +813,7 @@ fn predefined_attr(k: c_int) -> Option<*const c_int> {
         WTIME_IS_GLOBAL => 3,
         APPNUM => 4,
         UNIVERSE_SIZE => 5,
+        LASTUSEDCODE => 6,
         _ => return None,
     };
     Some(&v[i] as *const c_int)
@@ -794,15 +848,21 @@ fn call_delete(obj: &CommObj, k: c_int, v: usize, kv: KeyvalObj) -> Result<()> {
 }
 
 /// Deletes every attribute of `obj` (communicator free, finalize for
-/// `SELF`), newest first.
+/// `SELF`), newest first: every delete callback runs, also after one
+/// failed (an attribute never goes without its callback); the first
+/// failure is the error.
 pub(crate) fn delete_all_attrs(obj: &CommObj) -> Result<()> {
     let attrs = std::mem::take(&mut *lock(&obj.attrs));
+    let mut first = Ok(());
     for &(k, v) in attrs.iter().rev() {
         if let Ok(kv) = keyval(k) {
-            call_delete(obj, k, v, kv)?;
+            let r = call_delete(obj, k, v, kv);
+            if first.is_ok() {
+                first = r;
+            }
         }
     }
-    Ok(())
+    first
 }
 
 /// The attributes a duplicate of `obj` gets, through the copy callbacks.

@@ -370,6 +370,9 @@ pub(crate) fn register_comm(comm: Communicator, errh: Errh, attrs: Vec<(c_int, u
 /// below `MPI_ERR_LASTCODE` (0x3fff).
 const DETAIL_SLOTS: usize = 255;
 
+/// `MPI_ERR_LASTCODE`: the largest error code (class 63 of detail 255).
+pub(crate) const ERR_LASTCODE: c_int = 0x3fff;
+
 struct Details {
     next: usize,
     text: Vec<String>,
@@ -399,7 +402,7 @@ pub(crate) fn code_of(e: &Error) -> c_int {
 pub(crate) fn class_of(code: c_int) -> Option<c_int> {
     match code {
         0..=63 => Some(code),
-        64..=0x3fff => Some(code % 64),
+        64..=ERR_LASTCODE => Some(code % 64),
         _ => None,
     }
 }
