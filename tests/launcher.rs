@@ -711,3 +711,129 @@ fn ring_memory_lives_on_the_receivers_numa_node() {
         assert_eq!(nodes, vec![0]);
     });
 }
+
+#[test]
+fn stdin_goes_to_rank_0_only_and_tagged_output_is_copied_out_whole() {
+    let name = "stdin_goes_to_rank_0_only_and_tagged_output_is_copied_out_whole";
+    const LINES: usize = 3000;
+    if is_rank_of(name) {
+        let u = shmpi::init().unwrap();
+        let w = u.world();
+        // Rank 0 reads what the launcher was given; rank 1 reads end of
+        // file at once (it raced rank 0 for it).
+        let got = std::io::read_to_string(std::io::stdin()).unwrap();
+        println!("rank {} read {got:?}", w.rank());
+        for i in 0..LINES {
+            println!("line {i} of rank {}: {}", w.rank(), "x".repeat(40));
+        }
+        w.barrier().unwrap();
+        u.finalize().unwrap();
+        std::process::exit(0);
+    }
+    let exe = std::env::current_exe().unwrap();
+    let mut c = Command::new(support::shmpiexec());
+    c.args(["-n", "2", "--tag-output"])
+        .arg(&exe)
+        .args([name, "--exact", "--nocapture", "--test-threads=1"])
+        .env(support::CASE, name)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = c.spawn().unwrap();
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(b"hello\n").unwrap();
+    }
+    // A reader slower than the ranks: they end, and their last lines sit
+    // in the launcher's pipes, before it reads a byte.
+    std::thread::sleep(Duration::from_secs(1));
+    let out_pipe = child.stdout.take().unwrap();
+    let err_pipe = child.stderr.take().unwrap();
+    let out = std::thread::spawn(move || std::io::read_to_string(out_pipe).unwrap_or_default());
+    let err = std::thread::spawn(move || std::io::read_to_string(err_pipe).unwrap_or_default());
+    let t0 = std::time::Instant::now();
+    let st = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        if t0.elapsed() > Duration::from_secs(60) {
+            let _ = child.kill();
+            panic!("the job did not end");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let (out, err) = (out.join().unwrap(), err.join().unwrap());
+    assert!(st.success(), "{st:?}: {err}");
+    // (The test harness's "test ... " may start a rank's first line.)
+    assert!(out.contains("rank 0 read \"hello\\n\""), "{out}");
+    assert!(out.contains("rank 1 read \"\""), "{out}");
+    for r in 0..2 {
+        let lines = out
+            .lines()
+            .filter(|l| l.starts_with(&format!("[{r}] line ")))
+            .count();
+        assert_eq!(lines, LINES, "rank {r}'s lines copied out");
+    }
+}
+
+#[test]
+fn a_second_sigint_ends_ranks_that_ignore_signals() {
+    // Ranks (not MPI programs: the launcher runs any) that ignore SIGINT
+    // and SIGTERM: the first SIGINT is passed on and changes nothing, the
+    // second ends them (SIGTERM, then SIGKILL after the grace). `exec`:
+    // the rank is the sleep itself (the launcher ends its ranks, not
+    // processes they start, which would hold its stderr open).
+    let before = segments_of_user();
+    let mut child = Command::new(support::shmpiexec())
+        .args([
+            "-n",
+            "2",
+            "sh",
+            "-c",
+            "trap '' INT TERM; echo ready; exec sleep 60",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+    let t0 = std::time::Instant::now();
+    let mut ready = 0;
+    while ready < 2 {
+        let mut line = String::new();
+        use std::io::BufRead;
+        if out.read_line(&mut line).unwrap_or(0) == 0 || t0.elapsed() > Duration::from_secs(20) {
+            let _ = child.kill();
+            panic!("the ranks did not start");
+        }
+        ready += usize::from(line.contains("ready"));
+    }
+    let int = |c: &std::process::Child| {
+        let _ = Command::new("kill")
+            .args(["-INT", &c.id().to_string()])
+            .status();
+    };
+    int(&child);
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "one SIGINT ended the job"
+    );
+    int(&child);
+    let t1 = std::time::Instant::now();
+    let st = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        if t1.elapsed() > Duration::from_secs(15) {
+            let _ = child.kill();
+            panic!("the launcher did not end after a second SIGINT");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    assert_eq!(st.code(), Some(128 + 2));
+    let err = std::io::read_to_string(child.stderr.take().unwrap()).unwrap_or_default();
+    assert!(err.contains("got SIGINT again"), "{err}");
+    assert_no_new_segments(&before);
+}

@@ -12,7 +12,8 @@
 //! With `SHMPI_TOPOLOGY` set to a synthetic or XML topology the placement
 //! is computed (and reported) on it but not applied.
 //!
-//! SIGINT, SIGTERM and SIGHUP are passed on to the ranks; if `shmpiexec`
+//! Standard input goes to rank 0 only. SIGINT, SIGTERM and SIGHUP are
+//! passed on to the ranks, and a second one ends them; if `shmpiexec`
 //! is killed outright, the kernel sends its ranks SIGKILL
 //! (`PR_SET_PDEATHSIG`, set by `job::run`) and the reaper `job::run`
 //! forked first removes the job's files (`shm::os::Reaper`).

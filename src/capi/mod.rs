@@ -490,11 +490,11 @@ pub(crate) fn raise(comm: Option<&Arc<CommObj>>, call: &str, e: &Error) -> c_int
             unsafe { f(&mut h, &mut c) };
             code
         }
-        Errh::Fatal | Errh::Abort => {
+        h @ (Errh::Fatal | Errh::Abort) => {
             let name = obj.comm.name();
             crate::error::say(format_args!(
                 "shmpi: rank {}: {call} on {} failed with {}: {}; the error handler is \
-                 MPI_ERRORS_ARE_FATAL, so the job is aborted",
+                 {}, so the job is aborted",
                 env::world_rank(),
                 if name.is_empty() {
                     "a communicator"
@@ -502,7 +502,12 @@ pub(crate) fn raise(comm: Option<&Arc<CommObj>>, call: &str, e: &Error) -> c_int
                     &name
                 },
                 e.class().name(),
-                e.detail()
+                e.detail(),
+                if matches!(h, Errh::Abort) {
+                    "MPI_ERRORS_ABORT"
+                } else {
+                    "MPI_ERRORS_ARE_FATAL"
+                }
             ));
             env::abort_job(e.class().code().max(1))
         }

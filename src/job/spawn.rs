@@ -120,9 +120,16 @@ fn describe(rank: usize, st: ExitStatus, state: RankState, abort_code: i32) -> S
     }
 }
 
-/// Copies a rank's output to ours, line by line, each prefixed `[rank] `.
-fn forward(rank: usize, src: impl std::io::Read + Send + 'static, err: bool) {
+/// Copies a rank's output to ours, line by line, each prefixed `[rank] `;
+/// says on `done` when the rank's end of the pipe is closed.
+fn forward(
+    rank: usize,
+    src: impl std::io::Read + Send + 'static,
+    err: bool,
+    done: std::sync::mpsc::Sender<()>,
+) {
     std::thread::spawn(move || {
+        let _done = Finished(done);
         let mut r = BufReader::new(src);
         let mut line = Vec::new();
         loop {
@@ -146,6 +153,21 @@ fn forward(rank: usize, src: impl std::io::Read + Send + 'static, err: bool) {
         }
     });
 }
+
+/// Sends on its channel when dropped: a forwarding thread's end, also
+/// if it panics.
+struct Finished(std::sync::mpsc::Sender<()>);
+
+impl Drop for Finished {
+    fn drop(&mut self) {
+        let _ = self.0.send(());
+    }
+}
+
+/// How long the launcher waits, after the last rank ended, for the
+/// forwarding threads to copy what the ranks' pipes still hold (a
+/// process a rank started may keep a pipe open past it).
+const DRAIN: Duration = Duration::from_secs(10);
 
 /// A fresh job id (also a bridge's between jobs, `comm::connect`).
 pub(crate) fn job_id() -> u64 {
@@ -188,6 +210,8 @@ pub fn run(spec: &JobSpec, shape: SegmentShape) -> Result<JobOutcome, String> {
     let seg = Segment::create(&path, seg_spec).map_err(|e| format!("shmpiexec: {e}"))?;
     reaper.arm();
     let mut children: Vec<Option<Child>> = Vec::with_capacity(spec.nranks);
+    let (forwarded, drained) = std::sync::mpsc::channel();
+    let mut forwarding = 0;
     for rank in 0..spec.nranks {
         let contract = JobContract {
             job_id: job,
@@ -220,6 +244,12 @@ pub fn run(spec: &JobSpec, shape: SegmentShape) -> Result<JobOutcome, String> {
         if spec.tag_output {
             cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
         }
+        // Standard input goes to rank 0 only, as with MPICH's and Open
+        // MPI's launchers: the others read end of file at once instead
+        // of racing rank 0 for it.
+        if rank != 0 {
+            cmd.stdin(Stdio::null());
+        }
         // A rank ends with this thread: a launcher killed by SIGKILL
         // leaves no rank behind (this thread supervises the job to its
         // end, below).
@@ -239,10 +269,12 @@ pub fn run(spec: &JobSpec, shape: SegmentShape) -> Result<JobOutcome, String> {
             Ok(mut child) => {
                 if spec.tag_output {
                     if let Some(o) = child.stdout.take() {
-                        forward(rank, o, false);
+                        forward(rank, o, false, forwarded.clone());
+                        forwarding += 1;
                     }
                     if let Some(e) = child.stderr.take() {
-                        forward(rank, e, true);
+                        forward(rank, e, true, forwarded.clone());
+                        forwarding += 1;
                     }
                 }
                 children.push(Some(child));
@@ -256,6 +288,16 @@ pub fn run(spec: &JobSpec, shape: SegmentShape) -> Result<JobOutcome, String> {
     }
     let pids: Vec<u32> = children.iter().flatten().map(Child::id).collect();
     let outcome = supervise(spec.nranks, &mut children, &seg);
+    // Every rank has ended: what their pipes still hold is copied out
+    // before the launcher exits (it returned with threads mid-copy, and
+    // a reader slower than the ranks lost their last output).
+    let deadline = Instant::now() + DRAIN;
+    for _ in 0..forwarding {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if drained.recv_timeout(left).is_err() {
+            break;
+        }
+    }
     // `supervise` removed the segment and the pools, and a job that ended
     // cleanly has no window file left (each goes once its members have
     // mapped it). After a failure the reaper sweeps for such a file.
@@ -273,18 +315,31 @@ fn supervise(n: usize, children: &mut [Option<Child>], seg: &Segment) -> JobOutc
         failure: None,
     };
     let mut live = n;
+    let mut signals = 0;
     while live > 0 {
         if let Some(sig) = os::take_signal() {
-            for c in children.iter().flatten() {
-                os::send_signal(c.id(), sig);
-            }
-            if outcome.failure.is_none() {
+            signals += 1;
+            if signals > 1 {
+                // A second one ends the job, whatever the ranks do with
+                // signals (as MPICH's second Ctrl-C).
                 outcome.failure = Some(format!(
-                    "shmpiexec: got {}, passed it on to the ranks",
+                    "got {} again, ended the ranks",
                     os::signal_name(sig)
                 ));
                 outcome.code = 128 + sig;
+                terminate(children, seg);
+                break;
             }
+            for c in children.iter().flatten() {
+                os::send_signal(c.id(), sig);
+            }
+            // How the ranks end says how the job did: a rank the signal
+            // killed fails it; ranks that catch it and finish end it
+            // cleanly.
+            crate::error::say(format_args!(
+                "shmpiexec: got {}, passed it on to the ranks (another ends them)",
+                os::signal_name(sig)
+            ));
         }
         // SYNC(job.start): Acquire; once every rank is in, the name is no
         // longer needed: unlinking now leaves nothing behind even if the
