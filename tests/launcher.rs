@@ -837,3 +837,32 @@ fn a_second_sigint_ends_ranks_that_ignore_signals() {
     assert!(err.contains("got SIGINT again"), "{err}");
     assert_no_new_segments(&before);
 }
+
+#[test]
+fn a_rank_that_ends_before_the_others_join_ends_the_job_once_they_do() {
+    // Rank 0 is not an MPI program and ends at once; rank 1 joins. The
+    // launcher ends the job as rank 1 joins, not after the start
+    // barrier's timeout (60 s) in rank 1's init.
+    let name = "a_rank_that_ends_before_the_others_join_ends_the_job_once_they_do";
+    if is_rank_of(name) {
+        let _u = shmpi::init();
+        unreachable!("init cannot gather a rank that ended");
+    }
+    let exe = std::env::current_exe().unwrap();
+    let t0 = std::time::Instant::now();
+    let o = support::output_bounded(
+        Command::new(support::shmpiexec())
+            .args(["-n", "1", "true", ":", "-n", "1"])
+            .arg(&exe)
+            .args([name, "--exact", "--nocapture", "--test-threads=1"])
+            .env(support::CASE, name),
+        Duration::from_secs(50),
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("rank 0 exited before joining the job"),
+        "{err}"
+    );
+    assert!(t0.elapsed() < Duration::from_secs(30), "{:?}", t0.elapsed());
+}

@@ -316,6 +316,10 @@ fn supervise(n: usize, children: &mut [Option<Child>], seg: &Segment) -> JobOutc
     };
     let mut live = n;
     let mut signals = 0;
+    // A rank that ended cleanly before any rank joined (not an MPI
+    // program, or one that exited early): fine while no rank joins, but
+    // once one does, the job can never gather every rank.
+    let mut gone_early: Option<usize> = None;
     while live > 0 {
         if let Some(sig) = os::take_signal() {
             signals += 1;
@@ -344,10 +348,20 @@ fn supervise(n: usize, children: &mut [Option<Child>], seg: &Segment) -> JobOutc
         // SYNC(job.start): Acquire; once every rank is in, the name is no
         // longer needed: unlinking now leaves nothing behind even if the
         // launcher itself is killed later.
-        if seg.header().attached().load(Ordering::Acquire) as usize >= n {
+        let attached = seg.header().attached().load(Ordering::Acquire) as usize;
+        if attached >= n {
             seg.unlink();
         }
         let mut failed = false;
+        if let (Some(rank), true) = (gone_early, attached > 0) {
+            if outcome.failure.is_none() {
+                outcome.failure = Some(format!(
+                    "rank {rank} exited before joining the job, which the others joined"
+                ));
+                outcome.code = 1;
+                failed = true;
+            }
+        }
         for (rank, slot) in children.iter_mut().enumerate() {
             let Some(child) = slot.as_mut() else { continue };
             let Ok(Some(st)) = child.try_wait() else {
@@ -377,6 +391,9 @@ fn supervise(n: usize, children: &mut [Option<Child>], seg: &Segment) -> JobOutc
             let others_in = seg.header().attached().load(Ordering::Acquire) > 0;
             let clean = code == 0
                 && (state == RankState::Finalized || (state == RankState::Empty && !others_in));
+            if clean && state == RankState::Empty {
+                gone_early.get_or_insert(rank);
+            }
             if !clean && outcome.failure.is_none() {
                 outcome.failure = Some(describe(rank, st, state, cb.exit_code()));
                 outcome.code = if code == 0 { 1 } else { code };
