@@ -321,7 +321,7 @@ fn supervise(n: usize, children: &mut [Option<Child>], seg: &Segment) -> JobOutc
     // once one does, the job can never gather every rank.
     let mut gone_early: Option<usize> = None;
     while live > 0 {
-        if let Some(sig) = os::take_signal() {
+        if let Some((sig, from_terminal)) = os::take_signal() {
             signals += 1;
             if signals > 1 {
                 // A second one ends the job, whatever the ranks do with
@@ -334,15 +334,25 @@ fn supervise(n: usize, children: &mut [Option<Child>], seg: &Segment) -> JobOutc
                 terminate(children, seg);
                 break;
             }
-            for c in children.iter().flatten() {
-                os::send_signal(c.id(), sig);
+            // A terminal's signal reached the ranks already (they share
+            // the launcher's process group): passing it on would give
+            // each a second one.
+            if !from_terminal {
+                for c in children.iter().flatten() {
+                    os::send_signal(c.id(), sig);
+                }
             }
             // How the ranks end says how the job did: a rank the signal
             // killed fails it; ranks that catch it and finish end it
             // cleanly.
             crate::error::say(format_args!(
-                "shmpiexec: got {}, passed it on to the ranks (another ends them)",
-                os::signal_name(sig)
+                "shmpiexec: got {}{} (another ends them)",
+                os::signal_name(sig),
+                if from_terminal {
+                    " from the terminal, which sent it to the ranks too"
+                } else {
+                    ", passed it on to the ranks"
+                }
             ));
         }
         // SYNC(job.start): Acquire; once every rank is in, the name is no

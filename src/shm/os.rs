@@ -6,10 +6,20 @@ use crate::sync::{AtomicU32, Ordering};
 
 /// The last terminating signal received (0 if none).
 static CAUGHT: AtomicU32 = AtomicU32::new(0);
+/// Whether that signal came from the kernel (a terminal's Ctrl-C or
+/// hangup, sent to the whole foreground process group), 1, or from a
+/// process (`kill`), 0.
+static FROM_KERNEL: AtomicU32 = AtomicU32::new(0);
 
-extern "C" fn on_signal(sig: libc::c_int) {
-    // Relaxed: the launcher's poll loop reads it; no data hangs on it.
-    CAUGHT.store(sig as u32, Ordering::Relaxed);
+extern "C" fn on_signal(sig: libc::c_int, info: *mut libc::siginfo_t, _: *mut libc::c_void) {
+    // SAFETY: with SA_SIGINFO the kernel passes a valid siginfo; reading
+    // its code is async-signal-safe.
+    let code = unsafe { (*info).si_code };
+    // Relaxed: published by the Release store below.
+    FROM_KERNEL.store(u32::from(code == libc::SI_KERNEL), Ordering::Relaxed);
+    // Release: pairs with `take_signal`'s Acquire swap, which then sees
+    // FROM_KERNEL as stored here.
+    CAUGHT.store(sig as u32, Ordering::Release);
 }
 
 /// Routes SIGINT, SIGTERM and SIGHUP to a flag read by [`take_signal`]
@@ -20,7 +30,7 @@ pub fn capture_termination_signals() {
         // async-signal-safe `extern "C"` function (one atomic store).
         let mut sa: libc::sigaction = unsafe { std::mem::zeroed() };
         sa.sa_sigaction = on_signal as *const () as libc::sighandler_t;
-        sa.sa_flags = libc::SA_RESTART;
+        sa.sa_flags = libc::SA_RESTART | libc::SA_SIGINFO;
         // SAFETY: `sa` is initialised; a null old-action pointer is allowed.
         unsafe { libc::sigaction(sig, &sa, std::ptr::null_mut()) };
     }
@@ -35,12 +45,15 @@ pub fn default_sigpipe() {
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
 }
 
-/// The signal caught since the last call, if any.
-pub fn take_signal() -> Option<i32> {
-    // Relaxed: see `on_signal`.
-    match CAUGHT.swap(0, Ordering::Relaxed) {
+/// The signal caught since the last call, if any, and whether the kernel
+/// sent it (a terminal's, which the processes of the launcher's process
+/// group, its ranks among them, got too) rather than a process.
+pub fn take_signal() -> Option<(i32, bool)> {
+    // Acquire: pairs with `on_signal`'s Release store.
+    match CAUGHT.swap(0, Ordering::Acquire) {
         0 => None,
-        s => Some(s as i32),
+        // Relaxed: ordered by the Acquire swap above.
+        s => Some((s as i32, FROM_KERNEL.load(Ordering::Relaxed) == 1)),
     }
 }
 
