@@ -866,3 +866,26 @@ fn a_rank_that_ends_before_the_others_join_ends_the_job_once_they_do() {
     );
     assert!(t0.elapsed() < Duration::from_secs(30), "{:?}", t0.elapsed());
 }
+
+#[test]
+fn help_and_version_print_on_stdout_and_succeed_and_a_programs_own_flags_are_its() {
+    let run = |args: &[&str]| {
+        support::output_bounded(
+            Command::new(support::shmpiexec()).args(args),
+            Duration::from_secs(30),
+        )
+    };
+    let o = run(&["--help"]);
+    assert!(o.status.success());
+    assert!(String::from_utf8_lossy(&o.stdout).starts_with("usage: shmpiexec"));
+    let o = run(&["--version"]);
+    assert!(o.status.success());
+    assert!(String::from_utf8_lossy(&o.stdout).contains(env!("CARGO_PKG_VERSION")));
+    // After the program, `--version` is the program's.
+    let o = run(&["-n", "1", "echo", "--version-of-echo"]);
+    assert!(o.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout).trim(),
+        "--version-of-echo"
+    );
+}

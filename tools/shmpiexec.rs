@@ -186,6 +186,24 @@ fn apply_placement(spec: &mut JobSpec, p: &Placing) -> Result<(), String> {
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    // Asked for (before a program: after it they are the program's), the
+    // usage and version go to standard output and the exit status is 0.
+    let own = args
+        .iter()
+        .take_while(|a| a.starts_with('-') || a.parse::<usize>().is_ok());
+    for a in own {
+        match a.as_str() {
+            "-h" | "--help" => {
+                println!("{USAGE}");
+                return ExitCode::SUCCESS;
+            }
+            "-V" | "--version" => {
+                println!("shmpiexec (shmpi) {}", env!("CARGO_PKG_VERSION"));
+                return ExitCode::SUCCESS;
+            }
+            _ => {}
+        }
+    }
     let (mut spec, ring, placing) = match parse(&args) {
         Ok(x) => x,
         Err(m) => {
