@@ -126,11 +126,13 @@ pub(crate) fn unpack_at(
     n: usize,
     ty: &TypeObj,
 ) -> Result<()> {
+    not_in_place(buf, n, ty)?;
     let at = (buf as *mut u8).wrapping_offset(disp * ty.extent());
     ty.unpack(packed, at.cast(), n).map(|_| ())
 }
 
 pub(crate) fn pack_at(buf: *const c_void, disp: isize, n: usize, ty: &TypeObj) -> Result<Vec<u8>> {
+    not_in_place(buf, n, ty)?;
     let at = (buf as *const u8).wrapping_offset(disp * ty.extent());
     ty.pack(at.cast(), n)
 }
@@ -674,6 +676,10 @@ fn alltoallw(
         ));
     }
     let p = recvs.len();
+    // Before anything is sent (the receive buffer is written only after).
+    for (n, _, ty) in recvs {
+        not_in_place(rbuf, *n, ty)?;
+    }
     let mut packed = Vec::new();
     let mut sbc = vec![0; p];
     let mut sbd = vec![0; p];
@@ -683,6 +689,7 @@ fn alltoallw(
             Some(sends) => (sbuf, &sends[i]),
             None => (rbuf.cast_const(), &recvs[i]),
         };
+        not_in_place(buf, *n, ty)?;
         let block = ty.pack((buf as *const u8).wrapping_offset(*d).cast(), *n)?;
         sbc[i] = block.len();
         packed.extend_from_slice(&block);

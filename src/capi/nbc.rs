@@ -181,9 +181,9 @@ unsafe fn erase(r: Request<'_>) -> Request<'static> {
 
 /// `MPI_Comm_idup` of an intracommunicator: rank 0 claims the context
 /// at the start and sends its verdict to every other member, which posts
-/// a receive for it; the last step (in the completing call) builds the
-/// communicator, copies the attributes (their callbacks run there, as
-/// `MPI_Comm_dup` runs them after its agreement) and the info hints, and
+/// a receive for it; the attributes are copied (their callbacks run)
+/// and the info hints taken at the start, as `MPI_Comm_dup` would; the
+/// last step (in the completing call) builds the communicator and
 /// writes `*newcomm`, which MPI 4.1 §7.4.2 lets the program use only
 /// after the request completes. No member waits for another at the
 /// start (MPI 4.1 §6.12: "nonblocking collective calls are local").
@@ -193,6 +193,12 @@ pub(crate) fn idup(
     request: *mut *mut c_void,
 ) -> Result<()> {
     let verdict = obj.comm.dup_start()?;
+    // The attributes and info hints of the parent as it is now (the
+    // program may free it before the request completes); a copy
+    // callback's failure is the request's, after the agreement, so that
+    // every member still gets rank 0's verdict.
+    let attrs = super::env::copy_attrs(obj);
+    let hints = super::lock(&obj.info).clone();
     let mut s = Sched::new(obj);
     let at = match verdict {
         Some(v) => {
@@ -208,8 +214,8 @@ pub(crate) fn idup(
     s.finish(request, move |bufs| {
         let v: [u8; 8] = bufs[at][..8].try_into().expect("an 8-byte verdict");
         let c = parent.comm.dup_finish(&v)?;
-        let attrs = super::env::copy_attrs(&parent)?;
-        let hints = super::lock(&parent.info).clone();
+        // (On a copy's failure `c` drops here, its context given back.)
+        let attrs = attrs?;
         let newcomm: *mut *mut c_void = out.get().cast();
         super::comm::give(&parent, Some(c), attrs, newcomm)?;
         let nh = h(super::read(newcomm, "newcomm")?);

@@ -850,12 +850,16 @@ pub(crate) fn progress_orphans() {
 #[cold]
 #[inline(never)]
 fn progress_orphans_now() {
-    match ORPHANS.try_lock() {
+    // Called after the calls' own panic guards: a panic in an orphan's
+    // test (an internal error) must not unwind out of the C call. The
+    // request stays listed (`retain_mut` keeps the vector whole) and is
+    // tested again at the next call.
+    let _ = catch_unwind(|| match ORPHANS.try_lock() {
         Ok(mut orphans) => test_orphans(&mut orphans),
         // As `lock`: the list stays consistent if a holder panicked.
         Err(std::sync::TryLockError::Poisoned(p)) => test_orphans(&mut p.into_inner()),
         Err(std::sync::TryLockError::WouldBlock) => {}
-    }
+    });
 }
 
 fn bsend_in_use() -> usize {

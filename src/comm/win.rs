@@ -92,6 +92,8 @@ static NEXT_WIN: AtomicU32 = AtomicU32::new(0);
 /// each right after the last byte of the previous one (MPI 4.1 §12.2.3),
 /// so a program may index one array across the members' parts.
 const PAGE: usize = 4096;
+/// Alignment of each member's part of a `win_allocate` window.
+const LINE: usize = 64;
 
 /// Tags of the post / start / complete / wait tokens (on the window's own
 /// communicator).
@@ -251,7 +253,15 @@ impl Communicator {
         let n = self.size() as usize;
         let mut all = vec![0u64; 2 * n];
         self.allgather(&[size as u64, disp_unit as u64], &mut all)?;
-        let align = if opts.noncontig { PAGE } else { 1 };
+        // Shared parts are contiguous unless asked otherwise; the parts
+        // of `win_allocate` (one file too, but each member's own memory)
+        // start on a cache line, so that any type the program keeps
+        // there is aligned.
+        let align = match (opts.noncontig, flavor) {
+            (true, _) => PAGE,
+            (false, Flavor::Shared) => 1,
+            (false, _) => LINE,
+        };
         let mut layout = Vec::with_capacity(n);
         let mut at = 0usize;
         for r in 0..n {

@@ -4,22 +4,23 @@
 
 use crate::sync::{AtomicU32, Ordering};
 
-/// The last terminating signal received (0 if none).
+/// The last terminating signal received (0 if none), with bit 8 set when
+/// the kernel sent it (one word, so that a signal and where it came from
+/// are read together).
 static CAUGHT: AtomicU32 = AtomicU32::new(0);
-/// Whether that signal came from the kernel (a terminal's Ctrl-C or
-/// hangup, sent to the whole foreground process group), 1, or from a
-/// process (`kill`), 0.
-static FROM_KERNEL: AtomicU32 = AtomicU32::new(0);
+const FROM_KERNEL: u32 = 1 << 8;
 
 extern "C" fn on_signal(sig: libc::c_int, info: *mut libc::siginfo_t, _: *mut libc::c_void) {
     // SAFETY: with SA_SIGINFO the kernel passes a valid siginfo; reading
     // its code is async-signal-safe.
     let code = unsafe { (*info).si_code };
-    // Relaxed: published by the Release store below.
-    FROM_KERNEL.store(u32::from(code == libc::SI_KERNEL), Ordering::Relaxed);
-    // Release: pairs with `take_signal`'s Acquire swap, which then sees
-    // FROM_KERNEL as stored here.
-    CAUGHT.store(sig as u32, Ordering::Release);
+    let kernel = if code == libc::SI_KERNEL {
+        FROM_KERNEL
+    } else {
+        0
+    };
+    // Relaxed: the launcher's poll loop reads it; no data hangs on it.
+    CAUGHT.store(sig as u32 | kernel, Ordering::Relaxed);
 }
 
 /// Routes SIGINT, SIGTERM and SIGHUP to a flag read by [`take_signal`]
@@ -45,15 +46,18 @@ pub fn default_sigpipe() {
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
 }
 
-/// The signal caught since the last call, if any, and whether the kernel
-/// sent it (a terminal's, which the processes of the launcher's process
-/// group, its ranks among them, got too) rather than a process.
+/// The signal caught since the last call, if any, and whether it was a
+/// terminal's Ctrl-C: a SIGINT the kernel sent, which it sends to the
+/// whole foreground process group, the launcher's ranks among them. (A
+/// SIGHUP from the kernel may have gone to the session leader alone.)
 pub fn take_signal() -> Option<(i32, bool)> {
-    // Acquire: pairs with `on_signal`'s Release store.
-    match CAUGHT.swap(0, Ordering::Acquire) {
+    // Relaxed: see `on_signal`.
+    match CAUGHT.swap(0, Ordering::Relaxed) {
         0 => None,
-        // Relaxed: ordered by the Acquire swap above.
-        s => Some((s as i32, FROM_KERNEL.load(Ordering::Relaxed) == 1)),
+        s => {
+            let sig = (s & !FROM_KERNEL) as i32;
+            Some((sig, sig == libc::SIGINT && s & FROM_KERNEL != 0))
+        }
     }
 }
 

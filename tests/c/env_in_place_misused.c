@@ -3,7 +3,8 @@
  * rank that passes it, and nothing is read or written at its sentinel
  * address (MPI leaves such a program erroneous; MPICH crashes on some of
  * these): a send's and a receive's buffer, a broadcast's buffer, the
- * receive buffer of Allgather, Allreduce, Alltoall and Gather (root), a
+ * receive buffer of Allgather, Allreduce, Alltoall, Alltoallv (with
+ * displacements) and Gather (root), a
  * derived type's buffer, a nonblocking broadcast's. The world is used
  * afterwards, so no rank was left waiting. */
 #include "common.h"
@@ -45,6 +46,17 @@ int main(int argc, char **argv)
                   "Allreduce's receive buffer");
     expect_buffer(MPI_Alltoall(b, 1, MPI_INT, MPI_IN_PLACE, 1, MPI_INT, MPI_COMM_WORLD),
                   "Alltoall's receive buffer");
+    {
+        /* Displacements past the sentinel: still refused, not written. */
+        int cnt[64], dsp[64];
+        for (int i = 0; i < n && i < 64; i++) {
+            cnt[i] = 1;
+            dsp[i] = 4 + i;
+        }
+        expect_buffer(MPI_Alltoallv(b, cnt, dsp, MPI_INT, MPI_IN_PLACE, cnt, dsp, MPI_INT,
+                                    MPI_COMM_WORLD),
+                      "Alltoallv's receive buffer, displaced");
+    }
     /* Only the root passes it: its error comes before anything is
      * received, and the others' one int each is sent whole (eager). */
     {

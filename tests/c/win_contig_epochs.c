@@ -3,7 +3,8 @@
  * out contiguously (MPI 4.1 §12.2.3): rank r's part, of r + 1 ints
  * (odd byte counts included: 4 r + 3 bytes on a second window), starts
  * right after the last byte of rank r - 1's, and MPI_PROC_NULL's query
- * gives rank 0's base, so one array spans every part. Post and start
+ * gives rank 0's base, so one array spans every part (MPI_Win_allocate's
+ * parts, not shared, start on a cache line on shmpi). Post and start
  * with MPI_GROUP_EMPTY open epochs that complete and wait close. A lock
  * inside this process's lock_all, lock_all inside its lock, and a fence
  * inside either are MPI_ERR_RMA_SYNC (each would wait for this process's
@@ -46,6 +47,17 @@ int main(int argc, char **argv)
     CHECK(bytes == bbase + (2 * me * (me - 1) + 3 * me), "byte window: rank %d at %td", me,
           bytes - bbase);
     CHECK_OK(MPI_Win_free(&wb));
+
+    /* MPI_Win_allocate (not shared): each base aligned for any type,
+     * whatever the sizes before it. */
+    double *d = NULL;
+    MPI_Win wd;
+    CHECK_OK(MPI_Win_allocate(5 + me, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &d, &wd));
+#ifdef SHMPI_MPI_H
+    /* (MPICH 4.0 packs them as shared parts: 5 + r bytes apart.) */
+    CHECK((size_t)d % 16 == 0, "MPI_Win_allocate base %p not aligned", (void *)d);
+#endif
+    CHECK_OK(MPI_Win_free(&wd));
 
     /* 2. Empty PSCW groups. */
     MPI_Win_set_errhandler(w, MPI_ERRORS_RETURN);
