@@ -431,21 +431,31 @@ fn sigterm_to_the_launcher_is_passed_on_and_the_job_cleaned_up() {
     let _ = Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
         .status();
-    let t1 = std::time::Instant::now();
-    let st = loop {
-        if let Some(st) = child.try_wait().unwrap() {
-            break st;
-        }
-        if t1.elapsed() > Duration::from_secs(10) {
-            let _ = child.kill();
-            panic!("the launcher did not end after SIGTERM");
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    };
+    let st = ended_within(&mut child, Duration::from_secs(10), "after SIGTERM");
     assert_eq!(st.code(), Some(128 + 15));
     let err = std::io::read_to_string(child.stderr.take().unwrap()).unwrap_or_default();
     assert!(err.contains("got SIGTERM"), "{err}");
     assert_no_new_segments(&before);
+}
+
+/// The launcher's exit status once it has ended, within `limit` (else it
+/// is killed and the test fails, saying `when`).
+fn ended_within(
+    child: &mut std::process::Child,
+    limit: Duration,
+    when: &str,
+) -> std::process::ExitStatus {
+    let t0 = std::time::Instant::now();
+    loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            return st;
+        }
+        if t0.elapsed() > limit {
+            let _ = child.kill();
+            panic!("the launcher did not end {when}");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
 }
 
 /// Whether process `pid` has ended (gone, or a zombie nobody reaped yet).
@@ -752,17 +762,7 @@ fn stdin_goes_to_rank_0_only_and_tagged_output_is_copied_out_whole() {
     let err_pipe = child.stderr.take().unwrap();
     let out = std::thread::spawn(move || std::io::read_to_string(out_pipe).unwrap_or_default());
     let err = std::thread::spawn(move || std::io::read_to_string(err_pipe).unwrap_or_default());
-    let t0 = std::time::Instant::now();
-    let st = loop {
-        if let Some(st) = child.try_wait().unwrap() {
-            break st;
-        }
-        if t0.elapsed() > Duration::from_secs(60) {
-            let _ = child.kill();
-            panic!("the job did not end");
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    };
+    let st = ended_within(&mut child, Duration::from_secs(60), "");
     let (out, err) = (out.join().unwrap(), err.join().unwrap());
     assert!(st.success(), "{st:?}: {err}");
     // (The test harness's "test ... " may start a rank's first line.)
@@ -821,17 +821,7 @@ fn a_second_sigint_ends_ranks_that_ignore_signals() {
         "one SIGINT ended the job"
     );
     int(&child);
-    let t1 = std::time::Instant::now();
-    let st = loop {
-        if let Some(st) = child.try_wait().unwrap() {
-            break st;
-        }
-        if t1.elapsed() > Duration::from_secs(15) {
-            let _ = child.kill();
-            panic!("the launcher did not end after a second SIGINT");
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    };
+    let st = ended_within(&mut child, Duration::from_secs(15), "after a second SIGINT");
     assert_eq!(st.code(), Some(128 + 2));
     let err = std::io::read_to_string(child.stderr.take().unwrap()).unwrap_or_default();
     assert!(err.contains("got SIGINT again"), "{err}");

@@ -721,6 +721,43 @@ pub unsafe extern "C" fn MPI_Type_create_hvector(
     })
 }
 
+/// The block lengths of an indexed constructor: one per block, or one
+/// for all (the `_block` forms).
+enum Lens {
+    Each(*const c_int),
+    All(c_int),
+}
+
+/// The four indexed constructors: `n` blocks of `old` at displacements
+/// `displs`, in units of `old`'s extent or, for the `h` forms
+/// (`bytes`), in bytes.
+fn indexed<D: Copy + Into<i64>>(
+    n: c_int,
+    blocklens: Lens,
+    displs: *const D,
+    old: *mut c_void,
+    bytes: bool,
+    newtype: *mut *mut c_void,
+) -> Result<()> {
+    let n = bl(n, "count")?;
+    let ds = array(displs, n, "array_of_displacements")?;
+    let old = type_obj(h(old))?;
+    let unit = if bytes { 1 } else { old.extent() };
+    let lens: Vec<usize> = match blocklens {
+        Lens::Each(p) => array(p, n, "array_of_blocklengths")?
+            .iter()
+            .map(|&b| bl(b, "a block length"))
+            .collect::<Result<_>>()?,
+        Lens::All(one) => vec![bl(one, "blocklength")?; n],
+    };
+    let parts: Vec<_> = ds
+        .iter()
+        .zip(lens)
+        .map(|(&d, b)| (d.into() as isize * unit, b, &**old))
+        .collect();
+    new_type(compose(&parts, false)?, newtype)
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Type_indexed(
     n: c_int,
@@ -730,16 +767,7 @@ pub unsafe extern "C" fn MPI_Type_indexed(
     newtype: *mut *mut c_void,
 ) -> c_int {
     guard("MPI_Type_indexed", super::COMM_NULL, || {
-        let n = bl(n, "count")?;
-        let bls = array(blocklens, n, "array_of_blocklengths")?;
-        let ds = array(displs, n, "array_of_displacements")?;
-        let old = type_obj(h(old))?;
-        let ext = old.extent();
-        let mut parts = Vec::with_capacity(n);
-        for i in 0..n {
-            parts.push((ds[i] as isize * ext, bl(bls[i], "a block length")?, &**old));
-        }
-        new_type(compose(&parts, false)?, newtype)
+        indexed(n, Lens::Each(blocklens), displs, old, false, newtype)
     })
 }
 
@@ -752,16 +780,11 @@ pub unsafe extern "C" fn MPI_Type_create_indexed_block(
     newtype: *mut *mut c_void,
 ) -> c_int {
     guard("MPI_Type_create_indexed_block", super::COMM_NULL, || {
-        let n = bl(n, "count")?;
-        let b = bl(blocklen, "blocklength")?;
-        let ds = array(displs, n, "array_of_displacements")?;
-        let old = type_obj(h(old))?;
-        let ext = old.extent();
-        let parts: Vec<_> = ds.iter().map(|&d| (d as isize * ext, b, &**old)).collect();
-        new_type(compose(&parts, false)?, newtype)
+        indexed(n, Lens::All(blocklen), displs, old, false, newtype)
     })
 }
 
+/// Displacements in bytes (MPI 4.1 §5.1.2).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Type_create_hindexed(
     n: c_int,
@@ -771,16 +794,14 @@ pub unsafe extern "C" fn MPI_Type_create_hindexed(
     newtype: *mut *mut c_void,
 ) -> c_int {
     guard("MPI_Type_create_hindexed", super::COMM_NULL, || {
-        let n = bl(n, "count")?;
-        let bls = array(blocklens, n, "array_of_blocklengths")?;
-        let ds = array(displs, n, "array_of_displacements")?;
-        let old = type_obj(h(old))?;
-        let mut parts = Vec::with_capacity(n);
-        for i in 0..n {
-            // Displacements in bytes (MPI 4.1 §5.1.2).
-            parts.push((ds[i], bl(bls[i], "a block length")?, &**old));
-        }
-        new_type(compose(&parts, false)?, newtype)
+        indexed(
+            n,
+            Lens::Each(blocklens),
+            displs.cast::<i64>(),
+            old,
+            true,
+            newtype,
+        )
     })
 }
 
@@ -793,12 +814,14 @@ pub unsafe extern "C" fn MPI_Type_create_hindexed_block(
     newtype: *mut *mut c_void,
 ) -> c_int {
     guard("MPI_Type_create_hindexed_block", super::COMM_NULL, || {
-        let n = bl(n, "count")?;
-        let b = bl(blocklen, "blocklength")?;
-        let ds = array(displs, n, "array_of_displacements")?;
-        let old = type_obj(h(old))?;
-        let parts: Vec<_> = ds.iter().map(|&d| (d, b, &**old)).collect();
-        new_type(compose(&parts, false)?, newtype)
+        indexed(
+            n,
+            Lens::All(blocklen),
+            displs.cast::<i64>(),
+            old,
+            true,
+            newtype,
+        )
     })
 }
 
