@@ -830,13 +830,13 @@ fn test_orphans(orphans: &mut Vec<Req>) {
 
 /// Lets the requests the program freed while active complete: called as
 /// every C call that communicates ends (`guard`, `guard_on`, the fast
-/// paths), so
-/// that a freed receive's data lands while the program calls MPI at all,
-/// as MPI 4.1 §3.7.3 allows it to ("the operation will be allowed to
-/// complete") and the progress rule of §3.7.4 asks. One Relaxed load
-/// where nothing was freed. The lock is only tried: a call made from
-/// inside a test of an orphan (a generalized request's query callback)
-/// or while another thread polls leaves them to that poll.
+/// paths), so that a freed receive's data lands while the program calls
+/// MPI at all, as MPI 4.1 §3.7.3 allows it to ("the operation will be
+/// allowed to complete") and the progress rule of §3.7.4 asks. One
+/// Relaxed load where nothing was freed. The lock is only tried: a call
+/// made from inside a test of an orphan (a user operation or attribute
+/// callback in a freed nonblocking collective's last step) or while
+/// another thread polls leaves them to that poll.
 #[inline(always)]
 pub(crate) fn progress_orphans() {
     // Relaxed: a hint; a request freed by another thread just now is
