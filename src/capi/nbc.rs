@@ -30,9 +30,27 @@ pub(crate) struct Multi {
     /// Field order matters: the requests borrow `bufs`' heap buffers and
     /// drop first.
     reqs: Vec<Option<Request<'static>>>,
+    /// The length each receive among `reqs` expects (`None`: a send).
+    expect: Vec<Option<usize>>,
     bufs: Vec<Vec<u8>>,
     last: Option<Last>,
     err: Option<Error>,
+}
+
+/// A received message shorter than its receive expected: the members
+/// passed different counts or types (a longer one is a truncation).
+fn short(st: &crate::p2p::Status, want: Option<usize>) -> Option<Error> {
+    let want = want?;
+    (st.bytes < want).then(|| {
+        Error::new(
+            ErrorClass::Count,
+            format!(
+                "rank {} sent {} bytes where this rank expected {want}: the members passed \
+                 different counts or types to the collective",
+                st.source, st.bytes
+            ),
+        )
+    })
 }
 
 impl std::fmt::Debug for Multi {
@@ -45,11 +63,16 @@ impl Multi {
     /// Tests every pending message once; true when all are complete.
     pub(crate) fn test(&mut self) -> bool {
         let mut all = true;
-        for slot in &mut self.reqs {
+        for (slot, &want) in self.reqs.iter_mut().zip(&self.expect) {
             let Some(r) = slot else { continue };
             match r.test() {
                 Ok(None) => all = false,
-                Ok(Some(_)) => *slot = None,
+                Ok(Some(st)) => {
+                    if let Some(e) = short(&st, want) {
+                        self.err.get_or_insert(e);
+                    }
+                    *slot = None;
+                }
                 Err(e) => {
                     self.err.get_or_insert(e);
                     *slot = None;
@@ -61,10 +84,17 @@ impl Multi {
 
     /// Waits for every message, then runs the last step.
     pub(crate) fn wait(mut self) -> std::result::Result<super::p2p::CStatus, Error> {
-        for slot in &mut self.reqs {
+        for (slot, &want) in self.reqs.iter_mut().zip(&self.expect) {
             if let Some(r) = slot.take() {
-                if let Err(e) = r.wait() {
-                    self.err.get_or_insert(e);
+                match r.wait() {
+                    Ok(st) => {
+                        if let Some(e) = short(&st, want) {
+                            self.err.get_or_insert(e);
+                        }
+                    }
+                    Err(e) => {
+                        self.err.get_or_insert(e);
+                    }
                 }
             }
         }
@@ -92,6 +122,7 @@ impl Sched {
             tag: comm.comm.next_nbc_tag(),
             m: Multi {
                 reqs: Vec::new(),
+                expect: Vec::new(),
                 bufs: Vec::new(),
                 last: None,
                 err: None,
@@ -121,6 +152,7 @@ impl Sched {
         // is kept by `self.comm`, both outliving the request (`erase`).
         let r = unsafe { erase(r) };
         self.m.reqs.push(Some(r));
+        self.m.expect.push(None);
         Ok(())
     }
 
@@ -139,6 +171,7 @@ impl Sched {
         // SAFETY: as in `send`.
         let r = unsafe { erase(r) };
         self.m.reqs.push(Some(r));
+        self.m.expect.push(Some(len));
         Ok(i)
     }
 
