@@ -499,6 +499,8 @@ pub unsafe extern "C" fn MPI_Scatterv(
     })
 }
 
+/// `MPI_Allgather(v)` on an intracommunicator (an intercommunicator's
+/// is a schedule, `nbc::start_allgather(v)`).
 #[allow(clippy::too_many_arguments)]
 fn allgatherv(
     obj: &CommObj,
@@ -517,16 +519,6 @@ fn allgatherv(
     } else {
         src(sbuf, sn, &*committed(h(st))?)?.into_owned()
     };
-    if c.is_inter() {
-        // Equal counts only (MPI_Allgather on an intercommunicator).
-        let mut staging = vec![0u8; counts.iter().sum::<usize>() * rty.size];
-        c.allgather(&data[..], &mut staging[..])?;
-        let each = counts.first().copied().unwrap_or(0) * rty.size;
-        for (i, &d) in displs.iter().enumerate() {
-            unpack_at(&staging[i * each..(i + 1) * each], rbuf, d, counts[i], rty)?;
-        }
-        return Ok(());
-    }
     let bc: Vec<usize> = counts.iter().map(|&n| n * rty.size).collect();
     let mut bd = Vec::with_capacity(bc.len());
     let mut at = 0;
@@ -560,11 +552,13 @@ pub unsafe extern "C" fn MPI_Allgather(
 ) -> c_int {
     guard("MPI_Allgather", h(comm), || {
         let obj = comm_obj(h(comm))?;
-        let p = if obj.comm.is_inter() {
-            obj.comm.remote_size()? as usize
-        } else {
-            obj.comm.size() as usize
-        };
+        if obj.comm.is_inter() {
+            let obj = obj.arc();
+            return super::nbc::blocking(|req| {
+                super::nbc::start_allgather(&obj, sbuf, sn, st, rbuf, rn, rt, req)
+            });
+        }
+        let p = obj.comm.size() as usize;
         let rn = count(rn, "recvcount")?;
         let displs: Vec<isize> = (0..p).map(|i| (i * rn) as isize).collect();
         allgatherv(
@@ -598,12 +592,6 @@ pub unsafe extern "C" fn MPI_Allgatherv(
             return super::nbc::blocking(|req| {
                 super::nbc::start_allgatherv(&obj, sbuf, sn, st, rbuf, rcounts, displs, rt, req)
             });
-        }
-        if obj.comm.is_inter() {
-            return Err(Error::new(
-                ErrorClass::Comm,
-                "MPI_Allgatherv is supported on intracommunicators only",
-            ));
         }
         let p = obj.comm.size() as usize;
         let (c, d) = v_args(rcounts, displs, p)?;
