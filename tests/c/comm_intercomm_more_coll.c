@@ -4,7 +4,7 @@
  * what the other group gave it (MPI 4.1 §6.2.2): Reduce (to B's rank 0,
  * MPI_SUM and a non-commutative user operation, folded in the other
  * group's rank order), Allreduce (MPI_MAX), Gather (to A's rank 0),
- * Gatherv, Scatter (from B's rank 0), Allgatherv (reversed
+ * Gatherv, Scatter (from B's rank 0), Allgather, Allgatherv (reversed
  * displacements), Alltoall, Reduce_scatter_block (groups of equal size);
  * and Ibarrier, Ibcast, Iallreduce, Igather started locally: B's last
  * rank starts each and then MPI_Ssend's to world rank 0, which starts
@@ -98,6 +98,8 @@ int main(int argc, char **argv)
             cnt[r] = 1;
             dsp[r] = rs - 1 - r;
         }
+        CHECK_OK(MPI_Allgather(&wr, 1, MPI_INT, g, 1, MPI_INT, ic));
+        for (int r = 0; r < rs; r++) CHECK(g[r] == RW(r), "allgather from %d: %d", r, g[r]);
         CHECK_OK(MPI_Allgatherv(&wr, 1, MPI_INT, g, cnt, dsp, MPI_INT, ic));
         for (int r = 0; r < rs; r++)
             CHECK(g[rs - 1 - r] == RW(r), "allgatherv from %d: %d", r, g[rs - 1 - r]);
