@@ -276,31 +276,36 @@ fn shmpi_bench_formats_every_benchmark_and_refuses_options_it_does_not_take() {
     // Refused: sizes where there is no data, a format where there are
     // no rows, a list of rank counts where one job runs, options of
     // other benchmarks.
-    refused(
-        &["barrier", "--max-size", "8"],
-        "--max-size is not an option of barrier; it takes --cpus --format --ranks",
-    );
-    refused(
-        &["protocols", "--format", "csv"],
-        "--format is not an option of protocols",
-    );
-    refused(
-        &["idle", "--min-size", "8"],
-        "--min-size is not an option of idle",
-    );
-    refused(
-        &["floor", "--warmup", "8"],
-        "--warmup is not an option of floor",
-    );
-    refused(
-        &["comm", "--max-size", "8"],
-        "--max-size is not an option of comm",
-    );
-    refused(&["bw", "--ranks", "4"], "--ranks is not an option of bw");
-    refused(
-        &["bcast", "--ranks", "2,4"],
-        "--ranks takes one rank count for bcast (a list for comm)",
-    );
+    let cases: [(&[&str], &str); 7] = [
+        (
+            &["barrier", "--max-size", "8"],
+            "--max-size is not an option of barrier; it takes --cpus --format --ranks",
+        ),
+        (
+            &["protocols", "--format", "csv"],
+            "--format is not an option of protocols",
+        ),
+        (
+            &["idle", "--min-size", "8"],
+            "--min-size is not an option of idle",
+        ),
+        (
+            &["floor", "--warmup", "8"],
+            "--warmup is not an option of floor",
+        ),
+        (
+            &["comm", "--max-size", "8"],
+            "--max-size is not an option of comm",
+        ),
+        (&["bw", "--ranks", "4"], "--ranks is not an option of bw"),
+        (
+            &["bcast", "--ranks", "2,4"],
+            "--ranks takes one rank count for bcast (a list for comm)",
+        ),
+    ];
+    for (args, says) in cases {
+        refused(args, says);
+    }
 }
 
 fn topo(args: &[&str]) -> std::process::Output {
