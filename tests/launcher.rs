@@ -417,17 +417,7 @@ fn sigterm_to_the_launcher_is_passed_on_and_the_job_cleaned_up() {
     let before = segments_of_user();
     let mut child = start_two_ranks(name, std::process::Stdio::piped());
     // Wait (bounded) until rank 0 says it is in the job.
-    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
-    let mut line = String::new();
-    let t0 = std::time::Instant::now();
-    while !line.contains("ready") {
-        line.clear();
-        use std::io::BufRead;
-        if out.read_line(&mut line).unwrap_or(0) == 0 || t0.elapsed() > Duration::from_secs(20) {
-            let _ = child.kill();
-            panic!("the job did not start");
-        }
-    }
+    await_ready(&mut child, 1);
     let _ = Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
         .status();
@@ -436,6 +426,31 @@ fn sigterm_to_the_launcher_is_passed_on_and_the_job_cleaned_up() {
     let err = std::io::read_to_string(child.stderr.take().unwrap()).unwrap_or_default();
     assert!(err.contains("got SIGTERM"), "{err}");
     assert_no_new_segments(&before);
+}
+
+/// Waits (20 s at most, else the job is killed and the test fails) until
+/// the job's standard output has said "ready" `n` times. A thread reads
+/// it, so a job that prints nothing cannot hold the test (its reads stop
+/// when the launcher ends).
+fn await_ready(child: &mut std::process::Child, n: usize) {
+    use std::io::BufRead;
+    let out = std::io::BufReader::new(child.stdout.take().unwrap());
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in out.lines().map_while(Result::ok) {
+            if line.contains("ready") && tx.send(()).is_err() {
+                break;
+            }
+        }
+    });
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    for _ in 0..n {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        if rx.recv_timeout(left).is_err() {
+            let _ = child.kill();
+            panic!("the job did not start");
+        }
+    }
 }
 
 /// The launcher's exit status once it has ended, within `limit` (else it
@@ -797,18 +812,7 @@ fn a_second_sigint_ends_ranks_that_ignore_signals() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
-    let t0 = std::time::Instant::now();
-    let mut ready = 0;
-    while ready < 2 {
-        let mut line = String::new();
-        use std::io::BufRead;
-        if out.read_line(&mut line).unwrap_or(0) == 0 || t0.elapsed() > Duration::from_secs(20) {
-            let _ = child.kill();
-            panic!("the ranks did not start");
-        }
-        ready += usize::from(line.contains("ready"));
-    }
+    await_ready(&mut child, 2);
     let int = |c: &std::process::Child| {
         let _ = Command::new("kill")
             .args(["-INT", &c.id().to_string()])
