@@ -75,6 +75,9 @@ pub enum ErrorClass {
     RmaSync,
     /// `MPI_ERR_WIN`: invalid window.
     Win,
+    /// `MPI_ERR_ASSERT`: an assertion (`MPI_MODE_*`) a window
+    /// synchronisation call does not take.
+    Assert,
     /// `MPI_ERR_PROC_FAILED`: a process the operation involves has died
     /// (a member of a connected job, `docs/connect.md`).
     ProcFailed,
@@ -118,6 +121,7 @@ impl ErrorClass {
             ErrorClass::RmaRange => "MPI_ERR_RMA_RANGE",
             ErrorClass::RmaSync => "MPI_ERR_RMA_SYNC",
             ErrorClass::Win => "MPI_ERR_WIN",
+            ErrorClass::Assert => "MPI_ERR_ASSERT",
             ErrorClass::ProcFailed => "MPI_ERR_PROC_FAILED",
             ErrorClass::Spawn => "MPI_ERR_SPAWN",
         }
@@ -157,6 +161,7 @@ impl ErrorClass {
             ErrorClass::RmaRange => 49,
             ErrorClass::RmaSync => 51,
             ErrorClass::Win => 60,
+            ErrorClass::Assert => 22,
             ErrorClass::Unsupported => 58,
             ErrorClass::Errhandler => 61,
             ErrorClass::ProcFailed => 62,
@@ -171,7 +176,7 @@ impl ErrorClass {
 }
 
 /// Every class, for lookups by C value.
-const ALL: [ErrorClass; 34] = [
+const ALL: [ErrorClass; 35] = [
     ErrorClass::Buffer,
     ErrorClass::Count,
     ErrorClass::Type,
@@ -204,6 +209,7 @@ const ALL: [ErrorClass; 34] = [
     ErrorClass::RmaRange,
     ErrorClass::RmaSync,
     ErrorClass::Win,
+    ErrorClass::Assert,
     ErrorClass::ProcFailed,
     ErrorClass::Spawn,
 ];

@@ -91,7 +91,7 @@ fn a_compare_and_swap_lock_guards_a_shared_counter() {
             let mut c = [0u64];
             win.get(&mut c, 0, 1).unwrap();
             win.put(&[c[0] + 1], 0, 1).unwrap();
-            win.flush();
+            win.flush().unwrap();
             assert_eq!(win.compare_and_swap(0u64, 1u64, 0, 0).unwrap(), 1);
         }
         win.unlock_all().unwrap();
@@ -129,6 +129,49 @@ fn accesses_outside_an_epoch_or_the_memory_are_errors() {
             assert_eq!(win.unlock(0).unwrap_err().class(), ErrorClass::RmaSync);
             win.fence().unwrap();
             win.free().unwrap();
+        },
+    );
+}
+
+#[test]
+fn flushes_asserts_and_frees_are_checked_against_the_epochs() {
+    run_ranks(
+        3,
+        "flushes_asserts_and_frees_are_checked_against_the_epochs",
+        |u| {
+            use shmpi::comm::win::mode;
+            let w = u.world();
+            w.set_errhandler(shmpi::ErrHandler::Return);
+            let me = w.rank();
+            let peer = (me + 1) % w.size();
+            let win = w.win_allocate_shared(64, 4).unwrap();
+            // A flush needs a passive-target epoch; sync does not.
+            assert_eq!(win.flush().unwrap_err().class(), ErrorClass::RmaSync);
+            win.sync();
+            win.lock(LockType::Shared, peer).unwrap();
+            win.flush().unwrap();
+            win.unlock(peer).unwrap();
+            assert_eq!(win.flush().unwrap_err().class(), ErrorClass::RmaSync);
+            // A lock assertion is not a fence's: refused before the barrier.
+            let e = win.fence_with(mode::NOCHECK as i32).unwrap_err();
+            assert_eq!(e.class(), ErrorClass::Assert, "{e}");
+            // After a fence that asserts NOSUCCEED no epoch is open.
+            win.fence_with(mode::NOPRECEDE as i32).unwrap();
+            win.put(&[me as u32], peer, me as usize).unwrap();
+            win.fence_with((mode::NOSUCCEED | mode::NOSTORE) as i32)
+                .unwrap();
+            let e = win.put(&[1u32], peer, 0).unwrap_err();
+            assert_eq!(e.class(), ErrorClass::RmaSync, "{e}");
+            let mut got = [0u32];
+            win.lock(LockType::Shared, me).unwrap();
+            win.get(&mut got, me, ((me + 2) % 3) as usize).unwrap();
+            win.unlock(me).unwrap();
+            assert_eq!(got[0], ((me + 2) % 3) as u32);
+            // Freeing with a lock held is an error, but the free goes on
+            // (the lock is released), so the others' frees return.
+            win.lock(LockType::Exclusive, 0).unwrap();
+            assert_eq!(win.free().unwrap_err().class(), ErrorClass::RmaSync);
+            w.barrier().unwrap();
         },
     );
 }

@@ -1938,7 +1938,7 @@ fn rma(o: &Opts, w: &shmpi::Communicator, k: RmaKind) -> Result<(), String> {
                     RmaKind::Get => win.get(&mut bytes[..size], 1, 0).map_err(e)?,
                     RmaKind::Acc => win.accumulate(&acc_src, 1, 0, &shmpi::Op::Sum).map_err(e)?,
                 }
-                win.flush();
+                win.flush().map_err(e)?;
             }
             let t = t0.elapsed().as_secs_f64() * 1e6 / iters as f64;
             win.unlock_all().map_err(e)?;

@@ -6,6 +6,7 @@
 use super::p2p::done_request;
 use super::types::{committed, simple_size, Reduction, TypeObj};
 use super::{comm_obj, count, guard, h, out, read, state, to_handle, CommObj, PROC_NULL};
+use crate::comm::win::{check_assert, mode};
 use crate::comm::{Flavor, LockType, WinOptions, Window};
 use crate::error::{Error, ErrorClass, Result};
 use crate::transport::rma::{Exposed, Memory};
@@ -418,7 +419,10 @@ pub unsafe extern "C" fn MPI_Win_shared_query(
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Win_free(win: *mut *mut c_void) -> c_int {
     let w = read(win, "win").unwrap_or(std::ptr::null_mut());
-    on_win("MPI_Win_free", w, |_| {
+    on_win("MPI_Win_free", w, |o| {
+        // Refused with an epoch open while the handle still names the
+        // window, so the program may end the epoch and free it again.
+        o.win.check_closed()?;
         let obj = state()
             .wins
             .release(h(w))
@@ -434,18 +438,19 @@ pub unsafe extern "C" fn MPI_Win_free(win: *mut *mut c_void) -> c_int {
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn MPI_Win_fence(_assert: c_int, win: *mut c_void) -> c_int {
-    on_win("MPI_Win_fence", win, |w| w.win.fence())
+pub unsafe extern "C" fn MPI_Win_fence(assert: c_int, win: *mut c_void) -> c_int {
+    on_win("MPI_Win_fence", win, |w| w.win.fence_with(assert))
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Win_lock(
     kind: c_int,
     rank: c_int,
-    _assert: c_int,
+    assert: c_int,
     win: *mut c_void,
 ) -> c_int {
     on_win("MPI_Win_lock", win, |w| {
+        check_assert("MPI_Win_lock", assert, mode::START_LOCK)?;
         let k = match kind {
             LOCK_SHARED => LockType::Shared,
             LOCK_EXCLUSIVE => LockType::Exclusive,
@@ -466,8 +471,11 @@ pub unsafe extern "C" fn MPI_Win_unlock(rank: c_int, win: *mut c_void) -> c_int 
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn MPI_Win_lock_all(_assert: c_int, win: *mut c_void) -> c_int {
-    on_win("MPI_Win_lock_all", win, |w| w.win.lock_all())
+pub unsafe extern "C" fn MPI_Win_lock_all(assert: c_int, win: *mut c_void) -> c_int {
+    on_win("MPI_Win_lock_all", win, |w| {
+        check_assert("MPI_Win_lock_all", assert, mode::START_LOCK)?;
+        w.win.lock_all()
+    })
 }
 
 #[no_mangle]
@@ -475,17 +483,23 @@ pub unsafe extern "C" fn MPI_Win_unlock_all(win: *mut c_void) -> c_int {
     on_win("MPI_Win_unlock_all", win, |w| w.win.unlock_all())
 }
 
+/// The flushes: inside a passive-target epoch (any, as MPICH: a flush of
+/// a target this process has not locked is allowed while it holds
+/// another), of a member of the window.
 macro_rules! flush_fn {
     ($name:ident, $call:literal $(, $arg:ident)?) => {
         #[no_mangle]
         pub unsafe extern "C" fn $name($($arg: c_int,)? win: *mut c_void) -> c_int {
-            $(let _ = $arg;)?
-            if with_last(h(win), |w| Some(w.win.flush())).is_some() {
+            let fast = with_last(h(win), |w| {
+                $(w.win.member($arg).ok()?;)?
+                w.win.flush().ok()
+            });
+            if fast.is_some() {
                 return super::SUCCESS;
             }
             on_win($call, win, |w| {
-                w.win.flush();
-                Ok(())
+                $(w.win.member($arg)?;)?
+                w.win.flush()
             })
         }
     };
@@ -495,7 +509,22 @@ flush_fn!(MPI_Win_flush, "MPI_Win_flush", rank);
 flush_fn!(MPI_Win_flush_all, "MPI_Win_flush_all");
 flush_fn!(MPI_Win_flush_local, "MPI_Win_flush_local", rank);
 flush_fn!(MPI_Win_flush_local_all, "MPI_Win_flush_local_all");
-flush_fn!(MPI_Win_sync, "MPI_Win_sync");
+
+/// `MPI_Win_sync`: a memory fence, in an epoch or outside one.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_sync(win: *mut c_void) -> c_int {
+    let fast = with_last(h(win), |w| {
+        w.win.sync();
+        Some(())
+    });
+    if fast.is_some() {
+        return super::SUCCESS;
+    }
+    on_win("MPI_Win_sync", win, |w| {
+        w.win.sync();
+        Ok(())
+    })
+}
 
 /// Where an access lands: an address mapped in this process, or an
 /// offset in a member's memory that only copies reach (`win_create` over
@@ -902,19 +931,23 @@ fn group_ranks(w: &WinObj, g: *mut c_void) -> Result<Vec<i32>> {
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Win_post(
     group: *mut c_void,
-    _assert: c_int,
+    assert: c_int,
     win: *mut c_void,
 ) -> c_int {
-    on_win("MPI_Win_post", win, |w| w.win.post(&group_ranks(w, group)?))
+    on_win("MPI_Win_post", win, |w| {
+        check_assert("MPI_Win_post", assert, mode::POST)?;
+        w.win.post(&group_ranks(w, group)?)
+    })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Win_start(
     group: *mut c_void,
-    _assert: c_int,
+    assert: c_int,
     win: *mut c_void,
 ) -> c_int {
     on_win("MPI_Win_start", win, |w| {
+        check_assert("MPI_Win_start", assert, mode::START_LOCK)?;
         w.win.start(&group_ranks(w, group)?)
     })
 }

@@ -10,6 +10,9 @@
 //! access is complete when its call returns). Accumulates of any kind are
 //! atomic with respect to each other (one lock per window). An access
 //! outside an epoch is `RmaSync`; outside the target's memory `RmaRange`.
+//! So is a flush outside a passive-target epoch, a free with an epoch
+//! open, and an access after a fence that asserted `NOSUCCEED` (as
+//! MPICH). An assertion a call does not take is `Assert`.
 
 use super::{lock, Communicator};
 use crate::coll::op::Reducible;
@@ -22,6 +25,44 @@ use crate::transport::bytes::{as_bytes, as_bytes_mut};
 use crate::transport::rma::{Exposed, Memory};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
+
+/// Assertions of window synchronisation calls (`MPI_MODE_*`, with the
+/// values of `include/mpi.h`): hints a call may act on or ignore, except
+/// that a fence asserting `NOSUCCEED` opens no epoch.
+pub mod mode {
+    /// No other process holds or asks for a conflicting lock.
+    pub const NOCHECK: u32 = 1024;
+    /// The fence ends no epoch with accesses in it.
+    pub const NOPRECEDE: u32 = 2048;
+    /// The window is not the target of a put or accumulate until the
+    /// next synchronisation.
+    pub const NOPUT: u32 = 4096;
+    /// The local window was not stored to since the last synchronisation.
+    pub const NOSTORE: u32 = 8192;
+    /// The fence starts no epoch.
+    pub const NOSUCCEED: u32 = 16384;
+    /// What a fence takes.
+    pub const FENCE: u32 = NOSTORE | NOPUT | NOPRECEDE | NOSUCCEED;
+    /// What `MPI_Win_post` takes.
+    pub const POST: u32 = NOCHECK | NOSTORE | NOPUT;
+    /// What `MPI_Win_start`, `MPI_Win_lock` and `MPI_Win_lock_all` take.
+    pub const START_LOCK: u32 = NOCHECK;
+}
+
+/// Checks that `assert` has only bits of `allowed` (a `mode` set).
+///
+/// # Errors
+/// `Assert` naming `call` and the bits it does not take.
+pub fn check_assert(call: &str, assert: i32, allowed: u32) -> Result<()> {
+    let extra = (assert as u32) & !allowed;
+    if extra != 0 {
+        return Err(Error::new(
+            ErrorClass::Assert,
+            format!("{call} does not take the assertion bits {extra:#x} (of {assert})"),
+        ));
+    }
+    Ok(())
+}
 
 /// Lock types of passive-target epochs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -575,6 +616,22 @@ impl Window {
     /// `RmaSync` inside this process's `lock` or `lock_all` epoch (before
     /// the barrier); as the barrier.
     pub fn fence(&self) -> Result<()> {
+        self.fence_with(0)
+    }
+
+    /// `MPI_Win_fence` with assertions (`mode::FENCE` bits). After
+    /// `NOSUCCEED` no epoch is open: an access before the next fence is
+    /// `RmaSync`.
+    ///
+    /// # Errors
+    /// `Assert` for a bit a fence does not take, `RmaSync` inside this
+    /// process's `lock` or `lock_all` epoch (both before the barrier); as
+    /// the barrier.
+    pub fn fence_with(&self, assert: i32) -> Result<()> {
+        if let Err(e) = check_assert("MPI_Win_fence", assert, mode::FENCE) {
+            return self.comm.ret("MPI_Win_fence", Err(e));
+        }
+        let open = assert as u32 & mode::NOSUCCEED == 0;
         {
             let e = lock(&self.epochs);
             if e.all || !e.locks.is_empty() {
@@ -591,9 +648,9 @@ impl Window {
         fence(Ordering::SeqCst);
         let r = self.comm.barrier();
         fence(Ordering::SeqCst);
-        lock(&self.epochs).fence = true;
-        // Relaxed: see `access`.
-        self.open_all.store(1, Ordering::Relaxed);
+        lock(&self.epochs).fence = open;
+        // Relaxed: see `access` (no lock_all is held: checked above).
+        self.open_all.store(u32::from(open), Ordering::Relaxed);
         self.comm.ret("MPI_Win_fence", r)
     }
 
@@ -645,6 +702,9 @@ impl Window {
                     format!("rank {rank} is not locked by this process"),
                 ));
             };
+            // SYNC(win.unlock): SeqCst fence: this process's accesses to
+            // the window are ordered before the lock word's release (pairs
+            // with the next holder's acquire in `WinSeg::lock`).
             fence(Ordering::SeqCst);
             self.seg.unlock(rank as usize, excl);
             Ok(())
@@ -689,6 +749,7 @@ impl Window {
             if !e.all {
                 return Err(Error::new(ErrorClass::RmaSync, "lock_all is not held"));
             }
+            // SYNC(win.unlock): as in `unlock`.
             fence(Ordering::SeqCst);
             for m in 0..self.parts.len() {
                 self.seg.unlock(m, false);
@@ -701,10 +762,35 @@ impl Window {
         self.comm.ret("MPI_Win_unlock_all", r)
     }
 
-    /// `MPI_Win_flush` / `flush_all` / `flush_local` / `flush_local_all`
-    /// / `MPI_Win_sync`: every access of this process is complete when
-    /// its call returns, so these are full memory fences.
-    pub fn flush(&self) {
+    /// `MPI_Win_flush` / `flush_all` / `flush_local` / `flush_local_all`:
+    /// every access of this process is complete when its call returns, so
+    /// these are full memory fences, called inside a passive-target epoch
+    /// (MPI 4.1 §12.5.4).
+    ///
+    /// # Errors
+    /// `RmaSync` when this process holds neither `lock` nor `lock_all`
+    /// (MPICH and Open MPI refuse it too).
+    pub fn flush(&self) -> Result<()> {
+        {
+            let e = lock(&self.epochs);
+            if !e.all && e.locks.is_empty() {
+                drop(e);
+                return self.comm.ret(
+                    "MPI_Win_flush",
+                    Err(Error::new(
+                        ErrorClass::RmaSync,
+                        "a flush outside a passive-target epoch: call MPI_Win_lock or MPI_Win_lock_all first",
+                    )),
+                );
+            }
+        }
+        self.sync();
+        Ok(())
+    }
+
+    /// `MPI_Win_sync`: a full memory fence, in an epoch or outside one
+    /// (the standard does not restrict it; Open MPI allows it too).
+    pub fn sync(&self) {
         // SYNC(win.flush): SeqCst fence: this process's window accesses
         // are ordered before what follows (pairs with the other side's
         // fence, lock or barrier).
@@ -839,9 +925,78 @@ impl Window {
     /// no member still accesses the memory.
     ///
     /// # Errors
-    /// As the barrier.
+    /// `RmaSync` with a lock, `lock_all`, start or post epoch open: the
+    /// window is gone with `self`, so this process's epochs are ended
+    /// first (its locks released, a start epoch completed) and the free
+    /// goes on, so no other member waits for ever; as the barrier.
     pub fn free(self) -> Result<()> {
-        self.free_shared()
+        match self.check_closed() {
+            Ok(()) => self.free_shared(),
+            Err(e) => {
+                self.end_epochs();
+                let r = self.free_shared();
+                self.comm.ret("MPI_Win_free", r.and(Err(e)))
+            }
+        }
+    }
+
+    /// Ends every epoch this process has open on the window: the error
+    /// path of [`free`](Self::free).
+    fn end_epochs(&self) {
+        let (all, locks, started) = {
+            let mut e = lock(&self.epochs);
+            e.posted = None;
+            (
+                std::mem::take(&mut e.all),
+                std::mem::take(&mut e.locks),
+                e.started.is_some(),
+            )
+        };
+        // SYNC(win.unlock): as in `unlock`.
+        fence(Ordering::SeqCst);
+        if all {
+            for m in 0..self.parts.len() {
+                self.seg.unlock(m, false);
+            }
+        }
+        for (r, excl) in locks {
+            self.seg.unlock(r, excl);
+        }
+        if started {
+            // Its targets wait for the token; an error here is the
+            // communicator's, reported by the free's barrier too.
+            let _ = self.complete();
+        }
+        let fenced = lock(&self.epochs).fence;
+        // Relaxed: see `access`.
+        self.open_all.store(u32::from(fenced), Ordering::Relaxed);
+    }
+
+    /// Checks that this process has no epoch open but a fence's, which
+    /// `MPI_Win_free` needs (MPI 4.1 §12.2.5).
+    ///
+    /// # Errors
+    /// `RmaSync` naming the epoch.
+    pub fn check_closed(&self) -> Result<()> {
+        let e = lock(&self.epochs);
+        let open = if e.all {
+            Some("MPI_Win_lock_all".to_string())
+        } else if let Some(r) = e.locks.keys().next() {
+            Some(format!("MPI_Win_lock on rank {r}"))
+        } else if e.started.is_some() {
+            Some("MPI_Win_start".to_string())
+        } else if e.posted.is_some() {
+            Some("MPI_Win_post".to_string())
+        } else {
+            None
+        };
+        match open {
+            Some(what) => Err(Error::new(
+                ErrorClass::RmaSync,
+                format!("MPI_Win_free with the epoch of {what} still open"),
+            )),
+            None => Ok(()),
+        }
     }
 
     /// `free` through a shared reference (the C layer, whose handle table
@@ -849,8 +1004,14 @@ impl Window {
     /// part; the memory goes with the last reference.
     ///
     /// # Errors
-    /// As the barrier.
+    /// `RmaSync` with an epoch open but a fence's (before the barrier:
+    /// the window stays usable); as the barrier.
     pub fn free_shared(&self) -> Result<()> {
+        if let Err(e) = self.check_closed() {
+            return self.comm.ret("MPI_Win_free", Err(e));
+        }
+        // SYNC(win.fence): as in `fence_with`: every access before the
+        // barrier is seen by every member after it.
         fence(Ordering::SeqCst);
         let r = self.comm.barrier();
         // Every access is complete and every member is here: letting go
