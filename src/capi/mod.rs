@@ -370,8 +370,13 @@ pub(crate) fn register_comm(comm: Communicator, errh: Errh, attrs: Vec<(c_int, u
 /// below `MPI_ERR_LASTCODE` (0x3fff).
 const DETAIL_SLOTS: usize = 255;
 
-/// `MPI_ERR_LASTCODE`: the largest error code (class 63 of detail 255).
+/// `MPI_ERR_LASTCODE`: the largest value a code may have (detail 255 of
+/// class 63).
 pub(crate) const ERR_LASTCODE: c_int = 0x3fff;
+
+/// The largest class `include/mpi.h` defines (`MPI_ERR_PROC_FAILED`):
+/// `MPI_Error_class` of a larger class value is `MPI_ERR_ARG`.
+const ERR_LASTCLASS: c_int = 62;
 
 struct Details {
     next: usize,
@@ -401,8 +406,8 @@ pub(crate) fn code_of(e: &Error) -> c_int {
 /// The class of error code `code`, if it is one.
 pub(crate) fn class_of(code: c_int) -> Option<c_int> {
     match code {
-        0..=63 => Some(code),
-        64..=ERR_LASTCODE => Some(code % 64),
+        0..=ERR_LASTCLASS => Some(code),
+        64..=ERR_LASTCODE if code % 64 <= ERR_LASTCLASS => Some(code % 64),
         _ => None,
     }
 }

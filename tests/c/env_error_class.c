@@ -2,7 +2,8 @@
 /* Every standard error class: MPI_Error_class of a class is the class
  * itself; classes are distinct and lie in (MPI_SUCCESS, MPI_ERR_LASTCODE];
  * MPI_Error_string gives a non-empty NUL-terminated string with
- * resultlen < MPI_MAX_ERROR_STRING. MPI_SUCCESS is class 0 of itself. */
+ * resultlen < MPI_MAX_ERROR_STRING. MPI_SUCCESS is class 0 of itself.
+ * On shmpi, a value past the last class is MPI_ERR_ARG. */
 #include "common.h"
 
 #define E(x) { x, #x }
@@ -83,5 +84,17 @@ int main(int argc, char **argv)
         check_string(c, classes[i].name, 1);
     }
 
+#ifdef SHMPI_MPI_H
+    /* A value past the last class is no code: MPI_ERR_ARG (MPICH, whose
+     * classes go further, answers 63 for 63). */
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
+    k = -1;
+    int rc = MPI_Error_class(MPI_ERR_PROC_FAILED + 1, &k);
+    CHECK(ct_class(rc) == MPI_ERR_ARG && k == -1, "MPI_Error_class(%d): rc %d, class %d",
+          MPI_ERR_PROC_FAILED + 1, rc, k);
+    CHECK(ct_class(MPI_Error_class(64 + MPI_ERR_PROC_FAILED + 1, &k)) == MPI_ERR_ARG,
+          "MPI_Error_class(%d)", 64 + MPI_ERR_PROC_FAILED + 1);
+#endif
     return ct_finish();
 }
