@@ -467,7 +467,7 @@ impl Universe {
             "shmpi: rank {} called abort with error code {code}",
             self.rank
         ));
-        std::process::exit(if code == 0 { 1 } else { code & 0xff });
+        std::process::exit(crate::job::abort_status(code));
     }
 }
 

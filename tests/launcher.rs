@@ -34,6 +34,31 @@ fn abort_ends_the_job_with_its_code_and_names_the_rank() {
     assert_no_new_segments(&before);
 }
 
+/// `MPI_Abort(comm, 0)`: the job still ends at once, and the launcher
+/// exits 0, the code, as the standard asks and MPICH and Open MPI do.
+#[test]
+fn abort_with_code_zero_ends_the_job_and_exits_zero() {
+    let name = "abort_with_code_zero_ends_the_job_and_exits_zero";
+    if is_rank_of(name) {
+        let u = shmpi::init().unwrap();
+        let w = u.world();
+        if w.rank() == 1 {
+            u.abort(0);
+        }
+        let mut b = [0u8];
+        let _ = w.recv(&mut b, 1, 0);
+        unreachable!("rank 1 never sends");
+    }
+    let o = launch(3, name, &[], &[], Duration::from_secs(30));
+    assert_eq!(o.code, Some(0), "{}", o.stderr);
+    assert!(
+        o.stderr.contains("rank 1 called abort with error code 0"),
+        "{}",
+        o.stderr
+    );
+    assert!(o.elapsed < Duration::from_secs(10));
+}
+
 #[test]
 fn rank_killed_by_sigkill_ends_the_job_fast_and_leaves_no_segment() {
     let name = "rank_killed_by_sigkill_ends_the_job_fast_and_leaves_no_segment";
@@ -882,4 +907,61 @@ fn help_and_version_print_on_stdout_and_succeed_and_a_programs_own_flags_are_its
         String::from_utf8_lossy(&o.stdout).trim(),
         "--version-of-echo"
     );
+}
+
+/// A program that cannot start: the launcher says so and exits as a shell
+/// would (127 not found, 126 not executable), leaving nothing in /dev/shm.
+#[test]
+fn a_program_that_cannot_start_exits_127_or_126_and_leaves_no_segment() {
+    let before = segments_of_user();
+    let dir = std::env::temp_dir().join(format!("shmpi-nostart-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let plain = dir.join("not-executable");
+    std::fs::write(&plain, "#!/bin/sh\nexit 0\n").unwrap();
+    let missing = dir.join("missing");
+    for (prog, status) in [(&missing, 127), (&plain, 126)] {
+        let o = support::output_bounded(
+            Command::new(support::shmpiexec())
+                .arg("-n")
+                .arg("2")
+                .arg(prog),
+            Duration::from_secs(30),
+        );
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(status), "{}: {err}", prog.display());
+        assert!(err.contains("cannot start"), "{err}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_no_new_segments(&before);
+}
+
+/// `--timeout` (and `MPIEXEC_TIMEOUT` without it) ends a job that runs
+/// longer: status 124, a message, the ranks gone and /dev/shm clean; a
+/// job within its limit is untouched, and a bad value is refused.
+#[test]
+fn timeout_ends_a_job_that_runs_longer_and_exits_124() {
+    let before = segments_of_user();
+    let run = |args: &[&str], env: Option<&str>| {
+        let mut c = Command::new(support::shmpiexec());
+        c.args(args).env_remove("MPIEXEC_TIMEOUT");
+        if let Some(v) = env {
+            c.env("MPIEXEC_TIMEOUT", v);
+        }
+        let t0 = std::time::Instant::now();
+        let o = support::output_bounded(&mut c, Duration::from_secs(60));
+        (o, t0.elapsed())
+    };
+    let (o, took) = run(&["--timeout", "1", "-n", "3", "sleep", "30"], None);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(124), "{err}");
+    assert!(err.contains("ran past its timeout of 1s"), "{err}");
+    assert!(took < Duration::from_secs(20), "{took:?}");
+    let (o, _) = run(&["-n", "2", "sleep", "30"], Some("0.5"));
+    assert_eq!(o.status.code(), Some(124));
+    let (o, _) = run(&["--timeout", "30", "-n", "2", "true"], Some("0.001"));
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let (o, _) = run(&["--timeout", "-3", "-n", "2", "true"], None);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("not a positive number"));
+    assert_no_new_segments(&before);
 }

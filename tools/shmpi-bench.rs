@@ -2072,6 +2072,7 @@ fn launch_self_with(
         cpus,
         shm_dir: job::env::shm_dir(),
         more: Vec::new(),
+        timeout: None,
     };
     let shape = SegmentShape {
         size: layout.size() as u64,

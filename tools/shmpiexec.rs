@@ -3,7 +3,8 @@
 //! ```text
 //! shmpiexec -n N [--tag-output] [-x VAR[=VAL]]... [--cpu-list LIST]
 //!           [--map-by LEVEL] [--bind-to LEVEL|none] [--report-bindings]
-//!           [--ring-size BYTES] [--shm-dir DIR] PROG [ARGS...]
+//!           [--ring-size BYTES] [--shm-dir DIR] [--timeout SECONDS]
+//!           PROG [ARGS...]
 //! ```
 //!
 //! Placement (`docs/placement.md`): LEVEL is hwthread, core, l3, numa or
@@ -11,6 +12,9 @@
 //! the ranks fit the cores, bind to nothing when they do not, with a note).
 //! With `SHMPI_TOPOLOGY` set to a synthetic or XML topology the placement
 //! is computed (and reported) on it but not applied.
+//!
+//! `--timeout SECONDS` (else `MPIEXEC_TIMEOUT`, as MPICH and Open MPI
+//! read it) ends a job that runs longer; the launcher then exits 124.
 //!
 //! Standard input goes to rank 0 only. SIGINT, SIGTERM and SIGHUP are
 //! passed on to the ranks, and a second one ends them; if `shmpiexec`
@@ -26,7 +30,7 @@ use std::process::ExitCode;
 
 const USAGE: &str = "usage: shmpiexec -n N [--tag-output] [-x VAR[=VAL]]... [--cpu-list LIST] \
 [--map-by LEVEL] [--bind-to LEVEL|none] [--report-bindings] [--ring-size BYTES] [--shm-dir DIR] \
-PROG [ARGS...] [: -n N PROG2 [ARGS...]]...";
+[--timeout SECONDS] PROG [ARGS...] [: -n N PROG2 [ARGS...]]...";
 
 /// What the command line asks of placement.
 #[derive(Default)]
@@ -62,6 +66,18 @@ fn parse_app(p: &[String]) -> Result<job::spawn::App, String> {
     }
 }
 
+/// The variable MPICH's and Open MPI's launchers read for a job's time
+/// limit in seconds, read here too when `--timeout` is not given.
+const TIMEOUT_VAR: &str = "MPIEXEC_TIMEOUT";
+
+/// A time limit in seconds (a positive number, fractions allowed).
+fn parse_timeout(what: &str, v: &str) -> Result<std::time::Duration, String> {
+    match v.trim().parse::<f64>() {
+        Ok(s) if s > 0.0 && s.is_finite() && s < 1e9 => Ok(std::time::Duration::from_secs_f64(s)),
+        _ => Err(format!("{what}: {v:?} is not a positive number of seconds")),
+    }
+}
+
 fn parse(args: &[String]) -> Result<(JobSpec, Option<usize>, Placing), String> {
     let mut n: Option<usize> = None;
     let mut placing = Placing::default();
@@ -75,6 +91,7 @@ fn parse(args: &[String]) -> Result<(JobSpec, Option<usize>, Placing), String> {
         cpus: Vec::new(),
         shm_dir: job::env::shm_dir(),
         more: Vec::new(),
+        timeout: None,
     };
     let mut ring = None;
     let mut i = 0;
@@ -125,6 +142,7 @@ fn parse(args: &[String]) -> Result<(JobSpec, Option<usize>, Placing), String> {
                 );
             }
             "--shm-dir" => spec.shm_dir = value(&mut i, a)?.into(),
+            "--timeout" => spec.timeout = Some(parse_timeout(a, &value(&mut i, a)?)?),
             "-h" | "--help" => return Err(USAGE.to_string()),
             _ if a.starts_with('-') && spec.program.is_empty() => {
                 return Err(format!("unknown option {a}\n{USAGE}"))
@@ -142,6 +160,11 @@ fn parse(args: &[String]) -> Result<(JobSpec, Option<usize>, Placing), String> {
             }
         }
         i += 1;
+    }
+    if spec.timeout.is_none() {
+        if let Ok(v) = std::env::var(TIMEOUT_VAR) {
+            spec.timeout = Some(parse_timeout(TIMEOUT_VAR, &v)?);
+        }
     }
     spec.nranks = n.ok_or_else(|| format!("-n N is required\n{USAGE}"))?;
     if spec.nranks == 0 {
@@ -248,9 +271,9 @@ fn main() -> ExitCode {
             }
             ExitCode::from(outcome.code.clamp(0, 255) as u8)
         }
-        Err(m) => {
-            eprintln!("{m}");
-            ExitCode::from(1)
+        Err(e) => {
+            eprintln!("{e}");
+            ExitCode::from(e.status)
         }
     }
 }

@@ -39,7 +39,7 @@ pub(crate) fn abort_job(code: c_int) -> ! {
     let u = lock(&UNIVERSE);
     match u.as_ref() {
         Some(u) => u.abort(code),
-        None => std::process::exit(if code == 0 { 1 } else { code & 0xff }),
+        None => std::process::exit(crate::job::abort_status(code)),
     }
 }
 

@@ -760,7 +760,7 @@ impl Communicator {
         crate::error::say(format_args!(
             "shmpi: rank {me} called abort with error code {code}"
         ));
-        std::process::exit(if code == 0 { 1 } else { code & 0xff });
+        std::process::exit(crate::job::abort_status(code));
     }
 
     /// Marks this communicator disconnected (its links are let go without

@@ -12,4 +12,12 @@ pub mod names;
 pub mod spawn;
 
 pub use env::JobContract;
-pub use spawn::{run, JobOutcome, JobSpec, SegmentShape};
+
+/// The exit status of a process whose job was aborted with `code`
+/// (`MPI_Abort`): the code itself, as far as a status holds it (its low 8
+/// bits), 0 included, as the standard asks ("returned to the invoking
+/// environment", MPI 4.1 §9.5) and MPICH's and Open MPI's launchers do.
+pub fn abort_status(code: i32) -> i32 {
+    code & 0xff
+}
+pub use spawn::{run, JobOutcome, JobSpec, SegmentShape, StartError};

@@ -53,7 +53,14 @@ pub struct JobSpec {
     /// counts` ranks, which run `program`, each runs its count of ranks.
     /// Rank r's application index is its `MPI_APPNUM` (`SHMPI_APPNUM`).
     pub more: Vec<App>,
+    /// How long the job may run (`shmpiexec --timeout`,
+    /// `MPIEXEC_TIMEOUT`): past it the ranks are ended and the job's
+    /// status is [`TIMED_OUT`].
+    pub timeout: Option<Duration>,
 }
+
+/// The status of a job that ran past its timeout (as `timeout(1)`'s).
+pub const TIMED_OUT: i32 = 124;
 
 /// One application of a multi-program job.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -181,18 +188,47 @@ pub(crate) fn job_id() -> u64 {
     x ^ (x >> 31)
 }
 
+/// Why a job did not start: a message for the user, and the exit status a
+/// launcher gives for it (as a shell would: 127 for a program not found,
+/// 126 for one that cannot be run, 1 otherwise).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StartError {
+    /// The message, starting with `shmpiexec:`.
+    pub message: String,
+    /// The exit status.
+    pub status: u8,
+}
+
+impl StartError {
+    fn other(message: String) -> Self {
+        StartError { message, status: 1 }
+    }
+}
+
+impl std::fmt::Display for StartError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl From<StartError> for String {
+    fn from(e: StartError) -> String {
+        e.message
+    }
+}
+
 /// Runs a job to its end and reports how it ended. Errors before any rank
 /// starts (no space for the segment, a program that cannot be started) are
-/// returned as `Err` with a message. Every rank is started from the
-/// calling thread and gets SIGKILL if that thread ends first
-/// (`PR_SET_PDEATHSIG`), as when the launcher is killed, whose files a
+/// returned as `Err`, with a message and an exit status. Every rank is
+/// started from the calling thread and gets SIGKILL if that thread ends
+/// first (`PR_SET_PDEATHSIG`), as when the launcher is killed, whose files a
 /// reaper forked first then removes (`shm::os::Reaper`): `run` returns
 /// only after every rank has ended, so call it from a thread that lives
 /// until then (it does, unless it is killed).
 ///
 /// # Errors
-/// A message for the user when the job cannot start.
-pub fn run(spec: &JobSpec, shape: SegmentShape) -> Result<JobOutcome, String> {
+/// [`StartError`] when the job cannot start.
+pub fn run(spec: &JobSpec, shape: SegmentShape) -> Result<JobOutcome, StartError> {
     os::capture_termination_signals();
     os::ignore_sigxfsz();
     let job = job_id();
@@ -200,14 +236,16 @@ pub fn run(spec: &JobSpec, shape: SegmentShape) -> Result<JobOutcome, String> {
     // Removes the job's files if this process is killed (SIGKILL) before
     // it can: started before the first of them is made, armed once the
     // segment is ours.
-    let reaper = os::Reaper::start(&path).map_err(|e| format!("shmpiexec: {e}"))?;
+    let reaper =
+        os::Reaper::start(&path).map_err(|e| StartError::other(format!("shmpiexec: {e}")))?;
     let seg_spec = SegmentSpec {
         size: shape.size,
         layout_digest: shape.layout_digest,
         nranks: spec.nranks as u32,
         job_id: job,
     };
-    let seg = Segment::create(&path, seg_spec).map_err(|e| format!("shmpiexec: {e}"))?;
+    let seg = Segment::create(&path, seg_spec)
+        .map_err(|e| StartError::other(format!("shmpiexec: {e}")))?;
     reaper.arm();
     let mut children: Vec<Option<Child>> = Vec::with_capacity(spec.nranks);
     let (forwarded, drained) = std::sync::mpsc::channel();
@@ -280,14 +318,19 @@ pub fn run(spec: &JobSpec, shape: SegmentShape) -> Result<JobOutcome, String> {
                 children.push(Some(child));
             }
             Err(e) => {
-                let msg = format!("shmpiexec: cannot start {program}: {e}");
+                let status = match e.kind() {
+                    std::io::ErrorKind::NotFound => 127,
+                    std::io::ErrorKind::PermissionDenied => 126,
+                    _ => 1,
+                };
+                let message = format!("shmpiexec: cannot start {program}: {e}");
                 terminate(&mut children, &seg);
-                return Err(msg);
+                return Err(StartError { message, status });
             }
         }
     }
     let pids: Vec<u32> = children.iter().flatten().map(Child::id).collect();
-    let outcome = supervise(spec.nranks, &mut children, &seg);
+    let outcome = supervise(spec.nranks, &mut children, &seg, spec.timeout);
     // Every rank has ended: what their pipes still hold is copied out
     // before the launcher exits (it returned with threads mid-copy, and
     // a reader slower than the ranks lost their last output).
@@ -309,11 +352,17 @@ pub fn run(spec: &JobSpec, shape: SegmentShape) -> Result<JobOutcome, String> {
     Ok(outcome)
 }
 
-fn supervise(n: usize, children: &mut [Option<Child>], seg: &Segment) -> JobOutcome {
+fn supervise(
+    n: usize,
+    children: &mut [Option<Child>],
+    seg: &Segment,
+    timeout: Option<Duration>,
+) -> JobOutcome {
     let mut outcome = JobOutcome {
         code: 0,
         failure: None,
     };
+    let deadline = timeout.map(|t| Instant::now() + t);
     let mut live = n;
     let mut signals = 0;
     // A rank that ended cleanly before any rank joined (not an MPI
@@ -321,6 +370,15 @@ fn supervise(n: usize, children: &mut [Option<Child>], seg: &Segment) -> JobOutc
     // once one does, the job can never gather every rank.
     let mut gone_early: Option<usize> = None;
     while live > 0 {
+        if deadline.is_some_and(|d| Instant::now() >= d) {
+            outcome.failure = Some(format!(
+                "the job ran past its timeout of {:?}",
+                timeout.unwrap_or_default()
+            ));
+            outcome.code = TIMED_OUT;
+            terminate(children, seg);
+            break;
+        }
         if let Some((sig, from_terminal)) = os::take_signal() {
             signals += 1;
             if signals > 1 {
@@ -384,10 +442,7 @@ fn supervise(n: usize, children: &mut [Option<Child>], seg: &Segment) -> JobOutc
                         "rank {rank} was aborted with error code {}",
                         cb.exit_code()
                     ));
-                    outcome.code = match cb.exit_code() & 0xff {
-                        0 => 1,
-                        c => c,
-                    };
+                    outcome.code = super::abort_status(cb.exit_code());
                     failed = true;
                 }
                 continue;
@@ -406,7 +461,11 @@ fn supervise(n: usize, children: &mut [Option<Child>], seg: &Segment) -> JobOutc
             }
             if !clean && outcome.failure.is_none() {
                 outcome.failure = Some(describe(rank, st, state, cb.exit_code()));
-                outcome.code = if code == 0 { 1 } else { code };
+                outcome.code = match state {
+                    RankState::Aborted => super::abort_status(cb.exit_code()),
+                    _ if code == 0 => 1,
+                    _ => code,
+                };
                 failed = true;
             }
         }
