@@ -32,6 +32,10 @@ pub(crate) struct WinObj {
     attrs: (usize, isize, c_int, c_int, c_int),
     /// `MPI_Win_set_name`'s name (empty until set).
     name: std::sync::Mutex<String>,
+    /// The hints given at creation and by `MPI_Win_set_info`.
+    info: std::sync::Mutex<super::env::Info>,
+    /// A shared window made with `alloc_shared_noncontig`.
+    noncontig: bool,
 }
 
 thread_local! {
@@ -255,12 +259,14 @@ fn register(
     size: isize,
     unit: c_int,
     base: Option<*mut c_void>,
+    info: super::env::Info,
     win: *mut *mut c_void,
 ) -> Result<()> {
     let (p, _, _) = w.shared_query(obj.comm.rank())?;
     if let Some(b) = base {
         out(b.cast::<usize>(), p as usize, "baseptr")?;
     }
+    let noncontig = w.flavor() == Flavor::Shared && noncontig(&info);
     let flavor = match w.flavor() {
         Flavor::Create => 42,
         Flavor::Allocate => 41,
@@ -273,6 +279,8 @@ fn register(
         freed: crate::sync::AtomicU32::new(0),
         attrs: (p as usize, size, unit, flavor, 31),
         name: std::sync::Mutex::new(String::new()),
+        info: std::sync::Mutex::new(info),
+        noncontig,
     }));
     out(win, to_handle(handle), "win")
 }
@@ -290,15 +298,24 @@ fn check_size(size: isize, unit: c_int) -> Result<()> {
 }
 
 /// The window options an info object gives (`alloc_shared_noncontig`;
-/// other keys are hints this implementation may ignore, as MPI allows).
-fn options(info: *mut c_void) -> Result<WinOptions> {
+/// other keys are hints this implementation may ignore, as MPI allows),
+/// and its pairs (what `MPI_Win_get_info` gives back).
+fn options(info: *mut c_void) -> Result<(WinOptions, super::env::Info)> {
     let pairs = super::env::info_pairs(h(info))?;
-    Ok(WinOptions {
-        noncontig: pairs
-            .iter()
-            .any(|(k, v)| k == "alloc_shared_noncontig" && v.eq_ignore_ascii_case("true")),
-    })
+    let opts = WinOptions {
+        noncontig: noncontig(&pairs),
+    };
+    Ok((opts, pairs))
 }
+
+fn noncontig(pairs: &super::env::Info) -> bool {
+    pairs
+        .iter()
+        .any(|(k, v)| k == NONCONTIG && v.eq_ignore_ascii_case("true"))
+}
+
+/// The info key of [`WinOptions::noncontig`].
+const NONCONTIG: &str = "alloc_shared_noncontig";
 
 #[allow(clippy::too_many_arguments)]
 fn allocate(
@@ -317,11 +334,11 @@ fn allocate(
         if base.is_null() || win.is_null() {
             return Err(super::arg("baseptr or win"));
         }
-        let opts = options(info)?;
+        let (opts, pairs) = options(info)?;
         let w = obj
             .comm
             .win_allocate_with(size as usize, unit as usize, opts, flavor)?;
-        register(w, obj, size, unit, Some(base), win)
+        register(w, obj, size, unit, Some(base), pairs, win)
     })
 }
 
@@ -383,12 +400,12 @@ pub unsafe extern "C" fn MPI_Win_create(
         if win.is_null() || (base.is_null() && size > 0) {
             return Err(super::arg("base or win"));
         }
-        options(info)?;
+        let (_, pairs) = options(info)?;
         // SAFETY: MPI makes `[base, base + size)` the window's memory
         // until MPI_Win_free, accessed meanwhile only as its epochs allow.
         let mem = unsafe { Exposed::from_raw(base.cast(), size as usize) };
         let w = obj.comm.win_create(mem, disp_unit as usize)?;
-        register(w, obj, size, disp_unit, None, win)
+        register(w, obj, size, disp_unit, None, pairs, win)
     })
 }
 
@@ -704,12 +721,26 @@ pub unsafe extern "C" fn MPI_Get(
     )
 }
 
-/// Completes at once: the copy is done when the call returns.
-fn with_request(rc: c_int, win: *mut c_void, request: *mut *mut c_void) -> c_int {
+/// A request-based access (`MPI_Rput`, `Rget`, `Raccumulate`,
+/// `Rget_accumulate`): only inside a passive-target epoch (MPI 4.1
+/// §12.3.5; MPICH checks it too), else `MPI_ERR_RMA_SYNC`. `access` is
+/// the plain call; the copy is done when it returns, so the request is
+/// complete at once.
+fn request_based(
+    call: &str,
+    win: *mut c_void,
+    request: *mut *mut c_void,
+    access: impl FnOnce() -> c_int,
+) -> c_int {
+    let rc = on_win(call, win, |w| w.win.check_passive(call));
     if rc != super::SUCCESS {
         return rc;
     }
-    on_win("MPI_Rput/MPI_Rget", win, |w| done_request(&w.comm, request))
+    let rc = access();
+    if rc != super::SUCCESS {
+        return rc;
+    }
+    on_win(call, win, |w| done_request(&w.comm, request))
 }
 
 #[no_mangle]
@@ -724,9 +755,10 @@ pub unsafe extern "C" fn MPI_Rput(
     win: *mut c_void,
     request: *mut *mut c_void,
 ) -> c_int {
-    // SAFETY: the caller's arguments, passed on unchanged.
-    let rc = unsafe { MPI_Put(origin, ocount, otype, rank, disp, tcount, ttype, win) };
-    with_request(rc, win, request)
+    request_based("MPI_Rput", win, request, || {
+        // SAFETY: the caller's arguments, passed on unchanged.
+        unsafe { MPI_Put(origin, ocount, otype, rank, disp, tcount, ttype, win) }
+    })
 }
 
 #[no_mangle]
@@ -741,9 +773,10 @@ pub unsafe extern "C" fn MPI_Rget(
     win: *mut c_void,
     request: *mut *mut c_void,
 ) -> c_int {
-    // SAFETY: the caller's arguments, passed on unchanged.
-    let rc = unsafe { MPI_Get(origin, ocount, otype, rank, disp, tcount, ttype, win) };
-    with_request(rc, win, request)
+    request_based("MPI_Rget", win, request, || {
+        // SAFETY: the caller's arguments, passed on unchanged.
+        unsafe { MPI_Get(origin, ocount, otype, rank, disp, tcount, ttype, win) }
+    })
 }
 
 /// Get_accumulate in general: `result` (if any) gets the target's old
@@ -854,6 +887,51 @@ pub unsafe extern "C" fn MPI_Get_accumulate(
             h(ttype),
             h(op),
         )
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Raccumulate(
+    origin: *const c_void,
+    ocount: c_int,
+    otype: *mut c_void,
+    rank: c_int,
+    disp: isize,
+    tcount: c_int,
+    ttype: *mut c_void,
+    op: *mut c_void,
+    win: *mut c_void,
+    request: *mut *mut c_void,
+) -> c_int {
+    request_based("MPI_Raccumulate", win, request, || {
+        // SAFETY: the caller's arguments, passed on unchanged.
+        unsafe { MPI_Accumulate(origin, ocount, otype, rank, disp, tcount, ttype, op, win) }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Rget_accumulate(
+    origin: *const c_void,
+    ocount: c_int,
+    otype: *mut c_void,
+    result: *mut c_void,
+    rcount: c_int,
+    rtype: *mut c_void,
+    rank: c_int,
+    disp: isize,
+    tcount: c_int,
+    ttype: *mut c_void,
+    op: *mut c_void,
+    win: *mut c_void,
+    request: *mut *mut c_void,
+) -> c_int {
+    request_based("MPI_Rget_accumulate", win, request, || {
+        // SAFETY: the caller's arguments, passed on unchanged.
+        unsafe {
+            MPI_Get_accumulate(
+                origin, ocount, otype, result, rcount, rtype, rank, disp, tcount, ttype, op, win,
+            )
+        }
     })
 }
 
@@ -1013,6 +1091,41 @@ const WIN_DISP_UNIT: c_int = 20002;
 const WIN_SIZE: c_int = 20003;
 const WIN_CREATE_FLAVOR: c_int = 20004;
 const WIN_MODEL: c_int = 20005;
+
+/// `MPI_Win_set_info`: the pairs of `info` replace those of the same
+/// keys; none changes what the window does (hints MPI lets an
+/// implementation ignore; `alloc_shared_noncontig` acts at creation only).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_set_info(win: *mut c_void, info: *mut c_void) -> c_int {
+    on_win("MPI_Win_set_info", win, |w| {
+        let pairs = super::env::info_pairs(h(info))?;
+        let mut mine = super::lock(&w.info);
+        for (k, v) in pairs {
+            match mine.iter_mut().find(|(pk, _)| *pk == k) {
+                Some(p) => p.1 = v,
+                None => mine.push((k, v)),
+            }
+        }
+        Ok(())
+    })
+}
+
+/// `MPI_Win_get_info`: a new info object with the hints given, and
+/// `alloc_shared_noncontig` as the window was made (for a shared window).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_get_info(win: *mut c_void, info: *mut *mut c_void) -> c_int {
+    on_win("MPI_Win_get_info", win, |w| {
+        let mut pairs = super::lock(&w.info).clone();
+        if w.win.flavor() == Flavor::Shared {
+            let used = w.noncontig.to_string();
+            match pairs.iter_mut().find(|(k, _)| k == NONCONTIG) {
+                Some(p) => p.1 = used,
+                None => pairs.push((NONCONTIG.to_string(), used)),
+            }
+        }
+        super::env::new_info(pairs, info)
+    })
+}
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Win_get_attr(

@@ -771,21 +771,27 @@ impl Window {
     /// `RmaSync` when this process holds neither `lock` nor `lock_all`
     /// (MPICH and Open MPI refuse it too).
     pub fn flush(&self) -> Result<()> {
-        {
-            let e = lock(&self.epochs);
-            if !e.all && e.locks.is_empty() {
-                drop(e);
-                return self.comm.ret(
-                    "MPI_Win_flush",
-                    Err(Error::new(
-                        ErrorClass::RmaSync,
-                        "a flush outside a passive-target epoch: call MPI_Win_lock or MPI_Win_lock_all first",
-                    )),
-                );
-            }
-        }
+        let r = self.check_passive("MPI_Win_flush");
+        self.comm.ret("MPI_Win_flush", r)?;
         self.sync();
         Ok(())
+    }
+
+    /// Checks that this process holds a passive-target epoch (`lock` on
+    /// some member, or `lock_all`): what flushes and request-based
+    /// accesses (`MPI_Rput`, MPI 4.1 §12.3.5) need.
+    ///
+    /// # Errors
+    /// `RmaSync` naming `call`.
+    pub fn check_passive(&self, call: &str) -> Result<()> {
+        let e = lock(&self.epochs);
+        if e.all || !e.locks.is_empty() {
+            return Ok(());
+        }
+        Err(Error::new(
+            ErrorClass::RmaSync,
+            format!("{call} outside a passive-target epoch: call MPI_Win_lock or MPI_Win_lock_all first"),
+        ))
     }
 
     /// `MPI_Win_sync`: a full memory fence, in an epoch or outside one
