@@ -620,6 +620,41 @@ int MPI_Type_create_struct(int count, const int array_of_blocklengths[],
 int MPI_Type_create_resized(MPI_Datatype oldtype, MPI_Aint lb, MPI_Aint extent,
                             MPI_Datatype *newtype);
 int MPI_Type_dup(MPI_Datatype oldtype, MPI_Datatype *newtype);
+
+/* Array constructors and datatype decoding (values of the MPI 5.0 ABI). */
+enum {
+    MPI_ORDER_C = 12,
+    MPI_ORDER_FORTRAN = 15,
+    MPI_DISTRIBUTE_NONE = 16,
+    MPI_DISTRIBUTE_BLOCK = 17,
+    MPI_DISTRIBUTE_CYCLIC = 18,
+    MPI_DISTRIBUTE_DFLT_DARG = 19,
+    MPI_COMBINER_NAMED = 301,
+    MPI_COMBINER_DUP = 302,
+    MPI_COMBINER_CONTIGUOUS = 303,
+    MPI_COMBINER_VECTOR = 304,
+    MPI_COMBINER_HVECTOR = 305,
+    MPI_COMBINER_INDEXED = 306,
+    MPI_COMBINER_HINDEXED = 307,
+    MPI_COMBINER_INDEXED_BLOCK = 308,
+    MPI_COMBINER_HINDEXED_BLOCK = 309,
+    MPI_COMBINER_STRUCT = 310,
+    MPI_COMBINER_SUBARRAY = 311,
+    MPI_COMBINER_DARRAY = 312,
+    MPI_COMBINER_RESIZED = 316
+};
+int MPI_Type_create_subarray(int ndims, const int array_of_sizes[], const int array_of_subsizes[],
+                             const int array_of_starts[], int order, MPI_Datatype oldtype,
+                             MPI_Datatype *newtype);
+int MPI_Type_create_darray(int size, int rank, int ndims, const int array_of_gsizes[],
+                           const int array_of_distribs[], const int array_of_dargs[],
+                           const int array_of_psizes[], int order, MPI_Datatype oldtype,
+                           MPI_Datatype *newtype);
+int MPI_Type_get_envelope(MPI_Datatype datatype, int *num_integers, int *num_addresses,
+                          int *num_datatypes, int *combiner);
+int MPI_Type_get_contents(MPI_Datatype datatype, int max_integers, int max_addresses,
+                          int max_datatypes, int array_of_integers[],
+                          MPI_Aint array_of_addresses[], MPI_Datatype array_of_datatypes[]);
 int MPI_Type_commit(MPI_Datatype *datatype);
 int MPI_Type_free(MPI_Datatype *datatype);
 int MPI_Type_size(MPI_Datatype datatype, int *size);

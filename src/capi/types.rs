@@ -100,6 +100,55 @@ pub(crate) struct TypeObj {
     explicit: bool,
     pub(crate) committed: bool,
     pub(crate) predefined: bool,
+    /// How it was made (`None`: predefined, `MPI_COMBINER_NAMED`).
+    env: Option<Arc<Envelope>>,
+}
+
+/// How a derived datatype was made, for `MPI_Type_get_envelope` and
+/// `MPI_Type_get_contents` (MPI 4.1 §5.1.13): the constructor and its
+/// arguments; the types it was made from are kept with their handles.
+#[derive(Debug)]
+pub(crate) struct Envelope {
+    combiner: c_int,
+    ints: Vec<c_int>,
+    addrs: Vec<isize>,
+    types: Vec<(usize, Arc<TypeObj>)>,
+}
+
+/// The `MPI_COMBINER_*` values (MPI 5.0 ABI).
+mod combiner {
+    use std::ffi::c_int;
+    pub const NAMED: c_int = 301;
+    pub const DUP: c_int = 302;
+    pub const CONTIGUOUS: c_int = 303;
+    pub const VECTOR: c_int = 304;
+    pub const HVECTOR: c_int = 305;
+    pub const INDEXED: c_int = 306;
+    pub const HINDEXED: c_int = 307;
+    pub const INDEXED_BLOCK: c_int = 308;
+    pub const HINDEXED_BLOCK: c_int = 309;
+    pub const STRUCT: c_int = 310;
+    pub const SUBARRAY: c_int = 311;
+    pub const DARRAY: c_int = 312;
+    pub const RESIZED: c_int = 316;
+}
+
+impl Envelope {
+    /// Constructor `combiner` with these arguments, made from the types of
+    /// handles `types` (already looked up as `objs`).
+    fn new(
+        combiner: c_int,
+        ints: Vec<c_int>,
+        addrs: Vec<isize>,
+        types: &[(usize, &Obj<TypeObj>)],
+    ) -> Envelope {
+        Envelope {
+            combiner,
+            ints,
+            addrs,
+            types: types.iter().map(|&(h, o)| (h, o.arc())).collect(),
+        }
+    }
 }
 
 impl TypeObj {
@@ -118,6 +167,7 @@ impl TypeObj {
             explicit: false,
             committed: true,
             predefined: true,
+            env: None,
         }
     }
 
@@ -648,13 +698,16 @@ fn compose(parts: &[(isize, usize, &TypeObj)], is_struct: bool) -> Result<TypeOb
         explicit,
         committed: false,
         predefined: false,
+        env: None,
     })
 }
 
-fn new_type(ty: TypeObj, newtype: *mut *mut c_void) -> Result<()> {
+/// Registers `ty`, made as `env` says, and writes its handle.
+fn new_type(mut ty: TypeObj, env: Envelope, newtype: *mut *mut c_void) -> Result<()> {
     if newtype.is_null() {
         return Err(super::arg("newtype"));
     }
+    ty.env = Some(Arc::new(env));
     let handle = state().types.insert(Arc::new(ty));
     out(newtype, to_handle(handle), "newtype")
 }
@@ -672,9 +725,11 @@ pub unsafe extern "C" fn MPI_Type_contiguous(
     newtype: *mut *mut c_void,
 ) -> c_int {
     guard("MPI_Type_contiguous", super::COMM_NULL, || {
+        let count = n;
         let n = bl(n, "count")?;
-        let old = type_obj(h(old))?;
-        new_type(compose(&[(0, n, &old)], false)?, newtype)
+        let (oh, old) = (h(old), type_obj(h(old))?);
+        let env = Envelope::new(combiner::CONTIGUOUS, vec![count], vec![], &[(oh, &old)]);
+        new_type(compose(&[(0, n, &old)], false)?, env, newtype)
     })
 }
 
@@ -692,12 +747,14 @@ pub unsafe extern "C" fn MPI_Type_vector(
         if n > MAX_RUNS {
             return Err(too_many(n));
         }
-        let old = type_obj(h(old))?;
+        let (oh, old) = (h(old), type_obj(h(old))?);
         let ext = old.extent();
         let parts: Vec<_> = (0..n)
             .map(|i| (i as isize * stride as isize * ext, b, &**old))
             .collect();
-        new_type(compose(&parts, false)?, newtype)
+        let ints = vec![n as c_int, blocklen, stride];
+        let env = Envelope::new(combiner::VECTOR, ints, vec![], &[(oh, &old)]);
+        new_type(compose(&parts, false)?, env, newtype)
     })
 }
 
@@ -715,9 +772,11 @@ pub unsafe extern "C" fn MPI_Type_create_hvector(
         if n > MAX_RUNS {
             return Err(too_many(n));
         }
-        let old = type_obj(h(old))?;
+        let (oh, old) = (h(old), type_obj(h(old))?);
         let parts: Vec<_> = (0..n).map(|i| (i as isize * stride, b, &**old)).collect();
-        new_type(compose(&parts, false)?, newtype)
+        let ints = vec![n as c_int, blocklen];
+        let env = Envelope::new(combiner::HVECTOR, ints, vec![stride], &[(oh, &old)]);
+        new_type(compose(&parts, false)?, env, newtype)
     })
 }
 
@@ -741,21 +800,46 @@ fn indexed<D: Copy + Into<i64>>(
 ) -> Result<()> {
     let n = bl(n, "count")?;
     let ds = array(displs, n, "array_of_displacements")?;
-    let old = type_obj(h(old))?;
+    let (oh, old) = (h(old), type_obj(h(old))?);
     let unit = if bytes { 1 } else { old.extent() };
+    // The constructor's integer arguments: the count, the block lengths
+    // (or the one), then the displacements unless they are addresses.
+    let mut ints = vec![n as c_int];
     let lens: Vec<usize> = match blocklens {
-        Lens::Each(p) => array(p, n, "array_of_blocklengths")?
-            .iter()
-            .map(|&b| bl(b, "a block length"))
-            .collect::<Result<_>>()?,
-        Lens::All(one) => vec![bl(one, "blocklength")?; n],
+        Lens::Each(p) => {
+            let given = array(p, n, "array_of_blocklengths")?;
+            ints.extend_from_slice(given);
+            given
+                .iter()
+                .map(|&b| bl(b, "a block length"))
+                .collect::<Result<_>>()?
+        }
+        Lens::All(one) => {
+            ints.push(one);
+            vec![bl(one, "blocklength")?; n]
+        }
+    };
+    let mut addrs = Vec::new();
+    for &d in ds {
+        if bytes {
+            addrs.push(d.into() as isize);
+        } else {
+            ints.push(d.into() as c_int);
+        }
+    }
+    let kind = match (&blocklens, bytes) {
+        (Lens::Each(_), false) => combiner::INDEXED,
+        (Lens::Each(_), true) => combiner::HINDEXED,
+        (Lens::All(_), false) => combiner::INDEXED_BLOCK,
+        (Lens::All(_), true) => combiner::HINDEXED_BLOCK,
     };
     let parts: Vec<_> = ds
         .iter()
         .zip(lens)
         .map(|(&d, b)| (d.into() as isize * unit, b, &**old))
         .collect();
-    new_type(compose(&parts, false)?, newtype)
+    let env = Envelope::new(kind, ints, addrs, &[(oh, &old)]);
+    new_type(compose(&parts, false)?, env, newtype)
 }
 
 #[no_mangle]
@@ -846,7 +930,11 @@ pub unsafe extern "C" fn MPI_Type_create_struct(
         for i in 0..n {
             parts.push((ds[i], bl(bls[i], "a block length")?, &**objs[i]));
         }
-        new_type(compose(&parts, true)?, newtype)
+        let mut ints = vec![n as c_int];
+        ints.extend_from_slice(bls);
+        let from: Vec<_> = ts.iter().map(|&t| h(t)).zip(objs.iter()).collect();
+        let env = Envelope::new(combiner::STRUCT, ints, ds.to_vec(), &from);
+        new_type(compose(&parts, true)?, env, newtype)
     })
 }
 
@@ -858,22 +946,333 @@ pub unsafe extern "C" fn MPI_Type_create_resized(
     newtype: *mut *mut c_void,
 ) -> c_int {
     guard("MPI_Type_create_resized", super::COMM_NULL, || {
-        let mut ty = (**type_obj(h(old))?).clone();
+        let (oh, old) = (h(old), type_obj(h(old))?);
+        let mut ty = (**old).clone();
         ty.lb = lb;
         ty.ub = lb + extent;
         ty.explicit = true;
         ty.committed = false;
         ty.predefined = false;
-        new_type(ty, newtype)
+        let env = Envelope::new(combiner::RESIZED, vec![], vec![lb, extent], &[(oh, &old)]);
+        new_type(ty, env, newtype)
+    })
+}
+
+/// `MPI_ORDER_C` / `MPI_ORDER_FORTRAN` and the `MPI_DISTRIBUTE_*` values
+/// (MPI 5.0 ABI).
+const ORDER_C: c_int = 12;
+const ORDER_FORTRAN: c_int = 15;
+const DISTRIBUTE_NONE: c_int = 16;
+const DISTRIBUTE_BLOCK: c_int = 17;
+const DISTRIBUTE_CYCLIC: c_int = 18;
+const DISTRIBUTE_DFLT_DARG: c_int = 19;
+
+/// The type of an array of `old` with dimensions `gsizes` (in `order`),
+/// of which this process has, in each dimension, the index ranges
+/// `ranges[d]` ((first, length) pairs): built a dimension at a time from
+/// the fastest-varying, each level resized to its whole row so the next
+/// one strides by it; the result spans the whole array, from 0 (the
+/// extent `MPI_Type_create_subarray` and `darray` give, MPI 4.1 §5.1.3).
+fn array_type(
+    old: &TypeObj,
+    gsizes: &[usize],
+    ranges: &[Vec<(usize, usize)>],
+    order: c_int,
+) -> Result<TypeObj> {
+    let dims: Vec<usize> = if order == ORDER_C {
+        (0..gsizes.len()).rev().collect()
+    } else {
+        (0..gsizes.len()).collect()
+    };
+    let mut t = old.clone();
+    let mut stride = old.extent();
+    for d in dims {
+        if ranges[d].len() > MAX_RUNS {
+            return Err(too_many(ranges[d].len()));
+        }
+        let parts: Vec<_> = ranges[d]
+            .iter()
+            .map(|&(first, len)| (first as isize * stride, len, &t))
+            .collect();
+        let row = (gsizes[d] as isize)
+            .checked_mul(stride)
+            .ok_or_else(too_big)?;
+        let mut level = compose(&parts, false)?;
+        level.lb = 0;
+        level.ub = row;
+        level.explicit = true;
+        t = level;
+        stride = row;
+    }
+    Ok(t)
+}
+
+/// The sizes of an array constructor, each positive.
+fn positive(v: &[c_int], what: &str) -> Result<Vec<usize>> {
+    v.iter()
+        .map(|&x| {
+            usize::try_from(x).ok().filter(|&x| x > 0).ok_or_else(|| {
+                Error::new(
+                    ErrorClass::Arg,
+                    format!("{what} has {x}: each must be positive"),
+                )
+            })
+        })
+        .collect()
+}
+
+fn check_order(order: c_int) -> Result<()> {
+    if order != ORDER_C && order != ORDER_FORTRAN {
+        return Err(Error::new(
+            ErrorClass::Arg,
+            format!("order {order} is neither MPI_ORDER_C nor MPI_ORDER_FORTRAN"),
+        ));
+    }
+    Ok(())
+}
+
+/// `MPI_Type_create_subarray`: the block `starts[d] .. starts[d] +
+/// subsizes[d]` of each dimension of an array of `sizes`, in C or
+/// Fortran order; its extent is the whole array's.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_create_subarray(
+    ndims: c_int,
+    sizes: *const c_int,
+    subsizes: *const c_int,
+    starts: *const c_int,
+    order: c_int,
+    old: *mut c_void,
+    newtype: *mut *mut c_void,
+) -> c_int {
+    guard("MPI_Type_create_subarray", super::COMM_NULL, || {
+        let nd = count(ndims, "ndims")?;
+        if nd == 0 {
+            return Err(Error::new(ErrorClass::Arg, "ndims must be positive"));
+        }
+        let (sz, sub, st) = (
+            array(sizes, nd, "array_of_sizes")?,
+            array(subsizes, nd, "array_of_subsizes")?,
+            array(starts, nd, "array_of_starts")?,
+        );
+        check_order(order)?;
+        let gsizes = positive(sz, "array_of_sizes")?;
+        let subs = positive(sub, "array_of_subsizes")?;
+        let mut ranges = Vec::with_capacity(nd);
+        for d in 0..nd {
+            let first = usize::try_from(st[d])
+                .ok()
+                .filter(|&f| f + subs[d] <= gsizes[d]);
+            let Some(first) = first else {
+                return Err(Error::new(
+                    ErrorClass::Arg,
+                    format!(
+                        "dimension {d}: {} elements from {} do not fit in {}",
+                        subs[d], st[d], gsizes[d]
+                    ),
+                ));
+            };
+            ranges.push(vec![(first, subs[d])]);
+        }
+        let (oh, obj) = (h(old), type_obj(h(old))?);
+        let ty = array_type(&obj, &gsizes, &ranges, order)?;
+        let mut ints = vec![ndims];
+        ints.extend_from_slice(sz);
+        ints.extend_from_slice(sub);
+        ints.extend_from_slice(st);
+        ints.push(order);
+        let env = Envelope::new(combiner::SUBARRAY, ints, vec![], &[(oh, &obj)]);
+        new_type(ty, env, newtype)
+    })
+}
+
+/// `MPI_Type_create_darray`: the part of a `gsizes` array that process
+/// `rank` of `size` (on a row-major `psizes` grid) holds under the
+/// distributions `distribs` (block, cyclic with `dargs`, or none), in C
+/// or Fortran order (MPI 4.1 §5.1.4); its extent is the whole array's.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_create_darray(
+    size: c_int,
+    rank: c_int,
+    ndims: c_int,
+    gsizes: *const c_int,
+    distribs: *const c_int,
+    dargs: *const c_int,
+    psizes: *const c_int,
+    order: c_int,
+    old: *mut c_void,
+    newtype: *mut *mut c_void,
+) -> c_int {
+    guard("MPI_Type_create_darray", super::COMM_NULL, || {
+        let nd = count(ndims, "ndims")?;
+        if nd == 0 || size <= 0 || rank < 0 || rank >= size {
+            return Err(Error::new(
+                ErrorClass::Arg,
+                format!(
+                    "ndims {ndims}, size {size}, rank {rank}: need ndims > 0 and 0 <= rank < size"
+                ),
+            ));
+        }
+        let (gs, ds, da, ps) = (
+            array(gsizes, nd, "array_of_gsizes")?,
+            array(distribs, nd, "array_of_distribs")?,
+            array(dargs, nd, "array_of_dargs")?,
+            array(psizes, nd, "array_of_psizes")?,
+        );
+        check_order(order)?;
+        let g = positive(gs, "array_of_gsizes")?;
+        let p = positive(ps, "array_of_psizes")?;
+        if p.iter().try_fold(1usize, |a, &x| a.checked_mul(x)) != Some(size as usize) {
+            return Err(Error::new(
+                ErrorClass::Arg,
+                format!("array_of_psizes {ps:?} does not multiply to size {size}"),
+            ));
+        }
+        // This process's coordinates on the grid: row-major whatever the
+        // array's order.
+        let mut coords = vec![0; nd];
+        let mut r = rank as usize;
+        for d in (0..nd).rev() {
+            coords[d] = r % p[d];
+            r /= p[d];
+        }
+        let mut ranges = Vec::with_capacity(nd);
+        for d in 0..nd {
+            let bad = |why: String| Error::new(ErrorClass::Arg, format!("dimension {d}: {why}"));
+            let darg = da[d];
+            let mut mine = Vec::new();
+            match ds[d] {
+                DISTRIBUTE_NONE => {
+                    if p[d] != 1 {
+                        return Err(bad(format!("MPI_DISTRIBUTE_NONE on {} processes", p[d])));
+                    }
+                    mine.push((0, g[d]));
+                }
+                DISTRIBUTE_BLOCK => {
+                    let blk = match darg {
+                        DISTRIBUTE_DFLT_DARG => g[d].div_ceil(p[d]),
+                        b if b > 0 && (b as usize).saturating_mul(p[d]) >= g[d] => b as usize,
+                        b => {
+                            return Err(bad(format!(
+                                "a block of {b} on {} processes does not cover {}",
+                                p[d], g[d]
+                            )))
+                        }
+                    };
+                    let first = coords[d] * blk;
+                    if first < g[d] {
+                        mine.push((first, blk.min(g[d] - first)));
+                    }
+                }
+                DISTRIBUTE_CYCLIC => {
+                    let blk = match darg {
+                        DISTRIBUTE_DFLT_DARG => 1,
+                        b if b > 0 => b as usize,
+                        b => return Err(bad(format!("cyclic block {b} is not positive"))),
+                    };
+                    let mut first = coords[d] * blk;
+                    while first < g[d] {
+                        if mine.len() >= MAX_RUNS {
+                            return Err(too_many(mine.len() + 1));
+                        }
+                        mine.push((first, blk.min(g[d] - first)));
+                        first += p[d] * blk;
+                    }
+                }
+                other => return Err(bad(format!("{other} is not an MPI_DISTRIBUTE_* value"))),
+            }
+            ranges.push(mine);
+        }
+        let (oh, obj) = (h(old), type_obj(h(old))?);
+        let ty = array_type(&obj, &g, &ranges, order)?;
+        let mut ints = vec![size, rank, ndims];
+        for v in [gs, ds, da, ps] {
+            ints.extend_from_slice(v);
+        }
+        ints.push(order);
+        let env = Envelope::new(combiner::DARRAY, ints, vec![], &[(oh, &obj)]);
+        new_type(ty, env, newtype)
+    })
+}
+
+/// `MPI_Type_get_envelope`: how many integers, addresses and datatypes
+/// `MPI_Type_get_contents` gives, and the constructor.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_get_envelope(
+    t: *mut c_void,
+    num_integers: *mut c_int,
+    num_addresses: *mut c_int,
+    num_datatypes: *mut c_int,
+    comb: *mut c_int,
+) -> c_int {
+    guard("MPI_Type_get_envelope", super::COMM_NULL, || {
+        let ty = type_obj(h(t))?;
+        let (ni, na, nd, c) = match &ty.env {
+            None => (0, 0, 0, combiner::NAMED),
+            Some(e) => (e.ints.len(), e.addrs.len(), e.types.len(), e.combiner),
+        };
+        out(num_integers, ni as c_int, "num_integers")?;
+        out(num_addresses, na as c_int, "num_addresses")?;
+        out(num_datatypes, nd as c_int, "num_datatypes")?;
+        out(comb, c, "combiner")
+    })
+}
+
+/// `MPI_Type_get_contents`: the arguments of the constructor that made a
+/// derived type. A derived type among them comes back as a new handle
+/// the program frees (MPI 4.1 §5.1.13); a predefined one as itself.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_get_contents(
+    t: *mut c_void,
+    max_integers: c_int,
+    max_addresses: c_int,
+    max_datatypes: c_int,
+    integers: *mut c_int,
+    addresses: *mut isize,
+    datatypes: *mut *mut c_void,
+) -> c_int {
+    guard("MPI_Type_get_contents", super::COMM_NULL, || {
+        let ty = type_obj(h(t))?;
+        let Some(e) = ty.env.clone() else {
+            return Err(Error::new(
+                ErrorClass::Arg,
+                "MPI_Type_get_contents of a predefined datatype (MPI_COMBINER_NAMED)",
+            ));
+        };
+        let room = |max: c_int, need: usize, what: &str| {
+            if (max.max(0) as usize) < need {
+                return Err(Error::new(
+                    ErrorClass::Arg,
+                    format!("{what} is {max}, the datatype has {need}"),
+                ));
+            }
+            Ok(())
+        };
+        room(max_integers, e.ints.len(), "max_integers")?;
+        room(max_addresses, e.addrs.len(), "max_addresses")?;
+        room(max_datatypes, e.types.len(), "max_datatypes")?;
+        super::array_mut(integers, e.ints.len(), "array_of_integers")?.copy_from_slice(&e.ints);
+        super::array_mut(addresses, e.addrs.len(), "array_of_addresses")?.copy_from_slice(&e.addrs);
+        let outs = super::array_mut(datatypes, e.types.len(), "array_of_datatypes")?;
+        for (slot, (handle, obj)) in outs.iter_mut().zip(&e.types) {
+            let hd = if obj.predefined {
+                *handle
+            } else {
+                state().types.insert(obj.clone())
+            };
+            *slot = to_handle(hd);
+        }
+        Ok(())
     })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Type_dup(old: *mut c_void, newtype: *mut *mut c_void) -> c_int {
     guard("MPI_Type_dup", super::COMM_NULL, || {
-        let mut ty = (**type_obj(h(old))?).clone();
+        let (oh, old) = (h(old), type_obj(h(old))?);
+        let mut ty = (**old).clone();
         ty.predefined = false;
-        new_type(ty, newtype)
+        let env = Envelope::new(combiner::DUP, vec![], vec![], &[(oh, &old)]);
+        new_type(ty, env, newtype)
     })
 }
 
