@@ -245,6 +245,38 @@ pub unsafe extern "C" fn MPI_Error_class(code: c_int, class: *mut c_int) -> c_in
     })
 }
 
+/// `MPI_Add_error_class`: a new class, above `MPI_ERR_LASTCODE`; the
+/// `MPI_LASTUSEDCODE` attribute follows.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Add_error_class(class: *mut c_int) -> c_int {
+    guard("MPI_Add_error_class", COMM_NULL, || {
+        if class.is_null() {
+            return Err(super::arg("errorclass"));
+        }
+        out(class, super::add_error(None)?, "errorclass")
+    })
+}
+
+/// `MPI_Add_error_code`: a new code of `class` (predefined or added).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Add_error_code(class: c_int, code: *mut c_int) -> c_int {
+    guard("MPI_Add_error_code", COMM_NULL, || {
+        if code.is_null() {
+            return Err(super::arg("errorcode"));
+        }
+        out(code, super::add_error(Some(class))?, "errorcode")
+    })
+}
+
+/// `MPI_Add_error_string`: the string `MPI_Error_string` gives for an
+/// added class or code (empty until set).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Add_error_string(code: c_int, s: *const c_char) -> c_int {
+    guard("MPI_Add_error_string", COMM_NULL, || {
+        super::set_error_string(code, c_str(s, "string")?)
+    })
+}
+
 // ---- error handlers ------------------------------------------------------------
 
 pub(crate) fn errh_of(handle: usize) -> Result<Errh> {
@@ -800,9 +832,7 @@ fn predefined_attr(k: c_int) -> Option<*const c_int> {
             0,                 // MPI_WTIME_IS_GLOBAL: clocks are per process
             appnum as c_int,   // MPI_APPNUM: this rank's application
             universe as c_int, // MPI_UNIVERSE_SIZE: the node's cores
-            // MPI_LASTUSEDCODE: no codes are added (MPI_Add_error_code is
-            // not provided), so the last is MPI_ERR_LASTCODE (MPI 4.1 §9.5).
-            super::ERR_LASTCODE,
+            0,                 // MPI_LASTUSEDCODE: `super::LAST_USED`
             0,
         ]
     });
@@ -813,7 +843,8 @@ fn predefined_attr(k: c_int) -> Option<*const c_int> {
         WTIME_IS_GLOBAL => 3,
         APPNUM => 4,
         UNIVERSE_SIZE => 5,
-        LASTUSEDCODE => 6,
+        // It grows with MPI_Add_error_class / code.
+        LASTUSEDCODE => return Some(super::LAST_USED.as_ptr().cast_const()),
         _ => return None,
     };
     Some(&v[i] as *const c_int)

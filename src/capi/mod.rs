@@ -403,17 +403,105 @@ pub(crate) fn code_of(e: &Error) -> c_int {
     class + 64 * (k as c_int + 1)
 }
 
+/// Error classes and codes the program added (`MPI_Add_error_class`,
+/// `MPI_Add_error_code`): entry i is value `MPI_ERR_LASTCODE + 1 + i`,
+/// with its class (a class is its own) and its string
+/// (`MPI_Add_error_string`; empty until set).
+static USER_ERRORS: Mutex<Vec<(c_int, String)>> = Mutex::new(Vec::new());
+
+/// How many classes and codes a program may add.
+const USER_ERRORS_MAX: usize = 1 << 16;
+
+/// `MPI_LASTUSEDCODE`'s value: the largest error class, added ones
+/// included (MPI 4.1 §9.5), which the attribute points at.
+pub(crate) static LAST_USED: crate::sync::AtomicI32 = crate::sync::AtomicI32::new(ERR_LASTCODE);
+
+/// The entry of an added class or code.
+fn user_error(code: c_int) -> Option<(c_int, String)> {
+    let i = usize::try_from(code.checked_sub(ERR_LASTCODE + 1)?).ok()?;
+    lock(&USER_ERRORS).get(i).cloned()
+}
+
+/// Adds a class (`class` `None`: the new value is its own class) or a
+/// code of `class`; the new value.
+///
+/// # Errors
+/// `Arg` for a class that is not one, `NoMem` past [`USER_ERRORS_MAX`].
+pub(crate) fn add_error(class: Option<c_int>) -> Result<c_int> {
+    if let Some(c) = class {
+        let is_class =
+            matches!(c, 1..=ERR_LASTCLASS) || user_error(c).is_some_and(|(own, _)| own == c);
+        if !is_class {
+            return Err(Error::new(
+                ErrorClass::Arg,
+                format!("{c} is not an error class (predefined or added)"),
+            ));
+        }
+    }
+    let mut u = lock(&USER_ERRORS);
+    if u.len() >= USER_ERRORS_MAX {
+        return Err(Error::new(
+            ErrorClass::NoMem,
+            format!("more than {USER_ERRORS_MAX} added error classes and codes"),
+        ));
+    }
+    let value = ERR_LASTCODE + 1 + u.len() as c_int;
+    u.push((class.unwrap_or(value), String::new()));
+    if class.is_none() {
+        // Relaxed: the attribute's value, read by this process after the
+        // call (MPI makes the value per process).
+        LAST_USED.store(value, crate::sync::Ordering::Relaxed);
+    }
+    Ok(value)
+}
+
+/// Sets the string of an added class or code.
+///
+/// # Errors
+/// `Arg` for a predefined or unknown value, or a string of
+/// `MPI_MAX_ERROR_STRING` bytes or more.
+pub(crate) fn set_error_string(code: c_int, text: String) -> Result<()> {
+    if text.len() >= 512 {
+        return Err(Error::new(
+            ErrorClass::Arg,
+            format!(
+                "an error string of {} bytes (MPI_MAX_ERROR_STRING is 512)",
+                text.len()
+            ),
+        ));
+    }
+    let i = code
+        .checked_sub(ERR_LASTCODE + 1)
+        .and_then(|i| usize::try_from(i).ok());
+    let mut u = lock(&USER_ERRORS);
+    match i.and_then(|i| u.get_mut(i)) {
+        Some(e) => {
+            e.1 = text;
+            Ok(())
+        }
+        None => Err(Error::new(
+            ErrorClass::Arg,
+            format!(
+                "{code} is not an added error class or code (predefined ones keep their strings)"
+            ),
+        )),
+    }
+}
+
 /// The class of error code `code`, if it is one.
 pub(crate) fn class_of(code: c_int) -> Option<c_int> {
     match code {
         0..=ERR_LASTCLASS => Some(code),
         64..=ERR_LASTCODE if code % 64 <= ERR_LASTCLASS => Some(code % 64),
-        _ => None,
+        _ => user_error(code).map(|(class, _)| class),
     }
 }
 
 /// The message of error code `code`.
 pub(crate) fn error_text(code: c_int) -> Option<String> {
+    if code > ERR_LASTCODE {
+        return user_error(code).map(|(_, text)| text);
+    }
     let class = class_of(code)?;
     if code >= 64 {
         let k = (code / 64 - 1) as usize;
