@@ -901,7 +901,17 @@ fn typed<T: Reducible>(
     })
 }
 
-/// The Rust type for element kind `p`, if the typed path can take it.
+/// Whether [`dispatch!`] has a Rust type for element kind `p`.
+fn typed_kind(p: Prim) -> bool {
+    use Prim::*;
+    matches!(
+        p,
+        I8 | U8 | Byte | Bool | I16 | U16 | I32 | U32 | I64 | U64 | F32 | F64 | TwoInt | FloatInt
+    )
+}
+
+/// The Rust type for element kind `p`, if the typed path can take it
+/// (exactly the kinds of [`typed_kind`]).
 macro_rules! dispatch {
     ($p:expr, $f:ident, $($a:expr),*) => {
         match $p {
@@ -1322,18 +1332,7 @@ fn ireduce(
             (OpObj::Builtin(ob), Some((p, _))) => rust_op(ob).map(|op| (op, p)),
             _ => None,
         };
-        let Some((op, p)) = fast.filter(|(_, p)| {
-            !obj.comm.is_inter()
-                && !matches!(
-                    p,
-                    Prim::F80
-                        | Prim::Packed
-                        | Prim::DoubleInt
-                        | Prim::LongInt
-                        | Prim::ShortInt
-                        | Prim::LongDoubleInt
-                )
-        }) else {
+        let Some((op, p)) = fast.filter(|&(_, p)| !obj.comm.is_inter() && typed_kind(p)) else {
             go_eager = true;
             return Ok(());
         };

@@ -40,6 +40,11 @@ pub(crate) enum Prim {
     TwoInt,
     ShortInt,
     LongDoubleInt,
+    /// Complex numbers (`float _Complex`, `double _Complex`,
+    /// `long double _Complex`): real then imaginary part.
+    C32,
+    C64,
+    C80,
 }
 
 impl Prim {
@@ -55,6 +60,9 @@ impl Prim {
             Prim::DoubleInt | Prim::LongInt => 12,
             Prim::ShortInt => 6,
             Prim::LongDoubleInt => 20,
+            Prim::C32 => 8,
+            Prim::C64 => 16,
+            Prim::C80 => 32,
         }
     }
 
@@ -377,6 +385,7 @@ fn prim_parts(p: Prim) -> &'static [u32] {
             4 => &[4],
             8 => &[8],
             16 => &[16],
+            32 => &[32],
             _ => &[],
         },
     }
@@ -407,6 +416,11 @@ fn builtins() -> &'static [(usize, &'static str, TypeObj)] {
         let simple = |h: usize, name: &'static str, p: Prim| {
             let s = p.size();
             (h, name, TypeObj::prim(p, s, vec![(0, s)], s))
+        };
+        // Aligned as their parts.
+        let complex = |h: usize, name: &'static str, p: Prim| {
+            let s = p.size();
+            (h, name, TypeObj::prim(p, s, vec![(0, s)], s / 2))
         };
         let pair =
             |h: usize, name: &'static str, p: Prim, vsize: usize, ioff: usize, ext: usize| {
@@ -446,7 +460,14 @@ fn builtins() -> &'static [(usize, &'static str, TypeObj)] {
                 16,
                 32,
             ),
+            complex(0x212, "MPI_C_FLOAT_COMPLEX", Prim::C32),
+            complex(0x213, "MPI_CXX_FLOAT_COMPLEX", Prim::C32),
+            complex(0x216, "MPI_C_DOUBLE_COMPLEX", Prim::C64),
+            complex(0x217, "MPI_CXX_DOUBLE_COMPLEX", Prim::C64),
+            complex(0x224, "MPI_C_LONG_DOUBLE_COMPLEX", Prim::C80),
+            complex(0x225, "MPI_CXX_LONG_DOUBLE_COMPLEX", Prim::C80),
             simple(0x238, "MPI_C_BOOL", Prim::Bool),
+            simple(0x239, "MPI_CXX_BOOL", Prim::Bool),
             simple(0x23c, "MPI_WCHAR", Prim::I32),
             simple(0x240, "MPI_INT8_T", Prim::I8),
             simple(0x241, "MPI_UINT8_T", Prim::U8),
@@ -494,11 +515,23 @@ const SIMPLE: [u8; 0x60] = {
 /// else 0.
 const fn simple_of(t: usize) -> u8 {
     match t {
-        0x207 | 0x238 | 0x240 | 0x241 | 0x243 | 0x244 | 0x245 | 0x247 => 1,
+        0x207 | 0x238 | 0x239 | 0x240 | 0x241 | 0x243 | 0x244 | 0x245 | 0x247 => 1,
         0x208 | 0x20c | 0x248 | 0x249 => 2,
         0x209 | 0x20d | 0x210 | 0x23c | 0x250 | 0x251 => 4,
-        0x201..=0x203 | 0x20a | 0x20b | 0x20e | 0x20f | 0x214 | 0x258 | 0x259 | 0x228 | 0x22b => 8,
-        0x220 => 16,
+        0x201..=0x203
+        | 0x20a
+        | 0x20b
+        | 0x20e
+        | 0x20f
+        | 0x212
+        | 0x213
+        | 0x214
+        | 0x258
+        | 0x259
+        | 0x228
+        | 0x22b => 8,
+        0x216 | 0x217 | 0x220 => 16,
+        0x224 | 0x225 => 32,
         _ => 0,
     }
 }
@@ -1506,12 +1539,14 @@ pub(crate) fn check_op(o: usize, p: Prim) -> Result<()> {
     use Prim::*;
     let int = matches!(p, I8 | U8 | I16 | U16 | I32 | U32 | I64 | U64);
     let float = matches!(p, F32 | F64 | F80);
+    let complex = matches!(p, C32 | C64 | C80);
     let pair = matches!(
         p,
         FloatInt | DoubleInt | LongInt | TwoInt | ShortInt | LongDoubleInt
     );
     let ok = match o {
-        SUM | PROD | MIN | MAX => int || float,
+        SUM | PROD => int || float || complex,
+        MIN | MAX => int || float,
         LAND | LOR | LXOR => int || p == Bool,
         BAND | BOR | BXOR => int || p == Byte,
         MINLOC | MAXLOC => pair,
@@ -1754,6 +1789,48 @@ pub(crate) fn fold(o: usize, p: Prim, a: &[u8], b: &mut [u8]) {
             i16::from_ne_bytes(v.try_into().expect("2 bytes"))
         }),
         Prim::LongDoubleInt => fold_pairs(o, p, 16, a, b, f80_to_f64),
+        Prim::C32 => fold_complex(
+            o,
+            4,
+            a,
+            b,
+            |v| f32::from_ne_bytes(v.try_into().expect("4 bytes")) as f64,
+            |x, v| v.copy_from_slice(&(x as f32).to_ne_bytes()),
+        ),
+        Prim::C64 => fold_complex(
+            o,
+            8,
+            a,
+            b,
+            |v| f64::from_ne_bytes(v.try_into().expect("8 bytes")),
+            |x, v| v.copy_from_slice(&x.to_ne_bytes()),
+        ),
+        Prim::C80 => fold_complex(o, 16, a, b, f80_to_f64, f64_to_f80),
+    }
+}
+
+/// `b = a op b` for complex elements (`SUM` or `PROD`, the operations
+/// `check_op` lets through) whose parts are `part` bytes, read and
+/// written through `get` / `put`. The arithmetic is in `f64`, as the
+/// real `long double` reductions' is.
+fn fold_complex(
+    o: usize,
+    part: usize,
+    a: &[u8],
+    b: &mut [u8],
+    get: impl Fn(&[u8]) -> f64,
+    put: impl Fn(f64, &mut [u8]),
+) {
+    for (x, y) in a.chunks_exact(2 * part).zip(b.chunks_exact_mut(2 * part)) {
+        let (ar, ai) = (get(&x[..part]), get(&x[part..]));
+        let (br, bi) = (get(&y[..part]), get(&y[part..]));
+        let (r, i) = if o == PROD {
+            (ar * br - ai * bi, ar * bi + ai * br)
+        } else {
+            (ar + br, ai + bi)
+        };
+        put(r, &mut y[..part]);
+        put(i, &mut y[part..]);
     }
 }
 
