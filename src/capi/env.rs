@@ -559,11 +559,13 @@ pub unsafe extern "C" fn MPI_Info_set(
     guard("MPI_Info_set", COMM_NULL, || {
         let k = info_key(key)?;
         let v = c_str(value, "value")?;
-        if v.len() >= MAX_INFO_VAL {
+        // MPI_MAX_INFO_VAL characters fit: `MPI_Info_get` writes them and
+        // a NUL into the valuelen + 1 bytes it is given (as MPICH).
+        if v.len() > MAX_INFO_VAL {
             return Err(Error::new(
                 ErrorClass::InfoValue,
                 format!(
-                    "an info value must be shorter than {MAX_INFO_VAL} characters, not {}",
+                    "an info value may have at most {MAX_INFO_VAL} characters, not {}",
                     v.len()
                 ),
             ));

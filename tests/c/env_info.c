@@ -3,7 +3,8 @@
  * absent keys, get_valuelen, get_nkeys, get_nthkey
  * (every key exactly once, stable order while unmodified), overwrite,
  * delete (absent key -> MPI_ERR_INFO_NOKEY), over-long key/value ->
- * MPI_ERR_INFO_KEY / MPI_ERR_INFO_VALUE, dup gives an independent copy,
+ * MPI_ERR_INFO_KEY / MPI_ERR_INFO_VALUE (a value of MPI_MAX_INFO_VAL
+ * characters fits), dup gives an independent copy,
  * free sets MPI_INFO_NULL. Then MPI_Comm_get_info returns an info object that
  * can be read and freed, MPI_Comm_set_info with an arbitrary key succeeds,
  * and MPI_Comm_dup_with_info gives a working communicator. */
@@ -157,6 +158,14 @@ int main(int argc, char **argv)
         rc = MPI_Info_set(info, "k", longval);
         CHECK(class_of(rc) == MPI_ERR_INFO_VALUE, "over-long value: class %d", class_of(rc));
         CHECK(nkeys(info) == 1, "failed sets changed the key count to %d", nkeys(info));
+        /* MPI_MAX_INFO_VAL characters fit, and come back whole. */
+        longval[MPI_MAX_INFO_VAL] = '\0';
+        CHECK_OK(MPI_Info_set(info, "k", longval));
+        int flag = 0;
+        CHECK_OK(MPI_Info_get(info, "k", MPI_MAX_INFO_VAL, val, &flag));
+        CHECK(flag && strlen(val) == MPI_MAX_INFO_VAL, "a value of MPI_MAX_INFO_VAL: %zu",
+              strlen(val));
+        CHECK_OK(MPI_Info_delete(info, "k"));
 
         CHECK_OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, ow));
         CHECK_OK(MPI_Comm_set_errhandler(MPI_COMM_SELF, os));
