@@ -398,8 +398,9 @@ impl Universe {
     /// How many processes this node can usefully run
     /// (`MPI_UNIVERSE_SIZE`): its cores, or the job's size if larger.
     pub fn universe_size(&self) -> usize {
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        cores.max(self.world.size() as usize)
+        // The node's CPUs, not this process's affinity mask: a rank bound
+        // to one core still runs on a node of many.
+        crate::transport::wait::online_cpus().max(self.world.size() as usize)
     }
 
     /// Whether this process is still connected to another job (a

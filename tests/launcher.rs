@@ -965,3 +965,27 @@ fn timeout_ends_a_job_that_runs_longer_and_exits_124() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("not a positive number"));
     assert_no_new_segments(&before);
 }
+
+/// `MPI_UNIVERSE_SIZE` counts the node's CPUs, not the rank's affinity
+/// mask: a one-rank job bound to one core still sees the whole node.
+#[test]
+fn universe_size_counts_the_nodes_cpus_under_binding() {
+    let name = "universe_size_counts_the_nodes_cpus_under_binding";
+    if is_rank_of(name) {
+        let u = shmpi::init().unwrap();
+        let mask = std::thread::available_parallelism().map_or(0, |n| n.get());
+        let online = shmpi::transport::wait::online_cpus();
+        println!("mask {mask} online {online} universe {}", u.universe_size());
+        assert_eq!(u.universe_size(), online.max(1));
+        return;
+    }
+    let o = launch(
+        1,
+        name,
+        &["--bind-to", "core"],
+        &[],
+        Duration::from_secs(30),
+    );
+    assert_eq!(o.code, Some(0), "{}\n{}", o.stdout, o.stderr);
+    assert!(o.stdout.contains("mask 1 "), "not bound: {}", o.stdout);
+}
