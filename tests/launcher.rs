@@ -989,3 +989,49 @@ fn universe_size_counts_the_nodes_cpus_under_binding() {
     assert_eq!(o.code, Some(0), "{}\n{}", o.stdout, o.stderr);
     assert!(o.stdout.contains("mask 1 "), "not bound: {}", o.stdout);
 }
+
+/// A job ended by the launcher (here by `--timeout`) ends what its ranks
+/// started too: a shell rank's background command does not outlive it.
+#[test]
+fn ending_a_job_ends_the_processes_its_ranks_started() {
+    let dir = std::env::temp_dir().join(format!("shmpi-started-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let pidfile = dir.join("pid");
+    let script = format!("sleep 300 & echo $! >> {}; wait", pidfile.display());
+    let o = support::output_bounded(
+        Command::new(support::shmpiexec()).args(["--timeout", "1", "-n", "2", "sh", "-c", &script]),
+        Duration::from_secs(60),
+    );
+    assert_eq!(
+        o.status.code(),
+        Some(124),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let pids: Vec<u32> = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .lines()
+        .map(|l| l.trim().parse().unwrap())
+        .collect();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(pids.len(), 2, "{pids:?}");
+    // Gone, or a zombie nobody reaps yet (in a container whose first
+    // process does not reap): either way not running.
+    let running = |pid: u32| {
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+            !s.rsplit(')')
+                .next()
+                .unwrap_or("")
+                .trim_start()
+                .starts_with('Z')
+        })
+    };
+    let t0 = std::time::Instant::now();
+    while pids.iter().any(|&p| running(p)) {
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "a rank's background sleep outlived the job: {pids:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}

@@ -495,8 +495,12 @@ fn remove_pools(segment: &std::path::Path, n: usize) {
 /// SIGTERM to every live rank, SIGKILL after [`GRACE`], then reap them.
 fn terminate(children: &mut [Option<Child>], seg: &Segment) {
     seg.unlink();
-    for c in children.iter().flatten() {
-        os::send_signal(c.id(), libc::SIGTERM);
+    let ranks: Vec<u32> = children.iter().flatten().map(Child::id).collect();
+    // What the ranks started (a shell's commands, helpers) ends with
+    // them: found now, while they are still the ranks' descendants.
+    let mut started = os::descendants(&ranks);
+    for &p in ranks.iter().chain(&started) {
+        os::send_signal(p, libc::SIGTERM);
     }
     let deadline = Instant::now() + GRACE;
     loop {
@@ -509,13 +513,17 @@ fn terminate(children: &mut [Option<Child>], seg: &Segment) {
                 }
             }
         }
-        if live == 0 {
+        started.retain(|&p| os::process_running(p));
+        if live == 0 && started.is_empty() {
             return;
         }
         if Instant::now() >= deadline {
             for c in children.iter_mut().flatten() {
                 let _ = c.kill();
                 let _ = c.wait();
+            }
+            for &p in &started {
+                os::send_signal(p, libc::SIGKILL);
             }
             return;
         }

@@ -152,6 +152,56 @@ pub fn send_signal(pid: u32, sig: i32) {
     unsafe { libc::kill(pid as libc::pid_t, sig) };
 }
 
+/// The processes descended from `roots` (their children, theirs, and so
+/// on), as `/proc` shows them now; not the roots. A process whose parent
+/// exited was adopted elsewhere and is no longer found.
+pub fn descendants(roots: &[u32]) -> Vec<u32> {
+    let mut parent_of: Vec<(u32, u32)> = Vec::new();
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    for e in dir.flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        // "pid (comm) state ppid ...": the name may hold spaces and
+        // parentheses, so read after the last ')'.
+        let ppid = stat
+            .rfind(')')
+            .and_then(|i| stat[i + 1..].split_whitespace().nth(1))
+            .and_then(|s| s.parse::<u32>().ok());
+        if let Some(ppid) = ppid {
+            parent_of.push((pid, ppid));
+        }
+    }
+    let mut found: Vec<u32> = Vec::new();
+    let mut frontier: Vec<u32> = roots.to_vec();
+    while let Some(p) = frontier.pop() {
+        for &(child, parent) in &parent_of {
+            if parent == p && !found.contains(&child) && !roots.contains(&child) {
+                found.push(child);
+                frontier.push(child);
+            }
+        }
+    }
+    found
+}
+
+/// Whether process `pid` still runs: it exists and is not a zombie
+/// (one whose parent has not reaped it yet, or never will).
+pub fn process_running(pid: u32) -> bool {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return false;
+    };
+    let state = stat
+        .rfind(')')
+        .and_then(|i| stat[i + 1..].split_whitespace().next());
+    !matches!(state, Some("Z" | "X") | None)
+}
+
 /// Whether process `pid` exists (`kill(pid, 0)`; a process of another
 /// user counts as existing).
 pub fn process_alive(pid: u32) -> bool {
