@@ -331,12 +331,6 @@ pub unsafe extern "C" fn MPI_Comm_idup(
         if request.is_null() {
             return Err(super::arg("request"));
         }
-        if obj.comm.is_inter() {
-            // Done at once: an intercommunicator's dup agrees across both
-            // groups (`docs/c-abi.md`, "Nonblocking collectives").
-            dup(h(comm), newcomm, None)?;
-            return super::p2p::done_request(&obj, request);
-        }
         super::nbc::idup(&obj, newcomm, request)
     })
 }

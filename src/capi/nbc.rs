@@ -138,16 +138,28 @@ impl Sched {
 
     /// Sends `data` to `dest` (a rank of the communicator, not this one).
     fn send(&mut self, data: Vec<u8>, dest: usize) -> Result<()> {
+        self.send_to(data, dest, false)
+    }
+
+    /// Sends `data` to member `dest` of this process's own group of an
+    /// intercommunicator (on its local context).
+    fn send_local(&mut self, data: Vec<u8>, dest: usize) -> Result<()> {
+        self.send_to(data, dest, true)
+    }
+
+    fn send_to(&mut self, data: Vec<u8>, dest: usize, local: bool) -> Result<()> {
         let i = self.keep(data);
         let b = &self.m.bufs[i];
         // SAFETY: lifetime erasure of a borrow of the heap buffer of
         // `bufs[i]`, which is never resized and drops after the request
         // (`Multi`'s field order); moving the outer `Vec` does not move it.
         let view: &'static [u8] = unsafe { std::slice::from_raw_parts(b.as_ptr(), b.len()) };
-        let r = self
-            .comm
-            .comm
-            .isend_bytes(view, dest as i32, self.tag, false, true, None)?;
+        let c = &self.comm.comm;
+        let r = if local {
+            c.isend_local_bytes(view, dest, self.tag)?
+        } else {
+            c.isend_bytes(view, dest as i32, self.tag, false, true, None)?
+        };
         // SAFETY: `view` is `bufs[i]`'s heap buffer and the process state
         // is kept by `self.comm`, both outliving the request (`erase`).
         let r = unsafe { erase(r) };
@@ -158,17 +170,29 @@ impl Sched {
 
     /// Receives `len` bytes from `src`; the index of the buffer they land in.
     fn recv(&mut self, len: usize, src: usize) -> Result<usize> {
+        self.recv_from(len, src, false)
+    }
+
+    /// Receives `len` bytes from member `src` of this process's own group
+    /// of an intercommunicator (on its local context).
+    fn recv_local(&mut self, len: usize, src: usize) -> Result<usize> {
+        self.recv_from(len, src, true)
+    }
+
+    fn recv_from(&mut self, len: usize, src: usize, local: bool) -> Result<usize> {
         let i = self.keep(staging_buf(len)?);
         let b = &mut self.m.bufs[i];
-        // SAFETY: as in `send`; nothing else touches `bufs[i]` until the
+        // SAFETY: as in `send_to`; nothing else touches `bufs[i]` until the
         // request is complete (the last step runs after every wait).
         let view: &'static mut [u8] =
             unsafe { std::slice::from_raw_parts_mut(b.as_mut_ptr(), b.len()) };
-        let r = self
-            .comm
-            .comm
-            .irecv_bytes(view, src as i32, self.tag, true)?;
-        // SAFETY: as in `send`.
+        let c = &self.comm.comm;
+        let r = if local {
+            c.irecv_local_bytes(view, src, self.tag)?
+        } else {
+            c.irecv_bytes(view, src as i32, self.tag, true)?
+        };
+        // SAFETY: as in `send_to`.
         let r = unsafe { erase(r) };
         self.m.reqs.push(Some(r));
         self.m.expect.push(Some(len));
@@ -212,9 +236,11 @@ unsafe fn erase(r: Request<'_>) -> Request<'static> {
     unsafe { std::mem::transmute::<Request<'_>, Request<'static>>(r) }
 }
 
-/// `MPI_Comm_idup` of an intracommunicator: rank 0 claims the context
-/// at the start and sends its verdict to every other member, which posts
-/// a receive for it; the attributes are copied (their callbacks run)
+/// `MPI_Comm_idup`: rank 0 claims the context at the start and sends its
+/// verdict to every other member, which posts a receive for it (on an
+/// intercommunicator, the leader that claims for both groups sends it to
+/// every member of the other group and of its own, on the local
+/// context); the attributes are copied (their callbacks run)
 /// and the info hints taken at the start, as `MPI_Comm_dup` would; the
 /// last step (in the completing call) builds the communicator and
 /// writes `*newcomm`, which MPI 4.1 §7.4.2 lets the program use only
@@ -225,7 +251,12 @@ pub(crate) fn idup(
     newcomm: *mut *mut c_void,
     request: *mut *mut c_void,
 ) -> Result<()> {
-    let verdict = obj.comm.dup_start()?;
+    let inter = obj.comm.is_inter();
+    let verdict = if inter {
+        obj.comm.inter_dup_start()?
+    } else {
+        obj.comm.dup_start()?
+    };
     // The attributes and info hints of the parent as it is now (the
     // program may free it before the request completes); a copy
     // callback's failure is the request's, after the agreement, so that
@@ -235,18 +266,32 @@ pub(crate) fn idup(
     let mut s = Sched::new(obj);
     let at = match verdict {
         Some(v) => {
+            if inter {
+                for r in 0..remote(obj)? {
+                    s.send(v.to_vec(), r)?;
+                }
+            }
             for r in 1..obj.comm.size() as usize {
-                s.send(v.to_vec(), r)?;
+                if inter {
+                    s.send_local(v.to_vec(), r)?;
+                } else {
+                    s.send(v.to_vec(), r)?;
+                }
             }
             s.keep(v.to_vec())
         }
+        None if inter && obj.comm.inter_claims_here() => s.recv_local(8, 0)?,
         None => s.recv(8, 0)?,
     };
     let parent = obj.clone();
     let out = Ptr(newcomm.cast());
     s.finish(request, move |bufs| {
         let v: [u8; 8] = bufs[at][..8].try_into().expect("an 8-byte verdict");
-        let c = parent.comm.dup_finish(&v)?;
+        let c = if parent.comm.is_inter() {
+            parent.comm.inter_dup_finish(&v)?
+        } else {
+            parent.comm.dup_finish(&v)?
+        };
         // (On a copy's failure `c` drops here, its context given back.)
         let attrs = attrs?;
         let newcomm: *mut *mut c_void = out.get().cast();

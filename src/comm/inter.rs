@@ -259,6 +259,72 @@ impl Communicator {
         ))
     }
 
+    /// The start of a nonblocking [`dup`](Self::dup) of this
+    /// intercommunicator (`MPI_Comm_idup`): the leader of the group whose
+    /// leader has the lower process id claims the context index for both
+    /// groups (as `dup` does) and gets the verdict to send to every other
+    /// member of both; everyone else gets `None` and receives it. Nothing
+    /// here waits for another member.
+    ///
+    /// # Errors
+    /// `Comm` on an intracommunicator; an error of the process state.
+    pub(crate) fn inter_dup_start(&self) -> Result<Option<[u8; 8]>> {
+        self.proc_.check()?;
+        let Kind::Inter { remote, .. } = &self.inner.kind else {
+            return Err(Error::new(
+                ErrorClass::Comm,
+                "inter_dup_start needs an intercommunicator",
+            ));
+        };
+        if !self.inter_claimer() {
+            return Ok(None);
+        }
+        let mut all = self.inner.group.world_ranks().to_vec();
+        all.extend_from_slice(remote.world_ranks());
+        let r = context::claim(&self.proc_.p2p, &all);
+        Ok(Some(verdict(&r)))
+    }
+
+    /// Whether this process claims the context of a new communicator over
+    /// both groups: the leader whose process id is the lower of the two
+    /// leaders' (`inter_agree`'s rule).
+    pub(crate) fn inter_claimer(&self) -> bool {
+        self.ctx.rank == 0 && self.inter_claims_here()
+    }
+
+    /// Whether the leader that claims for both groups
+    /// ([`inter_claimer`](Self::inter_claimer)) is in this process's group.
+    pub(crate) fn inter_claims_here(&self) -> bool {
+        let mine = self.inner.group.world_ranks()[0];
+        self.gpid(mine) < self.gpid(self.ctx.ranks[0])
+    }
+
+    /// The end of a nonblocking dup of an intercommunicator: the
+    /// communicator the claiming leader's `verdict` names, with this
+    /// one's attributes copied now.
+    ///
+    /// # Errors
+    /// `Other` when no context id was free.
+    pub(crate) fn inter_dup_finish(&self, verdict: &[u8; 8]) -> Result<Communicator> {
+        let r = (|| {
+            let Kind::Inter { remote, .. } = &self.inner.kind else {
+                return Err(Error::new(
+                    ErrorClass::Comm,
+                    "inter_dup_finish needs an intercommunicator",
+                ));
+            };
+            let index = read_verdict(verdict, "MPI_Comm_idup")?;
+            let attrs = lock(&self.inner.attrs).copy();
+            Ok(self.inter_child(
+                index,
+                self.inner.group.clone(),
+                remote.world_ranks().to_vec(),
+                attrs,
+            ))
+        })();
+        self.ret("MPI_Comm_idup", r)
+    }
+
     /// `MPI_Intercomm_merge`: an intracommunicator over both groups; the
     /// group whose members pass `high = false` comes first (when both
     /// sides pass the same value, the side whose leader has the lower

@@ -736,6 +736,63 @@ impl Communicator {
         self.isend_general(data, world, cid, tag, sync, lender)
     }
 
+    /// A nonblocking send of `data` to member `dest` of this
+    /// communicator's local group, on the collective context its local
+    /// collectives use (for an intercommunicator, the hidden local
+    /// context): the C layer's schedules that reach both groups
+    /// (`MPI_Comm_idup` of an intercommunicator).
+    ///
+    /// # Errors
+    /// `Rank` for a member out of range; an error of the process state.
+    pub(crate) fn isend_local_bytes<'a>(
+        &'a self,
+        data: &'a [u8],
+        dest: usize,
+        tag: i32,
+    ) -> Result<Request<'a>> {
+        self.proc_.check()?;
+        let local = self.local_ctx();
+        let world = *local.ranks.get(dest).ok_or_else(|| {
+            Error::new(
+                ErrorClass::Rank,
+                format!("{dest} is not a rank of the local group"),
+            )
+        })?;
+        // The origin this sends as is `self.ctx.rank`: the rank in the
+        // local group on an intercommunicator too.
+        debug_assert_eq!(local.rank, self.ctx.rank);
+        self.isend_general(data, world, local.coll_id(), tag, false, None)
+    }
+
+    /// The receive of [`isend_local_bytes`](Self::isend_local_bytes): from
+    /// member `src` of the local group, on its collective context.
+    ///
+    /// # Errors
+    /// `Rank` for a member out of range; an error of the process state.
+    pub(crate) fn irecv_local_bytes<'a>(
+        &'a self,
+        buf: &'a mut [u8],
+        src: usize,
+        tag: i32,
+    ) -> Result<Request<'a>> {
+        self.proc_.check()?;
+        let local = self.local_ctx();
+        let world = *local.ranks.get(src).ok_or_else(|| {
+            Error::new(
+                ErrorClass::Rank,
+                format!("{src} is not a rank of the local group"),
+            )
+        })?;
+        let id = self.shared().lock().post_recv_from(
+            local.coll_id(),
+            src as i32,
+            Some(world),
+            tag,
+            buf.len(),
+        );
+        Ok(Request::recv(&self.proc_, id, buf))
+    }
+
     /// [`isend_bytes`](Self::isend_bytes) past the eager fast path, to
     /// world rank `world` on context `cid` (the arguments checked).
     #[inline(never)]
