@@ -78,6 +78,11 @@ pub enum ErrorClass {
     /// `MPI_ERR_ASSERT`: an assertion (`MPI_MODE_*`) a window
     /// synchronisation call does not take.
     Assert,
+    /// `MPI_ERR_TOPOLOGY`: the communicator has no (or another kind of)
+    /// virtual topology.
+    Topology,
+    /// `MPI_ERR_DIMS`: invalid dimensions of a Cartesian topology.
+    Dims,
     /// `MPI_ERR_PROC_FAILED`: a process the operation involves has died
     /// (a member of a connected job, `docs/connect.md`).
     ProcFailed,
@@ -122,6 +127,8 @@ impl ErrorClass {
             ErrorClass::RmaSync => "MPI_ERR_RMA_SYNC",
             ErrorClass::Win => "MPI_ERR_WIN",
             ErrorClass::Assert => "MPI_ERR_ASSERT",
+            ErrorClass::Topology => "MPI_ERR_TOPOLOGY",
+            ErrorClass::Dims => "MPI_ERR_DIMS",
             ErrorClass::ProcFailed => "MPI_ERR_PROC_FAILED",
             ErrorClass::Spawn => "MPI_ERR_SPAWN",
         }
@@ -162,6 +169,8 @@ impl ErrorClass {
             ErrorClass::RmaSync => 51,
             ErrorClass::Win => 60,
             ErrorClass::Assert => 22,
+            ErrorClass::Topology => 11,
+            ErrorClass::Dims => 12,
             ErrorClass::Unsupported => 58,
             ErrorClass::Errhandler => 61,
             ErrorClass::ProcFailed => 62,
@@ -176,7 +185,7 @@ impl ErrorClass {
 }
 
 /// Every class, for lookups by C value.
-const ALL: [ErrorClass; 35] = [
+const ALL: [ErrorClass; 37] = [
     ErrorClass::Buffer,
     ErrorClass::Count,
     ErrorClass::Type,
@@ -210,6 +219,8 @@ const ALL: [ErrorClass; 35] = [
     ErrorClass::RmaSync,
     ErrorClass::Win,
     ErrorClass::Assert,
+    ErrorClass::Topology,
+    ErrorClass::Dims,
     ErrorClass::ProcFailed,
     ErrorClass::Spawn,
 ];

@@ -966,3 +966,72 @@ fn dropping_a_communicator_frees_its_id_without_a_collective() {
         },
     );
 }
+
+/// Virtual topologies from the Rust API: a 2 x 2 grid (periodic along
+/// dimension 0), its shifts, coordinates, a row sub-grid, dup keeping the
+/// topology, and a ring as a distributed graph with its neighbour lists.
+#[test]
+fn cartesian_grids_and_distributed_graphs_answer_from_the_rust_api() {
+    run_ranks(
+        4,
+        "cartesian_grids_and_distributed_graphs_answer_from_the_rust_api",
+        |u| {
+            let w = u.world();
+            let me = w.rank();
+            let mut dims = [0, 0];
+            shmpi::comm::dims_create(4, &mut dims).unwrap();
+            assert_eq!(dims, [2, 2]);
+            let g = w
+                .cart_create(&dims, &[true, false], false)
+                .unwrap()
+                .unwrap();
+            assert_eq!(g.rank(), me);
+            let (d, p, c) = g.cart_get().unwrap();
+            assert_eq!((d, p), (vec![2, 2], vec![true, false]));
+            assert_eq!(c, vec![me / 2, me % 2]);
+            assert_eq!(g.cart_rank(&c).unwrap(), me);
+            assert_eq!(g.cart_rank(&[c[0] + 2, c[1]]).unwrap(), me);
+            g.set_errhandler(shmpi::ErrHandler::Return);
+            assert_eq!(
+                g.cart_rank(&[c[0], 2]).unwrap_err().class(),
+                ErrorClass::Rank
+            );
+            let other_row = (me + 2) % 4;
+            assert_eq!(g.cart_shift(0, 1).unwrap(), (other_row, other_row));
+            let (left, right) = g.cart_shift(1, 1).unwrap();
+            assert_eq!(
+                left,
+                if me % 2 == 0 {
+                    shmpi::PROC_NULL
+                } else {
+                    me - 1
+                }
+            );
+            assert_eq!(
+                right,
+                if me % 2 == 1 {
+                    shmpi::PROC_NULL
+                } else {
+                    me + 1
+                }
+            );
+            let row = g.cart_sub(&[false, true]).unwrap();
+            assert_eq!((row.size(), row.rank()), (2, me % 2));
+            assert!(matches!(
+                g.dup().unwrap().topology(),
+                Some(shmpi::comm::Topology::Cart { .. })
+            ));
+            assert!(w.topology().is_none());
+            let ring = w
+                .dist_graph_create_adjacent(&[(me + 3) % 4], None, &[(me + 1) % 4], None, false)
+                .unwrap();
+            assert_eq!(
+                ring.neighbors().unwrap(),
+                (vec![(me + 3) % 4], vec![(me + 1) % 4])
+            );
+            let (ins, outs) = g.neighbors().unwrap();
+            assert_eq!(ins, outs);
+            assert_eq!(ins, vec![other_row, other_row, left, right]);
+        },
+    );
+}

@@ -34,6 +34,7 @@ mod connect;
 mod env;
 mod nbc;
 mod p2p;
+mod topo;
 mod types;
 mod win;
 

@@ -13,11 +13,11 @@
 //! schedules stay in use where it has them (`Ibarrier`, `Ibcast`,
 //! `Ireduce` / `Iallreduce` with predefined operations).
 
-use super::coll::{check_root, in_place, pack_at, unpack_at, v_args, Red};
+use super::coll::{check_root, in_place, not_in_place, pack_at, unpack_at, v_args, Red};
 use super::p2p::{give_request, nbytes, staging_buf, Ptr, Req, ReqState};
 use super::types::{committed, Reduction, TypeObj};
 use super::{array, comm_obj, count, guard, h, CommObj};
-use crate::comm::Request;
+use crate::comm::{Request, Topology};
 use crate::error::{Error, ErrorClass, Result};
 use std::ffi::{c_int, c_void};
 use std::sync::Arc;
@@ -138,16 +138,19 @@ impl Sched {
 
     /// Sends `data` to `dest` (a rank of the communicator, not this one).
     fn send(&mut self, data: Vec<u8>, dest: usize) -> Result<()> {
-        self.send_to(data, dest, false)
+        self.send_to(data, dest, false, self.tag)
     }
 
     /// Sends `data` to member `dest` of this process's own group of an
     /// intercommunicator (on its local context).
     fn send_local(&mut self, data: Vec<u8>, dest: usize) -> Result<()> {
-        self.send_to(data, dest, true)
+        self.send_to(data, dest, true, self.tag)
     }
 
-    fn send_to(&mut self, data: Vec<u8>, dest: usize, local: bool) -> Result<()> {
+    /// Sends `data` to `dest` with `tag` (one of the communicator's
+    /// nonblocking-collective tags, taken in the same order by every
+    /// member), on the group's local context if `local`.
+    fn send_to(&mut self, data: Vec<u8>, dest: usize, local: bool, tag: i32) -> Result<()> {
         let i = self.keep(data);
         let b = &self.m.bufs[i];
         // SAFETY: lifetime erasure of a borrow of the heap buffer of
@@ -156,9 +159,9 @@ impl Sched {
         let view: &'static [u8] = unsafe { std::slice::from_raw_parts(b.as_ptr(), b.len()) };
         let c = &self.comm.comm;
         let r = if local {
-            c.isend_local_bytes(view, dest, self.tag)?
+            c.isend_local_bytes(view, dest, tag)?
         } else {
-            c.isend_bytes(view, dest as i32, self.tag, false, true, None)?
+            c.isend_bytes(view, dest as i32, tag, false, true, None)?
         };
         // SAFETY: `view` is `bufs[i]`'s heap buffer and the process state
         // is kept by `self.comm`, both outliving the request (`erase`).
@@ -170,16 +173,17 @@ impl Sched {
 
     /// Receives `len` bytes from `src`; the index of the buffer they land in.
     fn recv(&mut self, len: usize, src: usize) -> Result<usize> {
-        self.recv_from(len, src, false)
+        self.recv_from(len, src, false, self.tag)
     }
 
     /// Receives `len` bytes from member `src` of this process's own group
     /// of an intercommunicator (on its local context).
     fn recv_local(&mut self, len: usize, src: usize) -> Result<usize> {
-        self.recv_from(len, src, true)
+        self.recv_from(len, src, true, self.tag)
     }
 
-    fn recv_from(&mut self, len: usize, src: usize, local: bool) -> Result<usize> {
+    /// The receive of [`send_to`](Self::send_to).
+    fn recv_from(&mut self, len: usize, src: usize, local: bool, tag: i32) -> Result<usize> {
         let i = self.keep(staging_buf(len)?);
         let b = &mut self.m.bufs[i];
         // SAFETY: as in `send_to`; nothing else touches `bufs[i]` until the
@@ -188,9 +192,9 @@ impl Sched {
             unsafe { std::slice::from_raw_parts_mut(b.as_mut_ptr(), b.len()) };
         let c = &self.comm.comm;
         let r = if local {
-            c.irecv_local_bytes(view, src, self.tag)?
+            c.irecv_local_bytes(view, src, tag)?
         } else {
-            c.irecv_bytes(view, src as i32, self.tag, true)?
+            c.irecv_bytes(view, src as i32, tag, true)?
         };
         // SAFETY: as in `send_to`.
         let r = unsafe { erase(r) };
@@ -1221,3 +1225,179 @@ pub unsafe extern "C" fn MPI_Iexscan(
         ired_entry(comm, Red::Exscan, sbuf, rbuf, n, t, o, Vec::new(), request)
     })
 }
+
+// ---- neighbourhood collectives ------------------------------------------------------
+
+/// A neighbourhood collective (MPI 4.1 §8.6) on a communicator with a
+/// topology: block j of the send side (`sends[j]`: count and displacement
+/// in extents of `st`) goes to out-neighbour j, and what in-neighbour i
+/// sends lands in receive block i (`recvs[i]`); `PROC_NULL` neighbours
+/// are skipped. On a grid a process can be the neighbour behind and the
+/// one ahead along a dimension (two places, periodic), so the tag says
+/// which receive slot a block is for: the schedule's tag for the slot of
+/// the neighbour behind (a block sent ahead), a second tag for the slot
+/// of the one ahead; repeated neighbours of one kind are matched in list
+/// order, as MPI's message order makes them.
+#[allow(clippy::too_many_arguments)]
+fn ineighbor(
+    obj: &Arc<CommObj>,
+    call: &str,
+    sbuf: *const c_void,
+    sends: Vec<(usize, isize)>,
+    st: *mut c_void,
+    rbuf: *mut c_void,
+    recvs: Vec<(usize, isize)>,
+    rt: *mut c_void,
+    request: *mut *mut c_void,
+) -> Result<()> {
+    if in_place(sbuf) {
+        return Err(Error::new(
+            ErrorClass::Buffer,
+            format!("MPI_IN_PLACE is not allowed in {call}"),
+        ));
+    }
+    let (ins, outs) = obj.comm.neighbors()?;
+    let grid = matches!(obj.comm.topology(), Some(Topology::Cart { .. }));
+    let sty = committed(h(st))?;
+    let rty = committed(h(rt))?.arc();
+    let mut s = Sched::new(obj);
+    let behind_tag = s.tag;
+    let ahead_tag = if grid {
+        obj.comm.next_nbc_tag()
+    } else {
+        behind_tag
+    };
+    for (j, &dest) in outs.iter().enumerate() {
+        if dest == super::PROC_NULL {
+            continue;
+        }
+        let (n, d) = sends[j];
+        let block = pack_at(sbuf, d, n, &sty)?;
+        // Sent behind (even j) it fills the receiver's slot of its
+        // neighbour ahead.
+        let tag = if grid && j % 2 == 0 {
+            ahead_tag
+        } else {
+            behind_tag
+        };
+        s.send_to(block, dest as usize, false, tag)?;
+    }
+    let mut at = Vec::with_capacity(ins.len());
+    for (i, &src) in ins.iter().enumerate() {
+        if src == super::PROC_NULL {
+            continue;
+        }
+        let (n, d) = recvs[i];
+        not_in_place(rbuf, n, &rty)?;
+        let tag = if grid && i % 2 == 1 {
+            ahead_tag
+        } else {
+            behind_tag
+        };
+        at.push((
+            s.recv_from(nbytes(n, &rty)?, src as usize, false, tag)?,
+            n,
+            d,
+        ));
+    }
+    let dst = Ptr(rbuf);
+    s.finish(request, move |bufs| {
+        for &(k, n, d) in &at {
+            unpack_at(&bufs[k], dst.get(), d, n, &rty)?;
+        }
+        Ok(())
+    })
+}
+
+/// The in- and out-degree of `obj`'s topology.
+fn degrees(obj: &CommObj) -> Result<(usize, usize)> {
+    let (i, o) = obj.comm.neighbors()?;
+    Ok((i.len(), o.len()))
+}
+
+/// `n` blocks of `count` instances, one after the other.
+fn even_blocks(count: c_int, n: usize, what: &str) -> Result<Vec<(usize, isize)>> {
+    let c = super::count(count, what)?;
+    Ok((0..n).map(|i| (c, (i * c) as isize)).collect())
+}
+
+/// `n` copies of one block of `count` at displacement 0 (what
+/// allgather sends to each out-neighbour).
+fn same_block(count: c_int, n: usize, what: &str) -> Result<Vec<(usize, isize)>> {
+    let c = super::count(count, what)?;
+    Ok(vec![(c, 0); n])
+}
+
+/// Per-neighbour counts and displacements of the v forms.
+fn v_blocks(counts: *const c_int, displs: *const c_int, n: usize) -> Result<Vec<(usize, isize)>> {
+    let (c, d) = v_args(counts, displs, n)?;
+    Ok(c.into_iter().zip(d).collect())
+}
+
+macro_rules! neighbor_fns {
+    ($blocking:ident, $nonblocking:ident, $name:literal,
+     ($($arg:ident: $ty:ty),*), [$st:ident, $rbuf:ident, $rt:ident],
+     |$obj:ident, $ins:ident, $outs:ident| ($sends:expr, $recvs:expr)) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $nonblocking(
+            sbuf: *const c_void,
+            $($arg: $ty,)*
+            comm: *mut c_void,
+            request: *mut *mut c_void,
+        ) -> c_int {
+            guard(concat!("MPI_I", $name), h(comm), || {
+                let $obj = comm_obj(h(comm))?.arc();
+                let ($ins, $outs) = degrees(&$obj)?;
+                let (sends, recvs) = ($sends, $recvs);
+                ineighbor(&$obj, concat!("MPI_I", $name), sbuf, sends?, $st, $rbuf, recvs?, $rt, request)
+            })
+        }
+
+        #[no_mangle]
+        pub unsafe extern "C" fn $blocking(
+            sbuf: *const c_void,
+            $($arg: $ty,)*
+            comm: *mut c_void,
+        ) -> c_int {
+            guard(concat!("MPI_", $name), h(comm), || {
+                let $obj = comm_obj(h(comm))?.arc();
+                let ($ins, $outs) = degrees(&$obj)?;
+                let (sends, recvs) = ($sends, $recvs);
+                let (sends, recvs) = (sends?, recvs?);
+                blocking(|req| {
+                    ineighbor(&$obj, concat!("MPI_", $name), sbuf, sends, $st, $rbuf, recvs, $rt, req)
+                })
+            })
+        }
+    };
+}
+
+neighbor_fns!(
+    MPI_Neighbor_allgather, MPI_Ineighbor_allgather, "Neighbor_allgather",
+    (sn: c_int, st: *mut c_void, rbuf: *mut c_void, rn: c_int, rt: *mut c_void),
+    [st, rbuf, rt],
+    |obj, ins, outs| (same_block(sn, outs, "sendcount"), even_blocks(rn, ins, "recvcount"))
+);
+
+neighbor_fns!(
+    MPI_Neighbor_alltoall, MPI_Ineighbor_alltoall, "Neighbor_alltoall",
+    (sn: c_int, st: *mut c_void, rbuf: *mut c_void, rn: c_int, rt: *mut c_void),
+    [st, rbuf, rt],
+    |obj, ins, outs| (even_blocks(sn, outs, "sendcount"), even_blocks(rn, ins, "recvcount"))
+);
+
+neighbor_fns!(
+    MPI_Neighbor_allgatherv, MPI_Ineighbor_allgatherv, "Neighbor_allgatherv",
+    (sn: c_int, st: *mut c_void, rbuf: *mut c_void, rcounts: *const c_int,
+     rdispls: *const c_int, rt: *mut c_void),
+    [st, rbuf, rt],
+    |obj, ins, outs| (same_block(sn, outs, "sendcount"), v_blocks(rcounts, rdispls, ins))
+);
+
+neighbor_fns!(
+    MPI_Neighbor_alltoallv, MPI_Ineighbor_alltoallv, "Neighbor_alltoallv",
+    (scounts: *const c_int, sdispls: *const c_int, st: *mut c_void, rbuf: *mut c_void,
+     rcounts: *const c_int, rdispls: *const c_int, rt: *mut c_void),
+    [st, rbuf, rt],
+    |obj, ins, outs| (v_blocks(scounts, sdispls, outs), v_blocks(rcounts, rdispls, ins))
+);

@@ -199,7 +199,8 @@ impl Communicator {
             c.bcast_t(0, &mut msg)?;
             let index = read_verdict(&msg, "MPI_Comm_dup")?;
             let attrs = lock(&self.inner.attrs).copy();
-            Ok(self.child(index, read_region(&msg), self.inner.group.clone(), attrs))
+            let c = self.child(index, read_region(&msg), self.inner.group.clone(), attrs);
+            Ok(self.keep_topology(c))
         })();
         self.ret("MPI_Comm_dup", r)
     }
@@ -243,7 +244,8 @@ impl Communicator {
         let r = (|| {
             let index = read_verdict(verdict, "MPI_Comm_idup")?;
             let attrs = lock(&self.inner.attrs).copy();
-            Ok(self.child(index, read_region(verdict), self.inner.group.clone(), attrs))
+            let c = self.child(index, read_region(verdict), self.inner.group.clone(), attrs);
+            Ok(self.keep_topology(c))
         })();
         self.ret("MPI_Comm_idup", r)
     }

@@ -19,6 +19,7 @@ mod inter;
 mod request;
 mod scope;
 mod spawn;
+pub mod topo;
 pub mod win;
 
 pub use attr::Keyval;
@@ -31,6 +32,7 @@ pub use request::{test_all, wait_all, wait_all_each, wait_any, wait_some, Messag
 pub use scope::{scope, Scope};
 pub(crate) use spawn::{connect_parent, count_of as started_count};
 pub use spawn::{SpawnCommand, SpawnOptions};
+pub use topo::{dims_create, Topology};
 pub use win::{Flavor, LockType, WinOptions, Window};
 
 pub use crate::group::{Comparison, Group, UNDEFINED};
@@ -152,6 +154,8 @@ struct Inner {
     /// Set by `disconnect`: letting go of `links` does not keep the jobs
     /// connected.
     disconnected: AtomicU32,
+    /// The virtual topology (`topo.rs`), set once, right after creation.
+    topo: std::sync::OnceLock<Topology>,
 }
 
 /// A communicator's NUMA levels: this rank's node, and (at node leaders)
@@ -292,6 +296,7 @@ impl Communicator {
                 region,
                 hier: std::sync::OnceLock::new(),
                 no_hier: AtomicU32::new(0),
+                topo: std::sync::OnceLock::new(),
             }),
             proc_,
             ctx,

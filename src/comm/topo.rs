@@ -1,0 +1,554 @@
+//! Virtual topologies (MPI 4.1 §8): Cartesian grids and distributed
+//! graphs (the adjacent form), kept on the communicator they were made
+//! for, and what they answer: coordinates, ranks, shifts, sub-grids, and
+//! the neighbour lists the neighbourhood collectives use.
+//!
+//! Ranks are never reordered (`reorder` is a hint MPI lets an
+//! implementation ignore): rank r of the new communicator is rank r of
+//! the old, so a grid is laid out in row-major order over the old ranks.
+#![forbid(unsafe_code)]
+
+use super::{Communicator, UNDEFINED};
+use crate::error::{Error, ErrorClass, Result};
+use crate::p2p::PROC_NULL;
+
+/// A communicator's virtual topology.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Topology {
+    /// `MPI_CART`: a grid of `dims`, periodic where `periods` says; rank r
+    /// sits at the row-major coordinates of r.
+    Cart {
+        /// Processes along each dimension.
+        dims: Vec<i32>,
+        /// Whether each dimension wraps around.
+        periods: Vec<bool>,
+    },
+    /// `MPI_DIST_GRAPH`, from `dist_graph_create_adjacent`: this process's
+    /// in-neighbours and out-neighbours, in the order given, with their
+    /// weights when the program gave weights.
+    DistGraph {
+        /// Ranks this process receives from.
+        sources: Vec<i32>,
+        /// Their weights (`None`: `MPI_UNWEIGHTED`).
+        source_weights: Option<Vec<i32>>,
+        /// Ranks this process sends to.
+        destinations: Vec<i32>,
+        /// Their weights (`None`: `MPI_UNWEIGHTED`).
+        destination_weights: Option<Vec<i32>>,
+    },
+}
+
+/// `MPI_Dims_create`: fills the zero entries of `dims` so that the
+/// product of all entries is `nnodes`, as balanced as the factors allow,
+/// in non-increasing order; nonzero entries stay.
+///
+/// # Errors
+/// `Dims` when `nnodes` is not positive, an entry is negative, or the
+/// fixed entries do not divide `nnodes`.
+pub fn dims_create(nnodes: i32, dims: &mut [i32]) -> Result<()> {
+    let bad = |why: String| Err(Error::new(ErrorClass::Dims, why));
+    if nnodes <= 0 {
+        return bad(format!("nnodes is {nnodes}: it must be positive"));
+    }
+    if let Some(d) = dims.iter().find(|&&d| d < 0) {
+        return bad(format!(
+            "dims holds {d}: entries must be 0 (free) or positive"
+        ));
+    }
+    let fixed: i64 = dims.iter().filter(|&&d| d > 0).map(|&d| d as i64).product();
+    if nnodes as i64 % fixed != 0 {
+        return bad(format!(
+            "the fixed dimensions (product {fixed}) do not divide {nnodes}"
+        ));
+    }
+    let mut rest = (nnodes as i64 / fixed) as i32;
+    let free = dims.iter().filter(|&&d| d == 0).count();
+    if free == 0 {
+        if rest != 1 {
+            return bad(format!(
+                "the dimensions multiply to {fixed}, not {nnodes}, and none is free"
+            ));
+        }
+        return Ok(());
+    }
+    // Prime factors, largest first, each given to the smallest part so
+    // far: balanced parts.
+    let mut primes = Vec::new();
+    let mut p = 2;
+    while p * p <= rest {
+        while rest % p == 0 {
+            primes.push(p);
+            rest /= p;
+        }
+        p += 1;
+    }
+    if rest > 1 {
+        primes.push(rest);
+    }
+    let mut parts = vec![1i32; free];
+    for &q in primes.iter().rev() {
+        let smallest = (0..free).min_by_key(|&i| parts[i]).unwrap_or(0);
+        parts[smallest] *= q;
+    }
+    parts.sort_unstable_by(|a, b| b.cmp(a));
+    let mut it = parts.into_iter();
+    for d in dims.iter_mut().filter(|d| **d == 0) {
+        *d = it.next().unwrap_or(1);
+    }
+    Ok(())
+}
+
+/// Row-major coordinates of `rank` in a grid of `dims`.
+fn coords_of(dims: &[i32], mut rank: i32) -> Vec<i32> {
+    let mut c = vec![0; dims.len()];
+    for d in (0..dims.len()).rev() {
+        c[d] = rank % dims[d];
+        rank /= dims[d];
+    }
+    c
+}
+
+/// The rank at `coords` (each already inside its dimension).
+fn rank_of(dims: &[i32], coords: &[i32]) -> i32 {
+    coords.iter().zip(dims).fold(0, |r, (&c, &d)| r * d + c)
+}
+
+impl Communicator {
+    /// This communicator's virtual topology, if it has one
+    /// (`MPI_Topo_test`).
+    pub fn topology(&self) -> Option<&Topology> {
+        self.inner.topo.get()
+    }
+
+    /// Gives the new communicator `c` topology `t`.
+    fn with_topology(c: Communicator, t: Topology) -> Communicator {
+        // Set once, right after creation: nothing else can have set it.
+        let _ = c.inner.topo.set(t);
+        c
+    }
+
+    /// `c`, a duplicate of this communicator, with this one's topology
+    /// (`MPI_Comm_dup` keeps it, MPI 4.1 §7.4.2).
+    pub(crate) fn keep_topology(&self, c: Communicator) -> Communicator {
+        match self.topology() {
+            Some(t) => Self::with_topology(c, t.clone()),
+            None => c,
+        }
+    }
+
+    /// `MPI_Cart_create`: a communicator over the first `dims` product
+    /// ranks of this one, with a Cartesian topology; `None` at the other
+    /// ranks. Collective.
+    ///
+    /// # Errors
+    /// `Comm` on an intercommunicator; `Dims` for a dimension that is not
+    /// positive or lengths that differ; `Arg` when the grid has more
+    /// places than this communicator has members.
+    pub fn cart_create(
+        &self,
+        dims: &[i32],
+        periods: &[bool],
+        reorder: bool,
+    ) -> Result<Option<Communicator>> {
+        let r = (|| {
+            self.proc_.check()?;
+            if self.is_inter() {
+                return Err(Error::new(
+                    ErrorClass::Comm,
+                    "MPI_Cart_create needs an intracommunicator",
+                ));
+            }
+            let n = grid_size(dims, periods.len())?;
+            if n > self.size() as i64 {
+                return Err(Error::new(
+                    ErrorClass::Arg,
+                    format!(
+                        "a grid of {n} places on a communicator of {} members",
+                        self.size()
+                    ),
+                ));
+            }
+            // `reorder` is a hint: ranks keep their order.
+            let _ = reorder;
+            let color = if (self.rank() as i64) < n {
+                0
+            } else {
+                UNDEFINED
+            };
+            let c = self.split_intra(color, self.rank(), "MPI_Cart_create")?;
+            let t = Topology::Cart {
+                dims: dims.to_vec(),
+                periods: periods.to_vec(),
+            };
+            Ok(c.map(|c| Self::with_topology(c, t)))
+        })();
+        self.ret("MPI_Cart_create", r)
+    }
+
+    /// The grid of a Cartesian communicator.
+    fn cart(&self, call: &str) -> Result<(&[i32], &[bool])> {
+        match self.topology() {
+            Some(Topology::Cart { dims, periods }) => Ok((dims, periods)),
+            _ => Err(Error::new(
+                ErrorClass::Topology,
+                format!("{call} needs a communicator with a Cartesian topology"),
+            )),
+        }
+    }
+
+    /// `MPI_Cart_get` / `MPI_Cartdim_get`: the grid's dimensions and
+    /// periods, and this process's coordinates.
+    ///
+    /// # Errors
+    /// `Topology` without a Cartesian topology.
+    pub fn cart_get(&self) -> Result<(Vec<i32>, Vec<bool>, Vec<i32>)> {
+        let r = self
+            .cart("MPI_Cart_get")
+            .map(|(d, p)| (d.to_vec(), p.to_vec(), coords_of(d, self.rank())));
+        self.ret("MPI_Cart_get", r)
+    }
+
+    /// `MPI_Cart_coords`: the coordinates of `rank`.
+    ///
+    /// # Errors
+    /// `Topology` without a Cartesian topology, `Rank` out of range.
+    pub fn cart_coords(&self, rank: i32) -> Result<Vec<i32>> {
+        let r = (|| {
+            let (d, _) = self.cart("MPI_Cart_coords")?;
+            if rank < 0 || rank >= self.size() {
+                return Err(Error::new(
+                    ErrorClass::Rank,
+                    format!("rank {rank} is not in a grid of {}", self.size()),
+                ));
+            }
+            Ok(coords_of(d, rank))
+        })();
+        self.ret("MPI_Cart_coords", r)
+    }
+
+    /// `MPI_Cart_rank`: the rank at `coords`; a coordinate outside a
+    /// periodic dimension wraps around.
+    ///
+    /// # Errors
+    /// `Topology` without a Cartesian topology; `Dims` for the wrong
+    /// number of coordinates; `Rank` for a coordinate outside a dimension
+    /// that does not wrap.
+    pub fn cart_rank(&self, coords: &[i32]) -> Result<i32> {
+        let r = (|| {
+            let (d, p) = self.cart("MPI_Cart_rank")?;
+            if coords.len() != d.len() {
+                return Err(Error::new(
+                    ErrorClass::Dims,
+                    format!(
+                        "{} coordinates for a grid of {} dimensions",
+                        coords.len(),
+                        d.len()
+                    ),
+                ));
+            }
+            let mut c = coords.to_vec();
+            for i in 0..d.len() {
+                if p[i] {
+                    c[i] = c[i].rem_euclid(d[i]);
+                } else if c[i] < 0 || c[i] >= d[i] {
+                    return Err(Error::new(
+                        ErrorClass::Rank,
+                        format!(
+                            "coordinate {} is outside dimension {i} (0 to {}), which does not wrap",
+                            c[i],
+                            d[i] - 1
+                        ),
+                    ));
+                }
+            }
+            Ok(rank_of(d, &c))
+        })();
+        self.ret("MPI_Cart_rank", r)
+    }
+
+    /// `MPI_Cart_shift`: the ranks `disp` places behind and ahead of this
+    /// process along `direction` (source, destination); `PROC_NULL` off
+    /// the edge of a dimension that does not wrap.
+    ///
+    /// # Errors
+    /// `Topology` without a Cartesian topology; `Arg` for a direction out
+    /// of range.
+    pub fn cart_shift(&self, direction: i32, disp: i32) -> Result<(i32, i32)> {
+        let r = (|| {
+            let (d, p) = self.cart("MPI_Cart_shift")?;
+            let k = usize::try_from(direction)
+                .ok()
+                .filter(|&k| k < d.len())
+                .ok_or_else(|| {
+                    Error::new(
+                        ErrorClass::Arg,
+                        format!("direction {direction} of a grid of {} dimensions", d.len()),
+                    )
+                })?;
+            let me = coords_of(d, self.rank());
+            let at = |delta: i64| {
+                let v = me[k] as i64 + delta;
+                let v = if p[k] {
+                    v.rem_euclid(d[k] as i64)
+                } else if v < 0 || v >= d[k] as i64 {
+                    return PROC_NULL;
+                } else {
+                    v
+                };
+                let mut c = me.clone();
+                c[k] = v as i32;
+                rank_of(d, &c)
+            };
+            Ok((at(-(disp as i64)), at(disp as i64)))
+        })();
+        self.ret("MPI_Cart_shift", r)
+    }
+
+    /// `MPI_Cart_sub`: the sub-grids that keep the dimensions `remain`
+    /// marks, one communicator each (this process gets its own); ranks in
+    /// row-major order of the kept coordinates. Collective.
+    ///
+    /// # Errors
+    /// `Topology` without a Cartesian topology; `Dims` for the wrong
+    /// number of flags.
+    pub fn cart_sub(&self, remain: &[bool]) -> Result<Communicator> {
+        let r = (|| {
+            let (d, p) = self.cart("MPI_Cart_sub")?;
+            if remain.len() != d.len() {
+                return Err(Error::new(
+                    ErrorClass::Dims,
+                    format!(
+                        "{} flags for a grid of {} dimensions",
+                        remain.len(),
+                        d.len()
+                    ),
+                ));
+            }
+            let me = coords_of(d, self.rank());
+            let (mut color, mut key) = (0i32, 0i32);
+            let (mut kd, mut kp) = (Vec::new(), Vec::new());
+            for i in 0..d.len() {
+                if remain[i] {
+                    key = key * d[i] + me[i];
+                    kd.push(d[i]);
+                    kp.push(p[i]);
+                } else {
+                    color = color * d[i] + me[i];
+                }
+            }
+            let c = self
+                .split_intra(color, key, "MPI_Cart_sub")?
+                .ok_or_else(|| Error::new(ErrorClass::Intern, "MPI_Cart_sub lost this process"))?;
+            Ok(Self::with_topology(
+                c,
+                Topology::Cart {
+                    dims: kd,
+                    periods: kp,
+                },
+            ))
+        })();
+        self.ret("MPI_Cart_sub", r)
+    }
+
+    /// `MPI_Cart_map`: this process's rank in a grid of `dims` laid on
+    /// this communicator (its own rank, as ranks are not reordered), or
+    /// `UNDEFINED` past the grid.
+    ///
+    /// # Errors
+    /// `Dims` for a dimension that is not positive; `Arg` when the grid is
+    /// larger than the communicator.
+    pub fn cart_map(&self, dims: &[i32], periods: &[bool]) -> Result<i32> {
+        let r = (|| {
+            let n = grid_size(dims, periods.len())?;
+            if n > self.size() as i64 {
+                return Err(Error::new(
+                    ErrorClass::Arg,
+                    format!(
+                        "a grid of {n} places on a communicator of {} members",
+                        self.size()
+                    ),
+                ));
+            }
+            Ok(if (self.rank() as i64) < n {
+                self.rank()
+            } else {
+                UNDEFINED
+            })
+        })();
+        self.ret("MPI_Cart_map", r)
+    }
+
+    /// `MPI_Dist_graph_create_adjacent`: a communicator over the same
+    /// processes whose topology is this process's in-neighbours `sources`
+    /// and out-neighbours `destinations` (with weights, or `None`).
+    /// Collective.
+    ///
+    /// # Errors
+    /// `Comm` on an intercommunicator; `Rank` for a neighbour out of
+    /// range; `Arg` for weights whose number is not the neighbours'.
+    pub fn dist_graph_create_adjacent(
+        &self,
+        sources: &[i32],
+        source_weights: Option<&[i32]>,
+        destinations: &[i32],
+        destination_weights: Option<&[i32]>,
+        reorder: bool,
+    ) -> Result<Communicator> {
+        let r = (|| {
+            self.proc_.check()?;
+            if self.is_inter() {
+                return Err(Error::new(
+                    ErrorClass::Comm,
+                    "MPI_Dist_graph_create_adjacent needs an intracommunicator",
+                ));
+            }
+            let n = self.size();
+            for &x in sources.iter().chain(destinations) {
+                if x < 0 || x >= n {
+                    return Err(Error::new(
+                        ErrorClass::Rank,
+                        format!("neighbour {x} is not a rank of a communicator of {n}"),
+                    ));
+                }
+            }
+            let lens = [
+                (source_weights, sources.len(), "sourceweights"),
+                (destination_weights, destinations.len(), "destweights"),
+            ];
+            for (w, len, what) in lens {
+                if w.is_some_and(|w| w.len() != len) {
+                    return Err(Error::new(
+                        ErrorClass::Arg,
+                        format!("{what} has not one weight per neighbour ({len})"),
+                    ));
+                }
+                if w.is_some_and(|w| w.iter().any(|&x| x < 0)) {
+                    return Err(Error::new(
+                        ErrorClass::Arg,
+                        format!("{what} has a negative weight"),
+                    ));
+                }
+            }
+            let _ = reorder;
+            let c = self
+                .split_intra(0, self.rank(), "MPI_Dist_graph_create_adjacent")?
+                .ok_or_else(|| Error::new(ErrorClass::Intern, "the graph lost this process"))?;
+            Ok(Self::with_topology(
+                c,
+                Topology::DistGraph {
+                    sources: sources.to_vec(),
+                    source_weights: source_weights.map(<[i32]>::to_vec),
+                    destinations: destinations.to_vec(),
+                    destination_weights: destination_weights.map(<[i32]>::to_vec),
+                },
+            ))
+        })();
+        self.ret("MPI_Dist_graph_create_adjacent", r)
+    }
+
+    /// The neighbours a neighbourhood collective exchanges with, in
+    /// order: (in-neighbours, out-neighbours). For a grid, per dimension
+    /// the one behind then the one ahead (`PROC_NULL` off an edge that
+    /// does not wrap), both lists alike (MPI 4.1 §8.6).
+    ///
+    /// # Errors
+    /// `Topology` without a topology.
+    pub fn neighbors(&self) -> Result<(Vec<i32>, Vec<i32>)> {
+        let r = match self.topology() {
+            Some(Topology::Cart { dims, .. }) => {
+                let mut v = Vec::with_capacity(2 * dims.len());
+                for k in 0..dims.len() {
+                    let (behind, ahead) = self.cart_shift(k as i32, 1)?;
+                    v.push(behind);
+                    v.push(ahead);
+                }
+                Ok((v.clone(), v))
+            }
+            Some(Topology::DistGraph {
+                sources,
+                destinations,
+                ..
+            }) => Ok((sources.clone(), destinations.clone())),
+            None => Err(Error::new(
+                ErrorClass::Topology,
+                "a neighbourhood collective needs a communicator with a topology",
+            )),
+        };
+        self.ret("MPI_Neighbor_*", r)
+    }
+}
+
+/// The number of places of a grid of `dims` (checked against `nperiods`
+/// periods).
+///
+/// # Errors
+/// `Dims` for a dimension that is not positive or lengths that differ;
+/// `Arg` for a grid larger than any communicator.
+fn grid_size(dims: &[i32], nperiods: usize) -> Result<i64> {
+    if dims.len() != nperiods {
+        return Err(Error::new(
+            ErrorClass::Dims,
+            format!("{} dimensions but {nperiods} periods", dims.len()),
+        ));
+    }
+    let mut n: i64 = 1;
+    for &d in dims {
+        if d <= 0 {
+            return Err(Error::new(
+                ErrorClass::Dims,
+                format!("a dimension of {d}: each must be positive"),
+            ));
+        }
+        n = n.saturating_mul(d as i64);
+    }
+    Ok(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dims_create_balances_and_keeps_fixed_entries() {
+        let cases: [(i32, &[i32], &[i32]); 7] = [
+            (6, &[0, 0], &[3, 2]),
+            (12, &[0, 0], &[4, 3]),
+            (7, &[0, 0], &[7, 1]),
+            (24, &[0, 0, 0], &[4, 3, 2]),
+            (24, &[0, 3, 0], &[4, 3, 2]),
+            (64, &[0, 0, 0], &[4, 4, 4]),
+            (1, &[0, 0], &[1, 1]),
+        ];
+        for (n, given, want) in cases {
+            let mut d = given.to_vec();
+            dims_create(n, &mut d).unwrap();
+            assert_eq!(d, want, "{n} into {given:?}");
+        }
+        let mut d = [5, 0];
+        assert_eq!(
+            dims_create(12, &mut d).unwrap_err().class(),
+            ErrorClass::Dims
+        );
+        let mut d = [2, 3];
+        assert_eq!(
+            dims_create(7, &mut d).unwrap_err().class(),
+            ErrorClass::Dims
+        );
+        let mut d = [2, 3];
+        dims_create(6, &mut d).unwrap();
+        assert_eq!(
+            dims_create(0, &mut [0]).unwrap_err().class(),
+            ErrorClass::Dims
+        );
+    }
+
+    #[test]
+    fn coordinates_are_row_major_and_round_trip() {
+        let dims = [3, 4, 2];
+        for r in 0..24 {
+            let c = coords_of(&dims, r);
+            assert_eq!(rank_of(&dims, &c), r);
+        }
+        assert_eq!(coords_of(&dims, 9), vec![1, 0, 1]);
+    }
+}
