@@ -682,14 +682,15 @@ int MPI_Type_create_resized(MPI_Datatype oldtype, MPI_Aint lb, MPI_Aint extent,
                             MPI_Datatype *newtype);
 int MPI_Type_dup(MPI_Datatype oldtype, MPI_Datatype *newtype);
 
-/* Array constructors and datatype decoding (values of the MPI 5.0 ABI). */
+/* Array constructors and datatype decoding (values of the MPI 5.0 ABI
+ * draft, but MPI_DISTRIBUTE_DFLT_DARG). */
 enum {
     MPI_ORDER_C = 12,
     MPI_ORDER_FORTRAN = 15,
     MPI_DISTRIBUTE_NONE = 16,
     MPI_DISTRIBUTE_BLOCK = 17,
     MPI_DISTRIBUTE_CYCLIC = 18,
-    MPI_DISTRIBUTE_DFLT_DARG = 19,
+    MPI_DISTRIBUTE_DFLT_DARG = -1, /* not the ABI draft's 19: a valid block size */
     MPI_COMBINER_NAMED = 301,
     MPI_COMBINER_DUP = 302,
     MPI_COMBINER_CONTIGUOUS = 303,

@@ -145,11 +145,12 @@ fn flushes_asserts_and_frees_are_checked_against_the_epochs() {
             let me = w.rank();
             let peer = (me + 1) % w.size();
             let win = w.win_allocate_shared(64, 4).unwrap();
-            // A flush needs a passive-target epoch; sync does not.
+            // A flush or sync needs a passive-target epoch.
             assert_eq!(win.flush().unwrap_err().class(), ErrorClass::RmaSync);
-            win.sync();
+            assert_eq!(win.sync().unwrap_err().class(), ErrorClass::RmaSync);
             win.lock(LockType::Shared, peer).unwrap();
             win.flush().unwrap();
+            win.sync().unwrap();
             win.unlock(peer).unwrap();
             assert_eq!(win.flush().unwrap_err().class(), ErrorClass::RmaSync);
             // A lock assertion is not a fence's: refused before the barrier.

@@ -449,8 +449,10 @@ pub(crate) fn add_error(class: Option<c_int>) -> Result<c_int> {
     let value = ERR_LASTCODE + 1 + u.len() as c_int;
     u.push((class.unwrap_or(value), String::new()));
     if class.is_none() {
-        // Relaxed: the attribute's value, read by this process after the
-        // call (MPI makes the value per process).
+        // Relaxed: pairs with nothing. The value is this process's, read
+        // through the attribute's pointer after this call returns; a read
+        // racing with the call on another thread is the program's
+        // (MPI_Add_error_class changes the attribute, MPI 4.1 §9.5).
         LAST_USED.store(value, crate::sync::Ordering::Relaxed);
     }
     Ok(value)

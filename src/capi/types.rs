@@ -992,13 +992,15 @@ pub unsafe extern "C" fn MPI_Type_create_resized(
 }
 
 /// `MPI_ORDER_C` / `MPI_ORDER_FORTRAN` and the `MPI_DISTRIBUTE_*` values
-/// (MPI 5.0 ABI).
+/// (MPI 5.0 ABI draft), but `MPI_DISTRIBUTE_DFLT_DARG`: the draft's 19 is
+/// also a valid block size, which could then not be asked for, so it is
+/// -1 here, as in Open MPI (MPICH uses another negative value).
 const ORDER_C: c_int = 12;
 const ORDER_FORTRAN: c_int = 15;
 const DISTRIBUTE_NONE: c_int = 16;
 const DISTRIBUTE_BLOCK: c_int = 17;
 const DISTRIBUTE_CYCLIC: c_int = 18;
-const DISTRIBUTE_DFLT_DARG: c_int = 19;
+const DISTRIBUTE_DFLT_DARG: c_int = -1;
 
 /// The type of an array of `old` with dimensions `gsizes` (in `order`),
 /// of which this process has, in each dimension, the index ranges

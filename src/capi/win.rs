@@ -527,20 +527,13 @@ flush_fn!(MPI_Win_flush_all, "MPI_Win_flush_all");
 flush_fn!(MPI_Win_flush_local, "MPI_Win_flush_local", rank);
 flush_fn!(MPI_Win_flush_local_all, "MPI_Win_flush_local_all");
 
-/// `MPI_Win_sync`: a memory fence, in an epoch or outside one.
+/// `MPI_Win_sync`: a memory fence, inside a passive-target epoch.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Win_sync(win: *mut c_void) -> c_int {
-    let fast = with_last(h(win), |w| {
-        w.win.sync();
-        Some(())
-    });
-    if fast.is_some() {
+    if with_last(h(win), |w| w.win.sync().ok()).is_some() {
         return super::SUCCESS;
     }
-    on_win("MPI_Win_sync", win, |w| {
-        w.win.sync();
-        Ok(())
-    })
+    on_win("MPI_Win_sync", win, |w| w.win.sync())
 }
 
 /// Where an access lands: an address mapped in this process, or an
@@ -723,7 +716,8 @@ pub unsafe extern "C" fn MPI_Get(
 
 /// A request-based access (`MPI_Rput`, `Rget`, `Raccumulate`,
 /// `Rget_accumulate`): only inside a passive-target epoch (MPI 4.1
-/// §12.3.5; MPICH checks it too), else `MPI_ERR_RMA_SYNC`. `access` is
+/// §12.3.5; MPICH 4.0 and Open MPI 4.1 let them pass), else
+/// `MPI_ERR_RMA_SYNC`. `access` is
 /// the plain call; the copy is done when it returns, so the request is
 /// complete at once.
 fn request_based(

@@ -10,7 +10,7 @@
 //! access is complete when its call returns). Accumulates of any kind are
 //! atomic with respect to each other (one lock per window). An access
 //! outside an epoch is `RmaSync`; outside the target's memory `RmaRange`.
-//! So is a flush outside a passive-target epoch, a free with an epoch
+//! So is a flush or sync outside a passive-target epoch, a free with an epoch
 //! open, and an access after a fence that asserted `NOSUCCEED` (as
 //! MPICH). An assertion a call does not take is `Assert`.
 
@@ -773,7 +773,7 @@ impl Window {
     pub fn flush(&self) -> Result<()> {
         let r = self.check_passive("MPI_Win_flush");
         self.comm.ret("MPI_Win_flush", r)?;
-        self.sync();
+        self.fence_memory();
         Ok(())
     }
 
@@ -794,9 +794,21 @@ impl Window {
         ))
     }
 
-    /// `MPI_Win_sync`: a full memory fence, in an epoch or outside one
-    /// (the standard does not restrict it; Open MPI allows it too).
-    pub fn sync(&self) {
+    /// `MPI_Win_sync`: a full memory fence, inside a passive-target epoch
+    /// ("all flush and sync functions can be called only within passive
+    /// target epochs", MPI 4.1 §12.5.4; MPICH refuses it outside too,
+    /// Open MPI does not).
+    ///
+    /// # Errors
+    /// `RmaSync` outside a passive-target epoch.
+    pub fn sync(&self) -> Result<()> {
+        let r = self.check_passive("MPI_Win_sync");
+        self.comm.ret("MPI_Win_sync", r)?;
+        self.fence_memory();
+        Ok(())
+    }
+
+    fn fence_memory(&self) {
         // SYNC(win.flush): SeqCst fence: this process's window accesses
         // are ordered before what follows (pairs with the other side's
         // fence, lock or barrier).

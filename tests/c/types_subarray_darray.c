@@ -124,6 +124,21 @@ int main(int argc, char **argv)
         MPI_Type_free(&d);
     }
 
+    /* Cyclic(19) is cyclic(19), not the default darg: 40 elements on 2
+     * processes, rank 0 has 0-18 and 38-39. */
+    {
+        int g1 = 40, d1 = MPI_DISTRIBUTE_CYCLIC, a1 = 19, p1 = 2, v[40], want[21];
+        for (int i = 0; i < 40; i++) v[i] = i;
+        for (int i = 0; i < 19; i++) want[i] = i;
+        want[19] = 38;
+        want[20] = 39;
+        MPI_Datatype d;
+        CHECK_OK(MPI_Type_create_darray(2, 0, 1, &g1, &d1, &a1, &p1, MPI_ORDER_C, MPI_INT, &d));
+        CHECK_OK(MPI_Type_commit(&d));
+        check_list("cyclic(19)", got, pack_ints(v, d, got, 64), want, 21);
+        MPI_Type_free(&d);
+    }
+
     /* 3. Bad arguments (MPICH 4.0 builds the subarray past the array and
      * divides by zero on the grid of the wrong size). */
 #ifdef SHMPI_MPI_H
