@@ -396,11 +396,15 @@ impl Universe {
     }
 
     /// How many processes this node can usefully run
-    /// (`MPI_UNIVERSE_SIZE`): its cores, or the job's size if larger.
+    /// (`MPI_UNIVERSE_SIZE`): the CPUs the launcher may use (its affinity,
+    /// cgroup cpusets included; a rank bound to one core still sees them
+    /// all), or this process's for a singleton; the job's size if larger.
     pub fn universe_size(&self) -> usize {
-        // The node's CPUs, not this process's affinity mask: a rank bound
-        // to one core still runs on a node of many.
-        crate::transport::wait::online_cpus().max(self.world.size() as usize)
+        let cpus = std::env::var(crate::job::env::UNIVERSE_SIZE)
+            .ok()
+            .and_then(|v| v.parse::<usize>().ok())
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+        cpus.max(self.world.size() as usize)
     }
 
     /// Whether this process is still connected to another job (a

@@ -67,7 +67,8 @@ fn parse_app(p: &[String]) -> Result<job::spawn::App, String> {
 }
 
 /// The variable MPICH's and Open MPI's launchers read for a job's time
-/// limit in seconds, read here too when `--timeout` is not given.
+/// limit in seconds, read here too when `--timeout` is not given (empty
+/// or 0: no limit).
 const TIMEOUT_VAR: &str = "MPIEXEC_TIMEOUT";
 
 /// A time limit in seconds (a positive number, fractions allowed).
@@ -162,7 +163,12 @@ fn parse(args: &[String]) -> Result<(JobSpec, Option<usize>, Placing), String> {
         i += 1;
     }
     if spec.timeout.is_none() {
-        if let Ok(v) = std::env::var(TIMEOUT_VAR) {
+        // Empty or 0 means no limit, as for MPICH's launcher.
+        let set = std::env::var(TIMEOUT_VAR).ok().filter(|v| {
+            let v = v.trim();
+            !v.is_empty() && v.parse::<f64>().ok() != Some(0.0)
+        });
+        if let Some(v) = set {
             spec.timeout = Some(parse_timeout(TIMEOUT_VAR, &v)?);
         }
     }

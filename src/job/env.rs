@@ -26,6 +26,10 @@ pub const START_TIMEOUT: &str = "SHMPI_START_TIMEOUT";
 
 /// This rank's application index in a multi-program job (`MPI_APPNUM`).
 pub const APPNUM: &str = "SHMPI_APPNUM";
+/// How many CPUs the launcher may run processes on (its affinity, which
+/// cpuset cgroups narrow): `MPI_UNIVERSE_SIZE` for ranks that are bound
+/// to fewer.
+pub const UNIVERSE_SIZE: &str = "SHMPI_UNIVERSE_SIZE";
 /// The launcher that started this rank (what `comm_spawn` runs).
 pub const LAUNCHER: &str = "SHMPI_LAUNCHER";
 /// A port of the parent job to connect to at init (`comm_spawn`'s

@@ -248,6 +248,8 @@ pub fn run(spec: &JobSpec, shape: SegmentShape) -> Result<JobOutcome, StartError
         .map_err(|e| StartError::other(format!("shmpiexec: {e}")))?;
     reaper.arm();
     let mut children: Vec<Option<Child>> = Vec::with_capacity(spec.nranks);
+    // The CPUs this launcher may use, before any rank is bound.
+    let universe = std::thread::available_parallelism().map_or(1, |n| n.get());
     let (forwarded, drained) = std::sync::mpsc::channel();
     let mut forwarding = 0;
     for rank in 0..spec.nranks {
@@ -265,6 +267,7 @@ pub fn run(spec: &JobSpec, shape: SegmentShape) -> Result<JobOutcome, StartError
         let mut cmd = Command::new(program);
         cmd.args(args);
         cmd.env(env::APPNUM, appnum.to_string());
+        cmd.env(env::UNIVERSE_SIZE, universe.to_string());
         for (k, v) in &spec.env {
             match v {
                 Some(v) => cmd.env(k, v),
@@ -498,9 +501,14 @@ fn terminate(children: &mut [Option<Child>], seg: &Segment) {
     let ranks: Vec<u32> = children.iter().flatten().map(Child::id).collect();
     // What the ranks started (a shell's commands, helpers) ends with
     // them: found now, while they are still the ranks' descendants.
+    // Held by pidfds: a pid that an unrelated process took over once
+    // one of these ended is never signalled.
     let mut started = os::descendants(&ranks);
-    for &p in ranks.iter().chain(&started) {
+    for &p in &ranks {
         os::send_signal(p, libc::SIGTERM);
+    }
+    for p in &started {
+        p.signal(libc::SIGTERM);
     }
     let deadline = Instant::now() + GRACE;
     loop {
@@ -513,7 +521,7 @@ fn terminate(children: &mut [Option<Child>], seg: &Segment) {
                 }
             }
         }
-        started.retain(|&p| os::process_running(p));
+        started.retain(|p| !p.ended());
         if live == 0 && started.is_empty() {
             return;
         }
@@ -522,8 +530,8 @@ fn terminate(children: &mut [Option<Child>], seg: &Segment) {
                 let _ = c.kill();
                 let _ = c.wait();
             }
-            for &p in &started {
-                os::send_signal(p, libc::SIGKILL);
+            for p in &started {
+                p.signal(libc::SIGKILL);
             }
             return;
         }

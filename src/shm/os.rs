@@ -152,54 +152,93 @@ pub fn send_signal(pid: u32, sig: i32) {
     unsafe { libc::kill(pid as libc::pid_t, sig) };
 }
 
+/// The parent of process `pid`, as `/proc/pid/stat` says now.
+fn parent_of(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // "pid (comm) state ppid ...": the name may hold spaces and
+    // parentheses, so read after the last ')'.
+    stat.rfind(')')
+        .and_then(|i| stat[i + 1..].split_whitespace().nth(1))
+        .and_then(|s| s.parse::<u32>().ok())
+}
+
+/// A process held by a pidfd (`pidfd_open`, Linux 5.3): signalled and
+/// watched without the risk of a pid reused by an unrelated process once
+/// it is gone.
+#[derive(Debug)]
+pub struct Held(std::os::fd::OwnedFd);
+
+impl Held {
+    /// Holds `pid` if it is still a child of `parent` (checked after the
+    /// pidfd is open, so the fd names that child); `None` otherwise, or
+    /// where pidfds are missing.
+    fn child_of(pid: u32, parent: u32) -> Option<Held> {
+        let raw = libc::pid_t::try_from(pid).ok()?;
+        // SAFETY: pidfd_open(2) takes a pid and flags (0) and returns a new
+        // descriptor or -1; no memory is involved.
+        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, raw, 0) };
+        let fd = i32::try_from(fd).ok().filter(|&fd| fd >= 0)?;
+        // SAFETY: `fd` is a descriptor pidfd_open just made for this
+        // process, owned by nothing else.
+        let held = Held(unsafe { std::os::fd::FromRawFd::from_raw_fd(fd) });
+        (parent_of(pid) == Some(parent)).then_some(held)
+    }
+
+    /// Sends `sig` to the process, if it has not ended.
+    pub fn signal(&self, sig: i32) {
+        use std::os::fd::AsRawFd;
+        // SAFETY: pidfd_send_signal(2) on a pidfd this value owns, with no
+        // siginfo (null) and no flags; no memory is written.
+        unsafe {
+            libc::syscall(
+                libc::SYS_pidfd_send_signal,
+                self.0.as_raw_fd(),
+                sig,
+                std::ptr::null::<libc::siginfo_t>(),
+                0,
+            )
+        };
+    }
+
+    /// Whether the process has ended (a zombie counts: it runs no more).
+    pub fn ended(&self) -> bool {
+        use std::os::fd::AsRawFd;
+        let mut p = libc::pollfd {
+            fd: self.0.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: poll(2) on one pollfd of this stack frame, timeout 0.
+        let r = unsafe { libc::poll(&mut p, 1, 0) };
+        r < 0 || (r > 0 && p.revents != 0)
+    }
+}
+
 /// The processes descended from `roots` (their children, theirs, and so
-/// on), as `/proc` shows them now; not the roots. A process whose parent
-/// exited was adopted elsewhere and is no longer found.
-pub fn descendants(roots: &[u32]) -> Vec<u32> {
-    let mut parent_of: Vec<(u32, u32)> = Vec::new();
+/// on), as `/proc` shows them now, each held by a pidfd; not the roots. A
+/// process whose parent exited was adopted elsewhere and is not found.
+pub fn descendants(roots: &[u32]) -> Vec<Held> {
     let Ok(dir) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
-    for e in dir.flatten() {
-        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-            continue;
-        };
-        // "pid (comm) state ppid ...": the name may hold spaces and
-        // parentheses, so read after the last ')'.
-        let ppid = stat
-            .rfind(')')
-            .and_then(|i| stat[i + 1..].split_whitespace().nth(1))
-            .and_then(|s| s.parse::<u32>().ok());
-        if let Some(ppid) = ppid {
-            parent_of.push((pid, ppid));
-        }
-    }
+    let parents: Vec<(u32, u32)> = dir
+        .flatten()
+        .filter_map(|e| e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()))
+        .filter_map(|pid| parent_of(pid).map(|ppid| (pid, ppid)))
+        .collect();
     let mut found: Vec<u32> = Vec::new();
+    let mut held = Vec::new();
     let mut frontier: Vec<u32> = roots.to_vec();
     while let Some(p) = frontier.pop() {
-        for &(child, parent) in &parent_of {
+        for &(child, parent) in &parents {
             if parent == p && !found.contains(&child) && !roots.contains(&child) {
                 found.push(child);
                 frontier.push(child);
+                held.extend(Held::child_of(child, parent));
             }
         }
     }
-    found
-}
-
-/// Whether process `pid` still runs: it exists and is not a zombie
-/// (one whose parent has not reaped it yet, or never will).
-pub fn process_running(pid: u32) -> bool {
-    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-        return false;
-    };
-    let state = stat
-        .rfind(')')
-        .and_then(|i| stat[i + 1..].split_whitespace().next());
-    !matches!(state, Some("Z" | "X") | None)
+    held
 }
 
 /// Whether process `pid` exists (`kill(pid, 0)`; a process of another
