@@ -6,7 +6,8 @@
  * rank, which receives that message before it starts its own idup: a
  * program that deadlocks if starting waits for the other group (before
  * 2026-12-07 it did: the dup agreed at once, the odd leader waiting for
- * the even one). Then the new intercommunicator: congruent to the old,
+ * the even one). A barrier and an allreduce on the parent run while the
+ * idups are in flight. Then the new intercommunicator: congruent to the old,
  * inter, same remote size, an attribute copied, a message each way and
  * an MPI_Allreduce across it; and two idups outstanding on it at once,
  * completed in reverse order. */
@@ -97,6 +98,13 @@ int main(int argc, char **argv)
         }
         CHECK_OK(MPI_Comm_idup(inter, &dup, &rq));
     }
+    /* Blocking collectives on the parent while the idup is in flight
+     * (they use its hidden local context too). */
+    CHECK_OK(MPI_Barrier(inter));
+    int lsum = -1, want_l = 0;
+    for (int r = 0; r < rsize; r++) want_l += r;
+    CHECK_OK(MPI_Allreduce(&lrank, &lsum, 1, MPI_INT, MPI_SUM, inter));
+    CHECK(lsum == want_l, "allreduce on the parent during the idup: %d", lsum);
     CHECK_OK(MPI_Wait(&rq, MPI_STATUS_IGNORE));
     CHECK(dup != MPI_COMM_NULL, "no communicator");
     int *val = NULL, flag = 0;

@@ -52,11 +52,25 @@ int main(int argc, char **argv)
         CHECK(mem[0] == 5L * n, "counter %ld, not %ld", mem[0], 5L * n);
         CHECK(mem[1] == (long)n * (n + 1) / 2, "sum %ld", mem[1]);
     }
-    /* The old values fetched are distinct prefix sums: their total says
-     * each rank saw the others' adds in some order. */
-    long olds = 0;
-    MPI_Allreduce(&old, &olds, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
-    CHECK(olds >= 0, "fetched olds sum %ld", olds);
+    /* The adds were atomic: the old values fetched are the prefix sums of
+     * the adds in some order, so each rank's old + add is another rank's
+     * old, or (for the last) the total. */
+    long mine[2] = {old, add}, all[2 * 64];
+    if (n <= 64) {
+        MPI_Allgather(mine, 2, MPI_LONG, all, 2, MPI_LONG, MPI_COMM_WORLD);
+        long total = (long)n * (n + 1) / 2;
+        int zero = 0, last = 0;
+        for (int r = 0; r < n; r++) {
+            long next = all[2 * r] + all[2 * r + 1];
+            int is_old = 0;
+            for (int q = 0; q < n; q++) is_old |= all[2 * q] == next;
+            zero += all[2 * r] == 0;
+            last += next == total;
+            CHECK(is_old || next == total, "rank %d fetched %ld, added %ld: %ld is no one's old",
+                  r, all[2 * r], all[2 * r + 1], next);
+        }
+        CHECK(zero == 1 && last == 1, "%d ranks fetched 0, %d ended at the total", zero, last);
+    }
 
     /* 2. Outside a passive-target epoch. */
     CHECK_OK(MPI_Win_fence(0, w));
