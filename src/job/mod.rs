@@ -27,14 +27,23 @@ pub fn abort_status(code: i32) -> i32 {
     }
 }
 
+pub use spawn::{run, JobOutcome, JobSpec, SegmentShape, StartError};
+
 #[cfg(test)]
 mod tests {
     #[test]
     fn an_abort_status_is_zero_only_for_code_zero() {
-        let cases = [(0, 0), (7, 7), (255, 255), (256, 1), (0x4000, 1), (0x4001, 1), (-1, 255)];
+        let cases = [
+            (0, 0),
+            (7, 7),
+            (255, 255),
+            (256, 1),
+            (0x4000, 1),
+            (0x4001, 1),
+            (-1, 255),
+        ];
         for (code, status) in cases {
             assert_eq!(super::abort_status(code), status, "code {code}");
         }
     }
 }
-pub use spawn::{run, JobOutcome, JobSpec, SegmentShape, StartError};
