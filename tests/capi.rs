@@ -121,6 +121,17 @@ fn out_dir(tag: &str) -> PathBuf {
     d
 }
 
+/// `shmpiexec` for the C programs: they load the `libshmpi.so` of
+/// [`libdir`]. Cargo runs tests with its own library directories in
+/// `LD_LIBRARY_PATH`, which wins over the programs' run path, so a stale
+/// `target/debug/libshmpi.so` (from a `cargo build` before the last
+/// change) was loaded instead.
+fn shmpiexec() -> Command {
+    let mut c = Command::new(support::shmpiexec());
+    c.env("LD_LIBRARY_PATH", libdir());
+    c
+}
+
 fn shmpicc() -> Command {
     let mut c = Command::new(root().join("tools/shmpicc"));
     c.env("SHMPI_LIBDIR", libdir());
@@ -185,7 +196,7 @@ fn c_programs_pass_under_shmpiexec() {
         };
         for &n in &p.ranks {
             runs += 1;
-            let mut cmd = Command::new(support::shmpiexec());
+            let mut cmd = shmpiexec();
             cmd.arg("-n").arg(n.to_string()).arg(&exe);
             if let Err(e) = run(cmd, n, &p.name) {
                 failures.push(e);
@@ -209,7 +220,7 @@ fn a_bad_connect_timeout_fails_mpi_init_naming_the_variable() {
         .expect("tests/c/comm_compare.c");
     let exe = build(shmpicc(), &p, &out_dir("bad-env")).unwrap();
     let o = support::output_bounded(
-        Command::new(support::shmpiexec())
+        shmpiexec()
             .args(["-n", "2"])
             .arg(&exe)
             .env("SHMPI_CONNECT_TIMEOUT", "soon"),
@@ -245,7 +256,7 @@ fn the_peers_benchmark_program_runs_every_mode() {
     let exe = build(shmpicc(), &p, &out_dir("peers")).unwrap();
     for mode in ["latency", "nblatency", "bw", "exchange"] {
         for touch in [None, Some("--touch")] {
-            let mut cmd = Command::new(support::shmpiexec());
+            let mut cmd = shmpiexec();
             cmd.args(["-n", "2"]).arg(&exe).args([
                 mode,
                 "--min-size",
