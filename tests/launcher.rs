@@ -352,16 +352,20 @@ fn eight_ranks_on_two_cores_make_progress_in_a_token_ring() {
 }
 
 fn assert_no_new_segments(before: &[String]) {
-    let now = segments_of_user();
-    let new: Vec<_> = now.iter().filter(|s| !before.contains(s)).collect();
-    // Parallel tests may own segments for a moment; ours must be gone. A
-    // second look a moment later separates the two.
-    if !new.is_empty() {
-        std::thread::sleep(Duration::from_millis(500));
+    let mut new: Vec<String> = segments_of_user()
+        .into_iter()
+        .filter(|s| !before.contains(s))
+        .collect();
+    // Parallel tests own segments for a while (jobs that run to a
+    // timeout live a second or more); ours must be gone. Those that stay
+    // for 10 s are left behind.
+    let t0 = std::time::Instant::now();
+    while !new.is_empty() && t0.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(100));
         let again = segments_of_user();
-        let stuck: Vec<_> = new.iter().filter(|s| again.contains(s)).collect();
-        assert!(stuck.is_empty(), "segments left behind: {stuck:?}");
+        new.retain(|s| again.contains(s));
     }
+    assert!(new.is_empty(), "segments left behind: {new:?}");
 }
 
 /// CPU seconds this process has used (user + system), from /proc.
