@@ -335,6 +335,28 @@ pub unsafe extern "C" fn MPI_Comm_idup(
     })
 }
 
+/// `MPI_Comm_idup_with_info`: `MPI_Comm_idup` whose new communicator
+/// takes the hints of `info` (read now) instead of the parent's.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_idup_with_info(
+    comm: *mut c_void,
+    info: *mut c_void,
+    newcomm: *mut *mut c_void,
+    request: *mut *mut c_void,
+) -> c_int {
+    guard("MPI_Comm_idup_with_info", h(comm), || {
+        let obj = comm_obj(h(comm))?;
+        if newcomm.is_null() {
+            return Err(super::arg("newcomm"));
+        }
+        if request.is_null() {
+            return Err(super::arg("request"));
+        }
+        let hints = super::env::info_pairs(h(info))?;
+        super::nbc::idup_with(&obj, newcomm, request, Some(hints))
+    })
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Comm_create(
     comm: *mut c_void,

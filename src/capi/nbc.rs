@@ -255,6 +255,17 @@ pub(crate) fn idup(
     newcomm: *mut *mut c_void,
     request: *mut *mut c_void,
 ) -> Result<()> {
+    idup_with(obj, newcomm, request, None)
+}
+
+/// [`idup`], the new communicator taking `hints` (`MPI_Comm_idup_with_info`)
+/// or, with `None`, the parent's.
+pub(crate) fn idup_with(
+    obj: &Arc<CommObj>,
+    newcomm: *mut *mut c_void,
+    request: *mut *mut c_void,
+    hints: Option<super::env::Info>,
+) -> Result<()> {
     let inter = obj.comm.is_inter();
     let verdict = if inter {
         obj.comm.inter_dup_start()?
@@ -266,7 +277,7 @@ pub(crate) fn idup(
     // callback's failure is the request's, after the agreement, so that
     // every member still gets rank 0's verdict.
     let attrs = super::env::copy_attrs(obj);
-    let hints = super::lock(&obj.info).clone();
+    let hints = hints.unwrap_or_else(|| super::lock(&obj.info).clone());
     let mut s = Sched::new(obj);
     let at = match verdict {
         Some(v) => {

@@ -736,6 +736,19 @@ impl Req {
         }
     }
 
+    /// [`test`](Self::test) that leaves the request as it is
+    /// (`MPI_Request_get_status`): a complete operation stays `Done`, a
+    /// persistent one active, so the completing call still sees it.
+    fn peek(&mut self) -> Option<std::result::Result<CStatus, Error>> {
+        match &mut self.state {
+            ReqState::Persistent { active, .. } => match active {
+                Some(a) => a.test(),
+                None => Some(Ok(CStatus::empty())),
+            },
+            _ => self.test(),
+        }
+    }
+
     fn is_persistent(&self) -> bool {
         matches!(self.state, ReqState::Persistent { .. })
     }
@@ -1787,6 +1800,51 @@ pub unsafe extern "C" fn MPI_Test(
     })
 }
 
+/// `MPI_Request_get_status`: `MPI_Test` that frees nothing and leaves a
+/// persistent request active; a later completing call gets the same
+/// status.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Request_get_status(
+    request: *mut c_void,
+    flag: *mut c_int,
+    status: *mut CStatus,
+) -> c_int {
+    guard_on("MPI_Request_get_status", || {
+        if flag.is_null() {
+            return Err((None, super::arg("flag")));
+        }
+        let hd = h(request);
+        if hd == REQUEST_NULL || hd == REQUEST_SENT {
+            let _ = out(flag, 1, "flag");
+            put_status(status, &CStatus::empty());
+            return Ok(());
+        }
+        let mut req = state()
+            .reqs
+            .take(hd)
+            .ok_or_else(|| (None, bad_request(hd)))?;
+        poll_orphans();
+        let r = req.peek();
+        let comm = req.comm.clone();
+        state().reqs.put_back(hd, req);
+        match r {
+            None => {
+                let _ = out(flag, 0, "flag");
+                Ok(())
+            }
+            Some(r) => {
+                let _ = out(flag, 1, "flag");
+                let o = outcome(r, &comm);
+                put_status(status, &o.status);
+                match o.err {
+                    Some((c, e)) => Err((Some(c), e)),
+                    None => Ok(()),
+                }
+            }
+        }
+    })
+}
+
 /// Waits for every plain operation among `reqs` at once, through the
 /// Rust `wait_all_each`, which lends all their receive buffers to
 /// progress for the whole wait (so a rendezvous or pipelined message lands
@@ -2545,6 +2603,73 @@ pub unsafe extern "C" fn MPI_Test_cancelled(status: *const CStatus, flag: *mut c
     guard("MPI_Test_cancelled", COMM_NULL, || {
         let s = read(status, "status")?;
         out(flag, (s.internal[2] != 0) as c_int, "flag")
+    })
+}
+
+/// `MPI_Status_set_cancelled` (for generalized requests and layered
+/// libraries): what `MPI_Test_cancelled` then says.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Status_set_cancelled(status: *mut CStatus, flag: c_int) -> c_int {
+    guard("MPI_Status_set_cancelled", COMM_NULL, || {
+        let mut s = read(status.cast_const(), "status")?;
+        s.internal[2] = c_int::from(flag != 0);
+        out(status, s, "status")
+    })
+}
+
+/// `MPI_Status_set_elements`: the status says `count` basic elements of
+/// `t` arrived (`MPI_Get_elements` gives `count`; `MPI_Get_count` the
+/// whole instances, or `MPI_UNDEFINED`).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Status_set_elements(
+    status: *mut CStatus,
+    t: *mut c_void,
+    count: c_int,
+) -> c_int {
+    guard("MPI_Status_set_elements", COMM_NULL, || {
+        set_elements(status, t, super::count(count, "count")? as i64)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Status_set_elements_x(
+    status: *mut CStatus,
+    t: *mut c_void,
+    count: i64,
+) -> c_int {
+    guard("MPI_Status_set_elements_x", COMM_NULL, || {
+        set_elements(status, t, count)
+    })
+}
+
+fn set_elements(status: *mut CStatus, t: *mut c_void, count: i64) -> Result<()> {
+    let n = usize::try_from(count)
+        .map_err(|_| Error::new(ErrorClass::Count, format!("count {count} is negative")))?;
+    let ty = super::types::type_obj(h(t))?;
+    let bytes = ty.bytes_of_elements(n).ok_or_else(|| {
+        Error::new(
+            ErrorClass::Count,
+            format!("{n} elements do not fit a status"),
+        )
+    })?;
+    let mut s = read(status.cast_const(), "status")?;
+    s.set_bytes(bytes);
+    out(status, s, "status")
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Get_elements_x(
+    status: *const CStatus,
+    t: *mut c_void,
+    cnt: *mut i64,
+) -> c_int {
+    guard("MPI_Get_elements_x", COMM_NULL, || {
+        let s = read(status, "status")?;
+        let ty = super::types::type_obj(h(t))?;
+        let c = ty.elements_in(s.bytes()).map_or(i64::from(UNDEFINED), |n| {
+            i64::try_from(n).unwrap_or(i64::from(UNDEFINED))
+        });
+        out(cnt, c, "count")
     })
 }
 

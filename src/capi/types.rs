@@ -12,7 +12,7 @@ use super::{
     array, bytes, count, guard, h, out, read, state, to_handle, Obj, Table, DATATYPE_NULL, OP_NULL,
 };
 use crate::error::{Error, ErrorClass, Result};
-use std::ffi::{c_int, c_void};
+use std::ffi::{c_char, c_int, c_void};
 use std::sync::{Arc, OnceLock};
 
 /// The basic element kinds, as a reduction sees them.
@@ -110,6 +110,8 @@ pub(crate) struct TypeObj {
     pub(crate) predefined: bool,
     /// How it was made (`None`: predefined, `MPI_COMBINER_NAMED`).
     env: Option<Arc<Envelope>>,
+    /// `MPI_Type_set_name`'s name.
+    name: Option<Arc<str>>,
 }
 
 /// How a derived datatype was made, for `MPI_Type_get_envelope` and
@@ -176,6 +178,7 @@ impl TypeObj {
             committed: true,
             predefined: true,
             env: None,
+            name: None,
         }
     }
 
@@ -325,6 +328,23 @@ impl TypeObj {
 
     /// Basic elements in `bytes` bytes of packed data of this type
     /// (`MPI_Get_elements`); `None` when a basic element is cut.
+    /// The bytes of `n` basic elements of this type in packed form, whole
+    /// instances first (the inverse of [`elements_in`](Self::elements_in);
+    /// `MPI_Status_set_elements`). `None` past `usize`.
+    pub(crate) fn bytes_of_elements(&self, n: usize) -> Option<usize> {
+        if self.nelems == 0 {
+            return (n == 0).then_some(0);
+        }
+        let whole = (n / self.nelems).checked_mul(self.size)?;
+        let part: usize = self
+            .seq()
+            .iter()
+            .take(n % self.nelems)
+            .map(|&e| e as usize)
+            .sum();
+        whole.checked_add(part)
+    }
+
     pub(crate) fn elements_in(&self, bytes: usize) -> Option<usize> {
         if self.size == 0 {
             return Some(0);
@@ -732,6 +752,7 @@ fn compose(parts: &[(isize, usize, &TypeObj)], is_struct: bool) -> Result<TypeOb
         committed: false,
         predefined: false,
         env: None,
+        name: None,
     })
 }
 
@@ -1378,6 +1399,132 @@ pub unsafe extern "C" fn MPI_Type_get_true_extent(
         out(lb, ty.true_lb, "true_lb")?;
         out(extent, ty.true_ub - ty.true_lb, "true_extent")
     })
+}
+
+/// `MPI_Type_set_name`: a derived type's name (truncated to
+/// `MPI_MAX_OBJECT_NAME` - 1 bytes); a predefined type keeps its own.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_set_name(t: *mut c_void, name: *const c_char) -> c_int {
+    guard("MPI_Type_set_name", super::COMM_NULL, || {
+        let handle = h(t);
+        let mut n = super::c_str(name, "type_name")?;
+        while n.len() > 127 {
+            n.pop();
+        }
+        if (0x200..0x300).contains(&handle) {
+            type_obj(handle)?;
+            return Err(Error::new(
+                ErrorClass::Type,
+                "a predefined datatype keeps its name",
+            ));
+        }
+        let mut st = state();
+        let ty = st.types.get_mut(handle).ok_or_else(|| bad_type(handle))?;
+        Arc::make_mut(ty).name = Some(Arc::from(n.as_str()));
+        Ok(())
+    })
+}
+
+/// `MPI_Type_get_name`: the name set, a predefined type's own
+/// (`MPI_INT`), or the empty string.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_get_name(
+    t: *mut c_void,
+    name: *mut c_char,
+    len: *mut c_int,
+) -> c_int {
+    guard("MPI_Type_get_name", super::COMM_NULL, || {
+        let handle = h(t);
+        let ty = type_obj(handle)?;
+        let own = builtins()
+            .iter()
+            .find(|(bh, _, _)| *bh == handle)
+            .map(|(_, n, _)| *n);
+        let text = own.or(ty.name.as_deref()).unwrap_or("");
+        let n = super::put_str(name, 128, text, "type_name")?;
+        out(len, n, "resultlen")
+    })
+}
+
+/// `MPI_Type_match_size`: the predefined type of `typeclass`
+/// (`MPI_TYPECLASS_INTEGER`, `REAL`, `COMPLEX`) whose size is `size`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_match_size(
+    typeclass: c_int,
+    size: c_int,
+    t: *mut *mut c_void,
+) -> c_int {
+    guard("MPI_Type_match_size", super::COMM_NULL, || {
+        let handle = match (typeclass, size) {
+            (TYPECLASS_INTEGER, 1) => 0x240,
+            (TYPECLASS_INTEGER, 2) => 0x248,
+            (TYPECLASS_INTEGER, 4) => 0x250,
+            (TYPECLASS_INTEGER, 8) => 0x258,
+            (TYPECLASS_REAL, 4) => 0x210,
+            (TYPECLASS_REAL, 8) => 0x214,
+            (TYPECLASS_REAL, 16) => 0x220,
+            (TYPECLASS_COMPLEX, 8) => 0x212,
+            (TYPECLASS_COMPLEX, 16) => 0x216,
+            (TYPECLASS_COMPLEX, 32) => 0x224,
+            _ => {
+                return Err(Error::new(
+                    ErrorClass::Arg,
+                    format!("no predefined type of class {typeclass} has {size} bytes"),
+                ))
+            }
+        };
+        out(t, to_handle(handle), "datatype")
+    })
+}
+
+/// `MPI_TYPECLASS_*` (the MPI 5.0 ABI draft's values).
+const TYPECLASS_REAL: c_int = 801;
+const TYPECLASS_COMPLEX: c_int = 802;
+const TYPECLASS_INTEGER: c_int = 803;
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_size_x(t: *mut c_void, size: *mut i64) -> c_int {
+    guard("MPI_Type_size_x", super::COMM_NULL, || {
+        out(size, type_obj(h(t))?.size as i64, "size")
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_get_extent_x(
+    t: *mut c_void,
+    lb: *mut i64,
+    extent: *mut i64,
+) -> c_int {
+    guard("MPI_Type_get_extent_x", super::COMM_NULL, || {
+        let ty = type_obj(h(t))?;
+        out(lb, ty.lb as i64, "lb")?;
+        out(extent, ty.extent() as i64, "extent")
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_get_true_extent_x(
+    t: *mut c_void,
+    lb: *mut i64,
+    extent: *mut i64,
+) -> c_int {
+    guard("MPI_Type_get_true_extent_x", super::COMM_NULL, || {
+        let ty = type_obj(h(t))?;
+        out(lb, ty.true_lb as i64, "true_lb")?;
+        out(extent, (ty.true_ub - ty.true_lb) as i64, "true_extent")
+    })
+}
+
+/// `MPI_Aint_add`: `base + disp` as addresses (MPI 4.1 §5.1.5).
+#[no_mangle]
+pub extern "C" fn MPI_Aint_add(base: isize, disp: isize) -> isize {
+    base.wrapping_add(disp)
+}
+
+/// `MPI_Aint_diff`: `addr1 - addr2` as addresses.
+#[no_mangle]
+pub extern "C" fn MPI_Aint_diff(addr1: isize, addr2: isize) -> isize {
+    addr1.wrapping_sub(addr2)
 }
 
 #[no_mangle]
