@@ -486,6 +486,17 @@ pub(crate) fn info_pairs(i: usize) -> Result<Info> {
     state().infos.get(i).cloned().ok_or_else(|| bad_info(i))
 }
 
+/// Sets the pairs of `pairs` in `mine`: a key there gets the new value,
+/// a new key is added (`MPI_Comm_set_info`, `MPI_Win_set_info`).
+pub(crate) fn merge_info(mine: &mut Info, pairs: Info) {
+    for (k, v) in pairs {
+        match mine.iter_mut().find(|(pk, _)| *pk == k) {
+            Some(p) => p.1 = v,
+            None => mine.push((k, v)),
+        }
+    }
+}
+
 pub(crate) fn new_info(pairs: Info, out_h: *mut *mut c_void) -> Result<()> {
     if out_h.is_null() {
         return Err(super::arg("info"));
@@ -723,14 +734,7 @@ pub unsafe extern "C" fn MPI_Info_free(info: *mut *mut c_void) -> c_int {
 pub unsafe extern "C" fn MPI_Comm_set_info(comm: *mut c_void, info: *mut c_void) -> c_int {
     guard("MPI_Comm_set_info", h(comm), || {
         let obj = comm_obj(h(comm))?;
-        let pairs = info_pairs(h(info))?;
-        let mut mine = lock(&obj.info);
-        for (k, v) in pairs {
-            match mine.iter_mut().find(|(pk, _)| *pk == k) {
-                Some(p) => p.1 = v,
-                None => mine.push((k, v)),
-            }
-        }
+        merge_info(&mut lock(&obj.info), info_pairs(h(info))?);
         Ok(())
     })
 }

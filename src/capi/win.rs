@@ -1093,13 +1093,7 @@ const WIN_MODEL: c_int = 20005;
 pub unsafe extern "C" fn MPI_Win_set_info(win: *mut c_void, info: *mut c_void) -> c_int {
     on_win("MPI_Win_set_info", win, |w| {
         let pairs = super::env::info_pairs(h(info))?;
-        let mut mine = super::lock(&w.info);
-        for (k, v) in pairs {
-            match mine.iter_mut().find(|(pk, _)| *pk == k) {
-                Some(p) => p.1 = v,
-                None => mine.push((k, v)),
-            }
-        }
+        super::env::merge_info(&mut super::lock(&w.info), pairs);
         Ok(())
     })
 }

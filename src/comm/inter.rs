@@ -250,13 +250,14 @@ impl Communicator {
         let mut all = self.inner.group.world_ranks().to_vec();
         all.extend_from_slice(remote.world_ranks());
         let (index, _) = self.inter_agree(&all, "MPI_Comm_dup", false)?;
+        Ok(self.inter_dup_child(index, remote.world_ranks()))
+    }
+
+    /// The duplicate of this intercommunicator on context `index` (whose
+    /// remote group's world ranks are `remote`), attributes copied now.
+    fn inter_dup_child(&self, index: u32, remote: &[usize]) -> Communicator {
         let attrs = lock(&self.inner.attrs).copy();
-        Ok(self.inter_child(
-            index,
-            self.inner.group.clone(),
-            remote.world_ranks().to_vec(),
-            attrs,
-        ))
+        self.inter_child(index, self.inner.group.clone(), remote.to_vec(), attrs)
     }
 
     /// The start of a nonblocking [`dup`](Self::dup) of this
@@ -314,13 +315,7 @@ impl Communicator {
                 ));
             };
             let index = read_verdict(verdict, "MPI_Comm_idup")?;
-            let attrs = lock(&self.inner.attrs).copy();
-            Ok(self.inter_child(
-                index,
-                self.inner.group.clone(),
-                remote.world_ranks().to_vec(),
-                attrs,
-            ))
+            Ok(self.inter_dup_child(index, remote.world_ranks()))
         })();
         self.ret("MPI_Comm_idup", r)
     }

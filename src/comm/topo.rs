@@ -236,16 +236,7 @@ impl Communicator {
     pub fn cart_rank(&self, coords: &[i32]) -> Result<i32> {
         let r = (|| {
             let (d, p) = self.cart("MPI_Cart_rank")?;
-            if coords.len() != d.len() {
-                return Err(Error::new(
-                    ErrorClass::Dims,
-                    format!(
-                        "{} coordinates for a grid of {} dimensions",
-                        coords.len(),
-                        d.len()
-                    ),
-                ));
-            }
+            per_dimension(coords.len(), d.len(), "coordinates")?;
             let mut c = coords.to_vec();
             for i in 0..d.len() {
                 if p[i] {
@@ -314,16 +305,7 @@ impl Communicator {
     pub fn cart_sub(&self, remain: &[bool]) -> Result<Communicator> {
         let r = (|| {
             let (d, p) = self.cart("MPI_Cart_sub")?;
-            if remain.len() != d.len() {
-                return Err(Error::new(
-                    ErrorClass::Dims,
-                    format!(
-                        "{} flags for a grid of {} dimensions",
-                        remain.len(),
-                        d.len()
-                    ),
-                ));
-            }
+            per_dimension(remain.len(), d.len(), "flags")?;
             let me = coords_of(d, self.rank());
             let (mut color, mut key) = (0i32, 0i32);
             let (mut kd, mut kp) = (Vec::new(), Vec::new());
@@ -476,6 +458,21 @@ impl Communicator {
         };
         self.ret("MPI_Neighbor_*", r)
     }
+}
+
+/// Checks that `n` arguments (`what`) are one per dimension of a grid of
+/// `ndims`.
+///
+/// # Errors
+/// `Dims` otherwise.
+fn per_dimension(n: usize, ndims: usize, what: &str) -> Result<()> {
+    if n != ndims {
+        return Err(Error::new(
+            ErrorClass::Dims,
+            format!("{n} {what} for a grid of {ndims} dimensions"),
+        ));
+    }
+    Ok(())
 }
 
 /// The number of places of a grid of `dims` (checked against `nperiods`
