@@ -288,6 +288,10 @@ pub(crate) struct Reqs {
     /// The light handles made objects: `None` while a call has the object
     /// out (as a table slot that is `None` and not free).
     light: std::collections::BTreeMap<usize, Option<Req>>,
+    /// Handles whose object `MPI_Request_get_status` has out for a moment:
+    /// a completing call on another thread waits for it instead of
+    /// calling the handle invalid.
+    peeking: Vec<usize>,
 }
 
 /// How many handles `Reqs::light` holds, read by `MPI_Irecv` without the
@@ -307,6 +311,7 @@ impl Reqs {
         Reqs {
             table,
             light: std::collections::BTreeMap::new(),
+            peeking: Vec::new(),
         }
     }
 
@@ -1691,7 +1696,18 @@ fn complete(slot: &mut *mut c_void, block: bool) -> std::result::Result<Option<O
             err: None,
         }));
     }
-    let mut req = state().reqs.take(hd).ok_or_else(|| bad_request(hd))?;
+    let mut req = loop {
+        let mut st = state();
+        if let Some(r) = st.reqs.take(hd) {
+            break r;
+        }
+        if !st.reqs.peeking.contains(&hd) {
+            return Err(bad_request(hd));
+        }
+        // Another thread's MPI_Request_get_status has it for a moment.
+        drop(st);
+        std::thread::yield_now();
+    };
     let r = if block {
         Some(req.wait())
     } else {
@@ -1819,14 +1835,22 @@ pub unsafe extern "C" fn MPI_Request_get_status(
             put_status(status, &CStatus::empty());
             return Ok(());
         }
-        let mut req = state()
-            .reqs
-            .take(hd)
-            .ok_or_else(|| (None, bad_request(hd)))?;
+        let mut req = {
+            let mut st = state();
+            let req = st.reqs.take(hd).ok_or_else(|| (None, bad_request(hd)))?;
+            st.reqs.peeking.push(hd);
+            req
+        };
         poll_orphans();
         let r = req.peek();
         let comm = req.comm.clone();
-        state().reqs.put_back(hd, req);
+        {
+            let mut st = state();
+            st.reqs.put_back(hd, req);
+            if let Some(i) = st.reqs.peeking.iter().position(|&p| p == hd) {
+                st.reqs.peeking.swap_remove(i);
+            }
+        }
         match r {
             None => {
                 let _ = out(flag, 0, "flag");

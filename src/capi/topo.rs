@@ -218,8 +218,16 @@ pub unsafe extern "C" fn MPI_Dist_graph_create_adjacent(
         let (ni, no) = (count(indegree, "indegree")?, count(outdegree, "outdegree")?);
         let s = array(sources, ni, "sources")?;
         let d = array(destinations, no, "destinations")?;
-        let sw = weights(sourceweights, ni, "sourceweights")?;
-        let dw = weights(destweights, no, "destweights")?;
+        let mut sw = weights(sourceweights, ni, "sourceweights")?;
+        let mut dw = weights(destweights, no, "destweights")?;
+        // A side without neighbours follows the other (MPICH and Open MPI
+        // take MPI_UNWEIGHTED there beside real weights).
+        if sw.is_none() && ni == 0 && dw.is_some() {
+            sw = Some(Vec::new());
+        }
+        if dw.is_none() && no == 0 && sw.is_some() {
+            dw = Some(Vec::new());
+        }
         if sw.is_some() != dw.is_some() {
             return Err(Error::new(
                 ErrorClass::Arg,

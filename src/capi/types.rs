@@ -326,8 +326,6 @@ impl TypeObj {
         Ok(at)
     }
 
-    /// Basic elements in `bytes` bytes of packed data of this type
-    /// (`MPI_Get_elements`); `None` when a basic element is cut.
     /// The bytes of `n` basic elements of this type in packed form, whole
     /// instances first (the inverse of [`elements_in`](Self::elements_in);
     /// `MPI_Status_set_elements`). `None` past `usize`.
@@ -345,6 +343,8 @@ impl TypeObj {
         whole.checked_add(part)
     }
 
+    /// Basic elements in `bytes` bytes of packed data of this type
+    /// (`MPI_Get_elements`); `None` when a basic element is cut.
     pub(crate) fn elements_in(&self, bytes: usize) -> Option<usize> {
         if self.size == 0 {
             return Some(0);
@@ -1401,8 +1401,11 @@ pub unsafe extern "C" fn MPI_Type_get_true_extent(
     })
 }
 
-/// `MPI_Type_set_name`: a derived type's name (truncated to
-/// `MPI_MAX_OBJECT_NAME` - 1 bytes); a predefined type keeps its own.
+/// Names `MPI_Type_set_name` gave predefined types.
+static PREDEFINED_NAMES: std::sync::Mutex<Vec<(usize, String)>> = std::sync::Mutex::new(Vec::new());
+
+/// `MPI_Type_set_name`: a type's name (truncated to
+/// `MPI_MAX_OBJECT_NAME` - 1 bytes), a predefined type's too.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Type_set_name(t: *mut c_void, name: *const c_char) -> c_int {
     guard("MPI_Type_set_name", super::COMM_NULL, || {
@@ -1412,11 +1415,13 @@ pub unsafe extern "C" fn MPI_Type_set_name(t: *mut c_void, name: *const c_char) 
             n.pop();
         }
         if (0x200..0x300).contains(&handle) {
+            // A predefined type may be renamed too (MPICH and Open MPI
+            // allow it); its object is shared, so the name is kept aside.
             type_obj(handle)?;
-            return Err(Error::new(
-                ErrorClass::Type,
-                "a predefined datatype keeps its name",
-            ));
+            let mut names = super::lock(&PREDEFINED_NAMES);
+            names.retain(|(h, _)| *h != handle);
+            names.push((handle, n));
+            return Ok(());
         }
         let mut st = state();
         let ty = st.types.get_mut(handle).ok_or_else(|| bad_type(handle))?;
@@ -1425,8 +1430,8 @@ pub unsafe extern "C" fn MPI_Type_set_name(t: *mut c_void, name: *const c_char) 
     })
 }
 
-/// `MPI_Type_get_name`: the name set, a predefined type's own
-/// (`MPI_INT`), or the empty string.
+/// `MPI_Type_get_name`: the name set, else a predefined type's own
+/// (`MPI_INT`), else the empty string.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Type_get_name(
     t: *mut c_void,
@@ -1436,12 +1441,19 @@ pub unsafe extern "C" fn MPI_Type_get_name(
     guard("MPI_Type_get_name", super::COMM_NULL, || {
         let handle = h(t);
         let ty = type_obj(handle)?;
+        let set = super::lock(&PREDEFINED_NAMES)
+            .iter()
+            .find(|(h, _)| *h == handle)
+            .map(|(_, n)| n.clone());
         let own = builtins()
             .iter()
             .find(|(bh, _, _)| *bh == handle)
-            .map(|(_, n, _)| *n);
-        let text = own.or(ty.name.as_deref()).unwrap_or("");
-        let n = super::put_str(name, 128, text, "type_name")?;
+            .map(|(_, n, _)| n.to_string());
+        let text = set
+            .or(own)
+            .or_else(|| ty.name.as_deref().map(str::to_string))
+            .unwrap_or_default();
+        let n = super::put_str(name, 128, &text, "type_name")?;
         out(len, n, "resultlen")
     })
 }

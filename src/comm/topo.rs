@@ -39,8 +39,10 @@ pub enum Topology {
 }
 
 /// `MPI_Dims_create`: fills the zero entries of `dims` so that the
-/// product of all entries is `nnodes`, as balanced as the factors allow,
-/// in non-increasing order; nonzero entries stay.
+/// product of all entries is `nnodes`, the filled ones as close to each
+/// other as the divisors allow (the smallest difference between the
+/// largest and the smallest; MPI 4.1 §8.5.2), in non-increasing order;
+/// nonzero entries stay.
 ///
 /// # Errors
 /// `Dims` when `nnodes` is not positive, an entry is negative, or the
@@ -55,13 +57,16 @@ pub fn dims_create(nnodes: i32, dims: &mut [i32]) -> Result<()> {
             "dims holds {d}: entries must be 0 (free) or positive"
         ));
     }
-    let fixed: i64 = dims.iter().filter(|&&d| d > 0).map(|&d| d as i64).product();
-    if nnodes as i64 % fixed != 0 {
+    let mut fixed: i64 = 1;
+    for &d in dims.iter().filter(|&&d| d > 0) {
+        fixed = fixed.saturating_mul(d as i64);
+    }
+    if fixed > nnodes as i64 || nnodes as i64 % fixed != 0 {
         return bad(format!(
             "the fixed dimensions (product {fixed}) do not divide {nnodes}"
         ));
     }
-    let mut rest = (nnodes as i64 / fixed) as i32;
+    let rest = nnodes as i64 / fixed;
     let free = dims.iter().filter(|&&d| d == 0).count();
     if free == 0 {
         if rest != 1 {
@@ -71,11 +76,26 @@ pub fn dims_create(nnodes: i32, dims: &mut [i32]) -> Result<()> {
         }
         return Ok(());
     }
-    // Prime factors, largest first, each given to the smallest part so
-    // far: balanced parts.
+    let parts = balanced(rest, free);
+    let mut it = parts.into_iter();
+    for d in dims.iter_mut().filter(|d| **d == 0) {
+        *d = it.next().unwrap_or(1) as i32;
+    }
+    Ok(())
+}
+
+/// `n` as a product of `k` factors, non-increasing, whose largest and
+/// smallest differ least (of equal spreads the first found, largest
+/// first factor, as MPICH's): a search over the divisors of `n`,
+/// largest factor first. Past a bound on the work
+/// (many dimensions of a number with many divisors) the best found so
+/// far, which starts as the greedy split (each prime, largest first, to
+/// the smallest factor).
+fn balanced(n: i64, k: usize) -> Vec<i64> {
     let mut primes = Vec::new();
-    let mut p = 2;
-    while p * p <= rest {
+    let mut rest = n;
+    let mut p = 2i64;
+    while p <= rest / p {
         while rest % p == 0 {
             primes.push(p);
             rest /= p;
@@ -85,17 +105,65 @@ pub fn dims_create(nnodes: i32, dims: &mut [i32]) -> Result<()> {
     if rest > 1 {
         primes.push(rest);
     }
-    let mut parts = vec![1i32; free];
+    let mut greedy = vec![1i64; k];
     for &q in primes.iter().rev() {
-        let smallest = (0..free).min_by_key(|&i| parts[i]).unwrap_or(0);
-        parts[smallest] *= q;
+        let smallest = (0..k).min_by_key(|&i| greedy[i]).unwrap_or(0);
+        greedy[smallest] *= q;
     }
-    parts.sort_unstable_by(|a, b| b.cmp(a));
-    let mut it = parts.into_iter();
-    for d in dims.iter_mut().filter(|d| **d == 0) {
-        *d = it.next().unwrap_or(1);
+    greedy.sort_unstable_by(|a, b| b.cmp(a));
+    let mut divisors: Vec<i64> = (1..)
+        .take_while(|&d: &i64| d <= n / d)
+        .filter(|&d| n % d == 0)
+        .flat_map(|d| [d, n / d])
+        .collect();
+    divisors.sort_unstable();
+    divisors.dedup();
+
+    struct Search<'a> {
+        divisors: &'a [i64],
+        best: Vec<i64>,
+        work: u32,
     }
-    Ok(())
+    fn spread(v: &[i64]) -> i64 {
+        v[0] - v[v.len() - 1]
+    }
+    fn go(s: &mut Search<'_>, n: i64, k: usize, cap: i64, acc: &mut Vec<i64>) {
+        s.work += 1;
+        if s.work > 1_000_000 {
+            return;
+        }
+        if k == 1 {
+            if n <= cap {
+                acc.push(n);
+                if spread(acc) < spread(&s.best) {
+                    s.best = acc.clone();
+                }
+                acc.pop();
+            }
+            return;
+        }
+        // Factors from the largest allowed down; the first one is at
+        // least the k-th root of what is left.
+        for i in (0..s.divisors.len()).rev() {
+            let d = s.divisors[i];
+            if d > cap || n % d != 0 {
+                continue;
+            }
+            if (d as f64) < (n as f64).powf(1.0 / k as f64) - 1e-9 {
+                break;
+            }
+            acc.push(d);
+            go(s, n / d, k - 1, d, acc);
+            acc.pop();
+        }
+    }
+    let mut s = Search {
+        divisors: &divisors,
+        best: greedy,
+        work: 0,
+    };
+    go(&mut s, n, k, n, &mut Vec::with_capacity(k));
+    s.best
 }
 
 /// Row-major coordinates of `rank` in a grid of `dims`.
@@ -507,7 +575,7 @@ mod tests {
 
     #[test]
     fn dims_create_balances_and_keeps_fixed_entries() {
-        let cases: [(i32, &[i32], &[i32]); 7] = [
+        let cases: [(i32, &[i32], &[i32]); 11] = [
             (6, &[0, 0], &[3, 2]),
             (12, &[0, 0], &[4, 3]),
             (7, &[0, 0], &[7, 1]),
@@ -515,6 +583,10 @@ mod tests {
             (24, &[0, 3, 0], &[4, 3, 2]),
             (64, &[0, 0, 0], &[4, 4, 4]),
             (1, &[0, 0], &[1, 1]),
+            (72, &[0, 0], &[9, 8]),
+            (432, &[0, 0, 0], &[9, 8, 6]),
+            (720, &[0, 0, 0], &[10, 9, 8]),
+            (2_147_483_647, &[0, 0], &[2_147_483_647, 1]),
         ];
         for (n, given, want) in cases {
             let mut d = given.to_vec();

@@ -208,9 +208,14 @@ impl Held {
             events: libc::POLLIN,
             revents: 0,
         };
-        // SAFETY: poll(2) on one pollfd of this stack frame, timeout 0.
-        let r = unsafe { libc::poll(&mut p, 1, 0) };
-        r < 0 || (r > 0 && p.revents != 0)
+        loop {
+            // SAFETY: poll(2) on one pollfd of this stack frame, timeout 0.
+            let r = unsafe { libc::poll(&mut p, 1, 0) };
+            if r < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            return r < 0 || (r > 0 && p.revents != 0);
+        }
     }
 }
 

@@ -54,6 +54,10 @@ int main(int argc, char **argv)
     int dims[2] = {0, 0};
     CHECK_OK(MPI_Dims_create(n, 2, dims));
     CHECK(dims[0] * dims[1] == n && dims[0] >= dims[1], "dims %d x %d", dims[0], dims[1]);
+    int d72[2] = {0, 0};
+    CHECK_OK(MPI_Dims_create(72, 2, d72));
+    CHECK(d72[0] == 9 && d72[1] == 8, "72 in 2: %d x %d (as balanced as can be: 9 x 8)", d72[0],
+          d72[1]);
     int d12[3] = {0, 0, 0};
     CHECK_OK(MPI_Dims_create(12, 3, d12));
     CHECK(d12[0] == 3 && d12[1] == 2 && d12[2] == 2, "12 in 3: %d %d %d", d12[0], d12[1], d12[2]);
