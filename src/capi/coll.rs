@@ -610,7 +610,25 @@ pub unsafe extern "C" fn MPI_Allgatherv(
 
 /// One rank's block of an all-to-all: count, displacement in bytes from
 /// the buffer, datatype.
-type Block = (usize, isize, Arc<TypeObj>);
+pub(crate) type Block = (usize, isize, Arc<TypeObj>);
+
+/// The blocks of an `alltoallw` side: per rank a count, a byte
+/// displacement and a committed datatype (MPI 4.1 §6.8).
+pub(crate) fn w_blocks(
+    counts: *const c_int,
+    displs: *const c_int,
+    types: *const *mut c_void,
+    p: usize,
+    what: &str,
+) -> Result<Vec<Block>> {
+    let (n, d) = v_args(counts, displs, p)?;
+    let t = array(types, p, what)?;
+    n.into_iter()
+        .zip(d)
+        .zip(t)
+        .map(|((n, d), &t)| Ok((n, d, committed(h(t))?.arc())))
+        .collect()
+}
 
 /// `MPI_Alltoallv` with the displacements in units of the type's extent.
 #[allow(clippy::too_many_arguments)]
@@ -714,21 +732,11 @@ pub unsafe extern "C" fn MPI_Alltoallw(
     guard("MPI_Alltoallw", h(comm), || {
         let obj = comm_obj(h(comm))?;
         let p = obj.comm.size() as usize;
-        // Byte displacements, a datatype per rank (MPI 4.1 §6.8).
-        let blocks = |counts, displs, types: *const *mut c_void, what| -> Result<Vec<Block>> {
-            let (n, d) = v_args(counts, displs, p)?;
-            let t = array(types, p, what)?;
-            n.into_iter()
-                .zip(d)
-                .zip(t)
-                .map(|((n, d), &t)| Ok((n, d, committed(h(t))?.arc())))
-                .collect()
-        };
-        let recvs = blocks(rcounts, rdispls, rtypes, "recvtypes")?;
+        let recvs = w_blocks(rcounts, rdispls, rtypes, p, "recvtypes")?;
         let sends = if in_place(sbuf) {
             None
         } else {
-            Some(blocks(scounts, sdispls, stypes, "sendtypes")?)
+            Some(w_blocks(scounts, sdispls, stypes, p, "sendtypes")?)
         };
         alltoallw(&obj, sbuf, sends, rbuf, &recvs, "MPI_Alltoallw")
     })

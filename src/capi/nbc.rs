@@ -13,7 +13,7 @@
 //! schedules stay in use where it has them (`Ibarrier`, `Ibcast`,
 //! `Ireduce` / `Iallreduce` with predefined operations).
 
-use super::coll::{check_root, in_place, not_in_place, pack_at, unpack_at, v_args, Red};
+use super::coll::{check_root, in_place, not_in_place, pack_at, unpack_at, v_args, w_blocks, Red};
 use super::p2p::{give_request, nbytes, staging_buf, Ptr, Req, ReqState};
 use super::types::{committed, Reduction, TypeObj};
 use super::{array, comm_obj, count, guard, h, CommObj};
@@ -1234,6 +1234,64 @@ pub unsafe extern "C" fn MPI_Iexscan(
     guard("MPI_Iexscan", h(comm), || {
         let n = count(n, "count")?;
         ired_entry(comm, Red::Exscan, sbuf, rbuf, n, t, o, Vec::new(), request)
+    })
+}
+
+/// `MPI_Ialltoallw`: per rank a count, a byte displacement and a
+/// datatype on each side (MPI 4.1 §6.8); every block is packed when the
+/// collective starts (in place: from the receive blocks, which the
+/// receives then overwrite), and unpacked in the last step.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Ialltoallw(
+    sbuf: *const c_void,
+    scounts: *const c_int,
+    sdispls: *const c_int,
+    stypes: *const *mut c_void,
+    rbuf: *mut c_void,
+    rcounts: *const c_int,
+    rdispls: *const c_int,
+    rtypes: *const *mut c_void,
+    comm: *mut c_void,
+    request: *mut *mut c_void,
+) -> c_int {
+    guard("MPI_Ialltoallw", h(comm), || {
+        let obj = comm_obj(h(comm))?.arc();
+        intra(&obj, "MPI_Ialltoallw")?;
+        let (p, me) = peers(&obj)?;
+        let recvs = w_blocks(rcounts, rdispls, rtypes, p, "recvtypes")?;
+        let sends = if in_place(sbuf) {
+            None
+        } else {
+            Some(w_blocks(scounts, sdispls, stypes, p, "sendtypes")?)
+        };
+        for (n, _, ty) in &recvs {
+            not_in_place(rbuf, *n, ty)?;
+        }
+        let mut s = Sched::new(&obj);
+        let mut at = vec![0; p];
+        for i in 0..p {
+            let (buf, (n, d, ty)) = match &sends {
+                Some(sends) => (sbuf, &sends[i]),
+                None => (rbuf.cast_const(), &recvs[i]),
+            };
+            not_in_place(buf, *n, ty)?;
+            let block = ty.pack((buf as *const u8).wrapping_offset(*d).cast(), *n)?;
+            if Some(i) == me {
+                at[i] = s.keep(block);
+            } else {
+                s.send(block, i)?;
+                let (rn, _, rty) = &recvs[i];
+                at[i] = s.recv(nbytes(*rn, rty)?, i)?;
+            }
+        }
+        let dst = Ptr(rbuf);
+        s.finish(request, move |bufs| {
+            for (i, (n, d, ty)) in recvs.iter().enumerate() {
+                let to = (dst.get() as *mut u8).wrapping_offset(*d);
+                ty.unpack(&bufs[at[i]], to.cast(), *n)?;
+            }
+            Ok(())
+        })
     })
 }
 

@@ -2,8 +2,8 @@
 /* MPI_Alltoallw: a datatype and a byte displacement per rank, rank j
  * sending rank i the ints 1000 j + 100 i + k, k < i + j + 1, from a
  * plain block (to even ranks) or every other int of a strided region (to
- * odd ones), received in reverse rank order; then the same exchange in
- * place. MPI_Reduce_local with MPI_SUM, MPI_MAX, a user operation over a
+ * odd ones), received in reverse rank order; the same with
+ * MPI_Ialltoallw; then the same exchange in place. MPI_Reduce_local with MPI_SUM, MPI_MAX, a user operation over a
  * strided type and a non-commutative one (inout = 10 in - inout);
  * MPI_Op_commutative of predefined and user operations; MPI_REPLACE and
  * MPI_NO_OP refused by a collective reduction (MPI_ERR_OP). */
@@ -82,6 +82,17 @@ int main(int argc, char **argv)
         for (int k = 0; k < rc[j]; k++) {
             int got = rbuf[rd[j] / (int)sizeof(int) + k];
             CHECK(got == v(j, me, k), "from %d element %d: %d", j, k, got);
+        }
+    /* The same, nonblocking, the request completed after a barrier. */
+    for (int k = 0; k < at; k++) rbuf[k] = -7;
+    MPI_Request rq;
+    CHECK_OK(MPI_Ialltoallw(sbuf, sc, sd, st, rbuf, rc, rd, rt, MPI_COMM_WORLD, &rq));
+    CHECK_OK(MPI_Barrier(MPI_COMM_WORLD));
+    CHECK_OK(MPI_Wait(&rq, MPI_STATUS_IGNORE));
+    for (int j = 0; j < p; j++)
+        for (int k = 0; k < rc[j]; k++) {
+            int got = rbuf[rd[j] / (int)sizeof(int) + k];
+            CHECK(got == v(j, me, k), "Ialltoallw, from %d element %d: %d", j, k, got);
         }
     for (int i = 0; i < p; i++)
         if (strided[i] != MPI_DATATYPE_NULL) MPI_Type_free(&strided[i]);
