@@ -34,7 +34,6 @@ mod connect;
 mod env;
 mod nbc;
 mod p2p;
-mod pcoll;
 mod topo;
 mod types;
 mod win;
