@@ -626,7 +626,16 @@ pub(crate) fn w_blocks(
     n.into_iter()
         .zip(d)
         .zip(t)
-        .map(|((n, d), &t)| Ok((n, d, committed(h(t))?.arc())))
+        .map(|((n, d), &t)| {
+            // A block of no elements may name no type (MPICH takes
+            // MPI_DATATYPE_NULL there).
+            let ty = if n == 0 && h(t) == super::DATATYPE_NULL {
+                super::types::type_obj(0x247)?.arc()
+            } else {
+                committed(h(t))?.arc()
+            };
+            Ok((n, d, ty))
+        })
         .collect()
 }
 

@@ -1277,6 +1277,23 @@ pub unsafe extern "C" fn MPI_Ialltoallw(
             not_in_place(buf, *n, ty)?;
             let block = ty.pack((buf as *const u8).wrapping_offset(*d).cast(), *n)?;
             if Some(i) == me {
+                // As a message to itself would: shorter is MPI_ERR_COUNT,
+                // longer MPI_ERR_TRUNCATE.
+                let (rn, _, rty) = &recvs[i];
+                let want = nbytes(*rn, rty)?;
+                if block.len() != want {
+                    return Err(Error::new(
+                        if block.len() < want {
+                            ErrorClass::Count
+                        } else {
+                            ErrorClass::Truncate
+                        },
+                        format!(
+                            "this rank's block to itself has {} bytes, its receive {want}",
+                            block.len()
+                        ),
+                    ));
+                }
                 at[i] = s.keep(block);
             } else {
                 s.send(block, i)?;

@@ -97,6 +97,31 @@ int main(int argc, char **argv)
     for (int i = 0; i < p; i++)
         if (strided[i] != MPI_DATATYPE_NULL) MPI_Type_free(&strided[i]);
 
+    /* Blocks of no elements may name no type, in both forms. */
+    {
+        int zc[MAXP] = {0}, zd[MAXP] = {0};
+        MPI_Datatype zt[MAXP];
+        for (int i = 0; i < p; i++) zt[i] = MPI_DATATYPE_NULL;
+        CHECK_OK(MPI_Alltoallw(sbuf, zc, zd, zt, rbuf, zc, zd, zt, MPI_COMM_WORLD));
+        MPI_Request zr;
+        CHECK_OK(MPI_Ialltoallw(sbuf, zc, zd, zt, rbuf, zc, zd, zt, MPI_COMM_WORLD, &zr));
+        CHECK_OK(MPI_Wait(&zr, MPI_STATUS_IGNORE));
+    }
+#ifdef SHMPI_MPI_H
+    /* A rank's block to itself longer than its receive: truncation, as a
+     * message would be (before anything is sent). */
+    if (p == 1) {
+        MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+        int two = 2, one = 1, zero = 0, src[2] = {1, 2}, dst[2] = {0, 0};
+        MPI_Datatype ti = MPI_INT;
+        MPI_Request tr;
+        CHECK(ct_class(MPI_Ialltoallw(src, &two, &zero, &ti, dst, &one, &zero, &ti,
+                                      MPI_COMM_WORLD, &tr)) == MPI_ERR_TRUNCATE,
+              "a self block longer than its receive");
+        MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+    }
+#endif
+
     /* 2. In place: block j of rbuf goes to rank j and is replaced by its. */
     for (int j = 0; j < p; j++)
         for (int k = 0; k < rc[j]; k++) rbuf[rd[j] / (int)sizeof(int) + k] = v(me, j, k);
