@@ -220,22 +220,8 @@ impl Communicator {
     ) -> Result<Option<Communicator>> {
         let r = (|| {
             self.proc_.check()?;
-            if self.is_inter() {
-                return Err(Error::new(
-                    ErrorClass::Comm,
-                    "MPI_Cart_create needs an intracommunicator",
-                ));
-            }
-            let n = grid_size(dims, periods.len())?;
-            if n > self.size() as i64 {
-                return Err(Error::new(
-                    ErrorClass::Arg,
-                    format!(
-                        "a grid of {n} places on a communicator of {} members",
-                        self.size()
-                    ),
-                ));
-            }
+            self.intra_only("MPI_Cart_create")?;
+            let n = self.grid_places(dims, periods)?;
             // `reorder` is a hint: ranks keep their order.
             let _ = reorder;
             let color = if (self.rank() as i64) < n {
@@ -251,6 +237,35 @@ impl Communicator {
             Ok(c.map(|c| Self::with_topology(c, t)))
         })();
         self.ret("MPI_Cart_create", r)
+    }
+
+    /// Refuses an intercommunicator, which has no topology.
+    fn intra_only(&self, call: &str) -> Result<()> {
+        if self.is_inter() {
+            return Err(Error::new(
+                ErrorClass::Comm,
+                format!("{call} needs an intracommunicator"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The places of a grid of `dims` laid on this communicator.
+    ///
+    /// # Errors
+    /// As [`grid_size`]; `Arg` for more places than members.
+    fn grid_places(&self, dims: &[i32], periods: &[bool]) -> Result<i64> {
+        let n = grid_size(dims, periods.len())?;
+        if n > self.size() as i64 {
+            return Err(Error::new(
+                ErrorClass::Arg,
+                format!(
+                    "a grid of {n} places on a communicator of {} members",
+                    self.size()
+                ),
+            ));
+        }
+        Ok(n)
     }
 
     /// The grid of a Cartesian communicator.
@@ -409,16 +424,7 @@ impl Communicator {
     /// larger than the communicator.
     pub fn cart_map(&self, dims: &[i32], periods: &[bool]) -> Result<i32> {
         let r = (|| {
-            let n = grid_size(dims, periods.len())?;
-            if n > self.size() as i64 {
-                return Err(Error::new(
-                    ErrorClass::Arg,
-                    format!(
-                        "a grid of {n} places on a communicator of {} members",
-                        self.size()
-                    ),
-                ));
-            }
+            let n = self.grid_places(dims, periods)?;
             Ok(if (self.rank() as i64) < n {
                 self.rank()
             } else {
@@ -446,12 +452,7 @@ impl Communicator {
     ) -> Result<Communicator> {
         let r = (|| {
             self.proc_.check()?;
-            if self.is_inter() {
-                return Err(Error::new(
-                    ErrorClass::Comm,
-                    "MPI_Dist_graph_create_adjacent needs an intracommunicator",
-                ));
-            }
+            self.intra_only("MPI_Dist_graph_create_adjacent")?;
             let n = self.size();
             for &x in sources.iter().chain(destinations) {
                 if x < 0 || x >= n {
