@@ -34,6 +34,7 @@ mod connect;
 mod env;
 mod nbc;
 mod p2p;
+mod pcoll;
 mod topo;
 mod types;
 mod win;

@@ -115,11 +115,31 @@ struct Sched {
     m: Multi,
 }
 
+thread_local! {
+    /// The tag a persistent collective took at its init, for the schedule
+    /// its start builds on this thread ([`with_tag`]).
+    static FIXED_TAG: std::cell::Cell<Option<i32>> = const { std::cell::Cell::new(None) };
+}
+
+/// Runs `f`, whose one schedule takes `tag` instead of the communicator's
+/// next nonblocking-collective tag: a persistent collective's start
+/// matches by the order of the inits, whatever order the starts come in
+/// (MPI 4.1 §6.13).
+pub(crate) fn with_tag<R>(tag: i32, f: impl FnOnce() -> R) -> R {
+    FIXED_TAG.with(|t| t.set(Some(tag)));
+    let r = f();
+    FIXED_TAG.with(|t| t.set(None));
+    r
+}
+
 impl Sched {
     fn new(comm: &Arc<CommObj>) -> Sched {
+        let tag = FIXED_TAG
+            .with(|t| t.take())
+            .unwrap_or_else(|| comm.comm.next_nbc_tag());
         Sched {
             comm: comm.clone(),
-            tag: comm.comm.next_nbc_tag(),
+            tag,
             m: Multi {
                 reqs: Vec::new(),
                 expect: Vec::new(),
@@ -1234,6 +1254,49 @@ pub unsafe extern "C" fn MPI_Iexscan(
     guard("MPI_Iexscan", h(comm), || {
         let n = count(n, "count")?;
         ired_entry(comm, Red::Exscan, sbuf, rbuf, n, t, o, Vec::new(), request)
+    })
+}
+
+/// A barrier as one round of empty messages between every pair of
+/// members (the schedule of a persistent barrier).
+pub(crate) fn sched_barrier(obj: &Arc<CommObj>, request: *mut *mut c_void) -> Result<()> {
+    intra(obj, "this barrier")?;
+    let (p, me) = peers(obj)?;
+    let mut s = Sched::new(obj);
+    for r in (0..p).filter(|&r| Some(r) != me) {
+        s.send(Vec::new(), r)?;
+        s.recv(0, r)?;
+    }
+    s.finish(request, |_| Ok(()))
+}
+
+/// A broadcast as one round: the root sends `n` packed instances of `ty`
+/// at `buf` to every other member, which unpacks them in the last step
+/// (the schedule of a persistent broadcast).
+pub(crate) fn sched_bcast(
+    obj: &Arc<CommObj>,
+    buf: *mut c_void,
+    n: usize,
+    ty: &Arc<TypeObj>,
+    root: c_int,
+    request: *mut *mut c_void,
+) -> Result<()> {
+    intra(obj, "this broadcast")?;
+    check_root(obj, root)?;
+    not_in_place(buf, n, ty)?;
+    let (p, me) = peers(obj)?;
+    let mut s = Sched::new(obj);
+    if me == Some(root as usize) {
+        let data = ty.pack(buf, n)?;
+        for r in (0..p).filter(|&r| r != root as usize) {
+            s.send(data.clone(), r)?;
+        }
+        return s.finish(request, |_| Ok(()));
+    }
+    let at = s.recv(nbytes(n, ty)?, root as usize)?;
+    let (dst, ty) = (Ptr(buf), ty.clone());
+    s.finish(request, move |bufs| {
+        ty.unpack(&bufs[at], dst.get(), n).map(|_| ())
     })
 }
 

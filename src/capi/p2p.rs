@@ -226,6 +226,45 @@ pub(crate) struct PSpec {
     ty: Arc<TypeObj>,
     peer: c_int,
     tag: c_int,
+    /// A persistent collective (`MPI_Allreduce_init`, ...): how it starts.
+    coll: Option<CollStart>,
+}
+
+/// How a persistent collective starts: the nonblocking form, called with
+/// the arguments kept at its init; it gives a request handle, or an error
+/// code already raised through the communicator's handler.
+#[derive(Clone)]
+pub(crate) struct CollStart(pub(crate) Arc<dyn Fn(*mut *mut c_void) -> c_int + Send + Sync>);
+
+impl std::fmt::Debug for CollStart {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("CollStart")
+    }
+}
+
+/// Makes `*request` a persistent collective on `comm` that `start`
+/// starts (inactive until `MPI_Start`).
+pub(crate) fn persistent_coll(
+    comm: &Arc<CommObj>,
+    start: CollStart,
+    request: *mut *mut c_void,
+) -> Result<()> {
+    let spec = PSpec {
+        mode: Mode::Send,
+        buf: Ptr(std::ptr::null_mut()),
+        count: 0,
+        ty: super::types::type_obj(0x247)?.arc(), // MPI_BYTE: unused
+        peer: super::PROC_NULL,
+        tag: 0,
+        coll: Some(start),
+    };
+    give_request(
+        Req {
+            state: ReqState::Persistent { spec, active: None },
+            comm: comm.clone().into(),
+        },
+        request,
+    )
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -1567,6 +1606,7 @@ macro_rules! pinit_fn {
                     ty,
                     peer,
                     tag,
+                    coll: None,
                 };
                 give_request(
                     Req {
@@ -1586,7 +1626,13 @@ pinit_fn!(MPI_Bsend_init, "MPI_Bsend_init", Mode::Bsend);
 pinit_fn!(MPI_Rsend_init, "MPI_Rsend_init", Mode::Rsend);
 pinit_fn!(MPI_Recv_init, "MPI_Recv_init", Mode::Recv);
 
-fn start_one(handle: usize) -> std::result::Result<(), (Option<Arc<CommObj>>, Error)> {
+/// Starts persistent request `handle`. A persistent collective whose
+/// start failed has raised its error already: its code lands in
+/// `raised`, and the call returns it as it is.
+fn start_one(
+    handle: usize,
+    raised: &mut c_int,
+) -> std::result::Result<(), (Option<Arc<CommObj>>, Error)> {
     if handle == REQUEST_SENT {
         return Err((
             None,
@@ -1621,6 +1667,33 @@ fn start_one(handle: usize) -> std::result::Result<(), (Option<Arc<CommObj>>, Er
     }
     let spec = spec.clone();
     drop(st);
+    if let Some(start) = &spec.coll {
+        let mut rq: *mut c_void = std::ptr::null_mut();
+        let code = (start.0)(&mut rq);
+        if code != super::SUCCESS {
+            *raised = code;
+            return Ok(());
+        }
+        let mut st = state();
+        let Some(r) = st.reqs.take(h(rq)) else {
+            return Err((
+                Some(comm),
+                Error::new(
+                    ErrorClass::Intern,
+                    "a persistent collective lost its request",
+                ),
+            ));
+        };
+        st.reqs.release_taken(h(rq));
+        if let Some(Req {
+            state: ReqState::Persistent { active, .. },
+            ..
+        }) = st.reqs.get_mut(handle)
+        {
+            *active = Some(Box::new(r));
+        }
+        return Ok(());
+    }
     let r = match spec.mode {
         Mode::Recv => start_recv(&comm, spec.buf.0, spec.count, &spec.ty, spec.peer, spec.tag),
         m => start_send(
@@ -1642,22 +1715,37 @@ fn start_one(handle: usize) -> std::result::Result<(), (Option<Arc<CommObj>>, Er
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Start(request: *mut *mut c_void) -> c_int {
-    guard_on("MPI_Start", || {
+    let mut raised = super::SUCCESS;
+    let rc = guard_on("MPI_Start", || {
         let hd = h(read(request, "request").map_err(|e| (None, e))?);
-        start_one(hd)
-    })
+        start_one(hd, &mut raised)
+    });
+    if raised != super::SUCCESS {
+        raised
+    } else {
+        rc
+    }
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Startall(n: c_int, requests: *mut *mut c_void) -> c_int {
-    guard_on("MPI_Startall", || {
+    let mut raised = super::SUCCESS;
+    let rc = guard_on("MPI_Startall", || {
         let n = count(n, "count").map_err(|e| (None, e))?;
         let rs = super::array(requests, n, "array_of_requests").map_err(|e| (None, e))?;
         for &r in rs {
-            start_one(h(r))?;
+            start_one(h(r), &mut raised)?;
+            if raised != super::SUCCESS {
+                break;
+            }
         }
         Ok(())
-    })
+    });
+    if raised != super::SUCCESS {
+        raised
+    } else {
+        rc
+    }
 }
 
 // ---- completion ---------------------------------------------------------------------------

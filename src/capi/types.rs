@@ -1012,6 +1012,41 @@ pub unsafe extern "C" fn MPI_Type_create_resized(
     })
 }
 
+/// A datatype a persistent collective keeps for its starts: the
+/// program's handle if predefined, else a handle of its own to the same
+/// object, given back when the request is freed (the program may free
+/// its handle after the init, MPI 4.1 §6.13).
+#[derive(Debug)]
+pub(crate) struct HeldType(usize);
+
+impl HeldType {
+    /// Holds committed type `t`.
+    ///
+    /// # Errors
+    /// `Type` for a type that is not committed, or no type.
+    pub(crate) fn hold(t: *mut c_void) -> Result<HeldType> {
+        let handle = h(t);
+        let ty = committed(handle)?;
+        if (0x200..0x300).contains(&handle) {
+            return Ok(HeldType(handle));
+        }
+        Ok(HeldType(state().types.insert(ty.arc())))
+    }
+
+    /// The handle to pass on.
+    pub(crate) fn handle(&self) -> *mut c_void {
+        to_handle(self.0)
+    }
+}
+
+impl Drop for HeldType {
+    fn drop(&mut self) {
+        if !(0x200..0x300).contains(&self.0) {
+            state().types.release(self.0);
+        }
+    }
+}
+
 /// `MPI_ORDER_C` / `MPI_ORDER_FORTRAN` and the `MPI_DISTRIBUTE_*` values
 /// (MPI 5.0 ABI draft), but `MPI_DISTRIBUTE_DFLT_DARG`: the draft's 19 is
 /// also a valid block size, which could then not be asked for, so it is

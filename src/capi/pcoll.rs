@@ -1,0 +1,409 @@
+//! Persistent collectives (MPI 4.1 §6.13): `MPI_Barrier_init` and the
+//! others make an inactive persistent request. The init takes the
+//! communicator's next nonblocking-collective tag (every member calls the
+//! inits in the same order, as MPI requires) and holds the communicator,
+//! the datatypes and the operation; each `MPI_Start` then builds the
+//! nonblocking form's schedule of `nbc.rs` on that tag (`nbc::with_tag`),
+//! so starts match by the inits' order whatever order they come in, and
+//! the program may free its handles after the init.
+
+use super::coll::Red;
+use super::nbc::{self, with_tag};
+use super::p2p::{persistent_coll, CollStart};
+use super::types::{committed, HeldType, Reduction};
+use super::{comm_obj, count, guard, h, CommObj, SUCCESS};
+use crate::error::{Error, ErrorClass, Result};
+use std::ffi::{c_int, c_void};
+use std::sync::Arc;
+
+/// An address kept for the starts: a buffer the program keeps valid, and
+/// does not touch while the request is active, until it frees the request
+/// (MPI 4.1 §6.13).
+#[derive(Clone, Copy)]
+struct Addr(usize);
+
+impl Addr {
+    fn of<T>(p: *const T) -> Addr {
+        Addr(p as usize)
+    }
+    fn ptr(self) -> *mut c_void {
+        std::ptr::with_exposed_provenance_mut(self.0)
+    }
+}
+
+/// Makes `*request` a persistent collective on `comm`: `prepare` checks
+/// and holds the arguments and gives what each start runs (with the
+/// request out-pointer), on the tag taken here.
+fn init<F>(
+    call: &'static str,
+    comm: *mut c_void,
+    request: *mut *mut c_void,
+    prepare: impl FnOnce(&Arc<CommObj>) -> Result<F>,
+) -> c_int
+where
+    F: Fn(&Arc<CommObj>, *mut *mut c_void) -> Result<()> + Send + Sync + 'static,
+{
+    guard(call, h(comm), || {
+        let obj = comm_obj(h(comm))?.arc();
+        if request.is_null() {
+            return Err(super::arg("request"));
+        }
+        if obj.comm.is_inter() {
+            return Err(Error::new(
+                ErrorClass::Comm,
+                format!("{call} is supported on intracommunicators only"),
+            ));
+        }
+        let start = prepare(&obj)?;
+        let tag = obj.comm.next_nbc_tag();
+        let held = obj.clone();
+        let run = move |rq: *mut *mut c_void| -> c_int {
+            match with_tag(tag, || start(&held, rq)) {
+                Ok(()) => SUCCESS,
+                Err(e) => super::raise(Some(&held), call, &e),
+            }
+        };
+        persistent_coll(&obj, CollStart(Arc::new(run)), request)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Barrier_init(
+    comm: *mut c_void,
+    _info: *mut c_void,
+    request: *mut *mut c_void,
+) -> c_int {
+    init("MPI_Barrier_init", comm, request, |_| {
+        Ok(|obj: &Arc<CommObj>, rq| nbc::sched_barrier(obj, rq))
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Bcast_init(
+    buf: *mut c_void,
+    n: c_int,
+    t: *mut c_void,
+    root: c_int,
+    comm: *mut c_void,
+    _info: *mut c_void,
+    request: *mut *mut c_void,
+) -> c_int {
+    init("MPI_Bcast_init", comm, request, |obj| {
+        let n = count(n, "count")?;
+        let ty = committed(h(t))?.arc();
+        super::coll::check_root(obj, root)?;
+        let b = Addr::of(buf);
+        Ok(move |obj: &Arc<CommObj>, rq| nbc::sched_bcast(obj, b.ptr(), n, &ty, root, rq))
+    })
+}
+
+/// The reductions' inits: the operation and datatype checked and held
+/// (`Reduction`) at the init.
+#[allow(clippy::too_many_arguments)]
+fn reduction_init(
+    call: &'static str,
+    kind: Red,
+    sbuf: *const c_void,
+    rbuf: *mut c_void,
+    n: c_int,
+    t: *mut c_void,
+    op: *mut c_void,
+    comm: *mut c_void,
+    request: *mut *mut c_void,
+) -> c_int {
+    init(call, comm, request, |obj| {
+        let p = obj.comm.size().max(0) as usize;
+        let n = count(n, "count")?;
+        // Reduce_scatter_block: `n` per member.
+        let (total, counts) = match kind {
+            Red::Scatter => (n * p, vec![n; p]),
+            _ => (n, Vec::new()),
+        };
+        if let Red::Reduce(root) = kind {
+            super::coll::check_root(obj, root)?;
+        }
+        let red = Reduction::for_collective(h(op), h(t), total)?;
+        let (s, r) = (Addr::of(sbuf), Addr::of(rbuf));
+        Ok(move |obj: &Arc<CommObj>, rq| {
+            nbc::ireduction(
+                obj,
+                kind,
+                s.ptr(),
+                r.ptr(),
+                total,
+                red.clone(),
+                counts.clone(),
+                rq,
+            )
+        })
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Allreduce_init(
+    sbuf: *const c_void,
+    rbuf: *mut c_void,
+    n: c_int,
+    t: *mut c_void,
+    op: *mut c_void,
+    comm: *mut c_void,
+    _info: *mut c_void,
+    request: *mut *mut c_void,
+) -> c_int {
+    reduction_init(
+        "MPI_Allreduce_init",
+        Red::Allreduce,
+        sbuf,
+        rbuf,
+        n,
+        t,
+        op,
+        comm,
+        request,
+    )
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Reduce_init(
+    sbuf: *const c_void,
+    rbuf: *mut c_void,
+    n: c_int,
+    t: *mut c_void,
+    op: *mut c_void,
+    root: c_int,
+    comm: *mut c_void,
+    _info: *mut c_void,
+    request: *mut *mut c_void,
+) -> c_int {
+    reduction_init(
+        "MPI_Reduce_init",
+        Red::Reduce(root),
+        sbuf,
+        rbuf,
+        n,
+        t,
+        op,
+        comm,
+        request,
+    )
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Scan_init(
+    sbuf: *const c_void,
+    rbuf: *mut c_void,
+    n: c_int,
+    t: *mut c_void,
+    op: *mut c_void,
+    comm: *mut c_void,
+    _info: *mut c_void,
+    request: *mut *mut c_void,
+) -> c_int {
+    reduction_init(
+        "MPI_Scan_init",
+        Red::Scan,
+        sbuf,
+        rbuf,
+        n,
+        t,
+        op,
+        comm,
+        request,
+    )
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Exscan_init(
+    sbuf: *const c_void,
+    rbuf: *mut c_void,
+    n: c_int,
+    t: *mut c_void,
+    op: *mut c_void,
+    comm: *mut c_void,
+    _info: *mut c_void,
+    request: *mut *mut c_void,
+) -> c_int {
+    reduction_init(
+        "MPI_Exscan_init",
+        Red::Exscan,
+        sbuf,
+        rbuf,
+        n,
+        t,
+        op,
+        comm,
+        request,
+    )
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Reduce_scatter_block_init(
+    sbuf: *const c_void,
+    rbuf: *mut c_void,
+    rn: c_int,
+    t: *mut c_void,
+    op: *mut c_void,
+    comm: *mut c_void,
+    _info: *mut c_void,
+    request: *mut *mut c_void,
+) -> c_int {
+    reduction_init(
+        "MPI_Reduce_scatter_block_init",
+        Red::Scatter,
+        sbuf,
+        rbuf,
+        rn,
+        t,
+        op,
+        comm,
+        request,
+    )
+}
+
+/// The start of a data movement: `start_gather` and its kind, over the
+/// held types' handles.
+type Movement = fn(
+    &Arc<CommObj>,
+    *const c_void,
+    c_int,
+    *mut c_void,
+    *mut c_void,
+    c_int,
+    *mut c_void,
+    c_int,
+    *mut *mut c_void,
+) -> Result<()>;
+
+/// The data movements' inits. A type argument a member does not use
+/// (the receive side of a gather off the root) may be anything: what is
+/// a committed type is held, the rest passed on as given.
+#[allow(clippy::too_many_arguments)]
+fn movement_init(
+    call: &'static str,
+    start: Movement,
+    sbuf: *const c_void,
+    sn: c_int,
+    st: *mut c_void,
+    rbuf: *mut c_void,
+    rn: c_int,
+    rt: *mut c_void,
+    root: c_int,
+    comm: *mut c_void,
+    request: *mut *mut c_void,
+) -> c_int {
+    init(call, comm, request, |_| {
+        let (sty, rty) = (HeldType::hold(st).ok(), HeldType::hold(rt).ok());
+        let (sraw, rraw) = (Addr::of(st), Addr::of(rt));
+        let (s, r) = (Addr::of(sbuf), Addr::of(rbuf));
+        Ok(move |obj: &Arc<CommObj>, rq| {
+            let stp = sty.as_ref().map_or(sraw.ptr(), HeldType::handle);
+            let rtp = rty.as_ref().map_or(rraw.ptr(), HeldType::handle);
+            start(obj, s.ptr(), sn, stp, r.ptr(), rn, rtp, root, rq)
+        })
+    })
+}
+
+/// `start_allgather` / `start_alltoall` in the shape of a rooted
+/// movement (the root unused).
+#[allow(clippy::too_many_arguments)]
+fn allgather(
+    obj: &Arc<CommObj>,
+    sbuf: *const c_void,
+    sn: c_int,
+    st: *mut c_void,
+    rbuf: *mut c_void,
+    rn: c_int,
+    rt: *mut c_void,
+    _root: c_int,
+    rq: *mut *mut c_void,
+) -> Result<()> {
+    nbc::start_allgather(obj, sbuf, sn, st, rbuf, rn, rt, rq)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn alltoall(
+    obj: &Arc<CommObj>,
+    sbuf: *const c_void,
+    sn: c_int,
+    st: *mut c_void,
+    rbuf: *mut c_void,
+    rn: c_int,
+    rt: *mut c_void,
+    _root: c_int,
+    rq: *mut *mut c_void,
+) -> Result<()> {
+    nbc::start_alltoall(obj, sbuf, sn, st, rbuf, rn, rt, rq)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn gather(
+    obj: &Arc<CommObj>,
+    sbuf: *const c_void,
+    sn: c_int,
+    st: *mut c_void,
+    rbuf: *mut c_void,
+    rn: c_int,
+    rt: *mut c_void,
+    root: c_int,
+    rq: *mut *mut c_void,
+) -> Result<()> {
+    nbc::start_gather(obj, sbuf, sn, st, rbuf, rn, rt, root, rq)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn scatter(
+    obj: &Arc<CommObj>,
+    sbuf: *const c_void,
+    sn: c_int,
+    st: *mut c_void,
+    rbuf: *mut c_void,
+    rn: c_int,
+    rt: *mut c_void,
+    root: c_int,
+    rq: *mut *mut c_void,
+) -> Result<()> {
+    nbc::start_scatter(obj, sbuf, sn, st, rbuf, rn, rt, root, rq)
+}
+
+macro_rules! movement_fn {
+    ($name:ident, $call:literal, $start:ident, rooted) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(
+            sbuf: *const c_void,
+            sn: c_int,
+            st: *mut c_void,
+            rbuf: *mut c_void,
+            rn: c_int,
+            rt: *mut c_void,
+            root: c_int,
+            comm: *mut c_void,
+            _info: *mut c_void,
+            request: *mut *mut c_void,
+        ) -> c_int {
+            movement_init(
+                $call, $start, sbuf, sn, st, rbuf, rn, rt, root, comm, request,
+            )
+        }
+    };
+    ($name:ident, $call:literal, $start:ident) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(
+            sbuf: *const c_void,
+            sn: c_int,
+            st: *mut c_void,
+            rbuf: *mut c_void,
+            rn: c_int,
+            rt: *mut c_void,
+            comm: *mut c_void,
+            _info: *mut c_void,
+            request: *mut *mut c_void,
+        ) -> c_int {
+            movement_init($call, $start, sbuf, sn, st, rbuf, rn, rt, 0, comm, request)
+        }
+    };
+}
+
+movement_fn!(MPI_Gather_init, "MPI_Gather_init", gather, rooted);
+movement_fn!(MPI_Scatter_init, "MPI_Scatter_init", scatter, rooted);
+movement_fn!(MPI_Allgather_init, "MPI_Allgather_init", allgather);
+movement_fn!(MPI_Alltoall_init, "MPI_Alltoall_init", alltoall);
