@@ -126,10 +126,18 @@ thread_local! {
 /// matches by the order of the inits, whatever order the starts come in
 /// (MPI 4.1 §6.13).
 pub(crate) fn with_tag<R>(tag: i32, f: impl FnOnce() -> R) -> R {
+    /// Clears the tag however `f` ends (a panic included, which the C
+    /// boundary catches): a tag left set would be taken by the thread's
+    /// next schedule on any communicator.
+    struct Clear;
+    impl Drop for Clear {
+        fn drop(&mut self) {
+            FIXED_TAG.with(|t| t.set(None));
+        }
+    }
+    let _clear = Clear;
     FIXED_TAG.with(|t| t.set(Some(tag)));
-    let r = f();
-    FIXED_TAG.with(|t| t.set(None));
-    r
+    f()
 }
 
 impl Sched {

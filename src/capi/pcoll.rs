@@ -54,13 +54,15 @@ where
                 format!("{call} is supported on intracommunicators only"),
             ));
         }
-        let start = prepare(&obj)?;
+        // Taken first, so that every member takes it even where the
+        // arguments fail on some of them only.
         let tag = obj.comm.next_nbc_tag();
+        let start = prepare(&obj)?;
         let held = obj.clone();
         let run = move |rq: *mut *mut c_void| -> c_int {
             match with_tag(tag, || start(&held, rq)) {
                 Ok(()) => SUCCESS,
-                Err(e) => super::raise(Some(&held), call, &e),
+                Err(e) => super::raise(Some(&held), "MPI_Start", &e),
             }
         };
         persistent_coll(&obj, CollStart(Arc::new(run)), request)
@@ -122,9 +124,14 @@ fn reduction_init(
         if let Red::Reduce(root) = kind {
             super::coll::check_root(obj, root)?;
         }
-        let red = Reduction::for_collective(h(op), h(t), total)?;
+        let mut red = Reduction::for_collective(h(op), h(t), total)?;
+        // A user operation gets the datatype's handle: one of the
+        // request's own, live while the program's may be freed.
+        let ty = HeldType::hold(t)?;
+        red.ty_handle = h(ty.handle());
         let (s, r) = (Addr::of(sbuf), Addr::of(rbuf));
         Ok(move |obj: &Arc<CommObj>, rq| {
+            let _held = &ty;
             nbc::ireduction(
                 obj,
                 kind,
@@ -274,13 +281,26 @@ type Movement = fn(
     *mut *mut c_void,
 ) -> Result<()>;
 
-/// The data movements' inits. A type argument a member does not use
-/// (the receive side of a gather off the root) may be anything: what is
-/// a committed type is held, the rest passed on as given.
+/// Which sides of a data movement a member uses.
+#[derive(Clone, Copy)]
+enum Uses {
+    /// Both, on every member (allgather, alltoall).
+    Both,
+    /// The send side everywhere, the receive side at the root (gather).
+    GatherLike,
+    /// The send side at the root, the receive side everywhere (scatter).
+    ScatterLike,
+}
+
+/// The data movements' inits. The sides this member uses are checked
+/// (count, committed type, root) and their types held; a side it does
+/// not use (the receive side of a gather off the root) may be anything,
+/// and is passed on as given, held where it is a committed type.
 #[allow(clippy::too_many_arguments)]
 fn movement_init(
     call: &'static str,
     start: Movement,
+    uses: Uses,
     sbuf: *const c_void,
     sn: c_int,
     st: *mut c_void,
@@ -291,8 +311,34 @@ fn movement_init(
     comm: *mut c_void,
     request: *mut *mut c_void,
 ) -> c_int {
-    init(call, comm, request, |_| {
-        let (sty, rty) = (HeldType::hold(st).ok(), HeldType::hold(rt).ok());
+    init(call, comm, request, |obj| {
+        let rooted = !matches!(uses, Uses::Both);
+        if rooted {
+            super::coll::check_root(obj, root)?;
+        }
+        let at_root = rooted && obj.comm.rank() == root;
+        let (send_used, recv_used) = match uses {
+            Uses::Both => (true, true),
+            Uses::GatherLike => (true, at_root),
+            Uses::ScatterLike => (at_root, true),
+        };
+        let side = |n: c_int, t: *mut c_void, used: bool, what: &str| -> Result<Option<HeldType>> {
+            if !used {
+                return Ok(HeldType::hold(t).ok());
+            }
+            count(n, what)?;
+            HeldType::hold(t).map(Some)
+        };
+        let sty = if send_used && super::coll::in_place(sbuf) {
+            HeldType::hold(st).ok()
+        } else {
+            side(sn, st, send_used, "sendcount")?
+        };
+        let rty = if super::coll::in_place(rbuf.cast_const()) {
+            HeldType::hold(rt).ok()
+        } else {
+            side(rn, rt, recv_used, "recvcount")?
+        };
         let (sraw, rraw) = (Addr::of(st), Addr::of(rt));
         let (s, r) = (Addr::of(sbuf), Addr::of(rbuf));
         Ok(move |obj: &Arc<CommObj>, rq| {
@@ -366,7 +412,7 @@ fn scatter(
 }
 
 macro_rules! movement_fn {
-    ($name:ident, $call:literal, $start:ident, rooted) => {
+    ($name:ident, $call:literal, $start:ident, $uses:expr) => {
         #[no_mangle]
         pub unsafe extern "C" fn $name(
             sbuf: *const c_void,
@@ -381,7 +427,7 @@ macro_rules! movement_fn {
             request: *mut *mut c_void,
         ) -> c_int {
             movement_init(
-                $call, $start, sbuf, sn, st, rbuf, rn, rt, root, comm, request,
+                $call, $start, $uses, sbuf, sn, st, rbuf, rn, rt, root, comm, request,
             )
         }
     };
@@ -398,12 +444,30 @@ macro_rules! movement_fn {
             _info: *mut c_void,
             request: *mut *mut c_void,
         ) -> c_int {
-            movement_init($call, $start, sbuf, sn, st, rbuf, rn, rt, 0, comm, request)
+            movement_init(
+                $call,
+                $start,
+                Uses::Both,
+                sbuf,
+                sn,
+                st,
+                rbuf,
+                rn,
+                rt,
+                0,
+                comm,
+                request,
+            )
         }
     };
 }
 
-movement_fn!(MPI_Gather_init, "MPI_Gather_init", gather, rooted);
-movement_fn!(MPI_Scatter_init, "MPI_Scatter_init", scatter, rooted);
+movement_fn!(MPI_Gather_init, "MPI_Gather_init", gather, Uses::GatherLike);
+movement_fn!(
+    MPI_Scatter_init,
+    "MPI_Scatter_init",
+    scatter,
+    Uses::ScatterLike
+);
 movement_fn!(MPI_Allgather_init, "MPI_Allgather_init", allgather);
 movement_fn!(MPI_Alltoall_init, "MPI_Alltoall_init", alltoall);

@@ -16,9 +16,14 @@
 
 #define R 3
 
+static int bad_type_seen = 0;
+
+/* Adds ints; the datatype it is given must still be one of 1 int. */
 static void add(void *in, void *inout, int *len, MPI_Datatype *t)
 {
-    (void)t;
+    int sz = -1;
+    MPI_Type_size(*t, &sz);
+    if (sz != (int)sizeof(int)) bad_type_seen = 1;
     for (int k = 0; k < *len; k++) ((int *)inout)[k] += ((int *)in)[k];
 }
 
@@ -149,20 +154,30 @@ int main(int argc, char **argv)
     {
         MPI_Comm d;
         MPI_Op op;
+        MPI_Datatype one_int, five_doubles;
         CHECK_OK(MPI_Comm_dup(MPI_COMM_WORLD, &d));
         CHECK_OK(MPI_Op_create(add, 1, &op));
+        CHECK_OK(MPI_Type_contiguous(1, MPI_INT, &one_int));
+        CHECK_OK(MPI_Type_commit(&one_int));
         int a = me + 1, ra = -1;
         MPI_Request q;
-        CHECK_OK(MPI_Allreduce_init(&a, &ra, 1, MPI_INT, op, d, MPI_INFO_NULL, &q));
+        CHECK_OK(MPI_Allreduce_init(&a, &ra, 1, one_int, op, d, MPI_INFO_NULL, &q));
         CHECK_OK(MPI_Comm_free(&d));
         CHECK_OK(MPI_Op_free(&op));
+        /* The type's handle freed and (likely) reused by another type: the
+         * operation still sees a type of one int. */
+        CHECK_OK(MPI_Type_free(&one_int));
+        CHECK_OK(MPI_Type_contiguous(5, MPI_DOUBLE, &five_doubles));
+        CHECK_OK(MPI_Type_commit(&five_doubles));
         for (int round = 0; round < 2; round++) {
             a = me + 1 + round;
             CHECK_OK(MPI_Start(&q));
             CHECK_OK(MPI_Wait(&q, MPI_STATUS_IGNORE));
             CHECK(ra == p * (p + 1) / 2 + p * round, "after the frees, round %d: %d", round, ra);
         }
+        CHECK(!bad_type_seen, "the user operation saw another datatype");
         MPI_Request_free(&q);
+        MPI_Type_free(&five_doubles);
     }
 
 #ifdef SHMPI_MPI_H
@@ -186,6 +201,16 @@ int main(int argc, char **argv)
         CHECK(ct_class(MPI_Allreduce_init(&a, &ra, 1, MPI_DATATYPE_NULL, MPI_SUM, d,
                                           MPI_INFO_NULL, &q)) == MPI_ERR_TYPE,
               "MPI_DATATYPE_NULL at the init");
+        int g[8];
+        CHECK(ct_class(MPI_Gather_init(&a, 1, MPI_INT, g, 1, MPI_INT, p, d, MPI_INFO_NULL, &q)) ==
+                  MPI_ERR_ROOT,
+              "gather root %d at the init", p);
+        CHECK(ct_class(MPI_Allgather_init(&a, -1, MPI_INT, g, 1, MPI_INT, d, MPI_INFO_NULL,
+                                          &q)) == MPI_ERR_COUNT,
+              "allgather count -1 at the init");
+        CHECK(ct_class(MPI_Alltoall_init(&a, 1, MPI_DATATYPE_NULL, g, 1, MPI_INT, d,
+                                         MPI_INFO_NULL, &q)) == MPI_ERR_TYPE,
+              "alltoall MPI_DATATYPE_NULL at the init");
         CHECK(q == MPI_REQUEST_NULL, "a refused init made a request");
         CHECK_OK(MPI_Barrier_init(d, MPI_INFO_NULL, &q));
         CHECK_OK(MPI_Start(&q));
