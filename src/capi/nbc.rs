@@ -452,12 +452,7 @@ pub(crate) fn blocking(start: impl FnOnce(*mut *mut c_void) -> Result<()>) -> Re
 /// `MPI_Ibarrier` on an intercommunicator: a message to and from every
 /// member of the other group; complete once all of them have started it.
 pub(crate) fn inter_ibarrier(obj: &Arc<CommObj>, request: *mut *mut c_void) -> Result<()> {
-    let mut s = Sched::new(obj);
-    for r in 0..remote(obj)? {
-        s.send(Vec::new(), r)?;
-        s.recv(0, r)?;
-    }
-    s.finish(request, |_| Ok(()))
+    empty_round(obj, 0..remote(obj)?, request)
 }
 
 /// `MPI_Ibcast` on an intercommunicator: the root (`MPI_ROOT`) sends to
@@ -1270,8 +1265,17 @@ pub unsafe extern "C" fn MPI_Iexscan(
 pub(crate) fn sched_barrier(obj: &Arc<CommObj>, request: *mut *mut c_void) -> Result<()> {
     intra(obj, "this barrier")?;
     let (p, me) = peers(obj)?;
+    empty_round(obj, (0..p).filter(|&r| Some(r) != me), request)
+}
+
+/// A round of empty messages to and from each of `peers`: a barrier's.
+fn empty_round(
+    obj: &Arc<CommObj>,
+    peers: impl Iterator<Item = usize>,
+    request: *mut *mut c_void,
+) -> Result<()> {
     let mut s = Sched::new(obj);
-    for r in (0..p).filter(|&r| Some(r) != me) {
+    for r in peers {
         s.send(Vec::new(), r)?;
         s.recv(0, r)?;
     }

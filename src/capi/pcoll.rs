@@ -349,70 +349,8 @@ fn movement_init(
     })
 }
 
-/// `start_allgather` / `start_alltoall` in the shape of a rooted
-/// movement (the root unused).
-#[allow(clippy::too_many_arguments)]
-fn allgather(
-    obj: &Arc<CommObj>,
-    sbuf: *const c_void,
-    sn: c_int,
-    st: *mut c_void,
-    rbuf: *mut c_void,
-    rn: c_int,
-    rt: *mut c_void,
-    _root: c_int,
-    rq: *mut *mut c_void,
-) -> Result<()> {
-    nbc::start_allgather(obj, sbuf, sn, st, rbuf, rn, rt, rq)
-}
-
-#[allow(clippy::too_many_arguments)]
-fn alltoall(
-    obj: &Arc<CommObj>,
-    sbuf: *const c_void,
-    sn: c_int,
-    st: *mut c_void,
-    rbuf: *mut c_void,
-    rn: c_int,
-    rt: *mut c_void,
-    _root: c_int,
-    rq: *mut *mut c_void,
-) -> Result<()> {
-    nbc::start_alltoall(obj, sbuf, sn, st, rbuf, rn, rt, rq)
-}
-
-#[allow(clippy::too_many_arguments)]
-fn gather(
-    obj: &Arc<CommObj>,
-    sbuf: *const c_void,
-    sn: c_int,
-    st: *mut c_void,
-    rbuf: *mut c_void,
-    rn: c_int,
-    rt: *mut c_void,
-    root: c_int,
-    rq: *mut *mut c_void,
-) -> Result<()> {
-    nbc::start_gather(obj, sbuf, sn, st, rbuf, rn, rt, root, rq)
-}
-
-#[allow(clippy::too_many_arguments)]
-fn scatter(
-    obj: &Arc<CommObj>,
-    sbuf: *const c_void,
-    sn: c_int,
-    st: *mut c_void,
-    rbuf: *mut c_void,
-    rn: c_int,
-    rt: *mut c_void,
-    root: c_int,
-    rq: *mut *mut c_void,
-) -> Result<()> {
-    nbc::start_scatter(obj, sbuf, sn, st, rbuf, rn, rt, root, rq)
-}
-
 macro_rules! movement_fn {
-    ($name:ident, $call:literal, $start:ident, $uses:expr) => {
+    ($name:ident, $call:literal, $start:expr, $uses:expr) => {
         #[no_mangle]
         pub unsafe extern "C" fn $name(
             sbuf: *const c_void,
@@ -431,7 +369,7 @@ macro_rules! movement_fn {
             )
         }
     };
-    ($name:ident, $call:literal, $start:ident) => {
+    ($name:ident, $call:literal, $start:expr) => {
         #[no_mangle]
         pub unsafe extern "C" fn $name(
             sbuf: *const c_void,
@@ -462,12 +400,25 @@ macro_rules! movement_fn {
     };
 }
 
-movement_fn!(MPI_Gather_init, "MPI_Gather_init", gather, Uses::GatherLike);
+movement_fn!(
+    MPI_Gather_init,
+    "MPI_Gather_init",
+    nbc::start_gather,
+    Uses::GatherLike
+);
 movement_fn!(
     MPI_Scatter_init,
     "MPI_Scatter_init",
-    scatter,
+    nbc::start_scatter,
     Uses::ScatterLike
 );
-movement_fn!(MPI_Allgather_init, "MPI_Allgather_init", allgather);
-movement_fn!(MPI_Alltoall_init, "MPI_Alltoall_init", alltoall);
+movement_fn!(
+    MPI_Allgather_init,
+    "MPI_Allgather_init",
+    |o, s, sn, st, r, rn, rt, _root, rq| nbc::start_allgather(o, s, sn, st, r, rn, rt, rq)
+);
+movement_fn!(
+    MPI_Alltoall_init,
+    "MPI_Alltoall_init",
+    |o, s, sn, st, r, rn, rt, _root, rq| nbc::start_alltoall(o, s, sn, st, r, rn, rt, rq)
+);
