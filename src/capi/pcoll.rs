@@ -146,29 +146,35 @@ fn reduction_init(
     })
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Allreduce_init(
-    sbuf: *const c_void,
-    rbuf: *mut c_void,
-    n: c_int,
-    t: *mut c_void,
-    op: *mut c_void,
-    comm: *mut c_void,
-    _info: *mut c_void,
-    request: *mut *mut c_void,
-) -> c_int {
-    reduction_init(
-        "MPI_Allreduce_init",
-        Red::Allreduce,
-        sbuf,
-        rbuf,
-        n,
-        t,
-        op,
-        comm,
-        request,
-    )
+/// The reductions' inits without a root: (sbuf, rbuf, count, type, op,
+/// comm, info, request).
+macro_rules! reduction_fn {
+    ($name:ident, $call:literal, $kind:expr) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(
+            sbuf: *const c_void,
+            rbuf: *mut c_void,
+            n: c_int,
+            t: *mut c_void,
+            op: *mut c_void,
+            comm: *mut c_void,
+            _info: *mut c_void,
+            request: *mut *mut c_void,
+        ) -> c_int {
+            reduction_init($call, $kind, sbuf, rbuf, n, t, op, comm, request)
+        }
+    };
 }
+
+reduction_fn!(MPI_Allreduce_init, "MPI_Allreduce_init", Red::Allreduce);
+reduction_fn!(MPI_Scan_init, "MPI_Scan_init", Red::Scan);
+reduction_fn!(MPI_Exscan_init, "MPI_Exscan_init", Red::Exscan);
+// (The count is per member: `reduction_init` multiplies it.)
+reduction_fn!(
+    MPI_Reduce_scatter_block_init,
+    "MPI_Reduce_scatter_block_init",
+    Red::Scatter
+);
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Reduce_init(
@@ -188,78 +194,6 @@ pub unsafe extern "C" fn MPI_Reduce_init(
         sbuf,
         rbuf,
         n,
-        t,
-        op,
-        comm,
-        request,
-    )
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Scan_init(
-    sbuf: *const c_void,
-    rbuf: *mut c_void,
-    n: c_int,
-    t: *mut c_void,
-    op: *mut c_void,
-    comm: *mut c_void,
-    _info: *mut c_void,
-    request: *mut *mut c_void,
-) -> c_int {
-    reduction_init(
-        "MPI_Scan_init",
-        Red::Scan,
-        sbuf,
-        rbuf,
-        n,
-        t,
-        op,
-        comm,
-        request,
-    )
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Exscan_init(
-    sbuf: *const c_void,
-    rbuf: *mut c_void,
-    n: c_int,
-    t: *mut c_void,
-    op: *mut c_void,
-    comm: *mut c_void,
-    _info: *mut c_void,
-    request: *mut *mut c_void,
-) -> c_int {
-    reduction_init(
-        "MPI_Exscan_init",
-        Red::Exscan,
-        sbuf,
-        rbuf,
-        n,
-        t,
-        op,
-        comm,
-        request,
-    )
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Reduce_scatter_block_init(
-    sbuf: *const c_void,
-    rbuf: *mut c_void,
-    rn: c_int,
-    t: *mut c_void,
-    op: *mut c_void,
-    comm: *mut c_void,
-    _info: *mut c_void,
-    request: *mut *mut c_void,
-) -> c_int {
-    reduction_init(
-        "MPI_Reduce_scatter_block_init",
-        Red::Scatter,
-        sbuf,
-        rbuf,
-        rn,
         t,
         op,
         comm,
