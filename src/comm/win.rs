@@ -124,6 +124,10 @@ pub struct Window {
     /// 1 while a fence or `lock_all` epoch reaches every member: the
     /// common case of `access`, checked without the lock.
     open_all: AtomicU32,
+    /// 1 while this process holds a passive-target epoch (`lock` on some
+    /// member, or `lock_all`): what a flush or sync checks, without the
+    /// lock (`check_passive`).
+    passive: AtomicU32,
 }
 
 static NEXT_WIN: AtomicU32 = AtomicU32::new(0);
@@ -274,6 +278,7 @@ impl Communicator {
             flavor,
             epochs: Mutex::new(Epochs::default()),
             open_all: AtomicU32::new(0),
+            passive: AtomicU32::new(0),
         })
     }
 
@@ -680,9 +685,9 @@ impl Window {
             }
             drop(e);
             self.seg.lock(r, kind == LockType::Exclusive);
-            lock(&self.epochs)
-                .locks
-                .insert(r, kind == LockType::Exclusive);
+            let mut e = lock(&self.epochs);
+            e.locks.insert(r, kind == LockType::Exclusive);
+            self.note_passive(&e);
             Ok(())
         })();
         self.comm.ret("MPI_Win_lock", r)
@@ -695,7 +700,12 @@ impl Window {
     /// `RmaSync` if `rank` is not locked by this process.
     pub fn unlock(&self, rank: i32) -> Result<()> {
         let r = (|| {
-            let removed = lock(&self.epochs).locks.remove(&(rank as usize));
+            let removed = {
+                let mut e = lock(&self.epochs);
+                let removed = e.locks.remove(&(rank as usize));
+                self.note_passive(&e);
+                removed
+            };
             let Some(excl) = removed else {
                 return Err(Error::new(
                     ErrorClass::RmaSync,
@@ -732,6 +742,7 @@ impl Window {
                 self.seg.lock(m, false);
             }
             e.all = true;
+            self.note_passive(&e);
             // Relaxed: see `access`.
             self.open_all.store(1, Ordering::Relaxed);
             Ok(())
@@ -755,6 +766,7 @@ impl Window {
                 self.seg.unlock(m, false);
             }
             e.all = false;
+            self.note_passive(&e);
             // Relaxed: see `access`.
             self.open_all.store(u32::from(e.fence), Ordering::Relaxed);
             Ok(())
@@ -784,14 +796,24 @@ impl Window {
     /// # Errors
     /// `RmaSync` naming `call`.
     pub fn check_passive(&self, call: &str) -> Result<()> {
-        let e = lock(&self.epochs);
-        if e.all || !e.locks.is_empty() {
+        // Relaxed: a flag of this process's own epochs, set and cleared by
+        // its own calls under the epochs' lock (`note_passive`), as
+        // `open_all`.
+        if self.passive.load(Ordering::Relaxed) != 0 {
             return Ok(());
         }
         Err(Error::new(
             ErrorClass::RmaSync,
             format!("{call} outside a passive-target epoch: call MPI_Win_lock or MPI_Win_lock_all first"),
         ))
+    }
+
+    /// Records in `passive` whether `e` holds a passive-target epoch; called
+    /// with the epochs' lock held wherever that changes.
+    fn note_passive(&self, e: &Epochs) {
+        // Relaxed: see `check_passive`.
+        self.passive
+            .store(u32::from(e.all || !e.locks.is_empty()), Ordering::Relaxed);
     }
 
     /// `MPI_Win_sync`: a full memory fence, inside a passive-target epoch
@@ -964,11 +986,13 @@ impl Window {
         let (all, locks, started) = {
             let mut e = lock(&self.epochs);
             e.posted = None;
-            (
+            let ended = (
                 std::mem::take(&mut e.all),
                 std::mem::take(&mut e.locks),
                 e.started.is_some(),
-            )
+            );
+            self.note_passive(&e);
+            ended
         };
         // SYNC(win.unlock): as in `unlock`.
         fence(Ordering::SeqCst);
