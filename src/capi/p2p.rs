@@ -302,6 +302,9 @@ pub(crate) enum ReqState {
     /// A nonblocking collective built here (`nbc`): several messages and
     /// a last local step.
     Multi(Box<super::nbc::Multi>),
+    /// `MPI_Isendrecv(_replace)`: a send and a receive, complete when both
+    /// are; the status is the receive's (MPI 4.1 §3.10).
+    Pair(Box<[Req; 2]>),
 }
 
 /// The request handles: a table of request objects, and the light
@@ -733,6 +736,12 @@ impl Req {
                 self.state = ReqState::Done(r.clone());
                 r
             }
+            ReqState::Pair(mut p) => {
+                let [send, recv] = &mut *p;
+                let r = pair_result(send.wait(), recv.wait());
+                self.state = ReqState::Done(r.clone());
+                r
+            }
         }
     }
 
@@ -777,6 +786,14 @@ impl Req {
                 self.state = ReqState::Done(r.clone());
                 Some(r)
             }
+            ReqState::Pair(p) => {
+                let [send, recv] = &mut **p;
+                // Both are tested, so each progresses whatever the other does.
+                let (s, r) = (send.test(), recv.test());
+                let r = pair_result(s?, r?);
+                self.state = ReqState::Done(r.clone());
+                Some(r)
+            }
         }
     }
 
@@ -796,6 +813,15 @@ impl Req {
     fn is_persistent(&self) -> bool {
         matches!(self.state, ReqState::Persistent { .. })
     }
+}
+
+/// The result of an `MPI_Isendrecv`: the send's error if it failed, else
+/// the receive's result (its status is the request's).
+fn pair_result(
+    send: std::result::Result<CStatus, Error>,
+    recv: std::result::Result<CStatus, Error>,
+) -> std::result::Result<CStatus, Error> {
+    send.and(recv)
 }
 
 /// The last step of a completed operation.
@@ -2912,6 +2938,100 @@ pub unsafe extern "C" fn MPI_Sendrecv_replace(
             Ok(CStatus::from_rust(&s))
         });
         status_out(status, r)
+    })
+}
+
+/// Makes `*request` the pair of an `MPI_Isendrecv`: `recv` (posted
+/// first, so that a send to this process itself finds it) and the send
+/// `start_send` starts; a send that fails to start lets the receive go
+/// (cancelled, `Request`'s drop) and is the call's error.
+fn give_pair(
+    obj: &Arc<CommObj>,
+    recv: Req,
+    send: impl FnOnce() -> Result<Started>,
+    request: *mut *mut c_void,
+) -> Result<()> {
+    let send = send()?.into_req(obj);
+    give_request(
+        Req {
+            state: ReqState::Pair(Box::new([send, recv])),
+            comm: CommRef::of(obj),
+        },
+        request,
+    )
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Isendrecv(
+    sbuf: *const c_void,
+    scount: c_int,
+    stype: *mut c_void,
+    dest: c_int,
+    stag_: c_int,
+    rbuf: *mut c_void,
+    rcount: c_int,
+    rtype: *mut c_void,
+    src: c_int,
+    rtag_: c_int,
+    comm: *mut c_void,
+    request: *mut *mut c_void,
+) -> c_int {
+    guard("MPI_Isendrecv", h(comm), || {
+        let obj = comm_obj(h(comm))?;
+        let sn = count(scount, "sendcount")?;
+        let rn = count(rcount, "recvcount")?;
+        let sty = committed(h(stype))?;
+        let rty = committed(h(rtype))?.arc();
+        stag(stag_)?;
+        if request.is_null() {
+            return Err(super::arg("request"));
+        }
+        let recv = start_recv(&obj, rbuf, rn, &rty, src, rtag_)?;
+        give_pair(
+            &obj,
+            recv,
+            || start_send(&obj, Mode::Send, sbuf, sn, &sty, dest, stag_),
+            request,
+        )
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Isendrecv_replace(
+    buf: *mut c_void,
+    n: c_int,
+    t: *mut c_void,
+    dest: c_int,
+    stag_: c_int,
+    src: c_int,
+    rtag_: c_int,
+    comm: *mut c_void,
+    request: *mut *mut c_void,
+) -> c_int {
+    guard("MPI_Isendrecv_replace", h(comm), || {
+        let obj = comm_obj(h(comm))?;
+        let n = count(n, "count")?;
+        let ty = committed(h(t))?.arc();
+        let tag = stag(stag_)?;
+        if request.is_null() {
+            return Err(super::arg("request"));
+        }
+        // The message leaves from a copy, so the receive may land in the
+        // buffer at once.
+        let packed = ty.pack(buf, n)?;
+        let recv = start_recv(&obj, buf, n, &ty, src, rtag_)?;
+        give_pair(
+            &obj,
+            recv,
+            || {
+                // SAFETY: lifetime erasure of a borrow of `packed`'s heap
+                // buffer, which moves into the same `Req` as the request
+                // (`isend_req`'s keep) and is dropped after it.
+                let data = unsafe { std::slice::from_raw_parts(packed.as_ptr(), packed.len()) };
+                isend_req(&obj, data, dest, tag, false, packed)
+            },
+            request,
+        )
     })
 }
 
