@@ -969,7 +969,8 @@ fn dropping_a_communicator_frees_its_id_without_a_collective() {
 
 /// Virtual topologies from the Rust API: a 2 x 2 grid (periodic along
 /// dimension 0), its shifts, coordinates, a row sub-grid, dup keeping the
-/// topology, and a ring as a distributed graph with its neighbour lists.
+/// topology, a ring as a distributed graph with its neighbour lists, an
+/// MPI 1 graph, and a distributed graph from edges one rank names.
 #[test]
 fn cartesian_grids_and_distributed_graphs_answer_from_the_rust_api() {
     run_ranks(
@@ -1032,6 +1033,62 @@ fn cartesian_grids_and_distributed_graphs_answer_from_the_rust_api() {
             let (ins, outs) = g.neighbors().unwrap();
             assert_eq!(ins, outs);
             assert_eq!(ins, vec![other_row, other_row, left, right]);
+
+            // MPI 1's graph: a star around node 0 over ranks 0-2; rank 3
+            // is past it.
+            let star = w.graph_create(&[2, 3, 4], &[1, 2, 0, 0], false).unwrap();
+            assert_eq!(star.is_none(), me == 3);
+            if let Some(s) = star {
+                assert_eq!(s.graph_get().unwrap(), (vec![2, 3, 4], vec![1, 2, 0, 0]));
+                assert_eq!(s.graph_neighbors(0).unwrap(), vec![1, 2]);
+                let mine = s.graph_neighbors(me).unwrap();
+                assert_eq!(s.neighbors().unwrap(), (mine.clone(), mine));
+            }
+            w.set_errhandler(shmpi::ErrHandler::Return);
+            assert_eq!(
+                w.graph_create(&[1, 2], &[1, 5], false).unwrap_err().class(),
+                ErrorClass::Arg
+            );
+            // Edges named anywhere: rank 0 names the whole reversed ring,
+            // weighted; each member learns its own.
+            let (src, deg, dst, wt): (Vec<i32>, Vec<i32>, Vec<i32>, Vec<i32>) = if me == 0 {
+                (
+                    (0..4).collect(),
+                    vec![1; 4],
+                    (0..4).map(|i| (i + 3) % 4).collect(),
+                    (0..4).map(|i| 10 + i).collect(),
+                )
+            } else {
+                Default::default()
+            };
+            let rev = w
+                .dist_graph_create(&src, &deg, &dst, Some(&wt), false)
+                .unwrap();
+            let Some(shmpi::comm::Topology::DistGraph {
+                sources,
+                source_weights,
+                destinations,
+                destination_weights,
+            }) = rev.topology()
+            else {
+                panic!("no distributed graph");
+            };
+            assert_eq!(sources, &vec![(me + 1) % 4]);
+            assert_eq!(source_weights, &Some(vec![10 + (me + 1) % 4]));
+            assert_eq!(destinations, &vec![(me + 3) % 4]);
+            assert_eq!(destination_weights, &Some(vec![10 + me]));
+            // A member naming an edge to no rank is refused with `Rank`;
+            // the others with `Arg`, not left waiting.
+            let bad = if me == 2 { 9 } else { me };
+            let e = w
+                .dist_graph_create(&[me], &[1], &[bad], None, false)
+                .unwrap_err();
+            let want = if me == 2 {
+                ErrorClass::Rank
+            } else {
+                ErrorClass::Arg
+            };
+            assert_eq!(e.class(), want);
         },
     );
 }

@@ -1,5 +1,5 @@
-//! Virtual topologies (MPI 4.1 §8) in C: Cartesian grids and distributed
-//! graphs, over the Rust layer's (`comm::topo`). The neighbourhood
+//! Virtual topologies (MPI 4.1 §8) in C: Cartesian grids, graphs and
+//! distributed graphs, over the Rust layer's (`comm::topo`). The neighbourhood
 //! collectives are schedules in `nbc.rs`.
 
 use super::comm::give;
@@ -9,6 +9,7 @@ use crate::error::{Error, ErrorClass, Result};
 use std::ffi::{c_int, c_void};
 
 /// `MPI_GRAPH`, `MPI_DIST_GRAPH`, `MPI_CART` (MPI 5.0 ABI).
+const GRAPH: c_int = 201;
 const DIST_GRAPH: c_int = 202;
 const CART: c_int = 203;
 /// `MPI_UNWEIGHTED` and `MPI_WEIGHTS_EMPTY`: sentinel pointers.
@@ -173,6 +174,7 @@ pub unsafe extern "C" fn MPI_Topo_test(comm: *mut c_void, status: *mut c_int) ->
         let kind = match comm_obj(h(comm))?.comm.topology() {
             Some(Topology::Cart { .. }) => CART,
             Some(Topology::DistGraph { .. }) => DIST_GRAPH,
+            Some(Topology::Graph { .. }) => GRAPH,
             None => UNDEFINED,
         };
         out(status, kind, "status")
@@ -313,5 +315,151 @@ pub unsafe extern "C" fn MPI_Dist_graph_neighbors(
             array_mut(destweights, no, "destweights")?.copy_from_slice(&w[..no]);
         }
         Ok(())
+    })
+}
+
+/// A graph's `index` (of `nnodes`) and `edges` (as many as its last
+/// entry says) from C arrays.
+fn graph_args<'a>(
+    nnodes: c_int,
+    index: *const c_int,
+    edges: *const c_int,
+) -> Result<(&'a [c_int], &'a [c_int])> {
+    let n = count(nnodes, "nnodes")?;
+    let index: &[c_int] = array(index, n, "index")?;
+    let ne = match index.last() {
+        Some(&e) => count(e, "index[nnodes - 1]")?,
+        None => 0,
+    };
+    Ok((index, array(edges, ne, "edges")?))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Graph_create(
+    comm: *mut c_void,
+    nnodes: c_int,
+    index: *const c_int,
+    edges: *const c_int,
+    reorder: c_int,
+    newcomm: *mut *mut c_void,
+) -> c_int {
+    guard("MPI_Graph_create", h(comm), || {
+        let obj = comm_obj(h(comm))?;
+        if newcomm.is_null() {
+            return Err(super::arg("comm_graph"));
+        }
+        let (i, e) = graph_args(nnodes, index, edges)?;
+        let c = obj.comm.graph_create(i, e, reorder != 0)?;
+        give(&obj, c, Vec::new(), newcomm)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Graphdims_get(
+    comm: *mut c_void,
+    nnodes: *mut c_int,
+    nedges: *mut c_int,
+) -> c_int {
+    guard("MPI_Graphdims_get", h(comm), || {
+        let (i, e) = comm_obj(h(comm))?.comm.graph_get()?;
+        out(nnodes, i.len() as c_int, "nnodes")?;
+        out(nedges, e.len() as c_int, "nedges")
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Graph_get(
+    comm: *mut c_void,
+    maxindex: c_int,
+    maxedges: c_int,
+    index: *mut c_int,
+    edges: *mut c_int,
+) -> c_int {
+    guard("MPI_Graph_get", h(comm), || {
+        let (i, e) = comm_obj(h(comm))?.comm.graph_get()?;
+        let ni = i.len().min(count(maxindex, "maxindex")?);
+        let ne = e.len().min(count(maxedges, "maxedges")?);
+        array_mut(index, ni, "index")?.copy_from_slice(&i[..ni]);
+        array_mut(edges, ne, "edges")?.copy_from_slice(&e[..ne]);
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Graph_neighbors_count(
+    comm: *mut c_void,
+    rank: c_int,
+    nneighbors: *mut c_int,
+) -> c_int {
+    guard("MPI_Graph_neighbors_count", h(comm), || {
+        let v = comm_obj(h(comm))?.comm.graph_neighbors(rank)?;
+        out(nneighbors, v.len() as c_int, "nneighbors")
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Graph_neighbors(
+    comm: *mut c_void,
+    rank: c_int,
+    maxneighbors: c_int,
+    neighbors: *mut c_int,
+) -> c_int {
+    guard("MPI_Graph_neighbors", h(comm), || {
+        let v = comm_obj(h(comm))?.comm.graph_neighbors(rank)?;
+        let n = v.len().min(count(maxneighbors, "maxneighbors")?);
+        array_mut(neighbors, n, "neighbors")?.copy_from_slice(&v[..n]);
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Graph_map(
+    comm: *mut c_void,
+    nnodes: c_int,
+    index: *const c_int,
+    edges: *const c_int,
+    newrank: *mut c_int,
+) -> c_int {
+    guard("MPI_Graph_map", h(comm), || {
+        let obj = comm_obj(h(comm))?;
+        let (i, e) = graph_args(nnodes, index, edges)?;
+        out(newrank, obj.comm.graph_map(i, e)?, "newrank")
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Dist_graph_create(
+    comm: *mut c_void,
+    n: c_int,
+    sources: *const c_int,
+    degrees: *const c_int,
+    destinations: *const c_int,
+    weights_: *const c_int,
+    _info: *mut c_void,
+    reorder: c_int,
+    newcomm: *mut *mut c_void,
+) -> c_int {
+    guard("MPI_Dist_graph_create", h(comm), || {
+        let obj = comm_obj(h(comm))?;
+        if newcomm.is_null() {
+            return Err(super::arg("comm_dist_graph"));
+        }
+        // The arguments as slices; one refused here still takes part in
+        // the exchange, so the other members fail instead of waiting.
+        let args = (|| {
+            let n = count(n, "n")?;
+            let s = array(sources, n, "sources")?;
+            let d = array(degrees, n, "degrees")?;
+            // A negative degree reads no destinations here; the Rust
+            // layer refuses it.
+            let total: usize = d.iter().map(|&x| x.max(0) as usize).sum();
+            let dst = array(destinations, total, "destinations")?;
+            Ok((s, d, dst, weights(weights_, total, "weights")?))
+        })();
+        let (s, d, dst, w) = args.map_err(|e| obj.comm.dist_graph_refused(e))?;
+        let c = obj
+            .comm
+            .dist_graph_create(s, d, dst, w.as_deref(), reorder != 0)?;
+        give(&obj, Some(c), Vec::new(), newcomm)
     })
 }

@@ -23,7 +23,7 @@ fn count(what: &str, want: usize, got: usize) -> Error {
 }
 
 /// Displacements of blocks laid end to end.
-fn packed(counts: &[usize]) -> Vec<usize> {
+pub(super) fn packed(counts: &[usize]) -> Vec<usize> {
     let mut d = Vec::with_capacity(counts.len());
     let mut at = 0;
     for &c in counts {

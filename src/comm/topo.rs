@@ -1,7 +1,9 @@
-//! Virtual topologies (MPI 4.1 §8): Cartesian grids and distributed
-//! graphs (the adjacent form), kept on the communicator they were made
-//! for, and what they answer: coordinates, ranks, shifts, sub-grids, and
-//! the neighbour lists the neighbourhood collectives use.
+//! Virtual topologies (MPI 4.1 §8): Cartesian grids, graphs (MPI 1's,
+//! every process given the whole graph) and distributed graphs (each
+//! process given its neighbours, or any edges), kept on the communicator
+//! they were made for, and what they answer: coordinates, ranks, shifts,
+//! sub-grids, neighbours, and the neighbour lists the neighbourhood
+//! collectives use.
 //!
 //! Ranks are never reordered (`reorder` is a hint MPI lets an
 //! implementation ignore): rank r of the new communicator is rank r of
@@ -23,9 +25,19 @@ pub enum Topology {
         /// Whether each dimension wraps around.
         periods: Vec<bool>,
     },
-    /// `MPI_DIST_GRAPH`, from `dist_graph_create_adjacent`: this process's
-    /// in-neighbours and out-neighbours, in the order given, with their
-    /// weights when the program gave weights.
+    /// `MPI_GRAPH`: the whole graph, as `MPI_Graph_create` takes it:
+    /// node r's neighbours are `edges[index[r - 1]..index[r]]` (from 0
+    /// for node 0); rank r is node r.
+    Graph {
+        /// The running sum of the nodes' degrees.
+        index: Vec<i32>,
+        /// The neighbours of every node, node after node.
+        edges: Vec<i32>,
+    },
+    /// `MPI_DIST_GRAPH`: this process's in-neighbours and out-neighbours
+    /// (from `dist_graph_create_adjacent` in the order given; from
+    /// `dist_graph_create` by the rank that named the edge, then its
+    /// order), with their weights when the program gave weights.
     DistGraph {
         /// Ranks this process receives from.
         sources: Vec<i32>,
@@ -497,6 +509,240 @@ impl Communicator {
         self.ret("MPI_Dist_graph_create_adjacent", r)
     }
 
+    /// `MPI_Graph_create`: a communicator over the first `index.len()`
+    /// ranks of this one with the graph `index` / `edges` (every member
+    /// passes the same), rank r being node r; `None` at the other ranks.
+    /// Collective.
+    ///
+    /// # Errors
+    /// `Comm` on an intercommunicator; `Arg` for more nodes than members,
+    /// an index that decreases or does not end at the number of edges, or
+    /// an edge to no node.
+    pub fn graph_create(
+        &self,
+        index: &[i32],
+        edges: &[i32],
+        reorder: bool,
+    ) -> Result<Option<Communicator>> {
+        let r = (|| {
+            self.proc_.check()?;
+            self.intra_only("MPI_Graph_create")?;
+            let n = index.len();
+            if n > self.size() as usize {
+                return Err(Error::new(
+                    ErrorClass::Arg,
+                    format!(
+                        "a graph of {n} nodes on a communicator of {} members",
+                        self.size()
+                    ),
+                ));
+            }
+            check_graph(index, edges)?;
+            // `reorder` is a hint: ranks keep their order.
+            let _ = reorder;
+            let color = if (self.rank() as usize) < n {
+                0
+            } else {
+                UNDEFINED
+            };
+            let c = self.split_intra(color, self.rank(), "MPI_Graph_create")?;
+            let t = Topology::Graph {
+                index: index.to_vec(),
+                edges: edges.to_vec(),
+            };
+            Ok(c.map(|c| Self::with_topology(c, t)))
+        })();
+        self.ret("MPI_Graph_create", r)
+    }
+
+    /// The graph of an `MPI_GRAPH` communicator.
+    fn graph(&self, call: &str) -> Result<&Topology> {
+        match self.topology() {
+            Some(g @ Topology::Graph { .. }) => Ok(g),
+            _ => Err(Error::new(
+                ErrorClass::Topology,
+                format!("{call} needs a communicator with a graph topology"),
+            )),
+        }
+    }
+
+    /// `MPI_Graph_get` / `MPI_Graphdims_get`: the graph's index and edges.
+    ///
+    /// # Errors
+    /// `Topology` without a graph topology.
+    pub fn graph_get(&self) -> Result<(Vec<i32>, Vec<i32>)> {
+        let r = self.graph("MPI_Graph_get").map(|g| match g {
+            Topology::Graph { index, edges } => (index.clone(), edges.clone()),
+            _ => unreachable!("graph gives a graph"),
+        });
+        self.ret("MPI_Graph_get", r)
+    }
+
+    /// `MPI_Graph_neighbors`: the neighbours of `rank`, in the graph's
+    /// order.
+    ///
+    /// # Errors
+    /// `Topology` without a graph topology; `Rank` for a rank that is no
+    /// node.
+    pub fn graph_neighbors(&self, rank: i32) -> Result<Vec<i32>> {
+        let r = self.graph("MPI_Graph_neighbors").and_then(|g| {
+            if rank < 0 || rank >= self.size() {
+                return Err(Error::new(
+                    ErrorClass::Rank,
+                    format!("rank {rank} is not a node of a graph of {}", self.size()),
+                ));
+            }
+            Ok(graph_neighbors_of(g, rank).to_vec())
+        });
+        self.ret("MPI_Graph_neighbors", r)
+    }
+
+    /// `MPI_Graph_map`: this process's rank in a graph of `index` /
+    /// `edges` laid on this communicator (its own rank, as nothing is
+    /// reordered), or `UNDEFINED` past the graph's nodes.
+    ///
+    /// # Errors
+    /// As [`graph_create`](Self::graph_create).
+    pub fn graph_map(&self, index: &[i32], edges: &[i32]) -> Result<i32> {
+        let r = (|| {
+            self.intra_only("MPI_Graph_map")?;
+            if index.len() > self.size() as usize {
+                return Err(Error::new(
+                    ErrorClass::Arg,
+                    format!(
+                        "a graph of {} nodes on a communicator of {} members",
+                        index.len(),
+                        self.size()
+                    ),
+                ));
+            }
+            check_graph(index, edges)?;
+            Ok(if (self.rank() as usize) < index.len() {
+                self.rank()
+            } else {
+                UNDEFINED
+            })
+        })();
+        self.ret("MPI_Graph_map", r)
+    }
+
+    /// `MPI_Dist_graph_create`: a distributed graph from edges any member
+    /// may name: `degrees[i]` edges from `sources[i]`, to the next
+    /// `degrees[i]` entries of `destinations` (with as many `weights`, or
+    /// `None` for `MPI_UNWEIGHTED`, which every member then passes). Each
+    /// member learns the edges that end or start at it in one exchange;
+    /// its neighbours are ordered by the rank that named the edge, then
+    /// that rank's order, so the two ends of repeated edges list them
+    /// alike. Collective: a member whose arguments are refused still takes
+    /// part in the exchange, and the others fail with `Arg` naming it
+    /// rather than wait for it.
+    ///
+    /// # Errors
+    /// `Comm` on an intercommunicator; `Rank` for an end that is no rank;
+    /// `Arg` for a negative degree or weight, or when another member's
+    /// arguments were refused.
+    pub fn dist_graph_create(
+        &self,
+        sources: &[i32],
+        degrees: &[i32],
+        destinations: &[i32],
+        weights: Option<&[i32]>,
+        reorder: bool,
+    ) -> Result<Communicator> {
+        // `reorder` is a hint: ranks keep their order.
+        let _ = reorder;
+        let edges = dist_edges(
+            self.size() as usize,
+            sources,
+            degrees,
+            destinations,
+            weights,
+        );
+        self.dist_graph_exchange(edges, weights.is_some())
+    }
+
+    /// Takes part in an `MPI_Dist_graph_create` whose arguments the C
+    /// layer refused with `e` (so the other members fail instead of
+    /// waiting); gives `e` back.
+    pub(crate) fn dist_graph_refused(&self, e: Error) -> Error {
+        match self.dist_graph_exchange(Err(e), false) {
+            Err(e) => e,
+            Ok(_) => unreachable!("a refused member gets no graph"),
+        }
+    }
+
+    /// The exchange of [`dist_graph_create`](Self::dist_graph_create),
+    /// with this member's checked `edges` or the error that refused them.
+    fn dist_graph_exchange(
+        &self,
+        edges: Result<Vec<(i32, i32, i32)>>,
+        weighted: bool,
+    ) -> Result<Communicator> {
+        const CALL: &str = "MPI_Dist_graph_create";
+        let r = (|| {
+            self.proc_.check()?;
+            self.intra_only(CALL)?;
+            let n = self.size() as usize;
+            // Per member, its records: (0 for an edge into it, 1 for one
+            // out of it; the other end; the weight).
+            let mut per: Vec<Vec<i32>> = vec![Vec::new(); n];
+            for &(s, d, w) in edges.as_deref().unwrap_or_default() {
+                per[s as usize].extend([1, d, w]);
+                per[d as usize].extend([0, s, w]);
+            }
+            let counts: Vec<i32> = match &edges {
+                Ok(_) => per.iter().map(|v| v.len() as i32).collect(),
+                Err(_) => vec![-1; n],
+            };
+            let c = self.coll();
+            let ones = vec![1; n];
+            let iota: Vec<usize> = (0..n).collect();
+            let mut theirs = vec![0i32; n];
+            c.alltoallv_t(&counts, &ones, &iota, &mut theirs, &ones, &iota)?;
+            edges?;
+            if let Some(bad) = theirs.iter().position(|&x| x < 0) {
+                return Err(Error::new(
+                    ErrorClass::Arg,
+                    format!("rank {bad}'s arguments to {CALL} were refused"),
+                ));
+            }
+            let scounts: Vec<usize> = per.iter().map(Vec::len).collect();
+            let rcounts: Vec<usize> = theirs.iter().map(|&x| x as usize).collect();
+            let mut got = vec![0i32; rcounts.iter().sum()];
+            c.alltoallv_t(
+                &per.concat(),
+                &scounts,
+                &super::collective::packed(&scounts),
+                &mut got,
+                &rcounts,
+                &super::collective::packed(&rcounts),
+            )?;
+            let (mut src, mut sw, mut dst, mut dw) = (vec![], vec![], vec![], vec![]);
+            for rec in got.chunks_exact(3) {
+                let (ends, ws) = if rec[0] == 0 {
+                    (&mut src, &mut sw)
+                } else {
+                    (&mut dst, &mut dw)
+                };
+                ends.push(rec[1]);
+                ws.push(rec[2]);
+            }
+            let c = self
+                .split_intra(0, self.rank(), CALL)?
+                .ok_or_else(|| Error::new(ErrorClass::Intern, "the graph lost this process"))?;
+            Ok(Self::with_topology(
+                c,
+                Topology::DistGraph {
+                    sources: src,
+                    source_weights: weighted.then_some(sw),
+                    destinations: dst,
+                    destination_weights: weighted.then_some(dw),
+                },
+            ))
+        })();
+        self.ret(CALL, r)
+    }
+
     /// The neighbours a neighbourhood collective exchanges with, in
     /// order: (in-neighbours, out-neighbours). For a grid, per dimension
     /// the one behind then the one ahead (`PROC_NULL` off an edge that
@@ -520,6 +766,10 @@ impl Communicator {
                 destinations,
                 ..
             }) => Ok((sources.clone(), destinations.clone())),
+            Some(g @ Topology::Graph { .. }) => {
+                let v = graph_neighbors_of(g, self.rank()).to_vec();
+                Ok((v.clone(), v))
+            }
             None => Err(Error::new(
                 ErrorClass::Topology,
                 "a neighbourhood collective needs a communicator with a topology",
@@ -527,6 +777,110 @@ impl Communicator {
         };
         self.ret("MPI_Neighbor_*", r)
     }
+}
+
+/// The neighbours of node `rank` of a graph topology.
+fn graph_neighbors_of(g: &Topology, rank: i32) -> &[i32] {
+    let Topology::Graph { index, edges } = g else {
+        return &[];
+    };
+    let r = rank as usize;
+    let from = if r == 0 { 0 } else { index[r - 1] as usize };
+    &edges[from..index[r] as usize]
+}
+
+/// Checks a graph of `MPI_Graph_create`: `index` a running sum of degrees
+/// ending at the number of `edges`, each edge a node.
+///
+/// # Errors
+/// `Arg` otherwise.
+fn check_graph(index: &[i32], edges: &[i32]) -> Result<()> {
+    let bad = |why: String| Err(Error::new(ErrorClass::Arg, why));
+    let mut at = 0;
+    for (r, &x) in index.iter().enumerate() {
+        if x < at {
+            return bad(format!(
+                "index[{r}] is {x}, below index[{}] ({at}): it is a running sum of degrees",
+                r.max(1) - 1
+            ));
+        }
+        at = x;
+    }
+    if at as usize != edges.len() {
+        return bad(format!(
+            "the index ends at {at} but {} edges were given",
+            edges.len()
+        ));
+    }
+    let n = index.len() as i32;
+    if let Some(e) = edges.iter().find(|&&e| e < 0 || e >= n) {
+        return bad(format!(
+            "an edge to {e}, which is not a node of a graph of {n}"
+        ));
+    }
+    Ok(())
+}
+
+/// The edges one member names to `MPI_Dist_graph_create`, as (source,
+/// destination, weight; 1 unweighted), checked against a communicator of
+/// `n`.
+///
+/// # Errors
+/// `Rank` for an end that is no rank; `Arg` for a negative degree or
+/// weight, or lengths that do not add up.
+fn dist_edges(
+    n: usize,
+    sources: &[i32],
+    degrees: &[i32],
+    destinations: &[i32],
+    weights: Option<&[i32]>,
+) -> Result<Vec<(i32, i32, i32)>> {
+    let arg = |why: String| Err(Error::new(ErrorClass::Arg, why));
+    if sources.len() != degrees.len() {
+        return arg(format!(
+            "{} sources but {} degrees",
+            sources.len(),
+            degrees.len()
+        ));
+    }
+    if let Some(d) = degrees.iter().find(|&&d| d < 0) {
+        return arg(format!("a degree of {d}: degrees must not be negative"));
+    }
+    let total: usize = degrees.iter().map(|&d| d as usize).sum();
+    if destinations.len() != total {
+        return arg(format!(
+            "{} destinations for degrees that add up to {total}",
+            destinations.len()
+        ));
+    }
+    if let Some(w) = weights {
+        if w.len() != total {
+            return arg(format!("{} weights for {total} edges", w.len()));
+        }
+        if w.iter().any(|&x| x < 0) {
+            return arg("a negative weight".to_string());
+        }
+    }
+    let rank = |x: i32| {
+        if x < 0 || x as usize >= n {
+            return Err(Error::new(
+                ErrorClass::Rank,
+                format!("edge end {x} is not a rank of a communicator of {n}"),
+            ));
+        }
+        Ok(x)
+    };
+    let mut out = Vec::with_capacity(total);
+    let mut k = 0;
+    for (&s, &deg) in sources.iter().zip(degrees) {
+        let s = rank(s)?;
+        for _ in 0..deg {
+            let w = weights.map_or(1, |w| w[k]);
+            out.push((s, rank(destinations[k])?, w));
+            k += 1;
+        }
+    }
+    Ok(out)
 }
 
 /// Checks that `n` arguments (`what`) are one per dimension of a grid of
