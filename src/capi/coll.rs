@@ -621,12 +621,26 @@ pub(crate) fn w_blocks(
     p: usize,
     what: &str,
 ) -> Result<Vec<Block>> {
-    let (n, d) = v_args(counts, displs, p)?;
+    let d = array(displs, p, "displs")?.iter().map(|&d| d as isize);
+    w_blocks_at(counts, d, types, p, what)
+}
+
+/// [`w_blocks`] with the byte displacements given (`MPI_Aint`s of the
+/// neighbourhood `w` forms).
+pub(crate) fn w_blocks_at(
+    counts: *const c_int,
+    displs: impl Iterator<Item = isize>,
+    types: *const *mut c_void,
+    p: usize,
+    what: &str,
+) -> Result<Vec<Block>> {
+    let n = array(counts, p, "counts")?;
     let t = array(types, p, what)?;
-    n.into_iter()
-        .zip(d)
+    n.iter()
+        .zip(displs)
         .zip(t)
-        .map(|((n, d), &t)| {
+        .map(|((&n, d), &t)| {
+            let n = count(n, "a count")?;
             // A block of no elements may name no type (MPICH takes
             // MPI_DATATYPE_NULL there).
             let ty = if n == 0 && h(t) == super::DATATYPE_NULL {

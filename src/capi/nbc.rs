@@ -13,7 +13,10 @@
 //! schedules stay in use where it has them (`Ibarrier`, `Ibcast`,
 //! `Ireduce` / `Iallreduce` with predefined operations).
 
-use super::coll::{check_root, in_place, not_in_place, pack_at, unpack_at, v_args, w_blocks, Red};
+use super::coll::{
+    check_root, in_place, not_in_place, pack_at, unpack_at, v_args, w_blocks, w_blocks_at, Block,
+    Red,
+};
 use super::p2p::{give_request, nbytes, staging_buf, Ptr, Req, ReqState};
 use super::types::{committed, Reduction, TypeObj};
 use super::{array, comm_obj, count, guard, h, CommObj};
@@ -1390,25 +1393,23 @@ pub unsafe extern "C" fn MPI_Ialltoallw(
 // ---- neighbourhood collectives ------------------------------------------------------
 
 /// A neighbourhood collective (MPI 4.1 §8.6) on a communicator with a
-/// topology: block j of the send side (`sends[j]`: count and displacement
-/// in extents of `st`) goes to out-neighbour j, and what in-neighbour i
-/// sends lands in receive block i (`recvs[i]`); `PROC_NULL` neighbours
-/// are skipped. On a grid a process can be the neighbour behind and the
-/// one ahead along a dimension (two places, periodic), so the tag says
-/// which receive slot a block is for: the schedule's tag for the slot of
-/// the neighbour behind (a block sent ahead), a second tag for the slot
-/// of the one ahead; repeated neighbours of one kind are matched in list
-/// order, as MPI's message order makes them.
-#[allow(clippy::too_many_arguments)]
+/// topology: block j of the send side (`sends[j]`: count, byte
+/// displacement from `sbuf`, datatype) goes to out-neighbour j, and what
+/// in-neighbour i sends lands in receive block i (`recvs[i]`);
+/// `PROC_NULL` neighbours are skipped. On a grid a process can be the
+/// neighbour behind and the one ahead along a dimension (two places,
+/// periodic), so the tag says which receive slot a block is for: the
+/// schedule's tag for the slot of the neighbour behind (a block sent
+/// ahead), a second tag for the slot of the one ahead; repeated
+/// neighbours of one kind are matched in list order, as MPI's message
+/// order makes them.
 fn ineighbor(
     obj: &Arc<CommObj>,
     call: &str,
     sbuf: *const c_void,
-    sends: Vec<(usize, isize)>,
-    st: *mut c_void,
+    sends: Vec<Block>,
     rbuf: *mut c_void,
-    recvs: Vec<(usize, isize)>,
-    rt: *mut c_void,
+    recvs: Vec<Block>,
     request: *mut *mut c_void,
 ) -> Result<()> {
     if in_place(sbuf) {
@@ -1419,8 +1420,6 @@ fn ineighbor(
     }
     let (ins, outs) = obj.comm.neighbors()?;
     let grid = matches!(obj.comm.topology(), Some(Topology::Cart { .. }));
-    let sty = committed(h(st))?;
-    let rty = committed(h(rt))?.arc();
     let mut s = Sched::new(obj);
     let behind_tag = s.tag;
     let ahead_tag = if grid {
@@ -1432,8 +1431,9 @@ fn ineighbor(
         if dest == super::PROC_NULL {
             continue;
         }
-        let (n, d) = sends[j];
-        let block = pack_at(sbuf, d, n, &sty)?;
+        let (n, d, ty) = &sends[j];
+        not_in_place(sbuf, *n, ty)?;
+        let block = ty.pack((sbuf as *const u8).wrapping_offset(*d).cast(), *n)?;
         // Sent behind (even j) it fills the receiver's slot of its
         // neighbour ahead.
         let tag = if grid && j % 2 == 0 {
@@ -1448,23 +1448,21 @@ fn ineighbor(
         if src == super::PROC_NULL {
             continue;
         }
-        let (n, d) = recvs[i];
-        not_in_place(rbuf, n, &rty)?;
+        let (n, _, ty) = &recvs[i];
+        not_in_place(rbuf, *n, ty)?;
         let tag = if grid && i % 2 == 1 {
             ahead_tag
         } else {
             behind_tag
         };
-        at.push((
-            s.recv_from(nbytes(n, &rty)?, src as usize, false, tag)?,
-            n,
-            d,
-        ));
+        at.push((s.recv_from(nbytes(*n, ty)?, src as usize, false, tag)?, i));
     }
     let dst = Ptr(rbuf);
     s.finish(request, move |bufs| {
-        for &(k, n, d) in &at {
-            unpack_at(&bufs[k], dst.get(), d, n, &rty)?;
+        for &(k, i) in &at {
+            let (n, d, ty) = &recvs[i];
+            let to = (dst.get() as *mut u8).wrapping_offset(*d);
+            ty.unpack(&bufs[k], to.cast(), *n)?;
         }
         Ok(())
     })
@@ -1474,6 +1472,17 @@ fn ineighbor(
 fn degrees(obj: &CommObj) -> Result<(usize, usize)> {
     let (i, o) = obj.comm.neighbors()?;
     Ok((i.len(), o.len()))
+}
+
+/// Blocks of (count, displacement in extents of `t`) as [`Block`]s.
+fn typed(blocks: Result<Vec<(usize, isize)>>, t: *mut c_void) -> Result<Vec<Block>> {
+    let blocks = blocks?;
+    let ty = committed(h(t))?.arc();
+    let ext = ty.extent();
+    Ok(blocks
+        .into_iter()
+        .map(|(n, d)| (n, d * ext, ty.clone()))
+        .collect())
 }
 
 /// `n` blocks of `count` instances, one after the other.
@@ -1495,9 +1504,22 @@ fn v_blocks(counts: *const c_int, displs: *const c_int, n: usize) -> Result<Vec<
     Ok(c.into_iter().zip(d).collect())
 }
 
+/// Per-neighbour blocks of the w forms: counts, `MPI_Aint` byte
+/// displacements, datatypes.
+fn aint_blocks(
+    counts: *const c_int,
+    displs: *const isize,
+    types: *const *mut c_void,
+    n: usize,
+    what: &str,
+) -> Result<Vec<Block>> {
+    let d = array(displs, n, "displs")?;
+    w_blocks_at(counts, d.iter().copied(), types, n, what)
+}
+
 macro_rules! neighbor_fns {
     ($blocking:ident, $nonblocking:ident, $name:literal,
-     ($($arg:ident: $ty:ty),*), [$st:ident, $rbuf:ident, $rt:ident],
+     ($($arg:ident: $ty:ty),*), $rbuf:ident,
      |$obj:ident, $ins:ident, $outs:ident| ($sends:expr, $recvs:expr)) => {
         #[no_mangle]
         pub unsafe extern "C" fn $nonblocking(
@@ -1510,7 +1532,7 @@ macro_rules! neighbor_fns {
                 let $obj = comm_obj(h(comm))?.arc();
                 let ($ins, $outs) = degrees(&$obj)?;
                 let (sends, recvs) = ($sends, $recvs);
-                ineighbor(&$obj, concat!("MPI_I", $name), sbuf, sends?, $st, $rbuf, recvs?, $rt, request)
+                ineighbor(&$obj, concat!("MPI_I", $name), sbuf, sends?, $rbuf, recvs?, request)
             })
         }
 
@@ -1526,7 +1548,7 @@ macro_rules! neighbor_fns {
                 let (sends, recvs) = ($sends, $recvs);
                 let (sends, recvs) = (sends?, recvs?);
                 blocking(|req| {
-                    ineighbor(&$obj, concat!("MPI_", $name), sbuf, sends, $st, $rbuf, recvs, $rt, req)
+                    ineighbor(&$obj, concat!("MPI_", $name), sbuf, sends, $rbuf, recvs, req)
                 })
             })
         }
@@ -1536,29 +1558,53 @@ macro_rules! neighbor_fns {
 neighbor_fns!(
     MPI_Neighbor_allgather, MPI_Ineighbor_allgather, "Neighbor_allgather",
     (sn: c_int, st: *mut c_void, rbuf: *mut c_void, rn: c_int, rt: *mut c_void),
-    [st, rbuf, rt],
-    |obj, ins, outs| (same_block(sn, outs, "sendcount"), even_blocks(rn, ins, "recvcount"))
+    rbuf,
+    |obj, ins, outs| (
+        typed(same_block(sn, outs, "sendcount"), st),
+        typed(even_blocks(rn, ins, "recvcount"), rt)
+    )
 );
 
 neighbor_fns!(
     MPI_Neighbor_alltoall, MPI_Ineighbor_alltoall, "Neighbor_alltoall",
     (sn: c_int, st: *mut c_void, rbuf: *mut c_void, rn: c_int, rt: *mut c_void),
-    [st, rbuf, rt],
-    |obj, ins, outs| (even_blocks(sn, outs, "sendcount"), even_blocks(rn, ins, "recvcount"))
+    rbuf,
+    |obj, ins, outs| (
+        typed(even_blocks(sn, outs, "sendcount"), st),
+        typed(even_blocks(rn, ins, "recvcount"), rt)
+    )
 );
 
 neighbor_fns!(
     MPI_Neighbor_allgatherv, MPI_Ineighbor_allgatherv, "Neighbor_allgatherv",
     (sn: c_int, st: *mut c_void, rbuf: *mut c_void, rcounts: *const c_int,
      rdispls: *const c_int, rt: *mut c_void),
-    [st, rbuf, rt],
-    |obj, ins, outs| (same_block(sn, outs, "sendcount"), v_blocks(rcounts, rdispls, ins))
+    rbuf,
+    |obj, ins, outs| (
+        typed(same_block(sn, outs, "sendcount"), st),
+        typed(v_blocks(rcounts, rdispls, ins), rt)
+    )
 );
 
 neighbor_fns!(
     MPI_Neighbor_alltoallv, MPI_Ineighbor_alltoallv, "Neighbor_alltoallv",
     (scounts: *const c_int, sdispls: *const c_int, st: *mut c_void, rbuf: *mut c_void,
      rcounts: *const c_int, rdispls: *const c_int, rt: *mut c_void),
-    [st, rbuf, rt],
-    |obj, ins, outs| (v_blocks(scounts, sdispls, outs), v_blocks(rcounts, rdispls, ins))
+    rbuf,
+    |obj, ins, outs| (
+        typed(v_blocks(scounts, sdispls, outs), st),
+        typed(v_blocks(rcounts, rdispls, ins), rt)
+    )
+);
+
+neighbor_fns!(
+    MPI_Neighbor_alltoallw, MPI_Ineighbor_alltoallw, "Neighbor_alltoallw",
+    (scounts: *const c_int, sdispls: *const isize, stypes: *const *mut c_void,
+     rbuf: *mut c_void, rcounts: *const c_int, rdispls: *const isize,
+     rtypes: *const *mut c_void),
+    rbuf,
+    |obj, ins, outs| (
+        aint_blocks(scounts, sdispls, stypes, outs, "sendtypes"),
+        aint_blocks(rcounts, rdispls, rtypes, ins, "recvtypes")
+    )
 );

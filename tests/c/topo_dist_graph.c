@@ -5,11 +5,13 @@
  * MPI_Topo_test says MPI_DIST_GRAPH; MPI_Dist_graph_neighbors_count and
  * _neighbors give back the lists and weights in order; the neighbourhood
  * collectives (allgather, alltoall, alltoallv with its own counts and
- * displacements, and the nonblocking allgatherv) deliver each block from
+ * displacements, alltoallw with a type and byte displacement per
+ * neighbour, blocking and not, and the nonblocking allgatherv) deliver each block from
  * in-neighbour i to slot i, a process that is its own neighbour too; on
  * shmpi a neighbour out of range is refused (MPICH 4.0 takes it). From 3
  * ranks the three neighbours on each side are distinct. */
 #include "common.h"
+#include <stddef.h>
 
 #if defined(__GNUC__) && !defined(__clang__)
 /* MPI_UNWEIGHTED is a sentinel pointer, which gcc takes for an array. */
@@ -74,6 +76,55 @@ int main(int argc, char **argv)
         for (int k = 0; k < rc[i]; k++)
             CHECK(rb2[rd[i] + k] == 100 * from[i] + sd[blk[i]] + k, "alltoallv slot %d[%d]: %d",
                   i, k, rb2[rd[i] + k]);
+
+    /* Alltoallw: per neighbour a count, a byte displacement and a type.
+     * Block 0 is one int, block 1 two ints picked with stride 2, block 2
+     * three shorts; slot i receives block blk[i] of from[i], laid out in
+     * a struct: two ints, one int, three shorts. Then the nonblocking
+     * form again. */
+    {
+        struct wsend {
+            int i[8];
+            short s[4];
+        } sw_;
+        struct wrecv {
+            int a[2];
+            int pad;
+            int b;
+            short c[3];
+        } rw;
+        MPI_Datatype strided;
+        CHECK_OK(MPI_Type_vector(2, 1, 2, MPI_INT, &strided));
+        CHECK_OK(MPI_Type_commit(&strided));
+        for (int k = 0; k < 8; k++) sw_.i[k] = 1000 * me + k;
+        for (int k = 0; k < 4; k++) sw_.s[k] = (short)(100 * me + k);
+        int wsc[3] = {1, 1, 3}, wrc[3] = {2, 1, 3};
+        MPI_Aint wsd[3] = {0, 4 * sizeof(int), offsetof(struct wsend, s)};
+        MPI_Aint wrd[3] = {offsetof(struct wrecv, a), offsetof(struct wrecv, b),
+                           offsetof(struct wrecv, c)};
+        MPI_Datatype wst[3] = {MPI_INT, strided, MPI_SHORT}, wrt[3] = {MPI_INT, MPI_INT, MPI_SHORT};
+        for (int round = 0; round < 2; round++) {
+            memset(&rw, 0xff, sizeof rw);
+            if (round == 0) {
+                CHECK_OK(MPI_Neighbor_alltoallw(&sw_, wsc, wsd, wst, &rw, wrc, wrd, wrt, g));
+            } else {
+                MPI_Request wq;
+                CHECK_OK(MPI_Ineighbor_alltoallw(&sw_, wsc, wsd, wst, &rw, wrc, wrd, wrt, g, &wq));
+                CHECK_OK(MPI_Wait(&wq, MPI_STATUS_IGNORE));
+            }
+            /* Slot 0: prev's block 1 (its ints 4 and 6); slot 1: my block
+             * 0; slot 2: the shorts of me - 2. */
+            CHECK(rw.a[0] == 1000 * prev + 4 && rw.a[1] == 1000 * prev + 6,
+                  "alltoallw round %d slot 0: %d %d", round, rw.a[0], rw.a[1]);
+            CHECK(rw.b == 1000 * me, "alltoallw round %d slot 1: %d", round, rw.b);
+            CHECK(rw.pad == -1, "alltoallw round %d wrote between slots", round);
+            int m2 = (me + n - 2) % n;
+            for (int k = 0; k < 3; k++)
+                CHECK(rw.c[k] == 100 * m2 + k, "alltoallw round %d slot 2[%d]: %d", round, k,
+                      rw.c[k]);
+        }
+        MPI_Type_free(&strided);
+    }
 
     /* Nonblocking allgatherv into spread slots. */
     int gv[9], gc[3] = {1, 1, 1}, gdsp[3] = {6, 3, 0};
