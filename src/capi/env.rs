@@ -951,7 +951,30 @@ pub unsafe extern "C" fn MPI_Comm_create_keyval(
     keyval_out: *mut c_int,
     extra: *mut c_void,
 ) -> c_int {
-    guard("MPI_Comm_create_keyval", COMM_NULL, || {
+    create_keyval("MPI_Comm_create_keyval", copy, delete, keyval_out, extra)
+}
+
+/// `MPI_Keyval_create`: MPI 1's name of `MPI_Comm_create_keyval`
+/// (deprecated since MPI 2.0, still in MPI 4.1 §19.1; the C callbacks'
+/// signatures are the same).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Keyval_create(
+    copy: usize,
+    delete: usize,
+    keyval_out: *mut c_int,
+    extra: *mut c_void,
+) -> c_int {
+    create_keyval("MPI_Keyval_create", copy, delete, keyval_out, extra)
+}
+
+fn create_keyval(
+    call: &str,
+    copy: usize,
+    delete: usize,
+    keyval_out: *mut c_int,
+    extra: *mut c_void,
+) -> c_int {
+    guard(call, COMM_NULL, || {
         if keyval_out.is_null() {
             return Err(super::arg("comm_keyval"));
         }
@@ -974,7 +997,17 @@ pub unsafe extern "C" fn MPI_Comm_create_keyval(
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Comm_free_keyval(k: *mut c_int) -> c_int {
-    guard("MPI_Comm_free_keyval", COMM_NULL, || {
+    free_keyval("MPI_Comm_free_keyval", k)
+}
+
+/// `MPI_Keyval_free`: MPI 1's `MPI_Comm_free_keyval` (deprecated).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Keyval_free(k: *mut c_int) -> c_int {
+    free_keyval("MPI_Keyval_free", k)
+}
+
+fn free_keyval(call: &str, k: *mut c_int) -> c_int {
+    guard(call, COMM_NULL, || {
         let key = read(k, "comm_keyval")?;
         let mut st = state();
         let kv = st
@@ -1001,7 +1034,17 @@ pub unsafe extern "C" fn MPI_Comm_set_attr(
     k: c_int,
     value: *mut c_void,
 ) -> c_int {
-    guard("MPI_Comm_set_attr", h(comm), || {
+    set_attr("MPI_Comm_set_attr", comm, k, value)
+}
+
+/// `MPI_Attr_put`: MPI 1's `MPI_Comm_set_attr` (deprecated).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Attr_put(comm: *mut c_void, k: c_int, value: *mut c_void) -> c_int {
+    set_attr("MPI_Attr_put", comm, k, value)
+}
+
+fn set_attr(call: &str, comm: *mut c_void, k: c_int, value: *mut c_void) -> c_int {
+    guard(call, h(comm), || {
         let obj = comm_obj(h(comm))?;
         let kv = keyval(k)?;
         if kv.freed {
@@ -1033,7 +1076,28 @@ pub unsafe extern "C" fn MPI_Comm_get_attr(
     value: *mut c_void,
     flag: *mut c_int,
 ) -> c_int {
-    guard("MPI_Comm_get_attr", h(comm), || {
+    get_attr("MPI_Comm_get_attr", comm, k, value, flag)
+}
+
+/// `MPI_Attr_get`: MPI 1's `MPI_Comm_get_attr` (deprecated).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Attr_get(
+    comm: *mut c_void,
+    k: c_int,
+    value: *mut c_void,
+    flag: *mut c_int,
+) -> c_int {
+    get_attr("MPI_Attr_get", comm, k, value, flag)
+}
+
+fn get_attr(
+    call: &str,
+    comm: *mut c_void,
+    k: c_int,
+    value: *mut c_void,
+    flag: *mut c_int,
+) -> c_int {
+    guard(call, h(comm), || {
         let obj = comm_obj(h(comm))?;
         if let Some(p) = predefined_attr(k) {
             out(value.cast::<*const c_int>(), p, "attribute_val")?;
@@ -1056,7 +1120,17 @@ pub unsafe extern "C" fn MPI_Comm_get_attr(
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Comm_delete_attr(comm: *mut c_void, k: c_int) -> c_int {
-    guard("MPI_Comm_delete_attr", h(comm), || {
+    delete_attr("MPI_Comm_delete_attr", comm, k)
+}
+
+/// `MPI_Attr_delete`: MPI 1's `MPI_Comm_delete_attr` (deprecated).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Attr_delete(comm: *mut c_void, k: c_int) -> c_int {
+    delete_attr("MPI_Attr_delete", comm, k)
+}
+
+fn delete_attr(call: &str, comm: *mut c_void, k: c_int) -> c_int {
+    guard(call, h(comm), || {
         let obj = comm_obj(h(comm))?;
         let kv = keyval(k)?;
         let v = {
