@@ -288,7 +288,7 @@ pub(crate) fn dup(comm: usize, newcomm: *mut *mut c_void, info: Option<usize>) -
     }
     let obj = comm_obj(comm)?;
     let c = obj.comm.dup()?;
-    let attrs = super::env::copy_attrs(&obj)?;
+    let attrs = super::attr::copy_attrs(&obj)?;
     let hints = match info {
         Some(i) => super::env::info_pairs(i)?,
         None => lock(&obj.info).clone(),
@@ -462,7 +462,7 @@ fn free_handle(p: *mut *mut c_void, call: &str) -> Result<(Arc<CommObj>, Result<
     // Freed even when a delete callback failed (the second result, then
     // the call's error, after it has done its work): the attributes are
     // gone, each through its callback.
-    let deleted = super::env::delete_all_attrs(&obj);
+    let deleted = super::attr::delete_all_attrs(&obj);
     state().comms.release(ch);
     Ok((obj.arc(), deleted))
 }

@@ -5,7 +5,7 @@
 use super::{
     c_str, comm_obj, guard, h, lock, out, put_str, read, state, to_handle, CommErrFn, CommObj,
     Errh, COMM_NULL, COMM_SELF, COMM_WORLD, ERRHANDLER_NULL, ERRORS_ABORT, ERRORS_ARE_FATAL,
-    ERRORS_RETURN, INFO_NULL, KEYVAL_INVALID, SELF, SUCCESS, WORLD,
+    ERRORS_RETURN, INFO_NULL, SELF, SUCCESS, WORLD,
 };
 use crate::error::{Error, ErrorClass, Result};
 use crate::sync::{AtomicI32, AtomicU32, Ordering};
@@ -140,7 +140,9 @@ pub unsafe extern "C" fn MPI_Finalize() -> c_int {
         // in the reverse order of setting.
         // A failing callback does not stop finalize (the other members
         // wait in it): its error is this call's, once finalize is done.
-        let deleted = SELF.get().map_or(Ok(()), |s| delete_all_attrs(s));
+        let deleted = SELF
+            .get()
+            .map_or(Ok(()), |s| super::attr::delete_all_attrs(s));
         super::p2p::flush_all()?;
         let u = lock(&UNIVERSE).take();
         if let Some(u) = u {
@@ -778,44 +780,6 @@ pub unsafe extern "C" fn MPI_Comm_get_name(
 
 // ---- attributes -------------------------------------------------------------------
 
-/// `MPI_Comm_copy_attr_function`.
-type CopyFn =
-    unsafe extern "C" fn(usize, c_int, *mut c_void, *mut c_void, *mut c_void, *mut c_int) -> c_int;
-/// `MPI_Comm_delete_attr_function`.
-type DeleteFn = unsafe extern "C" fn(usize, c_int, *mut c_void, *mut c_void) -> c_int;
-
-/// A keyval: its callbacks (0 = the null function, 1 = `MPI_COMM_DUP_FN`
-/// for copy) and extra state.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct KeyvalObj {
-    copy: usize,
-    delete: usize,
-    extra: usize,
-    freed: bool,
-}
-
-/// The keyvals made by `MPI_Comm_create_keyval` (kept after they are
-/// freed, for the attributes that still use them).
-#[derive(Debug)]
-pub(crate) struct Keyvals {
-    next: c_int,
-    map: Vec<(c_int, KeyvalObj)>,
-}
-
-impl Keyvals {
-    pub(crate) const fn new() -> Keyvals {
-        Keyvals {
-            // Clear of the predefined keys (10001.., 20001..).
-            next: 1 << 20,
-            map: Vec::new(),
-        }
-    }
-
-    fn get(&self, k: c_int) -> Option<KeyvalObj> {
-        self.map.iter().find(|(kk, _)| *kk == k).map(|x| x.1)
-    }
-}
-
 /// Predefined attribute keys (MPI 5.0 ABI values) and their values.
 const TAG_UB: c_int = 10001;
 const IO: c_int = 10002;
@@ -825,7 +789,7 @@ const APPNUM: c_int = 10005;
 const UNIVERSE_SIZE: c_int = 10007;
 const LASTUSEDCODE: c_int = 10006;
 
-fn predefined_attr(k: c_int) -> Option<*const c_int> {
+pub(crate) fn predefined_attr(k: c_int) -> Option<*const c_int> {
     static VALUES: OnceLock<[c_int; 8]> = OnceLock::new();
     let v = VALUES.get_or_init(|| {
         let (appnum, universe) = lock(&UNIVERSE)
@@ -854,300 +818,6 @@ fn predefined_attr(k: c_int) -> Option<*const c_int> {
         _ => return None,
     };
     Some(&v[i] as *const c_int)
-}
-
-fn keyval(k: c_int) -> Result<KeyvalObj> {
-    state().keyvals.get(k).ok_or_else(|| {
-        Error::new(
-            ErrorClass::Keyval,
-            format!("{k} is not a valid attribute key"),
-        )
-    })
-}
-
-fn call_delete(obj: &CommObj, k: c_int, v: usize, kv: KeyvalObj) -> Result<()> {
-    if kv.delete == 0 {
-        return Ok(());
-    }
-    // SAFETY: a nonzero `delete` is the program's
-    // MPI_Comm_delete_attr_function (from MPI_Comm_create_keyval), called
-    // with the arguments MPI specifies.
-    let f: DeleteFn = unsafe { std::mem::transmute::<usize, DeleteFn>(kv.delete) };
-    // SAFETY: as above: the program's callback.
-    let rc = unsafe { f(obj.handle, k, v as *mut c_void, kv.extra as *mut c_void) };
-    if rc != SUCCESS {
-        return Err(Error::new(
-            ErrorClass::Other,
-            format!("the delete callback of attribute key {k} returned {rc}"),
-        ));
-    }
-    Ok(())
-}
-
-/// Deletes every attribute of `obj` (communicator free, finalize for
-/// `SELF`), newest first: every delete callback runs, also after one
-/// failed (an attribute never goes without its callback); the first
-/// failure is the error.
-pub(crate) fn delete_all_attrs(obj: &CommObj) -> Result<()> {
-    let attrs = std::mem::take(&mut *lock(&obj.attrs));
-    let mut first = Ok(());
-    for &(k, v) in attrs.iter().rev() {
-        if let Ok(kv) = keyval(k) {
-            let r = call_delete(obj, k, v, kv);
-            if first.is_ok() {
-                first = r;
-            }
-        }
-    }
-    first
-}
-
-/// The attributes a duplicate of `obj` gets, through the copy callbacks.
-pub(crate) fn copy_attrs(obj: &CommObj) -> Result<Vec<(c_int, usize)>> {
-    let attrs = lock(&obj.attrs).clone();
-    let mut outv = Vec::new();
-    for (k, v) in attrs {
-        let Ok(kv) = keyval(k) else { continue };
-        match kv.copy {
-            0 => {}
-            1 => outv.push((k, v)),
-            f => {
-                // SAFETY: a copy value above 1 is the program's
-                // MPI_Comm_copy_attr_function.
-                let f: CopyFn = unsafe { std::mem::transmute::<usize, CopyFn>(f) };
-                let mut newv: usize = 0;
-                let mut flag: c_int = 0;
-                // SAFETY: the program's callback, with the arguments MPI
-                // specifies (the out value and flag point at locals).
-                let rc = unsafe {
-                    f(
-                        obj.handle,
-                        k,
-                        kv.extra as *mut c_void,
-                        v as *mut c_void,
-                        (&mut newv as *mut usize).cast(),
-                        &mut flag,
-                    )
-                };
-                if rc != SUCCESS {
-                    return Err(Error::new(
-                        ErrorClass::Other,
-                        format!("the copy callback of attribute key {k} returned {rc}"),
-                    ));
-                }
-                if flag != 0 {
-                    outv.push((k, newv));
-                }
-            }
-        }
-    }
-    Ok(outv)
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Comm_create_keyval(
-    copy: usize,
-    delete: usize,
-    keyval_out: *mut c_int,
-    extra: *mut c_void,
-) -> c_int {
-    create_keyval("MPI_Comm_create_keyval", copy, delete, keyval_out, extra)
-}
-
-/// `MPI_Keyval_create`: MPI 1's name of `MPI_Comm_create_keyval`
-/// (deprecated since MPI 2.0, still in MPI 4.1 §19.1; the C callbacks'
-/// signatures are the same).
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Keyval_create(
-    copy: usize,
-    delete: usize,
-    keyval_out: *mut c_int,
-    extra: *mut c_void,
-) -> c_int {
-    create_keyval("MPI_Keyval_create", copy, delete, keyval_out, extra)
-}
-
-fn create_keyval(
-    call: &str,
-    copy: usize,
-    delete: usize,
-    keyval_out: *mut c_int,
-    extra: *mut c_void,
-) -> c_int {
-    guard(call, COMM_NULL, || {
-        if keyval_out.is_null() {
-            return Err(super::arg("comm_keyval"));
-        }
-        let mut st = state();
-        let k = st.keyvals.next;
-        st.keyvals.next += 1;
-        st.keyvals.map.push((
-            k,
-            KeyvalObj {
-                copy,
-                delete,
-                extra: extra as usize,
-                freed: false,
-            },
-        ));
-        drop(st);
-        out(keyval_out, k, "comm_keyval")
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Comm_free_keyval(k: *mut c_int) -> c_int {
-    free_keyval("MPI_Comm_free_keyval", k)
-}
-
-/// `MPI_Keyval_free`: MPI 1's `MPI_Comm_free_keyval` (deprecated).
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Keyval_free(k: *mut c_int) -> c_int {
-    free_keyval("MPI_Keyval_free", k)
-}
-
-fn free_keyval(call: &str, k: *mut c_int) -> c_int {
-    guard(call, COMM_NULL, || {
-        let key = read(k, "comm_keyval")?;
-        let mut st = state();
-        let kv = st
-            .keyvals
-            .map
-            .iter_mut()
-            .find(|(kk, _)| *kk == key)
-            .filter(|(_, v)| !v.freed)
-            .ok_or_else(|| {
-                Error::new(
-                    ErrorClass::Keyval,
-                    format!("{key} is not an attribute key made by MPI_Comm_create_keyval"),
-                )
-            })?;
-        kv.1.freed = true;
-        drop(st);
-        out(k, KEYVAL_INVALID, "comm_keyval")
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Comm_set_attr(
-    comm: *mut c_void,
-    k: c_int,
-    value: *mut c_void,
-) -> c_int {
-    set_attr("MPI_Comm_set_attr", comm, k, value)
-}
-
-/// `MPI_Attr_put`: MPI 1's `MPI_Comm_set_attr` (deprecated).
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Attr_put(comm: *mut c_void, k: c_int, value: *mut c_void) -> c_int {
-    set_attr("MPI_Attr_put", comm, k, value)
-}
-
-fn set_attr(call: &str, comm: *mut c_void, k: c_int, value: *mut c_void) -> c_int {
-    guard(call, h(comm), || {
-        let obj = comm_obj(h(comm))?;
-        let kv = keyval(k)?;
-        if kv.freed {
-            return Err(Error::new(
-                ErrorClass::Keyval,
-                format!("attribute key {k} was freed"),
-            ));
-        }
-        let old = {
-            let attrs = lock(&obj.attrs);
-            attrs.iter().find(|(kk, _)| *kk == k).map(|x| x.1)
-        };
-        if let Some(v) = old {
-            call_delete(&obj, k, v, kv)?;
-        }
-        let mut attrs = lock(&obj.attrs);
-        match attrs.iter_mut().find(|(kk, _)| *kk == k) {
-            Some(a) => a.1 = value as usize,
-            None => attrs.push((k, value as usize)),
-        }
-        Ok(())
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Comm_get_attr(
-    comm: *mut c_void,
-    k: c_int,
-    value: *mut c_void,
-    flag: *mut c_int,
-) -> c_int {
-    get_attr("MPI_Comm_get_attr", comm, k, value, flag)
-}
-
-/// `MPI_Attr_get`: MPI 1's `MPI_Comm_get_attr` (deprecated).
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Attr_get(
-    comm: *mut c_void,
-    k: c_int,
-    value: *mut c_void,
-    flag: *mut c_int,
-) -> c_int {
-    get_attr("MPI_Attr_get", comm, k, value, flag)
-}
-
-fn get_attr(
-    call: &str,
-    comm: *mut c_void,
-    k: c_int,
-    value: *mut c_void,
-    flag: *mut c_int,
-) -> c_int {
-    guard(call, h(comm), || {
-        let obj = comm_obj(h(comm))?;
-        if let Some(p) = predefined_attr(k) {
-            out(value.cast::<*const c_int>(), p, "attribute_val")?;
-            return out(flag, 1, "flag");
-        }
-        keyval(k)?;
-        let v = lock(&obj.attrs)
-            .iter()
-            .find(|(kk, _)| *kk == k)
-            .map(|x| x.1);
-        match v {
-            Some(v) => {
-                out(value.cast::<usize>(), v, "attribute_val")?;
-                out(flag, 1, "flag")
-            }
-            None => out(flag, 0, "flag"),
-        }
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Comm_delete_attr(comm: *mut c_void, k: c_int) -> c_int {
-    delete_attr("MPI_Comm_delete_attr", comm, k)
-}
-
-/// `MPI_Attr_delete`: MPI 1's `MPI_Comm_delete_attr` (deprecated).
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Attr_delete(comm: *mut c_void, k: c_int) -> c_int {
-    delete_attr("MPI_Attr_delete", comm, k)
-}
-
-fn delete_attr(call: &str, comm: *mut c_void, k: c_int) -> c_int {
-    guard(call, h(comm), || {
-        let obj = comm_obj(h(comm))?;
-        let kv = keyval(k)?;
-        let v = {
-            let mut attrs = lock(&obj.attrs);
-            attrs
-                .iter()
-                .position(|(kk, _)| *kk == k)
-                .map(|i| attrs.remove(i).1)
-        };
-        match v {
-            Some(v) => call_delete(&obj, k, v, kv),
-            None => Err(Error::new(
-                ErrorClass::Keyval,
-                format!("the communicator has no attribute with key {k}"),
-            )),
-        }
-    })
 }
 
 // ---- the parent of a spawned job ----------------------------------------

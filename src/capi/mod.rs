@@ -28,6 +28,7 @@
 //! checked and reported as `MPI_ERR_ARG`.
 #![allow(clippy::missing_safety_doc)]
 
+mod attr;
 mod coll;
 mod comm;
 mod connect;
@@ -218,7 +219,7 @@ pub(crate) struct State {
     pub(crate) errhs: Table<Errh>,
     pub(crate) msgs: Table<p2p::Msg>,
     pub(crate) wins: Table<Arc<win::WinObj>>,
-    pub(crate) keyvals: env::Keyvals,
+    pub(crate) keyvals: attr::Keyvals,
 }
 
 static STATE: Mutex<State> = Mutex::new(State {
@@ -231,7 +232,7 @@ static STATE: Mutex<State> = Mutex::new(State {
     errhs: Table::new(ERRH_BASE),
     msgs: Table::new(MSG_BASE),
     wins: Table::new(WIN_BASE),
-    keyvals: env::Keyvals::new(),
+    keyvals: attr::Keyvals::new(),
 });
 
 /// Locks the C layer's state (a panic while it was held leaves it

@@ -307,7 +307,7 @@ pub(crate) fn idup_with(
     // program may free it before the request completes); a copy
     // callback's failure is the request's, after the agreement, so that
     // every member still gets rank 0's verdict.
-    let attrs = super::env::copy_attrs(obj);
+    let attrs = super::attr::copy_attrs(obj);
     let hints = hints.unwrap_or_else(|| super::lock(&obj.info).clone());
     let mut s = Sched::new(obj);
     let at = match verdict {

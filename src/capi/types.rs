@@ -1363,7 +1363,15 @@ pub unsafe extern "C" fn MPI_Type_dup(old: *mut c_void, newtype: *mut *mut c_voi
         let mut ty = (**old).clone();
         ty.predefined = false;
         let env = Envelope::new(combiner::DUP, vec![], vec![], &[(oh, &old)]);
-        new_type(ty, env, newtype)
+        new_type(ty, env, newtype)?;
+        // The attributes follow through their copy callbacks (MPI 4.1
+        // §5.1.10); a failed one fails the call, the new type freed.
+        let nh = h(read(newtype, "newtype")?);
+        super::attr::type_dup_attrs(oh, nh).or_else(|e| {
+            state().types.release(nh);
+            out(newtype, to_handle(DATATYPE_NULL), "newtype")?;
+            Err(e)
+        })
     })
 }
 
@@ -1392,12 +1400,18 @@ pub unsafe extern "C" fn MPI_Type_free(t: *mut *mut c_void) -> c_int {
                 "a predefined datatype cannot be freed",
             ));
         }
+        type_obj(handle)?;
+        // Its attributes' delete callbacks run while the handle is valid
+        // (MPI 4.1 §7.7.5); a failed one is the call's error, the type
+        // freed all the same.
+        let deleted = super::attr::delete_held(handle, super::attr::Kind::Type);
         // Operations in flight hold their own reference (an `Arc`).
         state()
             .types
             .release(handle)
             .ok_or_else(|| bad_type(handle))?;
-        out(t, to_handle(DATATYPE_NULL), "datatype")
+        out(t, to_handle(DATATYPE_NULL), "datatype")?;
+        deleted
     })
 }
 

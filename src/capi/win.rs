@@ -135,7 +135,7 @@ fn fast_put_get(
 
 /// Runs a window call: its errors through the window's error handler
 /// (`MPI_ERRORS_ARE_FATAL` unless the program set one).
-fn on_win(call: &str, w: *mut c_void, f: impl FnOnce(&WinObj) -> Result<()>) -> c_int {
+pub(crate) fn on_win(call: &str, w: *mut c_void, f: impl FnOnce(&WinObj) -> Result<()>) -> c_int {
     let obj = match win_obj(h(w)) {
         Ok(o) => o,
         Err(e) => return super::raise(None, call, &e),
@@ -440,6 +440,10 @@ pub unsafe extern "C" fn MPI_Win_free(win: *mut *mut c_void) -> c_int {
         // Refused with an epoch open while the handle still names the
         // window, so the program may end the epoch and free it again.
         o.win.check_closed()?;
+        // The program's attributes go first (their delete callbacks may
+        // still look at the window); a failed callback is the call's
+        // error after the window is freed.
+        let deleted = super::attr::delete_held(h(w), super::attr::Kind::Win);
         let obj = state()
             .wins
             .release(h(w))
@@ -450,7 +454,8 @@ pub unsafe extern "C" fn MPI_Win_free(win: *mut *mut c_void) -> c_int {
         out(win, to_handle(WIN_NULL), "win")?;
         // The memory goes with the last reference (this call's, or a
         // cache of another thread that used the window).
-        obj.win.free_shared()
+        obj.win.free_shared()?;
+        deleted
     })
 }
 
@@ -1086,6 +1091,11 @@ const WIN_SIZE: c_int = 20003;
 const WIN_CREATE_FLAVOR: c_int = 20004;
 const WIN_MODEL: c_int = 20005;
 
+/// Whether `k` is one of the predefined window keys (read only).
+pub(crate) fn is_predefined_key(k: c_int) -> bool {
+    (WIN_BASE..=WIN_MODEL).contains(&k)
+}
+
 /// `MPI_Win_set_info`: the pairs of `info` replace those of the same
 /// keys; none changes what the window does (hints MPI lets an
 /// implementation ignore; `alloc_shared_noncontig` acts at creation only).
@@ -1132,7 +1142,7 @@ pub unsafe extern "C" fn MPI_Win_get_attr(
             WIN_DISP_UNIT => &a.2 as *const c_int as usize,
             WIN_CREATE_FLAVOR => &a.3 as *const c_int as usize,
             WIN_MODEL => &a.4 as *const c_int as usize,
-            _ => return out(flag, 0, "flag"),
+            _ => return super::attr::win_get_user(win, key, value, flag),
         };
         out(value.cast::<usize>(), v, "attribute_val")?;
         out(flag, 1, "flag")
