@@ -1335,58 +1335,72 @@ pub unsafe extern "C" fn MPI_Ialltoallw(
     guard("MPI_Ialltoallw", h(comm), || {
         let obj = comm_obj(h(comm))?.arc();
         intra(&obj, "MPI_Ialltoallw")?;
-        let (p, me) = peers(&obj)?;
+        let (p, _) = peers(&obj)?;
         let recvs = w_blocks(rcounts, rdispls, rtypes, p, "recvtypes")?;
         let sends = if in_place(sbuf) {
             None
         } else {
             Some(w_blocks(scounts, sdispls, stypes, p, "sendtypes")?)
         };
-        for (n, _, ty) in &recvs {
-            not_in_place(rbuf, *n, ty)?;
-        }
-        let mut s = Sched::new(&obj);
-        let mut at = vec![0; p];
-        for i in 0..p {
-            let (buf, (n, d, ty)) = match &sends {
-                Some(sends) => (sbuf, &sends[i]),
-                None => (rbuf.cast_const(), &recvs[i]),
-            };
-            not_in_place(buf, *n, ty)?;
-            let block = ty.pack((buf as *const u8).wrapping_offset(*d).cast(), *n)?;
-            if Some(i) == me {
-                // As a message to itself would: shorter is MPI_ERR_COUNT,
-                // longer MPI_ERR_TRUNCATE.
-                let (rn, _, rty) = &recvs[i];
-                let want = nbytes(*rn, rty)?;
-                if block.len() != want {
-                    return Err(Error::new(
-                        if block.len() < want {
-                            ErrorClass::Count
-                        } else {
-                            ErrorClass::Truncate
-                        },
-                        format!(
-                            "this rank's block to itself has {} bytes, its receive {want}",
-                            block.len()
-                        ),
-                    ));
-                }
-                at[i] = s.keep(block);
-            } else {
-                s.send(block, i)?;
-                let (rn, _, rty) = &recvs[i];
-                at[i] = s.recv(nbytes(*rn, rty)?, i)?;
+        ialltoallw(&obj, sbuf, sends, rbuf, recvs, request)
+    })
+}
+
+/// The schedule of `MPI_Ialltoallw` over its blocks read already (`None`
+/// for the send side: in place).
+pub(crate) fn ialltoallw(
+    obj: &Arc<CommObj>,
+    sbuf: *const c_void,
+    sends: Option<Vec<Block>>,
+    rbuf: *mut c_void,
+    recvs: Vec<Block>,
+    request: *mut *mut c_void,
+) -> Result<()> {
+    let (p, me) = peers(obj)?;
+    for (n, _, ty) in &recvs {
+        not_in_place(rbuf, *n, ty)?;
+    }
+    let mut s = Sched::new(obj);
+    let mut at = vec![0; p];
+    for i in 0..p {
+        let (buf, (n, d, ty)) = match &sends {
+            Some(sends) => (sbuf, &sends[i]),
+            None => (rbuf.cast_const(), &recvs[i]),
+        };
+        not_in_place(buf, *n, ty)?;
+        let block = ty.pack((buf as *const u8).wrapping_offset(*d).cast(), *n)?;
+        if Some(i) == me {
+            // As a message to itself would: shorter is MPI_ERR_COUNT,
+            // longer MPI_ERR_TRUNCATE.
+            let (rn, _, rty) = &recvs[i];
+            let want = nbytes(*rn, rty)?;
+            if block.len() != want {
+                return Err(Error::new(
+                    if block.len() < want {
+                        ErrorClass::Count
+                    } else {
+                        ErrorClass::Truncate
+                    },
+                    format!(
+                        "this rank's block to itself has {} bytes, its receive {want}",
+                        block.len()
+                    ),
+                ));
             }
+            at[i] = s.keep(block);
+        } else {
+            s.send(block, i)?;
+            let (rn, _, rty) = &recvs[i];
+            at[i] = s.recv(nbytes(*rn, rty)?, i)?;
         }
-        let dst = Ptr(rbuf);
-        s.finish(request, move |bufs| {
-            for (i, (n, d, ty)) in recvs.iter().enumerate() {
-                let to = (dst.get() as *mut u8).wrapping_offset(*d);
-                ty.unpack(&bufs[at[i]], to.cast(), *n)?;
-            }
-            Ok(())
-        })
+    }
+    let dst = Ptr(rbuf);
+    s.finish(request, move |bufs| {
+        for (i, (n, d, ty)) in recvs.iter().enumerate() {
+            let to = (dst.get() as *mut u8).wrapping_offset(*d);
+            ty.unpack(&bufs[at[i]], to.cast(), *n)?;
+        }
+        Ok(())
     })
 }
 
@@ -1400,7 +1414,8 @@ pub unsafe extern "C" fn MPI_Ialltoallw(
 /// neighbour behind and the one ahead along a dimension (two places,
 /// periodic), so the tag says which receive slot a block is for: the
 /// schedule's tag for the slot of the neighbour behind (a block sent
-/// ahead), a second tag for the slot of the one ahead; repeated
+/// ahead), its second tag (`nbc_second_tag`) for the slot of the one
+/// ahead; repeated
 /// neighbours of one kind are matched in list order, as MPI's message
 /// order makes them.
 fn ineighbor(
@@ -1423,7 +1438,7 @@ fn ineighbor(
     let mut s = Sched::new(obj);
     let behind_tag = s.tag;
     let ahead_tag = if grid {
-        obj.comm.next_nbc_tag()
+        crate::comm::nbc_second_tag(behind_tag)
     } else {
         behind_tag
     };
@@ -1517,10 +1532,39 @@ fn aint_blocks(
     w_blocks_at(counts, d.iter().copied(), types, n, what)
 }
 
+/// A neighbourhood collective's three forms: blocking, nonblocking, and
+/// persistent (MPI 4.1 §8.7: its blocks, with their datatypes, read and
+/// held at the init; each start runs the schedule on the init's tag).
 macro_rules! neighbor_fns {
-    ($blocking:ident, $nonblocking:ident, $name:literal,
+    ($blocking:ident, $nonblocking:ident, $persistent:ident, $name:literal,
      ($($arg:ident: $ty:ty),*), $rbuf:ident,
      |$obj:ident, $ins:ident, $outs:ident| ($sends:expr, $recvs:expr)) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $persistent(
+            sbuf: *const c_void,
+            $($arg: $ty,)*
+            comm: *mut c_void,
+            _info: *mut c_void,
+            request: *mut *mut c_void,
+        ) -> c_int {
+            super::pcoll::init(concat!("MPI_", $name, "_init"), comm, request, |$obj| {
+                let ($ins, $outs) = degrees($obj)?;
+                let (sends, recvs) = ($sends, $recvs);
+                let (sends, recvs) = (sends?, recvs?);
+                if in_place(sbuf) {
+                    return Err(Error::new(
+                        ErrorClass::Buffer,
+                        concat!("MPI_IN_PLACE is not allowed in MPI_", $name, "_init"),
+                    ));
+                }
+                let (s, r) = (super::pcoll::Addr::of(sbuf), super::pcoll::Addr::of($rbuf));
+                Ok(move |obj: &Arc<CommObj>, rq| {
+                    let call = concat!("MPI_", $name, "_init");
+                    ineighbor(obj, call, s.ptr(), sends.clone(), r.ptr(), recvs.clone(), rq)
+                })
+            })
+        }
+
         #[no_mangle]
         pub unsafe extern "C" fn $nonblocking(
             sbuf: *const c_void,
@@ -1556,7 +1600,7 @@ macro_rules! neighbor_fns {
 }
 
 neighbor_fns!(
-    MPI_Neighbor_allgather, MPI_Ineighbor_allgather, "Neighbor_allgather",
+    MPI_Neighbor_allgather, MPI_Ineighbor_allgather, MPI_Neighbor_allgather_init, "Neighbor_allgather",
     (sn: c_int, st: *mut c_void, rbuf: *mut c_void, rn: c_int, rt: *mut c_void),
     rbuf,
     |obj, ins, outs| (
@@ -1566,7 +1610,7 @@ neighbor_fns!(
 );
 
 neighbor_fns!(
-    MPI_Neighbor_alltoall, MPI_Ineighbor_alltoall, "Neighbor_alltoall",
+    MPI_Neighbor_alltoall, MPI_Ineighbor_alltoall, MPI_Neighbor_alltoall_init, "Neighbor_alltoall",
     (sn: c_int, st: *mut c_void, rbuf: *mut c_void, rn: c_int, rt: *mut c_void),
     rbuf,
     |obj, ins, outs| (
@@ -1576,7 +1620,7 @@ neighbor_fns!(
 );
 
 neighbor_fns!(
-    MPI_Neighbor_allgatherv, MPI_Ineighbor_allgatherv, "Neighbor_allgatherv",
+    MPI_Neighbor_allgatherv, MPI_Ineighbor_allgatherv, MPI_Neighbor_allgatherv_init, "Neighbor_allgatherv",
     (sn: c_int, st: *mut c_void, rbuf: *mut c_void, rcounts: *const c_int,
      rdispls: *const c_int, rt: *mut c_void),
     rbuf,
@@ -1587,7 +1631,7 @@ neighbor_fns!(
 );
 
 neighbor_fns!(
-    MPI_Neighbor_alltoallv, MPI_Ineighbor_alltoallv, "Neighbor_alltoallv",
+    MPI_Neighbor_alltoallv, MPI_Ineighbor_alltoallv, MPI_Neighbor_alltoallv_init, "Neighbor_alltoallv",
     (scounts: *const c_int, sdispls: *const c_int, st: *mut c_void, rbuf: *mut c_void,
      rcounts: *const c_int, rdispls: *const c_int, rt: *mut c_void),
     rbuf,
@@ -1598,7 +1642,7 @@ neighbor_fns!(
 );
 
 neighbor_fns!(
-    MPI_Neighbor_alltoallw, MPI_Ineighbor_alltoallw, "Neighbor_alltoallw",
+    MPI_Neighbor_alltoallw, MPI_Ineighbor_alltoallw, MPI_Neighbor_alltoallw_init, "Neighbor_alltoallw",
     (scounts: *const c_int, sdispls: *const isize, stypes: *const *mut c_void,
      rbuf: *mut c_void, rcounts: *const c_int, rdispls: *const isize,
      rtypes: *const *mut c_void),

@@ -5,13 +5,16 @@
 //! the datatypes and the operation; each `MPI_Start` then builds the
 //! nonblocking form's schedule of `nbc.rs` on that tag (`nbc::with_tag`),
 //! so starts match by the inits' order whatever order they come in, and
-//! the program may free its handles after the init.
+//! the program may free its handles after the init. The `v` and `w`
+//! forms copy their count and displacement arrays at the init, and the
+//! neighbourhood forms (`nbc.rs`'s `neighbor_fns!`) read their blocks
+//! there.
 
 use super::coll::Red;
 use super::nbc::{self, with_tag};
 use super::p2p::{persistent_coll, CollStart};
 use super::types::{committed, HeldType, Reduction};
-use super::{comm_obj, count, guard, h, CommObj, SUCCESS};
+use super::{array, comm_obj, count, guard, h, CommObj, SUCCESS};
 use crate::error::{Error, ErrorClass, Result};
 use std::ffi::{c_int, c_void};
 use std::sync::Arc;
@@ -20,13 +23,13 @@ use std::sync::Arc;
 /// does not touch while the request is active, until it frees the request
 /// (MPI 4.1 §6.13).
 #[derive(Clone, Copy)]
-struct Addr(usize);
+pub(crate) struct Addr(usize);
 
 impl Addr {
-    fn of<T>(p: *const T) -> Addr {
+    pub(crate) fn of<T>(p: *const T) -> Addr {
         Addr(p as usize)
     }
-    fn ptr(self) -> *mut c_void {
+    pub(crate) fn ptr(self) -> *mut c_void {
         std::ptr::with_exposed_provenance_mut(self.0)
     }
 }
@@ -34,7 +37,7 @@ impl Addr {
 /// Makes `*request` a persistent collective on `comm`: `prepare` checks
 /// and holds the arguments and gives what each start runs (with the
 /// request out-pointer), on the tag taken here.
-fn init<F>(
+pub(crate) fn init<F>(
     call: &'static str,
     comm: *mut c_void,
     request: *mut *mut c_void,
@@ -107,7 +110,7 @@ fn reduction_init(
     kind: Red,
     sbuf: *const c_void,
     rbuf: *mut c_void,
-    n: c_int,
+    n: Counts,
     t: *mut c_void,
     op: *mut c_void,
     comm: *mut c_void,
@@ -115,11 +118,21 @@ fn reduction_init(
 ) -> c_int {
     init(call, comm, request, |obj| {
         let p = obj.comm.size().max(0) as usize;
-        let n = count(n, "count")?;
-        // Reduce_scatter_block: `n` per member.
-        let (total, counts) = match kind {
-            Red::Scatter => (n * p, vec![n; p]),
-            _ => (n, Vec::new()),
+        // Reduce_scatter(_block): a count per member.
+        let (total, counts) = match (kind, n) {
+            (Red::Scatter, Counts::Each(n)) => {
+                let n = count(n, "recvcount")?;
+                (n * p, vec![n; p])
+            }
+            (Red::Scatter, Counts::List(c)) => {
+                let c = array(c, p, "recvcounts")?
+                    .iter()
+                    .map(|&n| count(n, "a count"))
+                    .collect::<Result<Vec<_>>>()?;
+                (c.iter().sum(), c)
+            }
+            (_, Counts::Each(n)) => (count(n, "count")?, Vec::new()),
+            (_, Counts::List(_)) => unreachable!("only reduce_scatter has a list"),
         };
         if let Red::Reduce(root) = kind {
             super::coll::check_root(obj, root)?;
@@ -146,6 +159,14 @@ fn reduction_init(
     })
 }
 
+/// A reduction's count argument: one count, or (`MPI_Reduce_scatter`)
+/// one per member.
+#[derive(Clone, Copy)]
+enum Counts {
+    Each(c_int),
+    List(*const c_int),
+}
+
 /// The reductions' inits without a root: (sbuf, rbuf, count, type, op,
 /// comm, info, request).
 macro_rules! reduction_fn {
@@ -161,7 +182,17 @@ macro_rules! reduction_fn {
             _info: *mut c_void,
             request: *mut *mut c_void,
         ) -> c_int {
-            reduction_init($call, $kind, sbuf, rbuf, n, t, op, comm, request)
+            reduction_init(
+                $call,
+                $kind,
+                sbuf,
+                rbuf,
+                Counts::Each(n),
+                t,
+                op,
+                comm,
+                request,
+            )
         }
     };
 }
@@ -193,7 +224,7 @@ pub unsafe extern "C" fn MPI_Reduce_init(
         Red::Reduce(root),
         sbuf,
         rbuf,
-        n,
+        Counts::Each(n),
         t,
         op,
         comm,
@@ -356,3 +387,271 @@ movement_fn!(
     "MPI_Alltoall_init",
     |o, s, sn, st, r, rn, rt, _root, rq| nbc::start_alltoall(o, s, sn, st, r, rn, rt, rq)
 );
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Reduce_scatter_init(
+    sbuf: *const c_void,
+    rbuf: *mut c_void,
+    rcounts: *const c_int,
+    t: *mut c_void,
+    op: *mut c_void,
+    comm: *mut c_void,
+    _info: *mut c_void,
+    request: *mut *mut c_void,
+) -> c_int {
+    reduction_init(
+        "MPI_Reduce_scatter_init",
+        Red::Scatter,
+        sbuf,
+        rbuf,
+        Counts::List(rcounts),
+        t,
+        op,
+        comm,
+        request,
+    )
+}
+
+// ---- the v and w forms ------------------------------------------------------------------
+
+/// A copy of a counts or displacements argument of `p` entries where this
+/// member uses it (`None` elsewhere: MPI lets the program pass anything
+/// there); counts are checked. The starts read the copy, so the program
+/// may change its arrays after the init.
+fn ints(
+    p: *const c_int,
+    n: usize,
+    used: bool,
+    counts: bool,
+    what: &str,
+) -> Result<Option<Vec<c_int>>> {
+    if !used {
+        return Ok(None);
+    }
+    let v = array(p, n, what)?.to_vec();
+    if counts {
+        for &c in &v {
+            count(c, what)?;
+        }
+    }
+    Ok(Some(v))
+}
+
+/// The address of a held array (null where it is not used).
+fn at(v: &Option<Vec<c_int>>) -> *const c_int {
+    v.as_ref().map_or(std::ptr::null(), |v| v.as_ptr())
+}
+
+/// A side's datatype: held where this member uses it, else held if it
+/// is a committed type, else passed on as given.
+fn side_type(t: *mut c_void, used: bool) -> Result<Option<HeldType>> {
+    if used {
+        HeldType::hold(t).map(Some)
+    } else {
+        Ok(HeldType::hold(t).ok())
+    }
+}
+
+/// The handle to pass for a side's datatype.
+fn ty_at(held: &Option<HeldType>, raw: Addr) -> *mut c_void {
+    held.as_ref().map_or(raw.ptr(), HeldType::handle)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Gatherv_init(
+    sbuf: *const c_void,
+    sn: c_int,
+    st: *mut c_void,
+    rbuf: *mut c_void,
+    rcounts: *const c_int,
+    displs: *const c_int,
+    rt: *mut c_void,
+    root: c_int,
+    comm: *mut c_void,
+    _info: *mut c_void,
+    request: *mut *mut c_void,
+) -> c_int {
+    init("MPI_Gatherv_init", comm, request, |obj| {
+        super::coll::check_root(obj, root)?;
+        let p = obj.comm.size() as usize;
+        let at_root = obj.comm.rank() == root;
+        let send_used = !(at_root && super::coll::in_place(sbuf));
+        if send_used {
+            count(sn, "sendcount")?;
+        }
+        let sty = side_type(st, send_used)?;
+        let rty = side_type(rt, at_root)?;
+        let rc = ints(rcounts, p, at_root, true, "recvcounts")?;
+        let rd = ints(displs, p, at_root, false, "displs")?;
+        let (s, r, sraw, rraw) = (Addr::of(sbuf), Addr::of(rbuf), Addr::of(st), Addr::of(rt));
+        Ok(move |obj: &Arc<CommObj>, rq| {
+            let (stp, rtp) = (ty_at(&sty, sraw), ty_at(&rty, rraw));
+            nbc::start_gatherv(
+                obj,
+                s.ptr(),
+                sn,
+                stp,
+                r.ptr(),
+                at(&rc),
+                at(&rd),
+                rtp,
+                root,
+                rq,
+            )
+        })
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Scatterv_init(
+    sbuf: *const c_void,
+    scounts: *const c_int,
+    displs: *const c_int,
+    st: *mut c_void,
+    rbuf: *mut c_void,
+    rn: c_int,
+    rt: *mut c_void,
+    root: c_int,
+    comm: *mut c_void,
+    _info: *mut c_void,
+    request: *mut *mut c_void,
+) -> c_int {
+    init("MPI_Scatterv_init", comm, request, |obj| {
+        super::coll::check_root(obj, root)?;
+        let p = obj.comm.size() as usize;
+        let at_root = obj.comm.rank() == root;
+        let recv_used = !(at_root && super::coll::in_place(rbuf.cast_const()));
+        if recv_used {
+            count(rn, "recvcount")?;
+        }
+        let sty = side_type(st, at_root)?;
+        let rty = side_type(rt, recv_used)?;
+        let sc = ints(scounts, p, at_root, true, "sendcounts")?;
+        let sd = ints(displs, p, at_root, false, "displs")?;
+        let (s, r, sraw, rraw) = (Addr::of(sbuf), Addr::of(rbuf), Addr::of(st), Addr::of(rt));
+        Ok(move |obj: &Arc<CommObj>, rq| {
+            let (stp, rtp) = (ty_at(&sty, sraw), ty_at(&rty, rraw));
+            nbc::start_scatterv(
+                obj,
+                s.ptr(),
+                at(&sc),
+                at(&sd),
+                stp,
+                r.ptr(),
+                rn,
+                rtp,
+                root,
+                rq,
+            )
+        })
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Allgatherv_init(
+    sbuf: *const c_void,
+    sn: c_int,
+    st: *mut c_void,
+    rbuf: *mut c_void,
+    rcounts: *const c_int,
+    displs: *const c_int,
+    rt: *mut c_void,
+    comm: *mut c_void,
+    _info: *mut c_void,
+    request: *mut *mut c_void,
+) -> c_int {
+    init("MPI_Allgatherv_init", comm, request, |obj| {
+        let p = obj.comm.size() as usize;
+        let send_used = !super::coll::in_place(sbuf);
+        if send_used {
+            count(sn, "sendcount")?;
+        }
+        let sty = side_type(st, send_used)?;
+        let rty = side_type(rt, true)?;
+        let rc = ints(rcounts, p, true, true, "recvcounts")?;
+        let rd = ints(displs, p, true, false, "displs")?;
+        let (s, r, sraw, rraw) = (Addr::of(sbuf), Addr::of(rbuf), Addr::of(st), Addr::of(rt));
+        Ok(move |obj: &Arc<CommObj>, rq| {
+            let (stp, rtp) = (ty_at(&sty, sraw), ty_at(&rty, rraw));
+            nbc::start_allgatherv(obj, s.ptr(), sn, stp, r.ptr(), at(&rc), at(&rd), rtp, rq)
+        })
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Alltoallv_init(
+    sbuf: *const c_void,
+    scounts: *const c_int,
+    sdispls: *const c_int,
+    st: *mut c_void,
+    rbuf: *mut c_void,
+    rcounts: *const c_int,
+    rdispls: *const c_int,
+    rt: *mut c_void,
+    comm: *mut c_void,
+    _info: *mut c_void,
+    request: *mut *mut c_void,
+) -> c_int {
+    init("MPI_Alltoallv_init", comm, request, |obj| {
+        let p = obj.comm.size() as usize;
+        let send_used = !super::coll::in_place(sbuf);
+        let sty = side_type(st, send_used)?;
+        let rty = side_type(rt, true)?;
+        let sc = ints(scounts, p, send_used, true, "sendcounts")?;
+        let sd = ints(sdispls, p, send_used, false, "sdispls")?;
+        let rc = ints(rcounts, p, true, true, "recvcounts")?;
+        let rd = ints(rdispls, p, true, false, "rdispls")?;
+        let (s, r, sraw, rraw) = (Addr::of(sbuf), Addr::of(rbuf), Addr::of(st), Addr::of(rt));
+        Ok(move |obj: &Arc<CommObj>, rq| {
+            let (stp, rtp) = (ty_at(&sty, sraw), ty_at(&rty, rraw));
+            nbc::start_alltoallv(
+                obj,
+                s.ptr(),
+                at(&sc),
+                at(&sd),
+                stp,
+                r.ptr(),
+                at(&rc),
+                at(&rd),
+                rtp,
+                rq,
+            )
+        })
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Alltoallw_init(
+    sbuf: *const c_void,
+    scounts: *const c_int,
+    sdispls: *const c_int,
+    stypes: *const *mut c_void,
+    rbuf: *mut c_void,
+    rcounts: *const c_int,
+    rdispls: *const c_int,
+    rtypes: *const *mut c_void,
+    comm: *mut c_void,
+    _info: *mut c_void,
+    request: *mut *mut c_void,
+) -> c_int {
+    init("MPI_Alltoallw_init", comm, request, |obj| {
+        let p = obj.comm.size() as usize;
+        // The blocks hold their datatypes.
+        let recvs = super::coll::w_blocks(rcounts, rdispls, rtypes, p, "recvtypes")?;
+        let sends = if super::coll::in_place(sbuf) {
+            None
+        } else {
+            Some(super::coll::w_blocks(
+                scounts,
+                sdispls,
+                stypes,
+                p,
+                "sendtypes",
+            )?)
+        };
+        let (s, r) = (Addr::of(sbuf), Addr::of(rbuf));
+        Ok(move |obj: &Arc<CommObj>, rq| {
+            nbc::ialltoallw(obj, s.ptr(), sends.clone(), r.ptr(), recvs.clone(), rq)
+        })
+    })
+}

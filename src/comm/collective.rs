@@ -766,9 +766,22 @@ fn read_into<'a, T: Scalar>(out: &'a mut [T], at: usize) -> Finish<'a> {
     })
 }
 
+/// Nonblocking collectives' tags: `i32::MIN` plus 29 bits of their
+/// sequence number, in `[i32::MIN, i32::MIN + 2^29)`, so each has a
+/// second tag ([`nbc_second_tag`]) that no other takes, and neither is
+/// `ANY_TAG` nor a blocking collective's (positive).
+const NBC_TAG_MASK: u32 = (1 << 29) - 1;
+
+/// The second tag of the nonblocking collective of tag `tag`, for a
+/// schedule that needs two kinds of message between one pair (the
+/// neighbourhood collectives of a grid): in `[i32::MIN + 2^29,
+/// i32::MIN + 2^30)`, apart from every first tag. Derived, not taken, so
+/// a persistent collective, whose tag is taken at its init, has it too.
+pub(crate) fn nbc_second_tag(tag: i32) -> i32 {
+    tag + (1 << 29)
+}
+
 impl Communicator {
-    /// The tag of the next nonblocking collective on this communicator:
-    /// negative, so it matches no user or blocking-collective message.
     /// The tag of the next nonblocking collective on this communicator,
     /// for schedules built from point-to-point messages on the collective
     /// context outside `coll` (the C ABI's): members agree on it by
@@ -781,7 +794,7 @@ impl Communicator {
         // Relaxed: a counter; members agree on it by calling nonblocking
         // collectives in the same order, not through memory.
         let seq = self.inner.nbc_seq.fetch_add(1, Ordering::Relaxed);
-        i32::MIN + (seq & 0x3fff_ffff) as i32
+        i32::MIN + (seq & NBC_TAG_MASK) as i32
     }
 
     fn start<'a, T: Scalar>(&'a self, s: nbc::Sched<T>, fin: Option<Finish<'a>>) -> Request<'a> {

@@ -23,6 +23,7 @@ pub mod topo;
 pub mod win;
 
 pub use attr::Keyval;
+pub(crate) use collective::nbc_second_tag;
 pub use collective::ROOT;
 pub(crate) use connect::meet_connected;
 pub use create::SplitType;
