@@ -141,8 +141,11 @@ fn delete_list(handle: usize, attrs: Attrs, kind: Kind) -> Result<()> {
 }
 
 /// The attributes a duplicate of the object `handle` gets from its
-/// `attrs`, through the copy callbacks.
-fn copy_list(handle: usize, attrs: Attrs, kind: Kind) -> Result<Attrs> {
+/// `attrs`, through the copy callbacks. When one fails, the values the
+/// earlier ones made are deleted again (their delete callbacks run, with
+/// `new`, the duplicate's handle, or the original's where the duplicate
+/// has none yet) and the failure is the error.
+fn copy_list(handle: usize, new: usize, attrs: Attrs, kind: Kind) -> Result<Attrs> {
     let mut outv = Vec::new();
     for (k, v) in attrs {
         let Ok(kv) = keyval(k, kind) else { continue };
@@ -168,6 +171,9 @@ fn copy_list(handle: usize, attrs: Attrs, kind: Kind) -> Result<Attrs> {
                     )
                 };
                 if rc != SUCCESS {
+                    // The failure is the error; a delete callback's too is
+                    // dropped.
+                    let _ = delete_list(new, outv, kind);
                     return Err(Error::new(
                         ErrorClass::Other,
                         format!("the copy callback of attribute key {k} returned {rc}"),
@@ -191,10 +197,11 @@ pub(crate) fn delete_all_attrs(obj: &CommObj) -> Result<()> {
     delete_list(obj.handle, attrs, Kind::Comm)
 }
 
-/// The attributes a duplicate of `obj` gets, through the copy callbacks.
+/// The attributes a duplicate of `obj` gets, through the copy callbacks
+/// (the duplicate has no handle yet: a failure's deletes get `obj`'s).
 pub(crate) fn copy_attrs(obj: &CommObj) -> Result<Attrs> {
     let attrs = lock(&obj.attrs).clone();
-    copy_list(obj.handle, attrs, Kind::Comm)
+    copy_list(obj.handle, obj.handle, attrs, Kind::Comm)
 }
 
 /// Where an object's attributes are: a communicator's own list, or the
@@ -229,6 +236,9 @@ impl Home<'_> {
     }
 }
 
+/// Sets attribute `k` (deleting the old value through its callback, with
+/// no lock held). Two threads setting one key of one object at once race
+/// as the program made them: both may delete the same old value.
 fn set_on(home: Home<'_>, kind: Kind, k: c_int, value: usize) -> Result<()> {
     let kv = keyval(k, kind)?;
     if kv.freed {
@@ -464,7 +474,7 @@ pub(crate) fn type_dup_attrs(from: usize, to: usize) -> Result<()> {
     if attrs.is_empty() {
         return Ok(());
     }
-    let copied = copy_list(from, attrs, Kind::Type)?;
+    let copied = copy_list(from, to, attrs, Kind::Type)?;
     if !copied.is_empty() {
         lock(&HELD).insert(to, copied);
     }
@@ -476,6 +486,14 @@ pub(crate) fn type_dup_attrs(from: usize, to: usize) -> Result<()> {
 pub(crate) fn delete_held(handle: usize, kind: Kind) -> Result<()> {
     let attrs = lock(&HELD).remove(&handle).unwrap_or_default();
     delete_list(handle, attrs, kind)
+}
+
+/// Forgets whatever attributes the released handle `handle` still has
+/// (one a delete callback set while its object was freed, or one set on
+/// a handle the C layer held and let go), so that the next object given
+/// the handle starts without any.
+pub(crate) fn forget_held(handle: usize) {
+    lock(&HELD).remove(&handle);
 }
 
 #[no_mangle]

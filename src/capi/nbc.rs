@@ -1494,10 +1494,18 @@ fn typed(blocks: Result<Vec<(usize, isize)>>, t: *mut c_void) -> Result<Vec<Bloc
     let blocks = blocks?;
     let ty = committed(h(t))?.arc();
     let ext = ty.extent();
-    Ok(blocks
+    blocks
         .into_iter()
-        .map(|(n, d)| (n, d * ext, ty.clone()))
-        .collect())
+        .map(|(n, d)| {
+            let bytes = d.checked_mul(ext).ok_or_else(|| {
+                Error::new(
+                    ErrorClass::Arg,
+                    format!("a displacement of {d} extents of {ext} bytes overflows"),
+                )
+            })?;
+            Ok((n, bytes, ty.clone()))
+        })
+        .collect()
 }
 
 /// `n` blocks of `count` instances, one after the other.

@@ -2721,6 +2721,12 @@ pub unsafe extern "C" fn MPI_Cancel(request: *mut *mut c_void) -> c_int {
             } => a,
             _ => &mut req,
         };
+        // An MPI_Isendrecv cancels its receive (its send, as any, is not
+        // cancelled); its status is then the receive's, cancelled.
+        let target: &mut Req = match &mut target.state {
+            ReqState::Pair(p) => &mut p[1],
+            _ => target,
+        };
         target.expand();
         if let ReqState::Live { req: r, .. } = &mut target.state {
             if r.cancel() {
@@ -2943,8 +2949,9 @@ pub unsafe extern "C" fn MPI_Sendrecv_replace(
 
 /// Makes `*request` the pair of an `MPI_Isendrecv`: `recv` (posted
 /// first, so that a send to this process itself finds it) and the send
-/// `start_send` starts; a send that fails to start lets the receive go
-/// (cancelled, `Request`'s drop) and is the call's error.
+/// `send` starts. The callers check the send's arguments before they post
+/// the receive; a send that still fails to start (the job failing) lets
+/// the receive go (cancelled, `Request`'s drop) and is the call's error.
 fn give_pair(
     obj: &Arc<CommObj>,
     recv: Req,
@@ -2982,15 +2989,30 @@ pub unsafe extern "C" fn MPI_Isendrecv(
         let rn = count(rcount, "recvcount")?;
         let sty = committed(h(stype))?;
         let rty = committed(h(rtype))?.arc();
-        stag(stag_)?;
+        let tag = stag(stag_)?;
         if request.is_null() {
             return Err(super::arg("request"));
         }
+        // The send's arguments are checked (and its data packed) before
+        // the receive is posted, which a later failure would have to let
+        // go, possibly matched already.
+        obj.comm.check_send(dest, tag)?;
+        let (direct, packed) = send_data(sbuf, sn, &sty)?;
         let recv = start_recv(&obj, rbuf, rn, &rty, src, rtag_)?;
         give_pair(
             &obj,
             recv,
-            || start_send(&obj, Mode::Send, sbuf, sn, &sty, dest, stag_),
+            || {
+                let data: &[u8] = match direct {
+                    Some(d) => d,
+                    // SAFETY: lifetime erasure of a borrow of `packed`'s
+                    // heap buffer, which moves into the same `Req` as the
+                    // request (`isend_req`'s keep) and is dropped after
+                    // it, or (a send complete at once) is dropped unread.
+                    None => unsafe { std::slice::from_raw_parts(packed.as_ptr(), packed.len()) },
+                };
+                isend_req(&obj, data, dest, tag, false, packed)
+            },
             request,
         )
     })
@@ -3016,6 +3038,7 @@ pub unsafe extern "C" fn MPI_Isendrecv_replace(
         if request.is_null() {
             return Err(super::arg("request"));
         }
+        obj.comm.check_send(dest, tag)?;
         // The message leaves from a copy, so the receive may land in the
         // buffer at once.
         let packed = ty.pack(buf, n)?;
@@ -3026,7 +3049,8 @@ pub unsafe extern "C" fn MPI_Isendrecv_replace(
             || {
                 // SAFETY: lifetime erasure of a borrow of `packed`'s heap
                 // buffer, which moves into the same `Req` as the request
-                // (`isend_req`'s keep) and is dropped after it.
+                // (`isend_req`'s keep) and is dropped after it, or (a send
+                // complete at once) is dropped unread.
                 let data = unsafe { std::slice::from_raw_parts(packed.as_ptr(), packed.len()) };
                 isend_req(&obj, data, dest, tag, false, packed)
             },

@@ -441,12 +441,12 @@ pub unsafe extern "C" fn MPI_Dist_graph_create(
 ) -> c_int {
     guard("MPI_Dist_graph_create", h(comm), || {
         let obj = comm_obj(h(comm))?;
-        if newcomm.is_null() {
-            return Err(super::arg("comm_dist_graph"));
-        }
         // The arguments as slices; one refused here still takes part in
         // the exchange, so the other members fail instead of waiting.
         let args = (|| {
+            if newcomm.is_null() {
+                return Err(super::arg("comm_dist_graph"));
+            }
             let n = count(n, "n")?;
             let s = array(sources, n, "sources")?;
             let d = array(degrees, n, "degrees")?;

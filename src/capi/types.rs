@@ -1043,6 +1043,8 @@ impl Drop for HeldType {
     fn drop(&mut self) {
         if !(0x200..0x300).contains(&self.0) {
             state().types.release(self.0);
+            // A user function may have set attributes on the handle.
+            super::attr::forget_held(self.0);
         }
     }
 }
@@ -1369,6 +1371,7 @@ pub unsafe extern "C" fn MPI_Type_dup(old: *mut c_void, newtype: *mut *mut c_voi
         let nh = h(read(newtype, "newtype")?);
         super::attr::type_dup_attrs(oh, nh).or_else(|e| {
             state().types.release(nh);
+            super::attr::forget_held(nh);
             out(newtype, to_handle(DATATYPE_NULL), "newtype")?;
             Err(e)
         })
@@ -1410,6 +1413,7 @@ pub unsafe extern "C" fn MPI_Type_free(t: *mut *mut c_void) -> c_int {
             .types
             .release(handle)
             .ok_or_else(|| bad_type(handle))?;
+        super::attr::forget_held(handle);
         out(t, to_handle(DATATYPE_NULL), "datatype")?;
         deleted
     })

@@ -448,6 +448,7 @@ pub unsafe extern "C" fn MPI_Win_free(win: *mut *mut c_void) -> c_int {
             .wins
             .release(h(w))
             .ok_or_else(|| Error::new(ErrorClass::Win, "the window was freed"))?;
+        super::attr::forget_held(h(w));
         // Relaxed: see `win_obj`.
         obj.freed.store(1, crate::sync::Ordering::Relaxed);
         LAST.with(|l| *l.borrow_mut() = None);

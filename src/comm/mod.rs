@@ -502,6 +502,17 @@ impl Communicator {
         Ok(self.ctx.dest(dest)?.map(|w| (w, self.context_for(coll))))
     }
 
+    /// Checks a send's destination and tag as a send would, sending
+    /// nothing (the C layer's `MPI_Isendrecv` checks its send before it
+    /// posts its receive).
+    ///
+    /// # Errors
+    /// `Rank`, `Tag`, or the job's failure.
+    pub(crate) fn check_send(&self, dest: i32, tag: i32) -> Result<()> {
+        let r = self.send_route(dest, tag, false).map(|_| ());
+        self.ret("MPI_Isendrecv", r)
+    }
+
     /// Checks a receive's (or probe's) arguments: `None` for `PROC_NULL`,
     /// else the context id to match on.
     #[inline]

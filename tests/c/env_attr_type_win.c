@@ -5,7 +5,8 @@
  *   delete on a derived type and on MPI_INT; MPI_Type_dup copies through
  *   the copy function (and MPI_TYPE_DUP_FN / MPI_TYPE_NULL_COPY_FN keys
  *   copy / do not); MPI_Type_free runs the delete function with the
- *   handle still the type's; a copy function that fails fails the dup;
+ *   handle still the type's; a copy function that fails fails the dup,
+ *   and the copies made before it are deleted again;
  * - MPI_Win_create_keyval: set / get / delete on a window beside the
  *   predefined keys (still answered), MPI_Win_free runs the delete
  *   function; a predefined key cannot be set;
@@ -39,6 +40,28 @@ static int tdelete(MPI_Datatype t, int k, void *val, void *extra)
     int size = -1;
     MPI_Type_size(t, &size);
     CHECK(size == 8, "the delete callback sees a type of size %d", size);
+    return MPI_SUCCESS;
+}
+
+/* A copy that succeeds, and its delete, for the failed dup's clean-up. */
+static int okdeletes;
+static MPI_Datatype okdelete_seen;
+static int okcopy(MPI_Datatype old, int k, void *extra, void *in, void *out, int *flag)
+{
+    (void)old;
+    (void)k;
+    (void)extra;
+    *(void **)out = in;
+    *flag = 1;
+    return MPI_SUCCESS;
+}
+static int okdelete(MPI_Datatype t, int k, void *val, void *extra)
+{
+    (void)k;
+    (void)val;
+    (void)extra;
+    okdeletes++;
+    okdelete_seen = t;
     return MPI_SUCCESS;
 }
 
@@ -114,6 +137,27 @@ int main(int argc, char **argv)
           "free of the dup: %d deletes", deletes);
     CHECK_OK(MPI_Type_free(&pair));
     CHECK(deletes == 3, "free of a type without a callback attribute: %d deletes", deletes);
+
+    /* A dup whose second copy fails deletes what the first made. */
+    {
+        int kok;
+        MPI_Datatype t2, t3 = MPI_DATATYPE_NULL;
+        CHECK_OK(MPI_Type_create_keyval(okcopy, okdelete, &kok, NULL));
+        CHECK_OK(MPI_Type_contiguous(2, MPI_INT, &t2));
+        CHECK_OK(MPI_Type_set_attr(t2, kok, &vals[11]));
+        CHECK_OK(MPI_Type_set_attr(t2, k, &vals[12]));
+        int before = deletes;
+        fail_copy = 1;
+        rc = MPI_Type_dup(t2, &t3);
+        fail_copy = 0;
+        CHECK(rc != MPI_SUCCESS && t3 == MPI_DATATYPE_NULL, "the failed dup: rc %d", rc);
+        CHECK(okdeletes == 1 && okdelete_seen != t2,
+              "the first copy of a failed dup was not deleted on the new type: %d", okdeletes);
+        CHECK_OK(MPI_Type_free(&t2));
+        CHECK(okdeletes == 2 && deletes == before + 1, "freeing t2: %d %d", okdeletes,
+              deletes - before);
+        CHECK_OK(MPI_Type_free_keyval(&kok));
+    }
 
     /* A predefined type may carry attributes too. */
     CHECK_OK(MPI_Type_set_attr(MPI_INT, kdup, &vals[7]));

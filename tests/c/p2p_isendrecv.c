@@ -5,8 +5,9 @@
  * ANY_SOURCE / ANY_TAG); a strided send type received contiguous; a 1 MiB
  * message; MPI_PROC_NULL at the ends of an open chain; the replace form
  * rotating a buffer a full turn, contiguous and with a strided type whose
- * gaps stay untouched; a request freed before completion; and bad
- * arguments (tag, rank, count) refused with their class, nothing posted. */
+ * gaps stay untouched; a request freed before completion; a cancelled
+ * one (its receive cancelled, its send delivered); and bad arguments
+ * (tag, rank, count) refused with their class, nothing posted. */
 #include "common.h"
 
 #define MIB_INTS (1 << 18)
@@ -19,7 +20,8 @@
  * shmpi's; under MPICH the type is not freed. Its MPI_Isendrecv_replace
  * with a strided type lays the message down contiguous (and frees the
  * type once too often), and its MPI_Request_free refuses the request
- * ("invalid (kind=10)"): those cases are shmpi's too. */
+ * ("invalid (kind=10)") and MPI_Cancel ("an unknown type of request"):
+ * those cases are shmpi's too. */
 #ifdef SHMPI_MPI_H
 #define OURS 1
 #else
@@ -180,7 +182,22 @@ int main(int argc, char **argv)
               40 + left, 50 + left);
     }
 
-    /* 7. Bad arguments: their class, and nothing posted or sent. */
+    /* 7. MPI_Cancel cancels the receive of an MPI_Isendrecv; its send
+     *    still arrives. */
+    if (OURS && size > 1) {
+        int v = 60 + rank, r = -1, got = -1;
+        CHECK_OK(MPI_Isendrecv(&v, 1, MPI_INT, right, 13, &r, 1, MPI_INT, left, 14,
+                               MPI_COMM_WORLD, &rq));
+        CHECK_OK(MPI_Cancel(&rq));
+        CHECK_OK(MPI_Wait(&rq, &st));
+        int cancelled = 0;
+        MPI_Test_cancelled(&st, &cancelled);
+        CHECK(cancelled && r == -1, "cancelled: flag %d r %d", cancelled, r);
+        CHECK_OK(MPI_Recv(&got, 1, MPI_INT, left, 13, MPI_COMM_WORLD, &st));
+        CHECK(got == 60 + left, "the cancelled pair's send brought %d", got);
+    }
+
+    /* 8. Bad arguments: their class, and nothing posted or sent. */
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     {
         int v = 1, r = -1;

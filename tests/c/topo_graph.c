@@ -197,6 +197,11 @@ int main(int argc, char **argv)
             rc = MPI_Dist_graph_create(MPI_COMM_WORLD, me == 0 ? -1 : 0, src, deg, dst, w,
                                        MPI_INFO_NULL, 0, &dg);
             CHECK(rc != MPI_SUCCESS && dg == MPI_COMM_NULL, "negative n: rc %d", rc);
+            /* And a null output pointer on one rank. */
+            rc = MPI_Dist_graph_create(MPI_COMM_WORLD, 0, src, deg, dst, MPI_UNWEIGHTED,
+                                       MPI_INFO_NULL, 0, me == n - 1 ? NULL : &dg);
+            CHECK(ct_class(rc) == MPI_ERR_ARG, "null comm_dist_graph on rank %d: class %d",
+                  n - 1, ct_class(rc));
         }
         free(src);
         free(deg);
