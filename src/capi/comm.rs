@@ -275,6 +275,13 @@ pub(crate) fn give(
     attrs: Vec<(c_int, usize)>,
     p: *mut *mut c_void,
 ) -> Result<()> {
+    // Checked here, after the collective that made `c`, so a member
+    // passing a null pointer fails alone instead of leaving the others
+    // waiting in it; its communicator is dropped (which frees its
+    // context id without a collective).
+    if p.is_null() {
+        return Err(super::arg("newcomm"));
+    }
     let handle = match c {
         Some(c) => register_comm(c, parent.errh(), attrs),
         None => COMM_NULL,
@@ -283,11 +290,12 @@ pub(crate) fn give(
 }
 
 pub(crate) fn dup(comm: usize, newcomm: *mut *mut c_void, info: Option<usize>) -> Result<()> {
+    let obj = comm_obj(comm)?;
+    let c = obj.comm.dup()?;
+    // After the collective (see `give`), before any copy callback runs.
     if newcomm.is_null() {
         return Err(super::arg("newcomm"));
     }
-    let obj = comm_obj(comm)?;
-    let c = obj.comm.dup()?;
     let attrs = super::attr::copy_attrs(&obj)?;
     let hints = match info {
         Some(i) => super::env::info_pairs(i)?,
@@ -366,9 +374,6 @@ pub unsafe extern "C" fn MPI_Comm_create(
     guard("MPI_Comm_create", h(comm), || {
         let obj = comm_obj(h(comm))?;
         let grp = group_obj(h(g))?;
-        if newcomm.is_null() {
-            return Err(super::arg("newcomm"));
-        }
         let c = obj.comm.create(&grp)?;
         give(&obj, c, Vec::new(), newcomm)
     })
@@ -384,9 +389,6 @@ pub unsafe extern "C" fn MPI_Comm_create_group(
     guard("MPI_Comm_create_group", h(comm), || {
         let obj = comm_obj(h(comm))?;
         let grp = group_obj(h(g))?;
-        if newcomm.is_null() {
-            return Err(super::arg("newcomm"));
-        }
         let c = obj.comm.create_group(&grp, tag)?;
         give(&obj, c, Vec::new(), newcomm)
     })
@@ -401,9 +403,6 @@ pub unsafe extern "C" fn MPI_Comm_split(
 ) -> c_int {
     guard("MPI_Comm_split", h(comm), || {
         let obj = comm_obj(h(comm))?;
-        if newcomm.is_null() {
-            return Err(super::arg("newcomm"));
-        }
         let c = obj.comm.split(color, key)?;
         give(&obj, c, Vec::new(), newcomm)
     })
@@ -419,9 +418,6 @@ pub unsafe extern "C" fn MPI_Comm_split_type(
 ) -> c_int {
     guard("MPI_Comm_split_type", h(comm), || {
         let obj = comm_obj(h(comm))?;
-        if newcomm.is_null() {
-            return Err(super::arg("newcomm"));
-        }
         // Every process of a shmpi job shares memory: SHARED is one
         // communicator of all; UNDEFINED takes part and gets COMM_NULL.
         let color = match split_type {
@@ -513,9 +509,6 @@ pub unsafe extern "C" fn MPI_Intercomm_create(
 ) -> c_int {
     guard("MPI_Intercomm_create", h(local), || {
         let obj = comm_obj(h(local))?;
-        if newcomm.is_null() {
-            return Err(super::arg("newintercomm"));
-        }
         // The peer communicator matters only at the local leader.
         let peer_obj = if obj.comm.rank() == local_leader {
             comm_obj(h(peer))?
@@ -537,9 +530,6 @@ pub unsafe extern "C" fn MPI_Intercomm_merge(
 ) -> c_int {
     guard("MPI_Intercomm_merge", h(inter), || {
         let obj = comm_obj(h(inter))?;
-        if newcomm.is_null() {
-            return Err(super::arg("newintracomm"));
-        }
         let c = obj.comm.intercomm_merge(high != 0)?;
         give(&obj, Some(c), Vec::new(), newcomm)
     })

@@ -50,9 +50,6 @@ pub unsafe extern "C" fn MPI_Cart_create(
 ) -> c_int {
     guard("MPI_Cart_create", h(comm), || {
         let obj = comm_obj(h(comm))?;
-        if newcomm.is_null() {
-            return Err(super::arg("comm_cart"));
-        }
         let n = ndims(nd)?;
         let d = array(dims, n, "dims")?;
         let p = flags(periods, n, "periods")?;
@@ -141,9 +138,6 @@ pub unsafe extern "C" fn MPI_Cart_sub(
 ) -> c_int {
     guard("MPI_Cart_sub", h(comm), || {
         let obj = comm_obj(h(comm))?;
-        if newcomm.is_null() {
-            return Err(super::arg("newcomm"));
-        }
         let (d, _, _) = obj.comm.cart_get()?;
         let r = flags(remain, d.len(), "remain_dims")?;
         let c = obj.comm.cart_sub(&r)?;
@@ -214,9 +208,6 @@ pub unsafe extern "C" fn MPI_Dist_graph_create_adjacent(
 ) -> c_int {
     guard("MPI_Dist_graph_create_adjacent", h(comm), || {
         let obj = comm_obj(h(comm))?;
-        if newcomm.is_null() {
-            return Err(super::arg("comm_dist_graph"));
-        }
         let (ni, no) = (count(indegree, "indegree")?, count(outdegree, "outdegree")?);
         let s = array(sources, ni, "sources")?;
         let d = array(destinations, no, "destinations")?;
@@ -345,9 +336,6 @@ pub unsafe extern "C" fn MPI_Graph_create(
 ) -> c_int {
     guard("MPI_Graph_create", h(comm), || {
         let obj = comm_obj(h(comm))?;
-        if newcomm.is_null() {
-            return Err(super::arg("comm_graph"));
-        }
         let (i, e) = graph_args(nnodes, index, edges)?;
         let c = obj.comm.graph_create(i, e, reorder != 0)?;
         give(&obj, c, Vec::new(), newcomm)

@@ -120,6 +120,24 @@ int main(int argc, char **argv)
     CHECK_OK(MPI_Error_string(rc, msg, &len));
     CHECK(strstr(msg, "MPI_ERR_RANK") != NULL, "message %s", msg);
 
+    /* A null output pointer on one member of a collective constructor
+     * fails there alone; the others get their communicator and are not
+     * left waiting (each call below would hang them otherwise). */
+    {
+        MPI_Comm c = MPI_COMM_NULL;
+        int last = rank == size - 1;
+        rc = MPI_Comm_split(MPI_COMM_WORLD, 0, rank, last ? NULL : &c);
+        CHECK(last ? ct_class(rc) == MPI_ERR_ARG : rc == MPI_SUCCESS, "split: rc %d", rc);
+        if (c != MPI_COMM_NULL) MPI_Comm_free(&c);
+        rc = MPI_Comm_dup(MPI_COMM_WORLD, last ? NULL : &c);
+        CHECK(last ? ct_class(rc) == MPI_ERR_ARG : rc == MPI_SUCCESS, "dup: rc %d", rc);
+        if (c != MPI_COMM_NULL) MPI_Comm_free(&c);
+        int dims[1] = {size}, periods[1] = {0};
+        rc = MPI_Cart_create(MPI_COMM_WORLD, 1, dims, periods, 0, last ? NULL : &c);
+        CHECK(last ? ct_class(rc) == MPI_ERR_ARG : rc == MPI_SUCCESS, "cart: rc %d", rc);
+        if (c != MPI_COMM_NULL) MPI_Comm_free(&c);
+    }
+
     /* The job goes on. */
     x = rank + 1;
     CHECK_OK(MPI_Allreduce(&x, &y, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
