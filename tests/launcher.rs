@@ -1053,3 +1053,56 @@ fn ending_a_job_ends_the_processes_its_ranks_started() {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// So does it end what a rank started and left orphaned (a subshell's
+/// background command, as a daemon's double fork does): the launcher
+/// adopts such orphans (`job::adopt_orphans`).
+#[test]
+fn ending_a_job_ends_what_its_ranks_left_orphaned() {
+    let dir = std::env::temp_dir().join(format!("shmpi-orphans-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let pidfile = dir.join("pid");
+    // The subshell exits at once: its sleep is orphaned (adopted by the
+    // launcher, a subreaper), no longer below the rank; it holds none of
+    // the job's output pipes, so the launcher's end is not held up.
+    let script = format!(
+        "(sleep 300 >/dev/null 2>&1 & echo $! >> {}); sleep 300",
+        pidfile.display()
+    );
+    let o = support::output_bounded(
+        Command::new(support::shmpiexec()).args(["--timeout", "1", "-n", "2", "sh", "-c", &script]),
+        Duration::from_secs(60),
+    );
+    assert_eq!(
+        o.status.code(),
+        Some(124),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let pids: Vec<u32> = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .lines()
+        .map(|l| l.trim().parse().unwrap())
+        .collect();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(pids.len(), 2, "{pids:?}");
+    // Gone, or a zombie nobody reaps yet (in a container whose first
+    // process does not reap): either way not running.
+    let running = |pid: u32| {
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+            !s.rsplit(')')
+                .next()
+                .unwrap_or("")
+                .trim_start()
+                .starts_with('Z')
+        })
+    };
+    let t0 = std::time::Instant::now();
+    while pids.iter().any(|&p| running(p)) {
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "an orphan of a rank outlived the job: {pids:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}

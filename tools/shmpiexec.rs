@@ -270,6 +270,9 @@ fn main() -> ExitCode {
         layout_digest: layout.digest(),
         ring_size: ring,
     };
+    // What the ranks leave orphaned is adopted here, so ending the job
+    // ends it too (this process's only children are the job's).
+    job::adopt_orphans();
     match job::run(&spec, shape) {
         Ok(outcome) => {
             if let Some(f) = &outcome.failure {

@@ -27,7 +27,7 @@ pub fn abort_status(code: i32) -> i32 {
     }
 }
 
-pub use spawn::{run, JobOutcome, JobSpec, SegmentShape, StartError};
+pub use spawn::{adopt_orphans, run, JobOutcome, JobSpec, SegmentShape, StartError};
 
 #[cfg(test)]
 mod tests {

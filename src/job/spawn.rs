@@ -3,7 +3,7 @@
 
 use super::env::{self, JobContract};
 use crate::shm::{os, segment_path, RankState, Segment, SegmentSpec};
-use crate::sync::Ordering;
+use crate::sync::{AtomicU32, Ordering};
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -217,6 +217,24 @@ impl From<StartError> for String {
     }
 }
 
+/// Whether this process adopts its descendants' orphans ([`adopt_orphans`]).
+static ADOPTING: AtomicU32 = AtomicU32::new(0);
+
+/// Makes this launcher process adopt the processes its ranks leave
+/// orphaned (`PR_SET_CHILD_SUBREAPER`: a daemon a rank double-forked, a
+/// background command of a shell rank that exited), so that a job [`run`]
+/// ends ends them too. For a launcher whose only children are its jobs'
+/// ranks (`shmpiexec`): when a job is ended, every other child of this
+/// process but the reaper is taken for such an orphan. False where the
+/// kernel refuses (the job then ends only what is still below a rank).
+pub fn adopt_orphans() -> bool {
+    let ok = os::adopt_orphans();
+    // Relaxed: read by `terminate` on the thread that calls `run` after
+    // this, in the same thread or one it starts.
+    ADOPTING.store(u32::from(ok), Ordering::Relaxed);
+    ok
+}
+
 /// Runs a job to its end and reports how it ended. Errors before any rank
 /// starts (no space for the segment, a program that cannot be started) are
 /// returned as `Err`, with a message and an exit status. Every rank is
@@ -327,13 +345,13 @@ pub fn run(spec: &JobSpec, shape: SegmentShape) -> Result<JobOutcome, StartError
                     _ => 1,
                 };
                 let message = format!("shmpiexec: cannot start {program}: {e}");
-                terminate(&mut children, &seg);
+                terminate(&mut children, &seg, reaper.pid());
                 return Err(StartError { message, status });
             }
         }
     }
     let pids: Vec<u32> = children.iter().flatten().map(Child::id).collect();
-    let outcome = supervise(spec.nranks, &mut children, &seg, spec.timeout);
+    let outcome = supervise(spec.nranks, &mut children, &seg, spec.timeout, reaper.pid());
     // Every rank has ended: what their pipes still hold is copied out
     // before the launcher exits (it returned with threads mid-copy, and
     // a reader slower than the ranks lost their last output).
@@ -355,11 +373,14 @@ pub fn run(spec: &JobSpec, shape: SegmentShape) -> Result<JobOutcome, StartError
     Ok(outcome)
 }
 
+/// Watches the ranks until they have all ended (the job's failure ends
+/// the rest: [`terminate`], which spares the launcher's `reaper`).
 fn supervise(
     n: usize,
     children: &mut [Option<Child>],
     seg: &Segment,
     timeout: Option<Duration>,
+    reaper: u32,
 ) -> JobOutcome {
     let mut outcome = JobOutcome {
         code: 0,
@@ -379,7 +400,7 @@ fn supervise(
                 timeout.unwrap_or_default()
             ));
             outcome.code = TIMED_OUT;
-            terminate(children, seg);
+            terminate(children, seg, reaper);
             break;
         }
         if let Some((sig, from_terminal)) = os::take_signal() {
@@ -392,7 +413,7 @@ fn supervise(
                     os::signal_name(sig)
                 ));
                 outcome.code = 128 + sig;
-                terminate(children, seg);
+                terminate(children, seg, reaper);
                 break;
             }
             // A terminal's signal reached the ranks already (they share
@@ -473,7 +494,7 @@ fn supervise(
             }
         }
         if failed {
-            terminate(children, seg);
+            terminate(children, seg, reaper);
             break;
         }
         if live > 0 {
@@ -496,14 +517,21 @@ fn remove_pools(segment: &std::path::Path, n: usize) {
 }
 
 /// SIGTERM to every live rank, SIGKILL after [`GRACE`], then reap them.
-fn terminate(children: &mut [Option<Child>], seg: &Segment) {
+fn terminate(children: &mut [Option<Child>], seg: &Segment, reaper: u32) {
     seg.unlink();
     let ranks: Vec<u32> = children.iter().flatten().map(Child::id).collect();
     // What the ranks started (a shell's commands, helpers) ends with
-    // them: found now, while they are still the ranks' descendants.
-    // Held by pidfds: a pid that an unrelated process took over once
-    // one of these ended is never signalled.
-    let mut started = os::descendants(&ranks);
+    // them: found now, while they are still the ranks' descendants, or
+    // this launcher's if it adopts orphans ([`adopt_orphans`]: a
+    // double-forked daemon), the launcher's reaper spared. Held by
+    // pidfds: a pid that an unrelated process took over once one of
+    // these ended is never signalled.
+    let mut roots = ranks.clone();
+    // Relaxed: set once by the launcher's main thread before `run`.
+    if ADOPTING.load(Ordering::Relaxed) == 1 {
+        roots.push(std::process::id());
+    }
+    let mut started = os::descendants(&roots, &[reaper]);
     for &p in &ranks {
         os::send_signal(p, libc::SIGTERM);
     }

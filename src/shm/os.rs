@@ -219,10 +219,22 @@ impl Held {
     }
 }
 
+/// Makes this process the subreaper of its descendants
+/// (`PR_SET_CHILD_SUBREAPER`): one whose parent exits is adopted by this
+/// process instead of by init, so [`descendants`] of this process still
+/// finds it. False where the kernel refuses.
+pub fn adopt_orphans() -> bool {
+    // SAFETY: prctl(2) with PR_SET_CHILD_SUBREAPER takes a flag; no memory
+    // is involved.
+    unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0 }
+}
+
 /// The processes descended from `roots` (their children, theirs, and so
-/// on), as `/proc` shows them now, each held by a pidfd; not the roots. A
-/// process whose parent exited was adopted elsewhere and is not found.
-pub fn descendants(roots: &[u32]) -> Vec<Held> {
+/// on), as `/proc` shows them now, each held by a pidfd; not the roots,
+/// nor the processes of `skip` and theirs. A process whose parent exited
+/// was adopted elsewhere (by init, or by a subreaper: [`adopt_orphans`])
+/// and is found only from there.
+pub fn descendants(roots: &[u32], skip: &[u32]) -> Vec<Held> {
     let Ok(dir) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
@@ -236,7 +248,11 @@ pub fn descendants(roots: &[u32]) -> Vec<Held> {
     let mut frontier: Vec<u32> = roots.to_vec();
     while let Some(p) = frontier.pop() {
         for &(child, parent) in &parents {
-            if parent == p && !found.contains(&child) && !roots.contains(&child) {
+            if parent == p
+                && !found.contains(&child)
+                && !roots.contains(&child)
+                && !skip.contains(&child)
+            {
                 found.push(child);
                 frontier.push(child);
                 held.extend(Held::child_of(child, parent));
