@@ -78,6 +78,8 @@ pub enum ErrorClass {
     /// `MPI_ERR_ASSERT`: an assertion (`MPI_MODE_*`) a window
     /// synchronisation call does not take.
     Assert,
+    /// `MPI_ERR_SESSION`: invalid session (MPI 4.1 §11.3).
+    Session,
     /// `MPI_ERR_TOPOLOGY`: the communicator has no (or another kind of)
     /// virtual topology.
     Topology,
@@ -127,6 +129,7 @@ impl ErrorClass {
             ErrorClass::RmaSync => "MPI_ERR_RMA_SYNC",
             ErrorClass::Win => "MPI_ERR_WIN",
             ErrorClass::Assert => "MPI_ERR_ASSERT",
+            ErrorClass::Session => "MPI_ERR_SESSION",
             ErrorClass::Topology => "MPI_ERR_TOPOLOGY",
             ErrorClass::Dims => "MPI_ERR_DIMS",
             ErrorClass::ProcFailed => "MPI_ERR_PROC_FAILED",
@@ -169,6 +172,7 @@ impl ErrorClass {
             ErrorClass::RmaSync => 51,
             ErrorClass::Win => 60,
             ErrorClass::Assert => 22,
+            ErrorClass::Session => 54,
             ErrorClass::Topology => 11,
             ErrorClass::Dims => 12,
             ErrorClass::Unsupported => 58,
@@ -185,7 +189,7 @@ impl ErrorClass {
 }
 
 /// Every class, for lookups by C value.
-const ALL: [ErrorClass; 37] = [
+const ALL: [ErrorClass; 38] = [
     ErrorClass::Buffer,
     ErrorClass::Count,
     ErrorClass::Type,
@@ -219,6 +223,7 @@ const ALL: [ErrorClass; 37] = [
     ErrorClass::RmaSync,
     ErrorClass::Win,
     ErrorClass::Assert,
+    ErrorClass::Session,
     ErrorClass::Topology,
     ErrorClass::Dims,
     ErrorClass::ProcFailed,

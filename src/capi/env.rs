@@ -48,12 +48,26 @@ const THREAD_FUNNELED: c_int = 1;
 const THREAD_SERIALIZED: c_int = 2;
 const THREAD_MULTIPLE: c_int = 7;
 
-fn init(required: c_int) -> Result<c_int> {
-    // Relaxed: see `is_initialized`.
-    if PHASE.load(Ordering::Relaxed) != 0 {
+/// Live sessions (`MPI_Session_init` less `MPI_Session_finalize`),
+/// changed under the `UNIVERSE` lock.
+static SESSIONS: AtomicU32 = AtomicU32::new(0);
+
+/// Starts this process's part of the job (the universe, and the
+/// communicators behind `MPI_COMM_WORLD` and `MPI_COMM_SELF`) unless it
+/// runs already: for `MPI_Init` (the world model) and for the first
+/// session (MPI 4.1 §11.3), whichever comes first.
+///
+/// # Errors
+/// The universe's start-up errors; `Other` once it has ended (MPI cannot
+/// start again in a process).
+fn start_universe(uni: &mut Option<Universe>) -> Result<()> {
+    if uni.is_some() {
+        return Ok(());
+    }
+    if WORLD.get().is_some() {
         return Err(Error::new(
             ErrorClass::Other,
-            "MPI_Init called twice (or after MPI_Finalize)",
+            "MPI was finalized in this process, which cannot start it again",
         ));
     }
     EPOCH.get_or_init(Instant::now);
@@ -76,7 +90,58 @@ fn init(required: c_int) -> Result<c_int> {
     let _ = SELF.set(mk(COMM_SELF, selfc));
     // Relaxed: see `is_initialized`.
     RANK.store(u.rank() as i32, Ordering::Relaxed);
-    *lock(&UNIVERSE) = Some(u);
+    *uni = Some(u);
+    Ok(())
+}
+
+/// The universe, taken out to be ended, once neither the world model
+/// (`MPI_Init` without `MPI_Finalize`) nor a session uses it.
+fn unused_universe(uni: &mut Option<Universe>) -> Option<Universe> {
+    // Relaxed (both): see `is_initialized`; `SESSIONS` changes under the
+    // lock the caller holds.
+    if PHASE.load(Ordering::Relaxed) == 1 || SESSIONS.load(Ordering::Relaxed) > 0 {
+        return None;
+    }
+    uni.take()
+}
+
+/// Ends the universe `u` (if any), outside the `UNIVERSE` lock: pending
+/// sends are flushed, and the process leaves the job.
+fn end_universe(u: Option<Universe>) -> Result<()> {
+    let Some(u) = u else { return Ok(()) };
+    super::p2p::flush_all()?;
+    u.finalize()
+}
+
+/// A session begins: the universe starts if nothing uses it yet.
+pub(crate) fn session_begins() -> Result<()> {
+    let mut uni = lock(&UNIVERSE);
+    start_universe(&mut uni)?;
+    // Relaxed: changed under the lock.
+    SESSIONS.fetch_add(1, Ordering::Relaxed);
+    Ok(())
+}
+
+/// A session ends: the universe ends with the last user.
+pub(crate) fn session_ends() -> Result<()> {
+    let u = {
+        let mut uni = lock(&UNIVERSE);
+        // Relaxed: changed under the lock.
+        SESSIONS.fetch_sub(1, Ordering::Relaxed);
+        unused_universe(&mut uni)
+    };
+    end_universe(u)
+}
+
+fn init(required: c_int) -> Result<c_int> {
+    // Relaxed: see `is_initialized`.
+    if PHASE.load(Ordering::Relaxed) != 0 {
+        return Err(Error::new(
+            ErrorClass::Other,
+            "MPI_Init called twice (or after MPI_Finalize)",
+        ));
+    }
+    start_universe(&mut lock(&UNIVERSE))?;
     let _ = MAIN.set(std::thread::current().id());
     // Every handle is Send + Sync and the engine is behind one lock
     // (`Universe::threading` says Multiple), so any level asked is given.
@@ -144,12 +209,15 @@ pub unsafe extern "C" fn MPI_Finalize() -> c_int {
             .get()
             .map_or(Ok(()), |s| super::attr::delete_all_attrs(s));
         super::p2p::flush_all()?;
-        let u = lock(&UNIVERSE).take();
-        if let Some(u) = u {
-            u.finalize()?;
-        }
-        // Relaxed: see `is_initialized`.
-        PHASE.store(2, Ordering::Relaxed);
+        // The world model ends here; the universe with it unless a
+        // session still uses it (MPI 4.1 §11.2.2).
+        let u = {
+            let mut uni = lock(&UNIVERSE);
+            // Relaxed: see `is_initialized`.
+            PHASE.store(2, Ordering::Relaxed);
+            unused_universe(&mut uni)
+        };
+        end_universe(u)?;
         deleted
     })
 }
@@ -363,10 +431,17 @@ pub unsafe extern "C" fn MPI_Comm_call_errhandler(comm: *mut c_void, code: c_int
         Ok(o) => o,
         Err(e) => return super::raise(None, "MPI_Comm_call_errhandler", &e),
     };
-    match obj.errh() {
+    call_errhandler(obj.errh(), obj.handle, code, "MPI_Comm_call_errhandler")
+}
+
+/// Calls handler `errh` of the object `handle` with `code`, for
+/// `MPI_*_call_errhandler` (`call`): a user function runs, a fatal
+/// handler ends the job.
+pub(crate) fn call_errhandler(errh: Errh, handle: usize, code: c_int, call: &str) -> c_int {
+    match errh {
         Errh::Return => SUCCESS,
         Errh::User(f, _) | Errh::WinUser(f, _) => {
-            let mut hd = obj.handle;
+            let mut hd = handle;
             let mut c = code;
             // SAFETY: the program's registered error handler, called as
             // MPI specifies (pointers to the handle and the code).
@@ -375,7 +450,7 @@ pub unsafe extern "C" fn MPI_Comm_call_errhandler(comm: *mut c_void, code: c_int
         }
         Errh::Fatal | Errh::Abort => {
             crate::error::say(format_args!(
-                "shmpi: rank {}: MPI_Comm_call_errhandler with code {code} under \
+                "shmpi: rank {}: {call} with code {code} under \
                  MPI_ERRORS_ARE_FATAL: the job is aborted",
                 world_rank()
             ));

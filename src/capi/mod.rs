@@ -36,6 +36,7 @@ mod env;
 mod nbc;
 mod p2p;
 mod pcoll;
+mod session;
 mod topo;
 mod types;
 mod win;
@@ -88,6 +89,7 @@ pub(crate) const INFO_BASE: usize = 0x6000_0000;
 pub(crate) const ERRH_BASE: usize = 0x7000_0000;
 pub(crate) const MSG_BASE: usize = 0x8000_0000;
 pub(crate) const WIN_BASE: usize = 0x9000_0000;
+pub(crate) const SESSION_BASE: usize = 0xa000_0000;
 const KIND_SPAN: usize = 0x1000_0000;
 
 pub(crate) const SUCCESS: c_int = 0;
@@ -220,6 +222,7 @@ pub(crate) struct State {
     pub(crate) msgs: Table<p2p::Msg>,
     pub(crate) wins: Table<Arc<win::WinObj>>,
     pub(crate) keyvals: attr::Keyvals,
+    pub(crate) sessions: Table<Arc<session::SessionObj>>,
 }
 
 static STATE: Mutex<State> = Mutex::new(State {
@@ -233,6 +236,7 @@ static STATE: Mutex<State> = Mutex::new(State {
     msgs: Table::new(MSG_BASE),
     wins: Table::new(WIN_BASE),
     keyvals: attr::Keyvals::new(),
+    sessions: Table::new(SESSION_BASE),
 });
 
 /// Locks the C layer's state (a panic while it was held leaves it
@@ -557,7 +561,6 @@ fn class_blurb(class: c_int) -> &'static str {
 /// error `e` of `call`; returns the code to give back. Does not return
 /// under a fatal handler.
 pub(crate) fn raise(comm: Option<&Arc<CommObj>>, call: &str, e: &Error) -> c_int {
-    let code = code_of(e);
     let obj = comm.cloned().or_else(|| {
         let own = SELF
             .get()
@@ -577,28 +580,36 @@ pub(crate) fn raise(comm: Option<&Arc<CommObj>>, call: &str, e: &Error) -> c_int
         ));
         std::process::exit(e.class().code().max(1));
     };
-    match obj.errh() {
+    let name = obj.comm.name();
+    let what = if name.is_empty() {
+        "a communicator"
+    } else {
+        &name
+    };
+    raise_on(obj.errh(), obj.handle, what, call, e)
+}
+
+/// Raises error `e` of entry point `call` through handler `errh` of the
+/// object `handle` (named `what` in a fatal message): its code, after a
+/// user function ran; a fatal handler ends the job.
+pub(crate) fn raise_on(errh: Errh, handle: usize, what: &str, call: &str, e: &Error) -> c_int {
+    let code = code_of(e);
+    match errh {
         Errh::Return => code,
         Errh::User(f, _) | Errh::WinUser(f, _) => {
-            let mut h = obj.handle;
+            let mut h = handle;
             let mut c = code;
             // SAFETY: `f` is the function the program registered with
-            // MPI_Comm_create_errhandler; it is called as MPI specifies,
-            // with pointers to the communicator handle and the code.
+            // MPI_*_create_errhandler; it is called as MPI specifies,
+            // with pointers to the object's handle and the code.
             unsafe { f(&mut h, &mut c) };
             code
         }
         h @ (Errh::Fatal | Errh::Abort) => {
-            let name = obj.comm.name();
             crate::error::say(format_args!(
-                "shmpi: rank {}: {call} on {} failed with {}: {}; the error handler is \
+                "shmpi: rank {}: {call} on {what} failed with {}: {}; the error handler is \
                  {}, so the job is aborted",
                 env::world_rank(),
-                if name.is_empty() {
-                    "a communicator"
-                } else {
-                    &name
-                },
                 e.class().name(),
                 e.detail(),
                 if matches!(h, Errh::Abort) {

@@ -1,0 +1,160 @@
+/* ranks: 1 2 4 */
+/* Sessions without MPI_Init (MPI 4.1 §11.3): MPI_Session_init starts
+ * MPI; the two process sets mpi://WORLD and mpi://SELF are listed
+ * (the length query too) with their sizes; a group from mpi://WORLD
+ * makes a communicator by MPI_Comm_create_from_group that carries point
+ * to point and collectives; a second session lives beside the first and
+ * makes a communicator of its own from the even ranks only (collective
+ * over them alone); errors go to the session's handler (MPI_ERRORS_RETURN
+ * here, then a handler of the program's); MPI_Initialized stays false;
+ * the last MPI_Session_finalize ends MPI. Prints "No Errors" from
+ * rank 0 itself (no MPI_COMM_WORLD in this model). */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* MPICH 4.0 raises a session call's error on MPI_ERRORS_ARE_FATAL, not
+ * on the session's handler (MPI 4.1 §11.3.1): that part is shmpi's. */
+#ifdef SHMPI_MPI_H
+#define OURS 1
+#else
+#define OURS 0
+#endif
+
+static int errs = 0;
+#define CHECK(c, ...)                                                                       \
+    do {                                                                                   \
+        if (!(c)) {                                                                        \
+            fprintf(stderr, "check failed line %d: %s: ", __LINE__, #c);                  \
+            fprintf(stderr, __VA_ARGS__);                                                  \
+            fprintf(stderr, "\n");                                                         \
+            errs++;                                                                        \
+        }                                                                                  \
+    } while (0)
+#define OK(call) CHECK((call) == MPI_SUCCESS, "%s failed", #call)
+
+static int handler_calls = 0, handler_code = 0;
+static void on_error(MPI_Session *s, int *code, ...)
+{
+    (void)s;
+    handler_calls++;
+    handler_code = *code;
+}
+
+int main(void)
+{
+    MPI_Session s;
+    OK(MPI_Session_init(MPI_INFO_NULL, MPI_ERRORS_RETURN, &s));
+    int flag = 1;
+    MPI_Initialized(&flag);
+    CHECK(!flag, "MPI_Initialized is true under a session");
+
+    int np = -1;
+    OK(MPI_Session_get_num_psets(s, MPI_INFO_NULL, &np));
+    CHECK(np >= 2, "%d process sets", np);
+    int have_world = 0, have_self = 0;
+    for (int i = 0; i < np; i++) {
+        int len = 0;
+        OK(MPI_Session_get_nth_pset(s, MPI_INFO_NULL, i, &len, NULL));
+        char name[MPI_MAX_PSET_NAME_LEN];
+        CHECK(len > 1 && len <= MPI_MAX_PSET_NAME_LEN, "pset %d length %d", i, len);
+        OK(MPI_Session_get_nth_pset(s, MPI_INFO_NULL, i, &len, name));
+        CHECK((int)strlen(name) + 1 == len, "pset %d: %s with length %d", i, name, len);
+        have_world |= strcmp(name, "mpi://WORLD") == 0;
+        have_self |= strcmp(name, "mpi://SELF") == 0;
+    }
+    CHECK(have_world && have_self, "world %d self %d", have_world, have_self);
+
+    MPI_Info pinfo;
+    char val[64];
+    int vflag = 0;
+    OK(MPI_Session_get_pset_info(s, "mpi://WORLD", &pinfo));
+    OK(MPI_Info_get(pinfo, "mpi_size", sizeof val - 1, val, &vflag));
+    int nworld = vflag ? atoi(val) : -1;
+    MPI_Info_free(&pinfo);
+
+    MPI_Group wg;
+    OK(MPI_Group_from_session_pset(s, "mpi://WORLD", &wg));
+    int gsize = -1, me = -1;
+    MPI_Group_size(wg, &gsize);
+    MPI_Group_rank(wg, &me);
+    CHECK(gsize == nworld && gsize >= 1, "world group %d, mpi_size %d", gsize, nworld);
+
+    MPI_Comm c;
+    OK(MPI_Comm_create_from_group(wg, "org.shmpi.test.world", MPI_INFO_NULL, MPI_ERRORS_RETURN,
+                                  &c));
+    int crank = -1, csize = -1;
+    MPI_Comm_rank(c, &crank);
+    MPI_Comm_size(c, &csize);
+    CHECK(crank == me && csize == gsize, "comm rank %d size %d", crank, csize);
+    int sum = 0, one = me + 1;
+    OK(MPI_Allreduce(&one, &sum, 1, MPI_INT, MPI_SUM, c));
+    CHECK(sum == gsize * (gsize + 1) / 2, "allreduce %d", sum);
+    int right = (me + 1) % gsize, left = (me + gsize - 1) % gsize, got = -1;
+    OK(MPI_Sendrecv(&me, 1, MPI_INT, right, 3, &got, 1, MPI_INT, left, 3, c, MPI_STATUS_IGNORE));
+    CHECK(got == left, "ring got %d", got);
+
+    /* A second session; a communicator of the even ranks only. */
+    MPI_Session s2;
+    OK(MPI_Session_init(MPI_INFO_NULL, MPI_ERRORS_RETURN, &s2));
+    MPI_Group g2, evens;
+    OK(MPI_Group_from_session_pset(s2, "mpi://WORLD", &g2));
+    int range[1][3] = {{0, gsize - 1, 2}};
+    OK(MPI_Group_range_incl(g2, 1, range, &evens));
+    if (me % 2 == 0) {
+        MPI_Comm ec;
+        OK(MPI_Comm_create_from_group(evens, "org.shmpi.test.evens", MPI_INFO_NULL,
+                                      MPI_ERRORS_RETURN, &ec));
+        int esize = -1;
+        MPI_Comm_size(ec, &esize);
+        CHECK(esize == (gsize + 1) / 2, "evens: %d", esize);
+        OK(MPI_Barrier(ec));
+        MPI_Comm_free(&ec);
+    }
+    MPI_Group self_g;
+    OK(MPI_Group_from_session_pset(s2, "mpi://SELF", &self_g));
+    int ssize = -1;
+    MPI_Group_size(self_g, &ssize);
+    CHECK(ssize == 1, "mpi://SELF has %d", ssize);
+
+    /* Errors go to the session's handler. */
+    if (OURS) {
+        MPI_Group bad = MPI_GROUP_NULL;
+        int rc = MPI_Group_from_session_pset(s2, "mpi://NOWHERE", &bad);
+        int cls = -1;
+        MPI_Error_class(rc, &cls);
+        CHECK(cls == MPI_ERR_ARG && bad == MPI_GROUP_NULL, "unknown pset: class %d", cls);
+        MPI_Errhandler eh;
+        OK(MPI_Session_create_errhandler(on_error, &eh));
+        OK(MPI_Session_set_errhandler(s2, eh));
+        rc = MPI_Session_get_nth_pset(s2, MPI_INFO_NULL, 99, &np, NULL);
+        CHECK(rc != MPI_SUCCESS && handler_calls == 1 && handler_code == rc,
+              "the session's handler: %d calls, code %d rc %d", handler_calls, handler_code, rc);
+        MPI_Errhandler got_eh;
+        OK(MPI_Session_get_errhandler(s2, &got_eh));
+        CHECK(got_eh == eh, "get_errhandler");
+        MPI_Errhandler_free(&eh);
+        MPI_Errhandler_free(&got_eh);
+    }
+
+    MPI_Group_free(&self_g);
+    MPI_Group_free(&evens);
+    MPI_Group_free(&g2);
+    OK(MPI_Session_finalize(&s2));
+    CHECK(s2 == MPI_SESSION_NULL, "finalize left the handle");
+
+    /* Everyone's error count, over the first session's communicator. */
+    int total = 0;
+    OK(MPI_Allreduce(&errs, &total, 1, MPI_INT, MPI_SUM, c));
+    MPI_Comm_free(&c);
+    MPI_Group_free(&wg);
+    OK(MPI_Session_finalize(&s));
+    if (me == 0) {
+        if (total == 0)
+            printf("No Errors\n");
+        else
+            printf("Found %d errors\n", total);
+    }
+    return total != 0;
+}
