@@ -222,16 +222,19 @@ pub unsafe extern "C" fn MPI_Group_from_session_pset(
     })
 }
 
-/// The tag `MPI_Comm_create_from_group` uses for string tag `s`: a hash
-/// (FNV-1a) into the range the world's `create_group` takes. Members
-/// pass the same string; two concurrent calls on overlapping groups with
-/// strings whose hashes meet would be told apart only by their order.
+/// The tag the calls that make communicators from groups use for string
+/// tag `s`: a hash (FNV-1a) of it in `[2^30, 2^30 + 2^28)`, which the
+/// world's `create_group` takes, and far above the small tags programs
+/// use, since `MPI_Intercomm_create_from_groups`' leaders meet on the
+/// world's point-to-point context. Members pass the same string; two
+/// concurrent calls on overlapping groups with strings whose hashes meet
+/// would be told apart only by their order.
 fn tag_of(s: &str) -> i32 {
     let mut x: u32 = 0x811c_9dc5;
     for b in s.bytes() {
         x = (x ^ u32::from(b)).wrapping_mul(0x0100_0193);
     }
-    (x & 0x0fff_ffff) as i32
+    (0x4000_0000 | (x & 0x0fff_ffff)) as i32
 }
 
 #[no_mangle]
@@ -259,6 +262,56 @@ pub unsafe extern "C" fn MPI_Comm_create_from_group(
         }
         let handle = register_comm(c, errh, Vec::new());
         out(newcomm, to_handle(handle), "newcomm")
+    })
+}
+
+/// `MPI_Intercomm_create_from_groups`: an intercommunicator between
+/// `local_group` (this process's) and `remote_group`, without a parent:
+/// the local group's communicator is made first (as
+/// `MPI_Comm_create_from_group`), then the leaders meet on the world's
+/// context (`intercomm_create` with the world as the peer communicator),
+/// both on tags drawn from the string tag.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Intercomm_create_from_groups(
+    local_group: *mut c_void,
+    local_leader: c_int,
+    remote_group: *mut c_void,
+    remote_leader: c_int,
+    stringtag: *const c_char,
+    _info: *mut c_void,
+    errhandler: *mut c_void,
+    newintercomm: *mut *mut c_void,
+) -> c_int {
+    super::guard("MPI_Intercomm_create_from_groups", COMM_NULL, || {
+        let (lg, rg) = (group_obj(h(local_group))?, group_obj(h(remote_group))?);
+        let tag = tag_of(&c_str(stringtag, "stringtag")?);
+        let errh = errh_arg(errhandler)?;
+        let w = world()?;
+        let leader = usize::try_from(remote_leader)
+            .ok()
+            .and_then(|r| rg.world_ranks().get(r).copied())
+            .ok_or_else(|| {
+                Error::new(
+                    ErrorClass::Rank,
+                    format!(
+                        "remote_leader {remote_leader} is not a rank of the remote group of {}",
+                        rg.size()
+                    ),
+                )
+            })?;
+        let local = w.comm.create_group(&lg, tag)?.ok_or_else(|| {
+            Error::new(
+                ErrorClass::Group,
+                "MPI_Intercomm_create_from_groups: this process is not in local_group",
+            )
+        })?;
+        let c = local.intercomm_create(local_leader, &w.comm, leader as i32, tag)?;
+        // Checked after the collective (as `comm::give` does).
+        if newintercomm.is_null() {
+            return Err(super::arg("newintercomm"));
+        }
+        let handle = register_comm(c, errh, Vec::new());
+        out(newintercomm, to_handle(handle), "newintercomm")
     })
 }
 

@@ -5,7 +5,8 @@
  * makes a communicator by MPI_Comm_create_from_group that carries point
  * to point and collectives; a second session lives beside the first and
  * makes a communicator of its own from the even ranks only (collective
- * over them alone); errors go to the session's handler (MPI_ERRORS_RETURN
+ * over them alone) and an intercommunicator between the even and the odd
+ * ranks (MPI_Intercomm_create_from_groups); errors go to the session's handler (MPI_ERRORS_RETURN
  * here, then a handler of the program's); MPI_Initialized stays false;
  * the last MPI_Session_finalize ends MPI. Prints "No Errors" from
  * rank 0 itself (no MPI_COMM_WORLD in this model). */
@@ -112,6 +113,35 @@ int main(void)
         OK(MPI_Barrier(ec));
         MPI_Comm_free(&ec);
     }
+    /* An intercommunicator between the even and the odd ranks, from
+     * their groups alone. */
+    if (gsize > 1) {
+        MPI_Group odds;
+        int orange[1][3] = {{1, gsize - 1, 2}};
+        OK(MPI_Group_range_incl(g2, 1, orange, &odds));
+        int even = me % 2 == 0;
+        MPI_Comm ic;
+        OK(MPI_Intercomm_create_from_groups(even ? evens : odds, 0, even ? odds : evens, 0,
+                                            "org.shmpi.test.inter", MPI_INFO_NULL,
+                                            MPI_ERRORS_RETURN, &ic));
+        int inter = 0, rsize = -1;
+        MPI_Comm_test_inter(ic, &inter);
+        MPI_Comm_remote_size(ic, &rsize);
+        CHECK(inter && rsize == (even ? gsize / 2 : (gsize + 1) / 2), "inter %d remote %d",
+              inter, rsize);
+        /* Each leader sends its world rank to the other side's leader. */
+        int lr = -1;
+        MPI_Comm_rank(ic, &lr);
+        if (lr == 0) {
+            int theirs = -1;
+            OK(MPI_Sendrecv(&me, 1, MPI_INT, 0, 9, &theirs, 1, MPI_INT, 0, 9, ic,
+                            MPI_STATUS_IGNORE));
+            CHECK(theirs == (even ? 1 : 0), "the other leader is %d", theirs);
+        }
+        MPI_Comm_free(&ic);
+        MPI_Group_free(&odds);
+    }
+
     MPI_Group self_g;
     OK(MPI_Group_from_session_pset(s2, "mpi://SELF", &self_g));
     int ssize = -1;
