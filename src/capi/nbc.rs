@@ -369,13 +369,13 @@ fn remote(obj: &CommObj) -> Result<usize> {
 /// (`MPI_PROC_NULL`), or it sends to or receives from rank `r` of the
 /// other group.
 #[derive(Clone, Copy)]
-enum InterRoot {
+pub(crate) enum InterRoot {
     Root,
     Idle,
     Other(usize),
 }
 
-fn inter_root(obj: &CommObj, root: c_int) -> Result<InterRoot> {
+pub(crate) fn inter_root(obj: &CommObj, root: c_int) -> Result<InterRoot> {
     match root {
         super::ROOT => Ok(InterRoot::Root),
         super::PROC_NULL => Ok(InterRoot::Idle),
@@ -394,7 +394,7 @@ fn inter_root(obj: &CommObj, root: c_int) -> Result<InterRoot> {
 /// The ranks a collective's blocks go to and come from: the members of
 /// an intracommunicator, this one among them (`Some(rank)`), or of the
 /// other group of an intercommunicator (`None`: no block of its own).
-fn peers(obj: &CommObj) -> Result<(usize, Option<usize>)> {
+pub(crate) fn peers(obj: &CommObj) -> Result<(usize, Option<usize>)> {
     if obj.comm.is_inter() {
         Ok((remote(obj)?, None))
     } else {

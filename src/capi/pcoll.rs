@@ -1,5 +1,6 @@
-//! Persistent collectives (MPI 4.1 §6.13): `MPI_Barrier_init` and the
-//! others make an inactive persistent request. The init takes the
+//! Persistent collectives (MPI 4.1 §6.13), on intra- and
+//! intercommunicators: `MPI_Barrier_init` and the others make an
+//! inactive persistent request. The init takes the
 //! communicator's next nonblocking-collective tag (every member calls the
 //! inits in the same order, as MPI requires) and holds the communicator,
 //! the datatypes and the operation; each `MPI_Start` then builds the
@@ -51,12 +52,6 @@ where
         if request.is_null() {
             return Err(super::arg("request"));
         }
-        if obj.comm.is_inter() {
-            return Err(Error::new(
-                ErrorClass::Comm,
-                format!("{call} is supported on intracommunicators only"),
-            ));
-        }
         // Taken first, so that every member takes it even where the
         // arguments fail on some of them only.
         let tag = obj.comm.next_nbc_tag();
@@ -79,7 +74,13 @@ pub unsafe extern "C" fn MPI_Barrier_init(
     request: *mut *mut c_void,
 ) -> c_int {
     init("MPI_Barrier_init", comm, request, |_| {
-        Ok(|obj: &Arc<CommObj>, rq| nbc::sched_barrier(obj, rq))
+        Ok(|obj: &Arc<CommObj>, rq| {
+            if obj.comm.is_inter() {
+                nbc::inter_ibarrier(obj, rq)
+            } else {
+                nbc::sched_barrier(obj, rq)
+            }
+        })
     })
 }
 
@@ -96,9 +97,20 @@ pub unsafe extern "C" fn MPI_Bcast_init(
     init("MPI_Bcast_init", comm, request, |obj| {
         let n = count(n, "count")?;
         let ty = committed(h(t))?.arc();
-        super::coll::check_root(obj, root)?;
+        let inter = obj.comm.is_inter();
+        if inter {
+            nbc::inter_root(obj, root)?;
+        } else {
+            super::coll::check_root(obj, root)?;
+        }
         let b = Addr::of(buf);
-        Ok(move |obj: &Arc<CommObj>, rq| nbc::sched_bcast(obj, b.ptr(), n, &ty, root, rq))
+        Ok(move |obj: &Arc<CommObj>, rq| {
+            if inter {
+                nbc::inter_ibcast(obj, b.ptr(), n, &ty, root, rq)
+            } else {
+                nbc::sched_bcast(obj, b.ptr(), n, &ty, root, rq)
+            }
+        })
     })
 }
 
@@ -134,8 +146,19 @@ fn reduction_init(
             (_, Counts::Each(n)) => (count(n, "count")?, Vec::new()),
             (_, Counts::List(_)) => unreachable!("only reduce_scatter has a list"),
         };
-        if let Red::Reduce(root) = kind {
-            super::coll::check_root(obj, root)?;
+        let inter = obj.comm.is_inter();
+        match kind {
+            Red::Scan | Red::Exscan if inter => {
+                return Err(Error::new(
+                    ErrorClass::Comm,
+                    format!("{call}: MPI defines no scan on an intercommunicator"),
+                ))
+            }
+            Red::Reduce(root) if inter => {
+                nbc::inter_root(obj, root)?;
+            }
+            Red::Reduce(root) => super::coll::check_root(obj, root)?,
+            _ => {}
         }
         let mut red = Reduction::for_collective(h(op), h(t), total)?;
         // A user operation gets the datatype's handle: one of the
@@ -145,16 +168,12 @@ fn reduction_init(
         let (s, r) = (Addr::of(sbuf), Addr::of(rbuf));
         Ok(move |obj: &Arc<CommObj>, rq| {
             let _held = &ty;
-            nbc::ireduction(
-                obj,
-                kind,
-                s.ptr(),
-                r.ptr(),
-                total,
-                red.clone(),
-                counts.clone(),
-                rq,
-            )
+            let (s, r, red, counts) = (s.ptr(), r.ptr(), red.clone(), counts.clone());
+            if inter {
+                nbc::inter_reduction(obj, kind, s, r, total, red, counts, Some(rq))
+            } else {
+                nbc::ireduction(obj, kind, s, r, total, red, counts, rq)
+            }
         })
     })
 }
@@ -257,6 +276,31 @@ enum Uses {
     ScatterLike,
 }
 
+/// Which sides of a data movement with root `root` this member uses:
+/// (send, receive), the root checked. On an intercommunicator the root
+/// (`MPI_ROOT`) uses one side, the other members of its group
+/// (`MPI_PROC_NULL`) none, the other group the other side.
+fn sides(obj: &CommObj, uses: Uses, root: c_int) -> Result<(bool, bool)> {
+    if let Uses::Both = uses {
+        return Ok((true, true));
+    }
+    let gather = matches!(uses, Uses::GatherLike);
+    if obj.comm.is_inter() {
+        return Ok(match nbc::inter_root(obj, root)? {
+            nbc::InterRoot::Idle => (false, false),
+            nbc::InterRoot::Root => (!gather, gather),
+            nbc::InterRoot::Other(_) => (gather, !gather),
+        });
+    }
+    super::coll::check_root(obj, root)?;
+    let at_root = obj.comm.rank() == root;
+    Ok(if gather {
+        (true, at_root)
+    } else {
+        (at_root, true)
+    })
+}
+
 /// The data movements' inits. The sides this member uses are checked
 /// (count, committed type, root) and their types held; a side it does
 /// not use (the receive side of a gather off the root) may be anything,
@@ -277,16 +321,7 @@ fn movement_init(
     request: *mut *mut c_void,
 ) -> c_int {
     init(call, comm, request, |obj| {
-        let rooted = !matches!(uses, Uses::Both);
-        if rooted {
-            super::coll::check_root(obj, root)?;
-        }
-        let at_root = rooted && obj.comm.rank() == root;
-        let (send_used, recv_used) = match uses {
-            Uses::Both => (true, true),
-            Uses::GatherLike => (true, at_root),
-            Uses::ScatterLike => (at_root, true),
-        };
+        let (send_used, recv_used) = sides(obj, uses, root)?;
         let side = |n: c_int, t: *mut c_void, used: bool, what: &str| -> Result<Option<HeldType>> {
             if !used {
                 return Ok(HeldType::hold(t).ok());
@@ -472,10 +507,9 @@ pub unsafe extern "C" fn MPI_Gatherv_init(
     request: *mut *mut c_void,
 ) -> c_int {
     init("MPI_Gatherv_init", comm, request, |obj| {
-        super::coll::check_root(obj, root)?;
-        let p = obj.comm.size() as usize;
-        let at_root = obj.comm.rank() == root;
-        let send_used = !(at_root && super::coll::in_place(sbuf));
+        let (send_used, at_root) = sides(obj, Uses::GatherLike, root)?;
+        let p = nbc::peers(obj)?.0;
+        let send_used = send_used && !(at_root && super::coll::in_place(sbuf));
         if send_used {
             count(sn, "sendcount")?;
         }
@@ -517,10 +551,9 @@ pub unsafe extern "C" fn MPI_Scatterv_init(
     request: *mut *mut c_void,
 ) -> c_int {
     init("MPI_Scatterv_init", comm, request, |obj| {
-        super::coll::check_root(obj, root)?;
-        let p = obj.comm.size() as usize;
-        let at_root = obj.comm.rank() == root;
-        let recv_used = !(at_root && super::coll::in_place(rbuf.cast_const()));
+        let (at_root, recv_used) = sides(obj, Uses::ScatterLike, root)?;
+        let p = nbc::peers(obj)?.0;
+        let recv_used = recv_used && !(at_root && super::coll::in_place(rbuf.cast_const()));
         if recv_used {
             count(rn, "recvcount")?;
         }
@@ -561,7 +594,7 @@ pub unsafe extern "C" fn MPI_Allgatherv_init(
     request: *mut *mut c_void,
 ) -> c_int {
     init("MPI_Allgatherv_init", comm, request, |obj| {
-        let p = obj.comm.size() as usize;
+        let p = nbc::peers(obj)?.0;
         let send_used = !super::coll::in_place(sbuf);
         if send_used {
             count(sn, "sendcount")?;
@@ -593,7 +626,7 @@ pub unsafe extern "C" fn MPI_Alltoallv_init(
     request: *mut *mut c_void,
 ) -> c_int {
     init("MPI_Alltoallv_init", comm, request, |obj| {
-        let p = obj.comm.size() as usize;
+        let p = nbc::peers(obj)?.0;
         let send_used = !super::coll::in_place(sbuf);
         let sty = side_type(st, send_used)?;
         let rty = side_type(rt, true)?;
@@ -635,7 +668,7 @@ pub unsafe extern "C" fn MPI_Alltoallw_init(
     request: *mut *mut c_void,
 ) -> c_int {
     init("MPI_Alltoallw_init", comm, request, |obj| {
-        let p = obj.comm.size() as usize;
+        let p = nbc::peers(obj)?.0;
         // The blocks hold their datatypes.
         let recvs = super::coll::w_blocks(rcounts, rdispls, rtypes, p, "recvtypes")?;
         let sends = if super::coll::in_place(sbuf) {
