@@ -1054,6 +1054,47 @@ fn ending_a_job_ends_the_processes_its_ranks_started() {
     }
 }
 
+/// The orphans the launcher adopts are reaped when they end, not left
+/// as zombies for the life of the job.
+#[test]
+fn adopted_orphans_that_end_are_reaped_during_the_job() {
+    let mut child = Command::new(support::shmpiexec())
+        .args([
+            "--timeout",
+            "20",
+            "-n",
+            "2",
+            "sh",
+            "-c",
+            "(sleep 0.2 >/dev/null 2>&1 &); sleep 4",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let launcher = child.id();
+    // The sleeps end at 0.2 s; the launcher reaps once a second.
+    std::thread::sleep(Duration::from_millis(2500));
+    let zombies: Vec<u32> = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()))
+        .filter(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|st| {
+                let rest = st.rsplit(')').next().unwrap_or("");
+                let mut f = rest.split_whitespace();
+                f.next() == Some("Z") && f.next() == Some(&launcher.to_string())
+            })
+        })
+        .collect();
+    let status = child.wait().unwrap();
+    assert!(status.success(), "{status:?}");
+    assert!(
+        zombies.is_empty(),
+        "zombie children of the launcher: {zombies:?}"
+    );
+}
+
 /// So does it end what a rank started and left orphaned (a subshell's
 /// background command, as a daemon's double fork does): the launcher
 /// adopts such orphans (`job::adopt_orphans`).

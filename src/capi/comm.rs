@@ -296,11 +296,13 @@ pub(crate) fn dup(comm: usize, newcomm: *mut *mut c_void, info: Option<usize>) -
     if newcomm.is_null() {
         return Err(super::arg("newcomm"));
     }
-    let attrs = super::attr::copy_attrs(&obj)?;
+    // The info first: a bad one fails before any copy callback makes a
+    // value that would then go without its delete callback.
     let hints = match info {
         Some(i) => super::env::info_pairs(i)?,
         None => lock(&obj.info).clone(),
     };
+    let attrs = super::attr::copy_attrs(&obj)?;
     give(&obj, Some(c), attrs, newcomm)?;
     let nh = h(read(newcomm, "newcomm")?);
     if let Ok(n) = comm_obj(nh) {

@@ -141,7 +141,8 @@ fn init(required: c_int) -> Result<c_int> {
             "MPI_Init called twice (or after MPI_Finalize)",
         ));
     }
-    start_universe(&mut lock(&UNIVERSE))?;
+    let mut uni = lock(&UNIVERSE);
+    start_universe(&mut uni)?;
     let _ = MAIN.set(std::thread::current().id());
     // Every handle is Send + Sync and the engine is behind one lock
     // (`Universe::threading` says Multiple), so any level asked is given.
@@ -149,9 +150,11 @@ fn init(required: c_int) -> Result<c_int> {
         THREAD_SINGLE | THREAD_FUNNELED | THREAD_SERIALIZED | THREAD_MULTIPLE => required,
         _ => THREAD_MULTIPLE,
     };
-    // Relaxed (both): see `is_initialized`.
+    // Relaxed (both): see `is_initialized`. Under the lock, so a session
+    // ending on another thread sees the world model begun.
     PROVIDED.store(provided, Ordering::Relaxed);
     PHASE.store(1, Ordering::Relaxed);
+    drop(uni);
     Ok(provided)
 }
 

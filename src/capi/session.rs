@@ -68,6 +68,27 @@ fn on_session(call: &str, session: usize, f: impl FnOnce() -> Result<()>) -> c_i
     }
 }
 
+/// Runs `call`, whose errors go to handler `errh` (the one the program
+/// passed to a call that makes an object: MPI 4.1 §11.3.1, §7.4.2); a
+/// caught panic is `MPI_ERR_INTERN`. An invalid handler argument is
+/// raised as a call without an object's is.
+fn with_handler(call: &str, errh: Result<Errh>, f: impl FnOnce(Errh) -> Result<()>) -> c_int {
+    let errh = match errh {
+        Ok(e) => e,
+        Err(e) => return super::raise(None, call, &e),
+    };
+    let r = catch_unwind(AssertUnwindSafe(|| f(errh))).unwrap_or_else(|_| {
+        Err(Error::new(
+            ErrorClass::Intern,
+            format!("internal error in {call} (caught at the C boundary)"),
+        ))
+    });
+    match r {
+        Ok(()) => SUCCESS,
+        Err(e) => raise_on(errh, SESSION_NULL, "a new object", call, &e),
+    }
+}
+
 /// A process set's name given by the program (case as given: MPI's
 /// names are compared as strings).
 fn pset(name: *const c_char) -> Result<&'static str> {
@@ -94,11 +115,10 @@ pub unsafe extern "C" fn MPI_Session_init(
     errhandler: *mut c_void,
     session: *mut *mut c_void,
 ) -> c_int {
-    on_session("MPI_Session_init", SESSION_NULL, || {
+    with_handler("MPI_Session_init", errh_arg(errhandler), |errh| {
         if session.is_null() {
             return Err(super::arg("session"));
         }
-        let errh = errh_arg(errhandler)?;
         let info = info_pairs(h(info))?;
         super::env::session_begins()?;
         let obj = SessionObj {
@@ -114,8 +134,13 @@ pub unsafe extern "C" fn MPI_Session_init(
 pub unsafe extern "C" fn MPI_Session_finalize(session: *mut *mut c_void) -> c_int {
     let hd = read(session, "session").map_or(SESSION_NULL, h);
     on_session("MPI_Session_finalize", hd, || {
-        session_obj(hd)?;
-        state().sessions.release(hd);
+        // Taken out once: of two threads finalizing one session, the
+        // second finds none (and counts nothing down).
+        state().sessions.release(hd).ok_or_else(|| {
+            session_obj(hd)
+                .err()
+                .unwrap_or_else(|| Error::new(ErrorClass::Session, "the session was finalized"))
+        })?;
         out(session, to_handle(SESSION_NULL), "session")?;
         super::env::session_ends()
     })
@@ -155,6 +180,12 @@ pub unsafe extern "C" fn MPI_Session_get_nth_pset(
         // A length of 0 asks for the length only (with the terminator);
         // else the name, truncated to the buffer, is NUL-terminated.
         let cap = read(pset_len, "pset_len")?;
+        if cap < 0 {
+            return Err(Error::new(
+                ErrorClass::Arg,
+                format!("pset_len is {cap}: it must not be negative"),
+            ));
+        }
         if cap > 0 {
             put_str(pset_name, cap as usize, name, "pset_name")?;
         }
@@ -245,10 +276,9 @@ pub unsafe extern "C" fn MPI_Comm_create_from_group(
     errhandler: *mut c_void,
     newcomm: *mut *mut c_void,
 ) -> c_int {
-    super::guard("MPI_Comm_create_from_group", COMM_NULL, || {
+    with_handler("MPI_Comm_create_from_group", errh_arg(errhandler), |errh| {
         let g = group_obj(h(group))?;
         let tag = tag_of(&c_str(stringtag, "stringtag")?);
-        let errh = errh_arg(errhandler)?;
         let w = world()?;
         let c = w.comm.create_group(&g, tag)?.ok_or_else(|| {
             Error::new(
@@ -282,37 +312,40 @@ pub unsafe extern "C" fn MPI_Intercomm_create_from_groups(
     errhandler: *mut c_void,
     newintercomm: *mut *mut c_void,
 ) -> c_int {
-    super::guard("MPI_Intercomm_create_from_groups", COMM_NULL, || {
-        let (lg, rg) = (group_obj(h(local_group))?, group_obj(h(remote_group))?);
-        let tag = tag_of(&c_str(stringtag, "stringtag")?);
-        let errh = errh_arg(errhandler)?;
-        let w = world()?;
-        let leader = usize::try_from(remote_leader)
-            .ok()
-            .and_then(|r| rg.world_ranks().get(r).copied())
-            .ok_or_else(|| {
+    with_handler(
+        "MPI_Intercomm_create_from_groups",
+        errh_arg(errhandler),
+        |errh| {
+            let (lg, rg) = (group_obj(h(local_group))?, group_obj(h(remote_group))?);
+            let tag = tag_of(&c_str(stringtag, "stringtag")?);
+            let w = world()?;
+            let leader = usize::try_from(remote_leader)
+                .ok()
+                .and_then(|r| rg.world_ranks().get(r).copied())
+                .ok_or_else(|| {
+                    Error::new(
+                        ErrorClass::Rank,
+                        format!(
+                            "remote_leader {remote_leader} is not a rank of the remote group of {}",
+                            rg.size()
+                        ),
+                    )
+                })?;
+            let local = w.comm.create_group(&lg, tag)?.ok_or_else(|| {
                 Error::new(
-                    ErrorClass::Rank,
-                    format!(
-                        "remote_leader {remote_leader} is not a rank of the remote group of {}",
-                        rg.size()
-                    ),
+                    ErrorClass::Group,
+                    "MPI_Intercomm_create_from_groups: this process is not in local_group",
                 )
             })?;
-        let local = w.comm.create_group(&lg, tag)?.ok_or_else(|| {
-            Error::new(
-                ErrorClass::Group,
-                "MPI_Intercomm_create_from_groups: this process is not in local_group",
-            )
-        })?;
-        let c = local.intercomm_create(local_leader, &w.comm, leader as i32, tag)?;
-        // Checked after the collective (as `comm::give` does).
-        if newintercomm.is_null() {
-            return Err(super::arg("newintercomm"));
-        }
-        let handle = register_comm(c, errh, Vec::new());
-        out(newintercomm, to_handle(handle), "newintercomm")
-    })
+            let c = local.intercomm_create(local_leader, &w.comm, leader as i32, tag)?;
+            // Checked after the collective (as `comm::give` does).
+            if newintercomm.is_null() {
+                return Err(super::arg("newintercomm"));
+            }
+            let handle = register_comm(c, errh, Vec::new());
+            out(newintercomm, to_handle(handle), "newintercomm")
+        },
+    )
 }
 
 #[no_mangle]

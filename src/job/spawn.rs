@@ -14,6 +14,8 @@ use std::time::{Duration, Instant};
 pub const GRACE: Duration = Duration::from_millis(1000);
 /// How often the launcher looks at its children.
 const POLL: Duration = Duration::from_millis(2);
+/// How often a launcher that adopts orphans reaps those that ended.
+const REAP_EVERY: Duration = Duration::from_secs(1);
 
 /// The shape of the segment, computed by the caller from the transport's
 /// layout (the job layer does not know it).
@@ -229,8 +231,9 @@ static ADOPTING: AtomicU32 = AtomicU32::new(0);
 /// kernel refuses (the job then ends only what is still below a rank).
 pub fn adopt_orphans() -> bool {
     let ok = os::adopt_orphans();
-    // Relaxed: read by `terminate` on the thread that calls `run` after
-    // this, in the same thread or one it starts.
+    // Relaxed: pairs with nothing; `run`, which reads it, is called after
+    // this in program order (on this thread, or one started after it,
+    // which the thread start orders).
     ADOPTING.store(u32::from(ok), Ordering::Relaxed);
     ok
 }
@@ -393,6 +396,11 @@ fn supervise(
     // program, or one that exited early): fine while no rank joins, but
     // once one does, the job can never gather every rank.
     let mut gone_early: Option<usize> = None;
+    // Adopted orphans that end are reaped now and then (a long job's
+    // would pile up as zombies): every child but the ranks and the reaper.
+    // Relaxed: see `adopt_orphans`.
+    let adopting = ADOPTING.load(Ordering::Relaxed) == 1;
+    let mut next_reap = Instant::now() + REAP_EVERY;
     while live > 0 {
         if deadline.is_some_and(|d| Instant::now() >= d) {
             outcome.failure = Some(format!(
@@ -497,6 +505,12 @@ fn supervise(
             terminate(children, seg, reaper);
             break;
         }
+        if adopting && Instant::now() >= next_reap {
+            let mut keep: Vec<u32> = children.iter().flatten().map(Child::id).collect();
+            keep.push(reaper);
+            os::reap_adopted(&keep);
+            next_reap = Instant::now() + REAP_EVERY;
+        }
         if live > 0 {
             std::thread::sleep(POLL);
         }
@@ -527,7 +541,7 @@ fn terminate(children: &mut [Option<Child>], seg: &Segment, reaper: u32) {
     // pidfds: a pid that an unrelated process took over once one of
     // these ended is never signalled.
     let mut roots = ranks.clone();
-    // Relaxed: set once by the launcher's main thread before `run`.
+    // Relaxed: see `adopt_orphans` (program order or thread start).
     if ADOPTING.load(Ordering::Relaxed) == 1 {
         roots.push(std::process::id());
     }

@@ -226,12 +226,62 @@ impl Held {
 pub fn adopt_orphans() -> bool {
     // SAFETY: prctl(2) with PR_SET_CHILD_SUBREAPER takes a flag; no memory
     // is involved.
-    unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0 }
+    unsafe {
+        libc::prctl(
+            libc::PR_SET_CHILD_SUBREAPER,
+            1 as libc::c_ulong,
+            0 as libc::c_ulong,
+            0 as libc::c_ulong,
+            0 as libc::c_ulong,
+        ) == 0
+    }
+}
+
+/// Reaps this process's children that have ended as zombies, but those of
+/// `skip` (whose statuses their owners collect): the orphans it adopted
+/// ([`adopt_orphans`]) would otherwise stay zombies for its life.
+pub fn reap_adopted(skip: &[u32]) {
+    let me = std::process::id();
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return;
+    };
+    for pid in dir
+        .flatten()
+        .filter_map(|e| e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()))
+    {
+        if skip.contains(&pid) || parent_of(pid) != Some(me) || !zombie(pid) {
+            continue;
+        }
+        let Ok(raw) = libc::pid_t::try_from(pid) else {
+            continue;
+        };
+        // SAFETY: waitpid(2) on a child of this process (checked just
+        // above; only this process can reap it, so the pid cannot have
+        // been reused meanwhile), without blocking; no status is read.
+        unsafe { libc::waitpid(raw, std::ptr::null_mut(), libc::WNOHANG) };
+    }
+}
+
+/// Whether process `pid` is a zombie (ended, not yet reaped).
+fn zombie(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        stat.rfind(')')
+            .and_then(|i| stat[i + 1..].split_whitespace().next())
+            == Some("Z")
+    })
+}
+
+/// Whether process `pid` is a job launcher (`shmpiexec`, as
+/// `MPI_Comm_spawn` starts one): it ends its own job when signalled.
+fn is_launcher(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim_end() == "shmpiexec")
 }
 
 /// The processes descended from `roots` (their children, theirs, and so
 /// on), as `/proc` shows them now, each held by a pidfd; not the roots,
-/// nor the processes of `skip` and theirs. A process whose parent exited
+/// nor the processes of `skip` and theirs, nor what is below a launcher
+/// found on the way (`shmpiexec`: it is held, and ends its own job when
+/// signalled). A process whose parent exited
 /// was adopted elsewhere (by init, or by a subreaper: [`adopt_orphans`])
 /// and is found only from there.
 pub fn descendants(roots: &[u32], skip: &[u32]) -> Vec<Held> {
@@ -254,7 +304,12 @@ pub fn descendants(roots: &[u32], skip: &[u32]) -> Vec<Held> {
                 && !skip.contains(&child)
             {
                 found.push(child);
-                frontier.push(child);
+                // A launcher (a job `MPI_Comm_spawn` started) is signalled
+                // and ends its own job, its reaper removing that job's
+                // files: what is below it is its own.
+                if !is_launcher(child) {
+                    frontier.push(child);
+                }
                 held.extend(Held::child_of(child, parent));
             }
         }

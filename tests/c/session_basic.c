@@ -8,7 +8,8 @@
  * over them alone) and an intercommunicator between the even and the odd
  * ranks (MPI_Intercomm_create_from_groups); errors go to the session's handler (MPI_ERRORS_RETURN
  * here, then a handler of the program's); MPI_Initialized stays false;
- * the last MPI_Session_finalize ends MPI. Prints "No Errors" from
+ * the last MPI_Session_finalize ends MPI (on shmpi a later MPI_Session_init
+ * is refused through its handler). Prints "No Errors" from
  * rank 0 itself (no MPI_COMM_WORLD in this model). */
 #include <mpi.h>
 #include <stdio.h>
@@ -180,6 +181,16 @@ int main(void)
     MPI_Comm_free(&c);
     MPI_Group_free(&wg);
     OK(MPI_Session_finalize(&s));
+    /* The last session ended MPI in this process: on shmpi a new one is
+     * refused, through the handler it is given (MPICH starts MPI again). */
+    if (OURS) {
+        MPI_Session s3 = MPI_SESSION_NULL;
+        int rc3 = MPI_Session_init(MPI_INFO_NULL, MPI_ERRORS_RETURN, &s3);
+        if (rc3 == MPI_SUCCESS || s3 != MPI_SESSION_NULL) {
+            fprintf(stderr, "a session after the last one ended: rc %d\n", rc3);
+            return 1;
+        }
+    }
     if (me == 0) {
         if (total == 0)
             printf("No Errors\n");
