@@ -119,18 +119,78 @@ pub(crate) fn session_begins() -> Result<()> {
     start_universe(&mut uni)?;
     // Relaxed: changed under the lock.
     SESSIONS.fetch_add(1, Ordering::Relaxed);
+    drop(uni);
+    exit_hook::register();
     Ok(())
 }
 
-/// A session ends: the universe ends with the last user.
+/// A session ends. Where the process's exit can end the universe
+/// ([`exit_hook`]), it stays (so that the process may begin sessions
+/// again, as MPI 4.1 §11.3 lets it, and the job is not made to meet at
+/// each process's last session); elsewhere it ends with its last user.
 pub(crate) fn session_ends() -> Result<()> {
     let u = {
         let mut uni = lock(&UNIVERSE);
         // Relaxed: changed under the lock.
         SESSIONS.fetch_sub(1, Ordering::Relaxed);
+        if exit_hook::ENDS_AT_EXIT {
+            return Ok(());
+        }
         unused_universe(&mut uni)
     };
     end_universe(u)
+}
+
+/// Ends the universe a session model left running when the process exits
+/// with status 0 (glibc's `on_exit`, which gives the status): as
+/// `MPI_Finalize` would, so the launcher sees the rank finalized. Not
+/// after a failure (a nonzero status: the launcher ends the job), nor
+/// while the world model is open (`MPI_Init` without `MPI_Finalize`,
+/// reported as without sessions), nor during an abort (which holds the
+/// universe's lock as it exits).
+mod exit_hook {
+    use super::{end_universe, Ordering, PHASE, UNIVERSE};
+    use std::ffi::{c_int, c_void};
+
+    /// Whether the process's exit ends the universe (glibc only).
+    pub(super) const ENDS_AT_EXIT: bool = cfg!(target_env = "gnu");
+
+    #[cfg(target_env = "gnu")]
+    extern "C" {
+        /// glibc's `on_exit(3)`: `f(status, arg)` runs at `exit`.
+        fn on_exit(f: extern "C" fn(c_int, *mut c_void), arg: *mut c_void) -> c_int;
+    }
+
+    /// Registers the hook, once.
+    pub(super) fn register() {
+        #[cfg(target_env = "gnu")]
+        {
+            static ONCE: std::sync::Once = std::sync::Once::new();
+            // SAFETY: `at_exit` is an `extern "C"` function that lives as
+            // long as the program and ignores its argument (null).
+            ONCE.call_once(|| unsafe {
+                on_exit(at_exit, std::ptr::null_mut());
+            });
+        }
+    }
+
+    #[cfg_attr(not(target_env = "gnu"), allow(dead_code))]
+    extern "C" fn at_exit(status: c_int, _arg: *mut c_void) {
+        // Relaxed: see `is_initialized`.
+        if status != 0 || PHASE.load(Ordering::Relaxed) == 1 {
+            return;
+        }
+        let Ok(mut uni) = UNIVERSE.try_lock() else {
+            return;
+        };
+        let u = uni.take();
+        drop(uni);
+        // No panic may leave an `extern "C"` function.
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| end_universe(u)));
+        if let Ok(Err(e)) = r {
+            crate::error::say(format_args!("shmpi: ending MPI at exit failed: {e}"));
+        }
+    }
 }
 
 fn init(required: c_int) -> Result<c_int> {
