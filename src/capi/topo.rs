@@ -31,6 +31,14 @@ fn ndims(n: c_int) -> Result<usize> {
     })
 }
 
+/// The arguments of a collective constructor on `obj`, read by `read`;
+/// a member whose arguments are refused still takes part in the
+/// constructor's split (`Communicator::refuse_split`), so the others fail
+/// instead of waiting for it.
+fn refused<T>(obj: &super::CommObj, call: &str, read: impl FnOnce() -> Result<T>) -> Result<T> {
+    read().map_err(|e| obj.comm.refuse_split(call, e))
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Dims_create(nnodes: c_int, nd: c_int, dims: *mut c_int) -> c_int {
     guard("MPI_Dims_create", COMM_NULL, || {
@@ -50,9 +58,10 @@ pub unsafe extern "C" fn MPI_Cart_create(
 ) -> c_int {
     guard("MPI_Cart_create", h(comm), || {
         let obj = comm_obj(h(comm))?;
-        let n = ndims(nd)?;
-        let d = array(dims, n, "dims")?;
-        let p = flags(periods, n, "periods")?;
+        let (d, p) = refused(&obj, "MPI_Cart_create", || {
+            let n = ndims(nd)?;
+            Ok((array(dims, n, "dims")?, flags(periods, n, "periods")?))
+        })?;
         let c = obj.comm.cart_create(d, &p, reorder != 0)?;
         give(&obj, c, Vec::new(), newcomm)
     })
@@ -139,7 +148,9 @@ pub unsafe extern "C" fn MPI_Cart_sub(
     guard("MPI_Cart_sub", h(comm), || {
         let obj = comm_obj(h(comm))?;
         let (d, _, _) = obj.comm.cart_get()?;
-        let r = flags(remain, d.len(), "remain_dims")?;
+        let r = refused(&obj, "MPI_Cart_sub", || {
+            flags(remain, d.len(), "remain_dims")
+        })?;
         let c = obj.comm.cart_sub(&r)?;
         give(&obj, Some(c), Vec::new(), newcomm)
     })
@@ -208,25 +219,28 @@ pub unsafe extern "C" fn MPI_Dist_graph_create_adjacent(
 ) -> c_int {
     guard("MPI_Dist_graph_create_adjacent", h(comm), || {
         let obj = comm_obj(h(comm))?;
-        let (ni, no) = (count(indegree, "indegree")?, count(outdegree, "outdegree")?);
-        let s = array(sources, ni, "sources")?;
-        let d = array(destinations, no, "destinations")?;
-        let mut sw = weights(sourceweights, ni, "sourceweights")?;
-        let mut dw = weights(destweights, no, "destweights")?;
-        // A side without neighbours follows the other (MPICH and Open MPI
-        // take MPI_UNWEIGHTED there beside real weights).
-        if sw.is_none() && ni == 0 && dw.is_some() {
-            sw = Some(Vec::new());
-        }
-        if dw.is_none() && no == 0 && sw.is_some() {
-            dw = Some(Vec::new());
-        }
-        if sw.is_some() != dw.is_some() {
-            return Err(Error::new(
-                ErrorClass::Arg,
-                "sourceweights and destweights must both be MPI_UNWEIGHTED or neither",
-            ));
-        }
+        let (s, sw, d, dw) = refused(&obj, "MPI_Dist_graph_create_adjacent", || {
+            let (ni, no) = (count(indegree, "indegree")?, count(outdegree, "outdegree")?);
+            let s = array(sources, ni, "sources")?;
+            let d = array(destinations, no, "destinations")?;
+            let mut sw = weights(sourceweights, ni, "sourceweights")?;
+            let mut dw = weights(destweights, no, "destweights")?;
+            // A side without neighbours follows the other (MPICH and Open
+            // MPI take MPI_UNWEIGHTED there beside real weights).
+            if sw.is_none() && ni == 0 && dw.is_some() {
+                sw = Some(Vec::new());
+            }
+            if dw.is_none() && no == 0 && sw.is_some() {
+                dw = Some(Vec::new());
+            }
+            if sw.is_some() != dw.is_some() {
+                return Err(Error::new(
+                    ErrorClass::Arg,
+                    "sourceweights and destweights must both be MPI_UNWEIGHTED or neither",
+                ));
+            }
+            Ok((s, sw, d, dw))
+        })?;
         let c = obj.comm.dist_graph_create_adjacent(
             s,
             sw.as_deref(),
@@ -336,7 +350,9 @@ pub unsafe extern "C" fn MPI_Graph_create(
 ) -> c_int {
     guard("MPI_Graph_create", h(comm), || {
         let obj = comm_obj(h(comm))?;
-        let (i, e) = graph_args(nnodes, index, edges)?;
+        let (i, e) = refused(&obj, "MPI_Graph_create", || {
+            graph_args(nnodes, index, edges)
+        })?;
         let c = obj.comm.graph_create(i, e, reorder != 0)?;
         give(&obj, c, Vec::new(), newcomm)
     })

@@ -91,6 +91,10 @@ fn read_i32s(b: &[u8]) -> Vec<i32> {
         .collect()
 }
 
+/// The colour a member that refused its own arguments passes to
+/// `split_intra` ([`Communicator::refuse_split`]).
+const REFUSED: i32 = i32::MIN;
+
 impl Communicator {
     /// A new intracommunicator with context index `index` over `group`
     /// (this process among its members); attributes as given, error
@@ -268,6 +272,15 @@ impl Communicator {
         self.ret("MPI_Comm_split", r)
     }
 
+    /// Takes part in the split of a constructor (`what`) whose arguments
+    /// this member refused with `e`, so that every other member fails too
+    /// (`Arg`, naming this rank) instead of waiting for it; gives `e`
+    /// back.
+    pub(crate) fn refuse_split(&self, what: &str, e: Error) -> Error {
+        let _ = self.split_intra(REFUSED, 0, what);
+        e
+    }
+
     pub(super) fn split_intra(
         &self,
         color: i32,
@@ -280,6 +293,12 @@ impl Communicator {
         let mut all = vec![0u8; 8 * n];
         c.allgather_t(&mine, &mut all)?;
         let v = read_i32s(&all);
+        if let Some(bad) = (0..n).find(|&r| v[2 * r] == REFUSED) {
+            return Err(Error::new(
+                ErrorClass::Arg,
+                format!("{what}: rank {bad}'s arguments were refused"),
+            ));
+        }
         if let Some(bad) = (0..n).find(|&r| v[2 * r] < 0 && v[2 * r] != UNDEFINED) {
             return Err(Error::new(
                 ErrorClass::Arg,

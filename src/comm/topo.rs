@@ -233,7 +233,9 @@ impl Communicator {
         let r = (|| {
             self.proc_.check()?;
             self.intra_only("MPI_Cart_create")?;
-            let n = self.grid_places(dims, periods)?;
+            let n = self
+                .grid_places(dims, periods)
+                .map_err(|e| self.refuse_split("MPI_Cart_create", e))?;
             // `reorder` is a hint: ranks keep their order.
             let _ = reorder;
             let color = if (self.rank() as i64) < n {
@@ -400,7 +402,8 @@ impl Communicator {
     pub fn cart_sub(&self, remain: &[bool]) -> Result<Communicator> {
         let r = (|| {
             let (d, p) = self.cart("MPI_Cart_sub")?;
-            per_dimension(remain.len(), d.len(), "flags")?;
+            per_dimension(remain.len(), d.len(), "flags")
+                .map_err(|e| self.refuse_split("MPI_Cart_sub", e))?;
             let me = coords_of(d, self.rank());
             let (mut color, mut key) = (0i32, 0i32);
             let (mut kd, mut kp) = (Vec::new(), Vec::new());
@@ -465,33 +468,14 @@ impl Communicator {
         let r = (|| {
             self.proc_.check()?;
             self.intra_only("MPI_Dist_graph_create_adjacent")?;
-            let n = self.size();
-            for &x in sources.iter().chain(destinations) {
-                if x < 0 || x >= n {
-                    return Err(Error::new(
-                        ErrorClass::Rank,
-                        format!("neighbour {x} is not a rank of a communicator of {n}"),
-                    ));
-                }
-            }
-            let lens = [
-                (source_weights, sources.len(), "sourceweights"),
-                (destination_weights, destinations.len(), "destweights"),
-            ];
-            for (w, len, what) in lens {
-                if w.is_some_and(|w| w.len() != len) {
-                    return Err(Error::new(
-                        ErrorClass::Arg,
-                        format!("{what} has not one weight per neighbour ({len})"),
-                    ));
-                }
-                if w.is_some_and(|w| w.iter().any(|&x| x < 0)) {
-                    return Err(Error::new(
-                        ErrorClass::Arg,
-                        format!("{what} has a negative weight"),
-                    ));
-                }
-            }
+            check_adjacent(
+                self.size(),
+                sources,
+                source_weights,
+                destinations,
+                destination_weights,
+            )
+            .map_err(|e| self.refuse_split("MPI_Dist_graph_create_adjacent", e))?;
             let _ = reorder;
             let c = self
                 .split_intra(0, self.rank(), "MPI_Dist_graph_create_adjacent")?
@@ -529,15 +513,18 @@ impl Communicator {
             self.intra_only("MPI_Graph_create")?;
             let n = index.len();
             if n > self.size() as usize {
-                return Err(Error::new(
-                    ErrorClass::Arg,
-                    format!(
-                        "a graph of {n} nodes on a communicator of {} members",
-                        self.size()
+                return Err(self.refuse_split(
+                    "MPI_Graph_create",
+                    Error::new(
+                        ErrorClass::Arg,
+                        format!(
+                            "a graph of {n} nodes on a communicator of {} members",
+                            self.size()
+                        ),
                     ),
                 ));
             }
-            check_graph(index, edges)?;
+            check_graph(index, edges).map_err(|e| self.refuse_split("MPI_Graph_create", e))?;
             // `reorder` is a hint: ranks keep their order.
             let _ = reorder;
             let color = if (self.rank() as usize) < n {
@@ -777,6 +764,48 @@ impl Communicator {
         };
         self.ret("MPI_Neighbor_*", r)
     }
+}
+
+/// Checks one member's lists for `dist_graph_create_adjacent` on a
+/// communicator of `n`.
+///
+/// # Errors
+/// `Rank` for a neighbour out of range; `Arg` for weights whose number is
+/// not the neighbours' or that are negative.
+fn check_adjacent(
+    n: i32,
+    sources: &[i32],
+    source_weights: Option<&[i32]>,
+    destinations: &[i32],
+    destination_weights: Option<&[i32]>,
+) -> Result<()> {
+    for &x in sources.iter().chain(destinations) {
+        if x < 0 || x >= n {
+            return Err(Error::new(
+                ErrorClass::Rank,
+                format!("neighbour {x} is not a rank of a communicator of {n}"),
+            ));
+        }
+    }
+    let lens = [
+        (source_weights, sources.len(), "sourceweights"),
+        (destination_weights, destinations.len(), "destweights"),
+    ];
+    for (w, len, what) in lens {
+        if w.is_some_and(|w| w.len() != len) {
+            return Err(Error::new(
+                ErrorClass::Arg,
+                format!("{what} has not one weight per neighbour ({len})"),
+            ));
+        }
+        if w.is_some_and(|w| w.iter().any(|&x| x < 0)) {
+            return Err(Error::new(
+                ErrorClass::Arg,
+                format!("{what} has a negative weight"),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// The neighbours of node `rank` of a graph topology.

@@ -136,6 +136,11 @@ int main(int argc, char **argv)
         rc = MPI_Cart_create(MPI_COMM_WORLD, 1, dims, periods, 0, last ? NULL : &c);
         CHECK(last ? ct_class(rc) == MPI_ERR_ARG : rc == MPI_SUCCESS, "cart: rc %d", rc);
         if (c != MPI_COMM_NULL) MPI_Comm_free(&c);
+        /* A null array on one member: every member fails, none waits. */
+        c = MPI_COMM_NULL;
+        rc = MPI_Cart_create(MPI_COMM_WORLD, 1, last ? NULL : dims, periods, 0, &c);
+        CHECK(ct_class(rc) == MPI_ERR_ARG && c == MPI_COMM_NULL, "cart with null dims: rc %d",
+              rc);
     }
 
     /* The job goes on. */
