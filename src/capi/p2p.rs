@@ -1799,6 +1799,26 @@ pub(crate) fn wait_quietly(mut slot: *mut c_void) -> Result<()> {
     }
 }
 
+/// Takes the object of request handle `hd` out with `take` (`Reqs::take`,
+/// or `Reqs::release` to free the handle too), waiting while another
+/// thread's `MPI_Request_get_status` has it out for a moment.
+///
+/// # Errors
+/// `Request` for a handle that names no request.
+fn take_waiting(hd: usize, take: fn(&mut Reqs, usize) -> Option<Req>) -> Result<Req> {
+    loop {
+        let mut st = state();
+        if let Some(r) = take(&mut st.reqs, hd) {
+            return Ok(r);
+        }
+        if !st.reqs.peeking.contains(&hd) {
+            return Err(bad_request(hd));
+        }
+        drop(st);
+        std::thread::yield_now();
+    }
+}
+
 /// Completes (or tests) the request at `*slot`: a `Some` outcome when
 /// complete (then `*slot` is `MPI_REQUEST_NULL`, unless persistent).
 fn complete(slot: &mut *mut c_void, block: bool) -> std::result::Result<Option<Outcome>, Error> {
@@ -1810,18 +1830,7 @@ fn complete(slot: &mut *mut c_void, block: bool) -> std::result::Result<Option<O
             err: None,
         }));
     }
-    let mut req = loop {
-        let mut st = state();
-        if let Some(r) = st.reqs.take(hd) {
-            break r;
-        }
-        if !st.reqs.peeking.contains(&hd) {
-            return Err(bad_request(hd));
-        }
-        // Another thread's MPI_Request_get_status has it for a moment.
-        drop(st);
-        std::thread::yield_now();
-    };
+    let mut req = take_waiting(hd, Reqs::take)?;
     let r = if block {
         Some(req.wait())
     } else {
@@ -2382,7 +2391,7 @@ fn all(
                     if hd == REQUEST_SENT || inactive(r) {
                         continue;
                     }
-                    let mut req = state().reqs.take(hd).ok_or_else(|| bad_request(hd))?;
+                    let mut req = take_waiting(hd, Reqs::take)?;
                     let done = req.test();
                     if let (Some(res), true) = (&done, req.is_persistent()) {
                         // Keep the outcome until all are complete.
@@ -2687,7 +2696,7 @@ pub unsafe extern "C" fn MPI_Request_free(request: *mut *mut c_void) -> c_int {
         if hd == REQUEST_SENT {
             return out(request, to_handle(REQUEST_NULL), "request");
         }
-        let req = state().reqs.release(hd).ok_or_else(|| bad_request(hd))?;
+        let req = take_waiting(hd, Reqs::release)?;
         let active = match req.state {
             ReqState::Persistent { active, .. } => active.map(|a| *a),
             ReqState::Done(_) => None,
@@ -2714,7 +2723,7 @@ pub unsafe extern "C" fn MPI_Cancel(request: *mut *mut c_void) -> c_int {
         }
         // Out of the table while the engine is asked, so lookups by other
         // threads do not wait behind the engine lock.
-        let mut req = state().reqs.take(hd).ok_or_else(|| bad_request(hd))?;
+        let mut req = take_waiting(hd, Reqs::take)?;
         let target: &mut Req = match &mut req.state {
             ReqState::Persistent {
                 active: Some(a), ..
