@@ -662,6 +662,9 @@ int MPI_Win_create_errhandler(MPI_Win_errhandler_function *fn, MPI_Errhandler *e
 int MPI_Win_set_errhandler(MPI_Win win, MPI_Errhandler errhandler);
 int MPI_Win_get_errhandler(MPI_Win win, MPI_Errhandler *errhandler);
 int MPI_Win_call_errhandler(MPI_Win win, int errorcode);
+int MPI_Win_create_dynamic(MPI_Info info, MPI_Comm comm, MPI_Win *win);
+int MPI_Win_attach(MPI_Win win, void *base, MPI_Aint size);
+int MPI_Win_detach(MPI_Win win, const void *base);
 int MPI_Win_get_attr(MPI_Win win, int win_keyval, void *attribute_val, int *flag);
 typedef int(MPI_Win_copy_attr_function)(MPI_Win oldwin, int win_keyval, void *extra_state,
                                         void *attribute_val_in, void *attribute_val_out,

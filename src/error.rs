@@ -73,6 +73,11 @@ pub enum ErrorClass {
     RmaRange,
     /// `MPI_ERR_RMA_SYNC`: a window access outside an access epoch.
     RmaSync,
+    /// `MPI_ERR_RMA_ATTACH`: memory that cannot be attached to (or is not
+    /// attached to) a dynamic window.
+    RmaAttach,
+    /// `MPI_ERR_RMA_FLAVOR`: a call the window's flavor does not take.
+    RmaFlavor,
     /// `MPI_ERR_WIN`: invalid window.
     Win,
     /// `MPI_ERR_ASSERT`: an assertion (`MPI_MODE_*`) a window
@@ -127,6 +132,8 @@ impl ErrorClass {
             ErrorClass::Name => "MPI_ERR_NAME",
             ErrorClass::RmaRange => "MPI_ERR_RMA_RANGE",
             ErrorClass::RmaSync => "MPI_ERR_RMA_SYNC",
+            ErrorClass::RmaAttach => "MPI_ERR_RMA_ATTACH",
+            ErrorClass::RmaFlavor => "MPI_ERR_RMA_FLAVOR",
             ErrorClass::Win => "MPI_ERR_WIN",
             ErrorClass::Assert => "MPI_ERR_ASSERT",
             ErrorClass::Session => "MPI_ERR_SESSION",
@@ -170,6 +177,8 @@ impl ErrorClass {
             ErrorClass::Name => 38,
             ErrorClass::RmaRange => 49,
             ErrorClass::RmaSync => 51,
+            ErrorClass::RmaAttach => 47,
+            ErrorClass::RmaFlavor => 52,
             ErrorClass::Win => 60,
             ErrorClass::Assert => 22,
             ErrorClass::Session => 54,
@@ -189,7 +198,7 @@ impl ErrorClass {
 }
 
 /// Every class, for lookups by C value.
-const ALL: [ErrorClass; 38] = [
+const ALL: [ErrorClass; 40] = [
     ErrorClass::Buffer,
     ErrorClass::Count,
     ErrorClass::Type,
@@ -221,6 +230,8 @@ const ALL: [ErrorClass; 38] = [
     ErrorClass::Name,
     ErrorClass::RmaRange,
     ErrorClass::RmaSync,
+    ErrorClass::RmaAttach,
+    ErrorClass::RmaFlavor,
     ErrorClass::Win,
     ErrorClass::Assert,
     ErrorClass::Session,

@@ -325,3 +325,66 @@ fn noncontig_parts_start_on_their_own_pages() {
         win.free().unwrap();
     });
 }
+
+/// A dynamic window: each member attaches a vector of its own and tells
+/// the others its address; puts and accumulates reach it there; attach
+/// and detach are checked; without single copy it is refused everywhere.
+#[test]
+fn dynamic_windows_reach_attached_memory_at_its_address() {
+    run_ranks(
+        3,
+        "dynamic_windows_reach_attached_memory_at_its_address",
+        |u| {
+            let w = u.world();
+            w.set_errhandler(ErrHandler::Return);
+            if !support::single_copy_everywhere(u) {
+                let e = w.win_create_dynamic().unwrap_err();
+                assert_eq!(e.class(), ErrorClass::Unsupported, "{e}");
+                return;
+            }
+            let (me, n) = (w.rank(), w.size());
+            let win = w.win_create_dynamic().unwrap();
+            assert_eq!(win.flavor(), shmpi::comm::Flavor::Dynamic);
+            let mine = vec![0u64; 4];
+            let at = mine.as_ptr() as usize;
+            win.attach(at, 32).unwrap();
+            assert_eq!(
+                win.attach(at + 8, 8).unwrap_err().class(),
+                ErrorClass::RmaAttach
+            );
+            let mut addrs = vec![0u64; n as usize];
+            w.allgather(&[at as u64], &mut addrs).unwrap();
+            let right = (me + 1) % n;
+            win.fence().unwrap();
+            win.put(
+                &[100 + me as u64],
+                right,
+                addrs[right as usize] as usize + 8,
+            )
+            .unwrap();
+            // Read back through the window (its own member too), not through
+            // `mine`, which Rust does not know another process writes.
+            win.fence().unwrap();
+            let mut got = [0u64];
+            win.get(&mut got, me, at + 8).unwrap();
+            win.fence().unwrap();
+            assert_eq!(got[0], 100 + ((me + n - 1) % n) as u64);
+            win.lock_all().unwrap();
+            win.accumulate(&[1u64], 0, addrs[0] as usize + 24, &Op::Sum)
+                .unwrap();
+            win.unlock_all().unwrap();
+            w.barrier().unwrap();
+            if me == 0 {
+                win.lock(LockType::Shared, 0).unwrap();
+                win.get(&mut got, 0, at + 24).unwrap();
+                win.unlock(0).unwrap();
+                assert_eq!(got[0], n as u64);
+            }
+            w.barrier().unwrap();
+            win.detach(at).unwrap();
+            assert_eq!(win.detach(at).unwrap_err().class(), ErrorClass::RmaAttach);
+            win.free().unwrap();
+            drop(mine);
+        },
+    );
+}

@@ -271,6 +271,7 @@ fn register(
         Flavor::Create => 42,
         Flavor::Allocate => 41,
         Flavor::Shared => 44,
+        Flavor::Dynamic => 43,
     };
     let handle = state().wins.insert(Arc::new(WinObj {
         win: w,
@@ -407,6 +408,46 @@ pub unsafe extern "C" fn MPI_Win_create(
         let w = obj.comm.win_create(mem, disp_unit as usize)?;
         register(w, obj, size, disp_unit, None, pairs, win)
     })
+}
+
+/// `MPI_Win_create_dynamic` (MPI 4.1 §12.2.4): a window without memory;
+/// `MPI_Win_attach` adds some. Displacements are addresses
+/// (`MPI_Get_address`), in bytes; its `MPI_WIN_BASE` is `MPI_BOTTOM` and
+/// its `MPI_WIN_SIZE` 0.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_create_dynamic(
+    info: *mut c_void,
+    comm: *mut c_void,
+    win: *mut *mut c_void,
+) -> c_int {
+    guard("MPI_Win_create_dynamic", h(comm), || {
+        let obj = comm_obj(h(comm))?.arc();
+        let (_, pairs) = options(info)?;
+        let w = obj.comm.win_create_dynamic()?;
+        // Checked after the collective (as `comm::give` does).
+        if win.is_null() {
+            return Err(super::arg("win"));
+        }
+        register(w, obj, 0, 1, None, pairs, win)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_attach(win: *mut c_void, base: *mut c_void, size: isize) -> c_int {
+    on_win("MPI_Win_attach", win, |w| {
+        let len = usize::try_from(size).map_err(|_| {
+            Error::new(
+                ErrorClass::Arg,
+                format!("size is {size}: it must not be negative"),
+            )
+        })?;
+        w.win.attach(base as usize, len)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_detach(win: *mut c_void, base: *const c_void) -> c_int {
+    on_win("MPI_Win_detach", win, |w| w.win.detach(base as usize))
 }
 
 #[no_mangle]

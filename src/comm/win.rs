@@ -98,6 +98,10 @@ pub enum Flavor {
     Allocate,
     /// `win_allocate_shared`: one file every member maps.
     Shared,
+    /// `win_create_dynamic`: no memory at creation; each member attaches
+    /// memory of its own, which the others reach by system call at its
+    /// absolute address (the displacement, in bytes).
+    Dynamic,
 }
 
 /// Options of window allocation (the info keys MPI defines for it).
@@ -128,6 +132,9 @@ pub struct Window {
     /// member, or `lock_all`): what a flush or sync checks, without the
     /// lock (`check_passive`).
     passive: AtomicU32,
+    /// The regions this process attached to a dynamic window: (address,
+    /// bytes).
+    attached: Mutex<Vec<(usize, usize)>>,
 }
 
 static NEXT_WIN: AtomicU32 = AtomicU32::new(0);
@@ -201,6 +208,64 @@ impl Communicator {
     pub fn win_create(&self, mem: Exposed, disp_unit: usize) -> Result<Window> {
         let r = self.win_create_inner(mem, disp_unit);
         self.ret("MPI_Win_create", r)
+    }
+
+    /// `MPI_Win_create_dynamic`: a window without memory, to which each
+    /// member attaches memory of its own later ([`Window::attach`]). An
+    /// access names the target's memory by its absolute address (the
+    /// displacement, in bytes: `MPI_Get_address` at the target) and
+    /// reaches it with `process_vm_readv` / `process_vm_writev`, its own
+    /// included; creation tests that the kernel allows it towards every
+    /// member. Collective.
+    ///
+    /// # Errors
+    /// `Comm` on an intercommunicator; `Unsupported` (every member) when
+    /// some member cannot be reached by system call (`SHMPI_CMA=off|refuse`,
+    /// a seccomp filter, Yama).
+    pub fn win_create_dynamic(&self) -> Result<Window> {
+        let r = self.win_create_dynamic_inner();
+        self.ret("MPI_Win_create_dynamic", r)
+    }
+
+    fn win_create_dynamic_inner(&self) -> Result<Window> {
+        self.win_check(1)?;
+        let n = self.size() as usize;
+        let me = self.rank() as usize;
+        let task = self.proc_.p2p.lock().transport().cma_task();
+        let mut all = vec![0u64; n];
+        self.allgather(&[u64::from(task)], &mut all)?;
+        let world = self.group().world_ranks().to_vec();
+        let job = self.proc_.segment().header().nranks() as usize;
+        let mut refused: Option<String> = None;
+        for (r, &w) in world.iter().enumerate() {
+            let why = if w < job {
+                self.proc_.p2p.lock().transport().can_reach(w)
+            } else {
+                Err("it is a process of another job".to_string())
+            };
+            if let Err(why) = why {
+                refused = Some(format!("rank {me} cannot reach rank {r}'s memory: {why}"));
+                break;
+            }
+        }
+        let mut flags = vec![0u8; n];
+        self.allgather(&[u8::from(refused.is_some())], &mut flags)?;
+        if let Some(bad) = flags.iter().position(|&f| f != 0) {
+            return Err(Error::new(
+                ErrorClass::Unsupported,
+                refused.unwrap_or_else(|| {
+                    format!("rank {bad} cannot reach another member's memory by system call")
+                }) + " (a dynamic window needs process_vm_readv/writev)",
+            ));
+        }
+        // Each member's part is its whole address space, the
+        // displacement an address; the unit is a byte.
+        let parts = all
+            .iter()
+            .map(|&t| (Memory::cma(t as u32, 0, usize::MAX), 1))
+            .collect();
+        let seg = self.win_file(n, 0)?;
+        self.win_finish(seg, parts, Flavor::Dynamic)
     }
 
     fn win_check(&self, disp_unit: usize) -> Result<()> {
@@ -279,6 +344,7 @@ impl Communicator {
             epochs: Mutex::new(Epochs::default()),
             open_all: AtomicU32::new(0),
             passive: AtomicU32::new(0),
+            attached: Mutex::new(Vec::new()),
         })
     }
 
@@ -410,6 +476,70 @@ impl Window {
     /// How the window's memory was made.
     pub fn flavor(&self) -> Flavor {
         self.flavor
+    }
+
+    /// `MPI_Win_attach`: makes `len` bytes at address `base` of this
+    /// process reachable through this dynamic window (local: no member
+    /// waits). The program keeps them valid until it detaches them.
+    ///
+    /// # Errors
+    /// `RmaFlavor` on a window that is not dynamic; `RmaAttach` for a
+    /// region that overlaps one attached already, or is empty.
+    pub fn attach(&self, base: usize, len: usize) -> Result<()> {
+        let r = (|| {
+            self.dynamic("MPI_Win_attach")?;
+            let end = base.checked_add(len).filter(|_| len > 0).ok_or_else(|| {
+                Error::new(
+                    ErrorClass::RmaAttach,
+                    format!("{len} bytes at {base:#x} cannot be attached"),
+                )
+            })?;
+            let mut a = lock(&self.attached);
+            if let Some(&(b, l)) = a.iter().find(|&&(b, l)| base < b + l && b < end) {
+                return Err(Error::new(
+                    ErrorClass::RmaAttach,
+                    format!(
+                        "{len} bytes at {base:#x} overlap the {l} bytes at {b:#x} attached already"
+                    ),
+                ));
+            }
+            a.push((base, len));
+            Ok(())
+        })();
+        self.comm.ret("MPI_Win_attach", r)
+    }
+
+    /// `MPI_Win_detach`: the region attached at `base` is no longer part
+    /// of this dynamic window.
+    ///
+    /// # Errors
+    /// `RmaFlavor` on a window that is not dynamic; `RmaAttach` when no
+    /// region was attached at `base`.
+    pub fn detach(&self, base: usize) -> Result<()> {
+        let r = (|| {
+            self.dynamic("MPI_Win_detach")?;
+            let mut a = lock(&self.attached);
+            let i = a.iter().position(|&(b, _)| b == base).ok_or_else(|| {
+                Error::new(
+                    ErrorClass::RmaAttach,
+                    format!("no memory is attached at {base:#x}"),
+                )
+            })?;
+            a.swap_remove(i);
+            Ok(())
+        })();
+        self.comm.ret("MPI_Win_detach", r)
+    }
+
+    /// Refuses a window that is not dynamic.
+    fn dynamic(&self, call: &str) -> Result<()> {
+        if self.flavor != Flavor::Dynamic {
+            return Err(Error::new(
+                ErrorClass::RmaFlavor,
+                format!("{call} needs a dynamic window (MPI_Win_create_dynamic)"),
+            ));
+        }
+        Ok(())
     }
 
     /// `MPI_Win_shared_query`: member `rank`'s base address, size and
