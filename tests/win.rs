@@ -328,7 +328,8 @@ fn noncontig_parts_start_on_their_own_pages() {
 
 /// A dynamic window: each member attaches a vector of its own and tells
 /// the others its address; puts and accumulates reach it there; attach
-/// and detach are checked; without single copy it is refused everywhere.
+/// and detach are checked, and so is an access to memory no longer
+/// attached; without single copy it is refused everywhere.
 #[test]
 fn dynamic_windows_reach_attached_memory_at_its_address() {
     run_ranks(
@@ -383,6 +384,14 @@ fn dynamic_windows_reach_attached_memory_at_its_address() {
             w.barrier().unwrap();
             win.detach(at).unwrap();
             assert_eq!(win.detach(at).unwrap_err().class(), ErrorClass::RmaAttach);
+            // Memory no longer attached (still mapped) is out of range.
+            w.barrier().unwrap();
+            win.lock_all().unwrap();
+            let e = win
+                .put(&[1u64], right, addrs[right as usize] as usize)
+                .unwrap_err();
+            assert_eq!(e.class(), ErrorClass::RmaRange, "{e}");
+            win.unlock_all().unwrap();
             win.free().unwrap();
             drop(mine);
         },

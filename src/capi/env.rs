@@ -133,7 +133,7 @@ pub(crate) fn session_ends() -> Result<()> {
         let mut uni = lock(&UNIVERSE);
         // Relaxed: changed under the lock.
         SESSIONS.fetch_sub(1, Ordering::Relaxed);
-        if exit_hook::ENDS_AT_EXIT {
+        if exit_hook::ends_at_exit() {
             return Ok(());
         }
         unused_universe(&mut uni)
@@ -142,20 +142,32 @@ pub(crate) fn session_ends() -> Result<()> {
 }
 
 /// Ends the universe a session model left running when the process exits
-/// with status 0 (glibc's `on_exit`, which gives the status): as
+/// with status 0 (glibc's `on_exit`, which gives the status), as
 /// `MPI_Finalize` would, so the launcher sees the rank finalized. Not
 /// after a failure (a nonzero status: the launcher ends the job), nor
-/// while the world model is open (`MPI_Init` without `MPI_Finalize`,
-/// reported as without sessions), nor during an abort (which holds the
+/// while a session or the world model is still open (`MPI_Init` without
+/// `MPI_Finalize`: reported as a rank that did not finalize, as without
+/// sessions), nor in a forked child, nor during an abort (which holds the
 /// universe's lock as it exits).
 mod exit_hook {
-    use super::{end_universe, Ordering, PHASE, UNIVERSE};
+    use super::{end_universe, Ordering, PHASE, SESSIONS, UNIVERSE};
+    use crate::sync::AtomicU32;
     use std::ffi::{c_int, c_void};
 
-    /// Whether the process's exit ends the universe (glibc only).
-    pub(super) const ENDS_AT_EXIT: bool = cfg!(target_env = "gnu");
+    /// The process that registered the hook (0: none): a forked child
+    /// runs it too, and must not end its parent's rank.
+    static OWNER: AtomicU32 = AtomicU32::new(0);
 
-    #[cfg(target_env = "gnu")]
+    /// Whether the process's exit ends the universe: the hook is
+    /// registered (glibc on Linux only).
+    pub(super) fn ends_at_exit() -> bool {
+        // Relaxed: set once by `register` before any session ends (on
+        // the thread that began the first session, which the program
+        // orders before the end of any session).
+        OWNER.load(Ordering::Relaxed) != 0
+    }
+
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
     extern "C" {
         /// glibc's `on_exit(3)`: `f(status, arg)` runs at `exit`.
         fn on_exit(f: extern "C" fn(c_int, *mut c_void), arg: *mut c_void) -> c_int;
@@ -163,25 +175,36 @@ mod exit_hook {
 
     /// Registers the hook, once.
     pub(super) fn register() {
-        #[cfg(target_env = "gnu")]
+        #[cfg(all(target_os = "linux", target_env = "gnu"))]
         {
             static ONCE: std::sync::Once = std::sync::Once::new();
-            // SAFETY: `at_exit` is an `extern "C"` function that lives as
-            // long as the program and ignores its argument (null).
-            ONCE.call_once(|| unsafe {
-                on_exit(at_exit, std::ptr::null_mut());
+            ONCE.call_once(|| {
+                // SAFETY: `at_exit` is an `extern "C"` function that lives
+                // as long as the program and ignores its argument (null).
+                let rc = unsafe { on_exit(at_exit, std::ptr::null_mut()) };
+                if rc == 0 {
+                    // Relaxed: see `ends_at_exit`.
+                    OWNER.store(std::process::id(), Ordering::Relaxed);
+                }
             });
         }
     }
 
-    #[cfg_attr(not(target_env = "gnu"), allow(dead_code))]
+    #[cfg_attr(not(all(target_os = "linux", target_env = "gnu")), allow(dead_code))]
     extern "C" fn at_exit(status: c_int, _arg: *mut c_void) {
-        // Relaxed: see `is_initialized`.
-        if status != 0 || PHASE.load(Ordering::Relaxed) == 1 {
+        // Relaxed (all three): see `is_initialized` and `ends_at_exit`;
+        // the exiting thread's own calls ordered them.
+        if status != 0
+            || OWNER.load(Ordering::Relaxed) != std::process::id()
+            || PHASE.load(Ordering::Relaxed) == 1
+            || SESSIONS.load(Ordering::Relaxed) > 0
+        {
             return;
         }
-        let Ok(mut uni) = UNIVERSE.try_lock() else {
-            return;
+        let mut uni = match UNIVERSE.try_lock() {
+            Ok(u) => u,
+            Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => return,
         };
         let u = uni.take();
         drop(uni);

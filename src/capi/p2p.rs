@@ -1958,22 +1958,41 @@ pub unsafe extern "C" fn MPI_Request_get_status(
             put_status(status, &CStatus::empty());
             return Ok(());
         }
-        let mut req = {
+        // Out of the table for the peek (another thread's get_status on
+        // it waits too); marked as peeked so completing calls wait.
+        let req = loop {
             let mut st = state();
-            let req = st.reqs.take(hd).ok_or_else(|| (None, bad_request(hd)))?;
-            st.reqs.peeking.push(hd);
-            req
+            if let Some(req) = st.reqs.take(hd) {
+                st.reqs.peeking.push(hd);
+                break req;
+            }
+            if !st.reqs.peeking.contains(&hd) {
+                return Err((None, bad_request(hd)));
+            }
+            drop(st);
+            std::thread::yield_now();
         };
-        poll_orphans();
-        let r = req.peek();
-        let comm = req.comm.clone();
-        {
-            let mut st = state();
-            st.reqs.put_back(hd, req);
-            if let Some(i) = st.reqs.peeking.iter().position(|&p| p == hd) {
-                st.reqs.peeking.swap_remove(i);
+        /// Puts the request back and ends the mark however the peek ends
+        /// (a panic included, which the C boundary catches): a mark left
+        /// behind would make completing calls wait for ever.
+        struct Back(usize, Option<Req>);
+        impl Drop for Back {
+            fn drop(&mut self) {
+                let mut st = state();
+                if let Some(req) = self.1.take() {
+                    st.reqs.put_back(self.0, req);
+                }
+                if let Some(i) = st.reqs.peeking.iter().position(|&p| p == self.0) {
+                    st.reqs.peeking.swap_remove(i);
+                }
             }
         }
+        let mut back = Back(hd, Some(req));
+        poll_orphans();
+        let req = back.1.as_mut().expect("put back only on drop");
+        let r = req.peek();
+        let comm = req.comm.clone();
+        drop(back);
         match r {
             None => {
                 let _ = out(flag, 0, "flag");

@@ -422,9 +422,10 @@ pub unsafe extern "C" fn MPI_Win_create_dynamic(
 ) -> c_int {
     guard("MPI_Win_create_dynamic", h(comm), || {
         let obj = comm_obj(h(comm))?.arc();
-        let (_, pairs) = options(info)?;
         let w = obj.comm.win_create_dynamic()?;
-        // Checked after the collective (as `comm::give` does).
+        // Checked after the collective (as `comm::give` does): a member
+        // refused here alone does not leave the others waiting in it.
+        let (_, pairs) = options(info)?;
         if win.is_null() {
             return Err(super::arg("win"));
         }

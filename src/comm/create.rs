@@ -277,7 +277,11 @@ impl Communicator {
     /// (`Arg`, naming this rank) instead of waiting for it; gives `e`
     /// back.
     pub(crate) fn refuse_split(&self, what: &str, e: Error) -> Error {
-        let _ = self.split_intra(REFUSED, 0, what);
+        // On an intercommunicator, or in a failed job, every member fails
+        // before the split without communicating: so does this one.
+        if self.proc_.check().is_ok() && !self.is_inter() {
+            let _ = self.split_intra(REFUSED, 0, what);
+        }
         e
     }
 

@@ -132,9 +132,6 @@ pub struct Window {
     /// member, or `lock_all`): what a flush or sync checks, without the
     /// lock (`check_passive`).
     passive: AtomicU32,
-    /// The regions this process attached to a dynamic window: (address,
-    /// bytes).
-    attached: Mutex<Vec<(usize, usize)>>,
 }
 
 static NEXT_WIN: AtomicU32 = AtomicU32::new(0);
@@ -151,6 +148,13 @@ const LINE: usize = 64;
 /// communicator).
 const TAG_POST: i32 = 1;
 const TAG_COMPLETE: i32 = 2;
+
+/// The regions a member of a dynamic window may have attached at once.
+const REGIONS: usize = 256;
+/// Bytes of a member's table of attached regions in a dynamic window's
+/// file: a lock word and the count on a cache line, then (address,
+/// length) pairs of 8-byte words.
+const TABLE: usize = 64 + 16 * REGIONS;
 
 /// How a member exposes its memory to `win_create` (exchanged at
 /// creation).
@@ -264,7 +268,9 @@ impl Communicator {
             .iter()
             .map(|&t| (Memory::cma(t as u32, 0, usize::MAX), 1))
             .collect();
-        let seg = self.win_file(n, 0)?;
+        // The data area holds each member's table of attached regions,
+        // which the others read to check an access.
+        let seg = self.win_file(n, n * TABLE)?;
         self.win_finish(seg, parts, Flavor::Dynamic)
     }
 
@@ -344,7 +350,6 @@ impl Communicator {
             epochs: Mutex::new(Epochs::default()),
             open_all: AtomicU32::new(0),
             passive: AtomicU32::new(0),
-            attached: Mutex::new(Vec::new()),
         })
     }
 
@@ -480,31 +485,46 @@ impl Window {
 
     /// `MPI_Win_attach`: makes `len` bytes at address `base` of this
     /// process reachable through this dynamic window (local: no member
-    /// waits). The program keeps them valid until it detaches them.
+    /// waits). The program keeps them valid until it detaches them. The
+    /// region goes into this member's table in the window's file, which
+    /// the others consult on each access ([`access`](Self::access)).
     ///
     /// # Errors
     /// `RmaFlavor` on a window that is not dynamic; `RmaAttach` for a
-    /// region that overlaps one attached already, or is empty.
+    /// region that overlaps one attached already, or when `REGIONS` are
+    /// attached already.
     pub fn attach(&self, base: usize, len: usize) -> Result<()> {
         let r = (|| {
             self.dynamic("MPI_Win_attach")?;
-            let end = base.checked_add(len).filter(|_| len > 0).ok_or_else(|| {
+            let end = base.checked_add(len).ok_or_else(|| {
                 Error::new(
                     ErrorClass::RmaAttach,
-                    format!("{len} bytes at {base:#x} cannot be attached"),
+                    format!("{len} bytes at {base:#x} pass the end of the address space"),
                 )
             })?;
-            let mut a = lock(&self.attached);
-            if let Some(&(b, l)) = a.iter().find(|&&(b, l)| base < b + l && b < end) {
-                return Err(Error::new(
-                    ErrorClass::RmaAttach,
-                    format!(
-                        "{len} bytes at {base:#x} overlap the {l} bytes at {b:#x} attached already"
-                    ),
-                ));
-            }
-            a.push((base, len));
-            Ok(())
+            let me = self.comm.rank() as usize;
+            self.with_table(me, true, |regions| {
+                if let Some(&(b, l)) = regions
+                    .iter()
+                    .find(|&&(b, l)| base < b + l.max(1) && b < end.max(base + 1))
+                {
+                    return Err(Error::new(
+                        ErrorClass::RmaAttach,
+                        format!(
+                            "{len} bytes at {base:#x} overlap the {l} bytes at {b:#x} \
+                             attached already"
+                        ),
+                    ));
+                }
+                if regions.len() == REGIONS {
+                    return Err(Error::new(
+                        ErrorClass::RmaAttach,
+                        format!("{REGIONS} regions are attached already: detach one first"),
+                    ));
+                }
+                regions.push((base, len));
+                Ok(true)
+            })
         })();
         self.comm.ret("MPI_Win_attach", r)
     }
@@ -518,17 +538,89 @@ impl Window {
     pub fn detach(&self, base: usize) -> Result<()> {
         let r = (|| {
             self.dynamic("MPI_Win_detach")?;
-            let mut a = lock(&self.attached);
-            let i = a.iter().position(|&(b, _)| b == base).ok_or_else(|| {
-                Error::new(
-                    ErrorClass::RmaAttach,
-                    format!("no memory is attached at {base:#x}"),
-                )
-            })?;
-            a.swap_remove(i);
-            Ok(())
+            let me = self.comm.rank() as usize;
+            self.with_table(me, true, |regions| {
+                let i = regions
+                    .iter()
+                    .position(|&(b, _)| b == base)
+                    .ok_or_else(|| {
+                        Error::new(
+                            ErrorClass::RmaAttach,
+                            format!("no memory is attached at {base:#x}"),
+                        )
+                    })?;
+                regions.swap_remove(i);
+                Ok(true)
+            })
         })();
         self.comm.ret("MPI_Win_detach", r)
+    }
+
+    /// Runs `f` on member `rank`'s table of attached regions, under its
+    /// lock (exclusive to change it: `f` returns whether it did).
+    fn with_table(
+        &self,
+        rank: usize,
+        exclusive: bool,
+        f: impl FnOnce(&mut Vec<(usize, usize)>) -> Result<bool>,
+    ) -> Result<()> {
+        let at = rank * TABLE;
+        let word = self.seg.data_word(at);
+        WinSeg::lock_word(word, exclusive);
+        let r = (|| {
+            let mut count = [0u8; 8];
+            self.seg.read(at + 8, &mut count)?;
+            let n = (u64::from_ne_bytes(count) as usize).min(REGIONS);
+            let mut raw = vec![0u8; 16 * n];
+            self.seg.read(at + 64, &mut raw)?;
+            let mut regions: Vec<(usize, usize)> = raw
+                .chunks_exact(16)
+                .map(|c| {
+                    let w = |k: usize| {
+                        u64::from_ne_bytes(c[k..k + 8].try_into().expect("8 bytes")) as usize
+                    };
+                    (w(0), w(8))
+                })
+                .collect();
+            if f(&mut regions)? {
+                let mut out = Vec::with_capacity(16 * regions.len());
+                for &(b, l) in &regions {
+                    out.extend_from_slice(&(b as u64).to_ne_bytes());
+                    out.extend_from_slice(&(l as u64).to_ne_bytes());
+                }
+                self.seg.write(at + 64, &out)?;
+                self.seg
+                    .write(at + 8, &(regions.len() as u64).to_ne_bytes())?;
+            }
+            Ok(())
+        })();
+        WinSeg::unlock_word(word, exclusive);
+        r
+    }
+
+    /// Checks that `len` bytes at address `addr` lie in one region member
+    /// `rank` of this dynamic window has attached.
+    ///
+    /// # Errors
+    /// `RmaRange` otherwise.
+    fn attached_at(&self, rank: usize, addr: usize, len: usize) -> Result<()> {
+        let mut found = false;
+        self.with_table(rank, false, |regions| {
+            found = regions
+                .iter()
+                .any(|&(b, l)| b <= addr && addr.checked_add(len).is_some_and(|e| e <= b + l));
+            Ok(false)
+        })?;
+        if !found {
+            return Err(Error::new(
+                ErrorClass::RmaRange,
+                format!(
+                    "{len} bytes at address {addr:#x} are not in memory rank {rank} attached to \
+                     the dynamic window"
+                ),
+            ));
+        }
+        Ok(())
     }
 
     /// Refuses a window that is not dynamic.
@@ -608,6 +700,15 @@ impl Window {
         }
         let start = disp.checked_mul(unit);
         match start.and_then(|s| s.checked_add(len)) {
+            Some(_) if self.flavor == Flavor::Dynamic => {
+                // A displacement is an address, which must be in memory
+                // the target attached.
+                let addr = start.unwrap_or(0);
+                if len > 0 {
+                    self.attached_at(rank as usize, addr, len)?;
+                }
+                Ok(addr)
+            }
             Some(end) if end <= size => Ok(start.unwrap_or(0)),
             _ => Err(Error::new(
                 ErrorClass::RmaRange,

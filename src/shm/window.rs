@@ -149,10 +149,30 @@ impl WinSeg {
         unsafe { AtomicU32::from_ptr(p) }
     }
 
+    /// The 4-byte word at offset `off` of the data area (4-aligned), for
+    /// atomic use only (a lock a window keeps in its data: the attached
+    /// regions of a dynamic window).
+    pub fn data_word(&self, off: usize) -> &AtomicU32 {
+        assert!(
+            off % 4 == 0 && off + 4 <= self.data,
+            "a data word outside the window"
+        );
+        let p = self.data_ptr(off).cast::<u32>();
+        // SAFETY: `off` is 4-aligned and inside the data area (asserted),
+        // which starts on a page of the mapping that lives as long as
+        // `self`; callers reach this word only atomically.
+        unsafe { AtomicU32::from_ptr(p) }
+    }
+
     /// Takes member `r`'s lock, exclusive or shared, spinning then
     /// yielding then sleeping briefly (a passive-target epoch).
     pub fn lock(&self, r: usize, exclusive: bool) {
-        let w = self.word(r);
+        Self::lock_word(self.word(r), exclusive);
+    }
+
+    /// Takes lock word `w` (a member's, or a [`data_word`](Self::data_word)),
+    /// exclusive or shared.
+    pub fn lock_word(w: &AtomicU32, exclusive: bool) {
         let mut round = 0u32;
         loop {
             // Relaxed: a first look; the CAS below is the acquire.
@@ -184,7 +204,11 @@ impl WinSeg {
 
     /// Releases member `r`'s lock.
     pub fn unlock(&self, r: usize, exclusive: bool) {
-        let w = self.word(r);
+        Self::unlock_word(self.word(r), exclusive);
+    }
+
+    /// Releases lock word `w` taken with [`lock_word`](Self::lock_word).
+    pub fn unlock_word(w: &AtomicU32, exclusive: bool) {
         // SYNC(win.lock): Release, pairs with the next holder's Acquire.
         if exclusive {
             w.store(0, Ordering::Release);

@@ -232,7 +232,13 @@ impl Memory {
                     runs.iter().map(|&(o, n)| (addr + o as u64, n)).collect();
                 cma::transfer_runs(*task, &remote, buf, buf_len, write).map_err(|e| {
                     Error::new(
-                        ErrorClass::Other,
+                        // No memory there in the target (a dynamic
+                        // window's address that nothing maps).
+                        if e.raw_os_error() == Some(libc::EFAULT) {
+                            ErrorClass::RmaRange
+                        } else {
+                            ErrorClass::Other
+                        },
                         format!(
                             "{} of {buf_len} bytes of window memory in task {task} failed: {e}",
                             if write {

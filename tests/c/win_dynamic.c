@@ -7,7 +7,8 @@
  * into rank 0, MPI_Fetch_and_op and MPI_Compare_and_swap on rank 0's
  * counter; the attributes (MPI_BOTTOM base, size 0, flavor DYNAMIC);
  * detach; and the errors: an overlapping attach and a detach of nothing
- * (MPI_ERR_RMA_ATTACH), an attach to a window that is not dynamic
+ * (MPI_ERR_RMA_ATTACH), a put to a region its target detached
+ * (MPI_ERR_RMA_RANGE), an attach to a window that is not dynamic
  * (MPI_ERR_RMA_FLAVOR). */
 #include "common.h"
 
@@ -112,6 +113,15 @@ int main(int argc, char **argv)
     if (OURS) {
         rc = MPI_Win_detach(w, a);
         CHECK(ct_class(rc) == MPI_ERR_RMA_ATTACH, "detaching twice: class %d", ct_class(rc));
+        /* Memory the target no longer has attached is out of range (it
+         * is still mapped: nothing else would catch the write). */
+        MPI_Barrier(MPI_COMM_WORLD);
+        CHECK_OK(MPI_Win_lock_all(0, w));
+        rc = MPI_Put(vals, 1, MPI_INT, right, all[3 * right], 1, MPI_INT, w);
+        CHECK(ct_class(rc) == MPI_ERR_RMA_RANGE, "a put to a detached region: class %d",
+              ct_class(rc));
+        CHECK_OK(MPI_Win_unlock_all(w));
+        MPI_Barrier(MPI_COMM_WORLD);
     }
     CHECK_OK(MPI_Win_detach(w, b));
     CHECK_OK(MPI_Win_detach(w, &counter));
