@@ -16,6 +16,10 @@ const CONGRUENT: c_int = 102;
 const SIMILAR: c_int = 103;
 const UNEQUAL: c_int = 104;
 const COMM_TYPE_SHARED: c_int = 1001;
+/// `MPI_COMM_TYPE_HW_UNGUIDED`, `HW_GUIDED`, `RESOURCE_GUIDED` (MPI 5.0 ABI).
+const COMM_TYPE_HW_UNGUIDED: c_int = 1002;
+const COMM_TYPE_HW_GUIDED: c_int = 1003;
+const COMM_TYPE_RESOURCE_GUIDED: c_int = 1004;
 
 fn cmp_code(c: Comparison) -> c_int {
     match c {
@@ -415,30 +419,92 @@ pub unsafe extern "C" fn MPI_Comm_split_type(
     comm: *mut c_void,
     split_type: c_int,
     key: c_int,
-    _info: *mut c_void,
+    info: *mut c_void,
     newcomm: *mut *mut c_void,
 ) -> c_int {
     guard("MPI_Comm_split_type", h(comm), || {
         let obj = comm_obj(h(comm))?;
-        // Every process of a shmpi job shares memory: SHARED is one
-        // communicator of all; UNDEFINED takes part and gets COMM_NULL.
-        let color = match split_type {
-            COMM_TYPE_SHARED => 0,
-            UNDEFINED => UNDEFINED,
-            other => {
+        // The info's `mpi_hw_resource_type` (HW_GUIDED, RESOURCE_GUIDED);
+        // a bad info handle is refused after the split, as UNDEFINED, so
+        // nobody waits for this member.
+        let hint = super::env::info_pairs(h(info)).map(|pairs| {
+            pairs
+                .into_iter()
+                .find(|(k, _)| k == "mpi_hw_resource_type")
+                .map(|(_, v)| v)
+        });
+        let c = match (split_type, &hint) {
+            // Every process of a shmpi job shares memory: SHARED is one
+            // communicator of all.
+            (COMM_TYPE_SHARED, _) => obj.comm.split_type(SplitType::Shared, key)?,
+            (COMM_TYPE_HW_GUIDED | COMM_TYPE_RESOURCE_GUIDED, Ok(Some(v))) => {
+                match hw_level(v) {
+                    Some(t) => obj.comm.split_type(t, key)?,
+                    // A resource this library does not know: nobody has
+                    // one (MPI 4.1 §7.4.2 gives MPI_COMM_NULL).
+                    None => obj.comm.split(UNDEFINED, key)?,
+                }
+            }
+            (COMM_TYPE_HW_UNGUIDED, _) => unguided(&obj.comm, key)?,
+            // UNDEFINED, a guided split without the key, a bad info: the
+            // member takes part and gets COMM_NULL (or its error below).
+            (UNDEFINED | COMM_TYPE_HW_GUIDED | COMM_TYPE_RESOURCE_GUIDED, _) => {
+                obj.comm.split(UNDEFINED, key)?
+            }
+            (other, _) => {
+                // Refused alone, but after taking part.
+                obj.comm.split(UNDEFINED, key)?;
                 return Err(Error::new(
                     ErrorClass::Arg,
-                    format!("split type {other} is not supported (MPI_COMM_TYPE_SHARED is)"),
-                ))
+                    format!(
+                        "split type {other} is not one of MPI_COMM_TYPE_SHARED, HW_GUIDED, \
+                         HW_UNGUIDED, RESOURCE_GUIDED or MPI_UNDEFINED"
+                    ),
+                ));
             }
         };
-        let c = if color == 0 {
-            obj.comm.split_type(SplitType::Shared, key)?
-        } else {
-            obj.comm.split(UNDEFINED, key)?
-        };
+        hint?;
         give(&obj, c, Vec::new(), newcomm)
     })
+}
+
+/// The hardware level an `mpi_hw_resource_type` value names: MPI's
+/// `mpi_shared_memory`, or the hwloc object names Open MPI takes.
+fn hw_level(v: &str) -> Option<SplitType> {
+    match v {
+        "mpi_shared_memory" => Some(SplitType::Shared),
+        "Package" | "Socket" => Some(SplitType::Package),
+        "NUMANode" | "NUMA" => Some(SplitType::Numa),
+        "L3Cache" | "L3" => Some(SplitType::L3),
+        _ => None,
+    }
+}
+
+/// `MPI_COMM_TYPE_HW_UNGUIDED` (MPI 4.1 §7.4.2): the first hardware level
+/// below the whole node (package, then NUMA node, then L3 cache) that
+/// splits `c` into strict subsets for every member; `None` where no level
+/// does (or where this process's binding spans several of it).
+fn unguided(
+    c: &crate::comm::Communicator,
+    key: c_int,
+) -> Result<Option<crate::comm::Communicator>> {
+    let n = c.size();
+    for level in [SplitType::Package, SplitType::Numa, SplitType::L3] {
+        let sub = c.split_type(level, key)?;
+        // Each member's subset size (n where it has none: not a strict
+        // subset); the level serves if every one is smaller than n.
+        let mine = sub.as_ref().map_or(n, |s| s.size());
+        let mut largest = 0;
+        c.allreduce(
+            &[mine],
+            std::slice::from_mut(&mut largest),
+            &crate::coll::Op::Max,
+        )?;
+        if largest < n {
+            return Ok(sub);
+        }
+    }
+    c.split(UNDEFINED, key)
 }
 
 fn free_handle(p: *mut *mut c_void, call: &str) -> Result<(Arc<CommObj>, Result<()>)> {
