@@ -1008,14 +1008,15 @@ fn universe_size_counts_the_nodes_cpus_under_binding() {
     }
 }
 
-/// A job ended by the launcher (here by `--timeout`) ends what its ranks
-/// started too: a shell rank's background command does not outlive it.
-#[test]
-fn ending_a_job_ends_the_processes_its_ranks_started() {
-    let dir = std::env::temp_dir().join(format!("shmpi-started-{}", std::process::id()));
+/// Runs a 2-rank job of `sh -c` `script` (given the file its background
+/// commands append their pids to) that `--timeout 1` ends, and checks
+/// that every pid written there stops running soon after (`what` says
+/// which processes those are).
+fn ended_job_leaves_nothing_running(name: &str, script: impl Fn(&str) -> String, what: &str) {
+    let dir = std::env::temp_dir().join(format!("shmpi-{name}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let pidfile = dir.join("pid");
-    let script = format!("sleep 300 & echo $! >> {}; wait", pidfile.display());
+    let script = script(&pidfile.display().to_string());
     let o = support::output_bounded(
         Command::new(support::shmpiexec()).args(["--timeout", "1", "-n", "2", "sh", "-c", &script]),
         Duration::from_secs(60),
@@ -1048,10 +1049,21 @@ fn ending_a_job_ends_the_processes_its_ranks_started() {
     while pids.iter().any(|&p| running(p)) {
         assert!(
             t0.elapsed() < Duration::from_secs(10),
-            "a rank's background sleep outlived the job: {pids:?}"
+            "{what} outlived the job: {pids:?}"
         );
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+/// A job ended by the launcher (here by `--timeout`) ends what its ranks
+/// started too: a shell rank's background command does not outlive it.
+#[test]
+fn ending_a_job_ends_the_processes_its_ranks_started() {
+    ended_job_leaves_nothing_running(
+        "started",
+        |pidfile| format!("sleep 300 & echo $! >> {pidfile}; wait"),
+        "a rank's background sleep",
+    );
 }
 
 /// The orphans the launcher adopts are reaped when they end, not left
@@ -1100,50 +1112,12 @@ fn adopted_orphans_that_end_are_reaped_during_the_job() {
 /// adopts such orphans (`job::adopt_orphans`).
 #[test]
 fn ending_a_job_ends_what_its_ranks_left_orphaned() {
-    let dir = std::env::temp_dir().join(format!("shmpi-orphans-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let pidfile = dir.join("pid");
     // The subshell exits at once: its sleep is orphaned (adopted by the
     // launcher, a subreaper), no longer below the rank; it holds none of
     // the job's output pipes, so the launcher's end is not held up.
-    let script = format!(
-        "(sleep 300 >/dev/null 2>&1 & echo $! >> {}); sleep 300",
-        pidfile.display()
+    ended_job_leaves_nothing_running(
+        "orphans",
+        |pidfile| format!("(sleep 300 >/dev/null 2>&1 & echo $! >> {pidfile}); sleep 300"),
+        "an orphan of a rank",
     );
-    let o = support::output_bounded(
-        Command::new(support::shmpiexec()).args(["--timeout", "1", "-n", "2", "sh", "-c", &script]),
-        Duration::from_secs(60),
-    );
-    assert_eq!(
-        o.status.code(),
-        Some(124),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    let pids: Vec<u32> = std::fs::read_to_string(&pidfile)
-        .unwrap()
-        .lines()
-        .map(|l| l.trim().parse().unwrap())
-        .collect();
-    let _ = std::fs::remove_dir_all(&dir);
-    assert_eq!(pids.len(), 2, "{pids:?}");
-    // Gone, or a zombie nobody reaps yet (in a container whose first
-    // process does not reap): either way not running.
-    let running = |pid: u32| {
-        std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
-            !s.rsplit(')')
-                .next()
-                .unwrap_or("")
-                .trim_start()
-                .starts_with('Z')
-        })
-    };
-    let t0 = std::time::Instant::now();
-    while pids.iter().any(|&p| running(p)) {
-        assert!(
-            t0.elapsed() < Duration::from_secs(10),
-            "an orphan of a rank outlived the job: {pids:?}"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }

@@ -472,24 +472,82 @@ fn ints(
     Ok(Some(v))
 }
 
-/// The address of a held array (null where it is not used).
-fn at(v: &Option<Vec<c_int>>) -> *const c_int {
-    v.as_ref().map_or(std::ptr::null(), |v| v.as_ptr())
+/// One side of a data movement as its init holds it: the buffer, the
+/// datatype (held where this member uses the side, else held if it is a
+/// committed type, else passed on as given) and, for a `v` side, copies
+/// of its counts and displacements.
+struct Side {
+    buf: Addr,
+    ty: Option<HeldType>,
+    raw: Addr,
+    counts: Option<Vec<c_int>>,
+    displs: Option<Vec<c_int>>,
 }
 
-/// A side's datatype: held where this member uses it, else held if it
-/// is a committed type, else passed on as given.
-fn side_type(t: *mut c_void, used: bool) -> Result<Option<HeldType>> {
-    if used {
-        HeldType::hold(t).map(Some)
-    } else {
-        Ok(HeldType::hold(t).ok())
+impl Side {
+    /// A side of one count `n` (checked where used).
+    fn plain(buf: *const c_void, n: c_int, t: *mut c_void, used: bool, what: &str) -> Result<Side> {
+        if used {
+            count(n, what)?;
+        }
+        Side::v(
+            buf,
+            std::ptr::null(),
+            std::ptr::null(),
+            t,
+            0,
+            false,
+            used,
+            ("", ""),
+        )
     }
-}
 
-/// The handle to pass for a side's datatype.
-fn ty_at(held: &Option<HeldType>, raw: Addr) -> *mut c_void {
-    held.as_ref().map_or(raw.ptr(), HeldType::handle)
+    /// A `v` side: counts and displacements for `p` peers.
+    #[allow(clippy::too_many_arguments)]
+    fn v(
+        buf: *const c_void,
+        counts: *const c_int,
+        displs: *const c_int,
+        t: *mut c_void,
+        p: usize,
+        arrays: bool,
+        used: bool,
+        what: (&str, &str),
+    ) -> Result<Side> {
+        let ty = if used {
+            Some(HeldType::hold(t)?)
+        } else {
+            HeldType::hold(t).ok()
+        };
+        Ok(Side {
+            buf: Addr::of(buf),
+            ty,
+            raw: Addr::of(t),
+            counts: ints(counts, p, arrays && used, true, what.0)?,
+            displs: ints(displs, p, arrays && used, false, what.1)?,
+        })
+    }
+
+    fn buf(&self) -> *mut c_void {
+        self.buf.ptr()
+    }
+
+    /// The handle to pass for the datatype.
+    fn ty(&self) -> *mut c_void {
+        self.ty.as_ref().map_or(self.raw.ptr(), HeldType::handle)
+    }
+
+    fn counts(&self) -> *const c_int {
+        self.counts
+            .as_ref()
+            .map_or(std::ptr::null(), |v| v.as_ptr())
+    }
+
+    fn displs(&self) -> *const c_int {
+        self.displs
+            .as_ref()
+            .map_or(std::ptr::null(), |v| v.as_ptr())
+    }
 }
 
 #[no_mangle]
@@ -510,25 +568,20 @@ pub unsafe extern "C" fn MPI_Gatherv_init(
         let (send_used, at_root) = sides(obj, Uses::GatherLike, root)?;
         let p = nbc::peers(obj)?.0;
         let send_used = send_used && !(at_root && super::coll::in_place(sbuf));
-        if send_used {
-            count(sn, "sendcount")?;
-        }
-        let sty = side_type(st, send_used)?;
-        let rty = side_type(rt, at_root)?;
-        let rc = ints(rcounts, p, at_root, true, "recvcounts")?;
-        let rd = ints(displs, p, at_root, false, "displs")?;
-        let (s, r, sraw, rraw) = (Addr::of(sbuf), Addr::of(rbuf), Addr::of(st), Addr::of(rt));
+        let snd = Side::plain(sbuf, sn, st, send_used, "sendcount")?;
+        let what = ("recvcounts", "displs");
+        let rcv = Side::v(rbuf, rcounts, displs, rt, p, true, at_root, what)?;
         Ok(move |obj: &Arc<CommObj>, rq| {
-            let (stp, rtp) = (ty_at(&sty, sraw), ty_at(&rty, rraw));
+            let (s, r) = (&snd, &rcv);
             nbc::start_gatherv(
                 obj,
-                s.ptr(),
+                s.buf(),
                 sn,
-                stp,
-                r.ptr(),
-                at(&rc),
-                at(&rd),
-                rtp,
+                s.ty(),
+                r.buf(),
+                r.counts(),
+                r.displs(),
+                r.ty(),
                 root,
                 rq,
             )
@@ -554,25 +607,20 @@ pub unsafe extern "C" fn MPI_Scatterv_init(
         let (at_root, recv_used) = sides(obj, Uses::ScatterLike, root)?;
         let p = nbc::peers(obj)?.0;
         let recv_used = recv_used && !(at_root && super::coll::in_place(rbuf.cast_const()));
-        if recv_used {
-            count(rn, "recvcount")?;
-        }
-        let sty = side_type(st, at_root)?;
-        let rty = side_type(rt, recv_used)?;
-        let sc = ints(scounts, p, at_root, true, "sendcounts")?;
-        let sd = ints(displs, p, at_root, false, "displs")?;
-        let (s, r, sraw, rraw) = (Addr::of(sbuf), Addr::of(rbuf), Addr::of(st), Addr::of(rt));
+        let what = ("sendcounts", "displs");
+        let snd = Side::v(sbuf, scounts, displs, st, p, true, at_root, what)?;
+        let rcv = Side::plain(rbuf, rn, rt, recv_used, "recvcount")?;
         Ok(move |obj: &Arc<CommObj>, rq| {
-            let (stp, rtp) = (ty_at(&sty, sraw), ty_at(&rty, rraw));
+            let (s, r) = (&snd, &rcv);
             nbc::start_scatterv(
                 obj,
-                s.ptr(),
-                at(&sc),
-                at(&sd),
-                stp,
-                r.ptr(),
+                s.buf(),
+                s.counts(),
+                s.displs(),
+                s.ty(),
+                r.buf(),
                 rn,
-                rtp,
+                r.ty(),
                 root,
                 rq,
             )
@@ -595,18 +643,13 @@ pub unsafe extern "C" fn MPI_Allgatherv_init(
 ) -> c_int {
     init("MPI_Allgatherv_init", comm, request, |obj| {
         let p = nbc::peers(obj)?.0;
-        let send_used = !super::coll::in_place(sbuf);
-        if send_used {
-            count(sn, "sendcount")?;
-        }
-        let sty = side_type(st, send_used)?;
-        let rty = side_type(rt, true)?;
-        let rc = ints(rcounts, p, true, true, "recvcounts")?;
-        let rd = ints(displs, p, true, false, "displs")?;
-        let (s, r, sraw, rraw) = (Addr::of(sbuf), Addr::of(rbuf), Addr::of(st), Addr::of(rt));
+        let snd = Side::plain(sbuf, sn, st, !super::coll::in_place(sbuf), "sendcount")?;
+        let what = ("recvcounts", "displs");
+        let rcv = Side::v(rbuf, rcounts, displs, rt, p, true, true, what)?;
         Ok(move |obj: &Arc<CommObj>, rq| {
-            let (stp, rtp) = (ty_at(&sty, sraw), ty_at(&rty, rraw));
-            nbc::start_allgatherv(obj, s.ptr(), sn, stp, r.ptr(), at(&rc), at(&rd), rtp, rq)
+            let (s, r) = (&snd, &rcv);
+            let (rc, rd) = (r.counts(), r.displs());
+            nbc::start_allgatherv(obj, s.buf(), sn, s.ty(), r.buf(), rc, rd, r.ty(), rq)
         })
     })
 }
@@ -628,25 +671,22 @@ pub unsafe extern "C" fn MPI_Alltoallv_init(
     init("MPI_Alltoallv_init", comm, request, |obj| {
         let p = nbc::peers(obj)?.0;
         let send_used = !super::coll::in_place(sbuf);
-        let sty = side_type(st, send_used)?;
-        let rty = side_type(rt, true)?;
-        let sc = ints(scounts, p, send_used, true, "sendcounts")?;
-        let sd = ints(sdispls, p, send_used, false, "sdispls")?;
-        let rc = ints(rcounts, p, true, true, "recvcounts")?;
-        let rd = ints(rdispls, p, true, false, "rdispls")?;
-        let (s, r, sraw, rraw) = (Addr::of(sbuf), Addr::of(rbuf), Addr::of(st), Addr::of(rt));
+        let swhat = ("sendcounts", "sdispls");
+        let snd = Side::v(sbuf, scounts, sdispls, st, p, true, send_used, swhat)?;
+        let rwhat = ("recvcounts", "rdispls");
+        let rcv = Side::v(rbuf, rcounts, rdispls, rt, p, true, true, rwhat)?;
         Ok(move |obj: &Arc<CommObj>, rq| {
-            let (stp, rtp) = (ty_at(&sty, sraw), ty_at(&rty, rraw));
+            let (s, r) = (&snd, &rcv);
             nbc::start_alltoallv(
                 obj,
-                s.ptr(),
-                at(&sc),
-                at(&sd),
-                stp,
-                r.ptr(),
-                at(&rc),
-                at(&rd),
-                rtp,
+                s.buf(),
+                s.counts(),
+                s.displs(),
+                s.ty(),
+                r.buf(),
+                r.counts(),
+                r.displs(),
+                r.ty(),
                 rq,
             )
         })

@@ -252,16 +252,7 @@ impl Communicator {
                 break;
             }
         }
-        let mut flags = vec![0u8; n];
-        self.allgather(&[u8::from(refused.is_some())], &mut flags)?;
-        if let Some(bad) = flags.iter().position(|&f| f != 0) {
-            return Err(Error::new(
-                ErrorClass::Unsupported,
-                refused.unwrap_or_else(|| {
-                    format!("rank {bad} cannot reach another member's memory by system call")
-                }) + " (a dynamic window needs process_vm_readv/writev)",
-            ));
-        }
+        self.agree_reachable(refused, "a dynamic window needs process_vm_readv/writev")?;
         // Each member's part is its whole address space, the
         // displacement an address; the unit is a byte.
         let parts = all
@@ -272,6 +263,23 @@ impl Communicator {
         // which the others read to check an access.
         let seg = self.win_file(n, n * TABLE)?;
         self.win_finish(seg, parts, Flavor::Dynamic)
+    }
+
+    /// Tells every member whether any of them cannot reach another's
+    /// memory (`refused`: why this one cannot); then each fails alike,
+    /// with `Unsupported` and `hint`.
+    fn agree_reachable(&self, refused: Option<String>, hint: &str) -> Result<()> {
+        let mut flags = vec![0u8; self.size() as usize];
+        self.allgather(&[u8::from(refused.is_some())], &mut flags)?;
+        if let Some(bad) = flags.iter().position(|&f| f != 0) {
+            return Err(Error::new(
+                ErrorClass::Unsupported,
+                refused.unwrap_or_else(|| {
+                    format!("rank {bad} cannot reach another member's memory by system call")
+                }) + &format!(" ({hint})"),
+            ));
+        }
+        Ok(())
     }
 
     fn win_check(&self, disp_unit: usize) -> Result<()> {
@@ -455,18 +463,11 @@ impl Communicator {
             };
             parts.push((m, unit));
         }
-        // Every member learns whether any of them cannot reach another.
-        let mut flags = vec![0u8; n];
-        self.allgather(&[u8::from(refused.is_some())], &mut flags)?;
-        if let Some(bad) = flags.iter().position(|&f| f != 0) {
-            return Err(Error::new(
-                ErrorClass::Unsupported,
-                refused.unwrap_or_else(|| {
-                    format!("rank {bad} cannot reach another member's memory by system call")
-                }) + " (win_create over ordinary memory needs process_vm_readv/writev; \
-                       expose alloc_mem memory, or use win_allocate)",
-            ));
-        }
+        self.agree_reachable(
+            refused,
+            "win_create over ordinary memory needs process_vm_readv/writev; expose alloc_mem \
+             memory, or use win_allocate",
+        )?;
         let seg = self.win_file(n, 0)?;
         self.win_finish(seg, parts, Flavor::Create)
     }

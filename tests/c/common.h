@@ -43,13 +43,10 @@ static inline int ct_class(int rc)
     return c;
 }
 
-/* Sums the error counts over MPI_COMM_WORLD, prints "No Errors" (or the
- * count) on rank 0, finalizes, and gives main's exit status. */
-static int ct_finish(void)
+/* Prints "No Errors" (or the count of `total` errors, summed over the
+ * job) on rank 0; main's exit status. */
+static inline int ct_report(int total, int rank)
 {
-    int total = 0, rank = 0;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Allreduce(&ct_errs, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     if (rank == 0) {
         if (total == 0)
             printf("No Errors\n");
@@ -57,8 +54,19 @@ static int ct_finish(void)
             printf("Found %d errors\n", total);
         fflush(stdout);
     }
-    MPI_Finalize();
     return total == 0 ? 0 : 1;
+}
+
+/* Sums the error counts over MPI_COMM_WORLD, prints "No Errors" (or the
+ * count) on rank 0, finalizes, and gives main's exit status. */
+static inline int ct_finish(void)
+{
+    int total = 0, rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Allreduce(&ct_errs, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    int rc = ct_report(total, rank);
+    MPI_Finalize();
+    return rc;
 }
 
 #endif

@@ -11,10 +11,7 @@
  * after the last MPI_Session_finalize sessions may begin again (a whole
  * second round). Prints "No Errors" from
  * rank 0 itself (no MPI_COMM_WORLD in this model). */
-#include <mpi.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
+#include "common.h"
 
 /* MPICH 4.0 raises a session call's error on MPI_ERRORS_ARE_FATAL, not
  * on the session's handler (MPI 4.1 §11.3.1), and crashes when sessions
@@ -25,17 +22,9 @@
 #define OURS 0
 #endif
 
-static int errs = 0;
-#define CHECK(c, ...)                                                                       \
-    do {                                                                                   \
-        if (!(c)) {                                                                        \
-            fprintf(stderr, "check failed line %d: %s: ", __LINE__, #c);                  \
-            fprintf(stderr, __VA_ARGS__);                                                  \
-            fprintf(stderr, "\n");                                                         \
-            errs++;                                                                        \
-        }                                                                                  \
-    } while (0)
-#define OK(call) CHECK((call) == MPI_SUCCESS, "%s failed", #call)
+/* common.h's checks work without MPI_Init (its rank is then -1); the
+ * error count is summed over a session's communicator here, as there is
+ * no MPI_COMM_WORLD to finish on. */
 
 static int handler_calls = 0, handler_code = 0;
 static void on_error(MPI_Session *s, int *code, ...)
@@ -48,21 +37,21 @@ static void on_error(MPI_Session *s, int *code, ...)
 int main(void)
 {
     MPI_Session s;
-    OK(MPI_Session_init(MPI_INFO_NULL, MPI_ERRORS_RETURN, &s));
+    CHECK_OK(MPI_Session_init(MPI_INFO_NULL, MPI_ERRORS_RETURN, &s));
     int flag = 1;
     MPI_Initialized(&flag);
     CHECK(!flag, "MPI_Initialized is true under a session");
 
     int np = -1;
-    OK(MPI_Session_get_num_psets(s, MPI_INFO_NULL, &np));
+    CHECK_OK(MPI_Session_get_num_psets(s, MPI_INFO_NULL, &np));
     CHECK(np >= 2, "%d process sets", np);
     int have_world = 0, have_self = 0;
     for (int i = 0; i < np; i++) {
         int len = 0;
-        OK(MPI_Session_get_nth_pset(s, MPI_INFO_NULL, i, &len, NULL));
+        CHECK_OK(MPI_Session_get_nth_pset(s, MPI_INFO_NULL, i, &len, NULL));
         char name[MPI_MAX_PSET_NAME_LEN];
         CHECK(len > 1 && len <= MPI_MAX_PSET_NAME_LEN, "pset %d length %d", i, len);
-        OK(MPI_Session_get_nth_pset(s, MPI_INFO_NULL, i, &len, name));
+        CHECK_OK(MPI_Session_get_nth_pset(s, MPI_INFO_NULL, i, &len, name));
         CHECK((int)strlen(name) + 1 == len, "pset %d: %s with length %d", i, name, len);
         have_world |= strcmp(name, "mpi://WORLD") == 0;
         have_self |= strcmp(name, "mpi://SELF") == 0;
@@ -72,47 +61,47 @@ int main(void)
     MPI_Info pinfo;
     char val[64];
     int vflag = 0;
-    OK(MPI_Session_get_pset_info(s, "mpi://WORLD", &pinfo));
-    OK(MPI_Info_get(pinfo, "mpi_size", sizeof val - 1, val, &vflag));
+    CHECK_OK(MPI_Session_get_pset_info(s, "mpi://WORLD", &pinfo));
+    CHECK_OK(MPI_Info_get(pinfo, "mpi_size", sizeof val - 1, val, &vflag));
     int nworld = vflag ? atoi(val) : -1;
     MPI_Info_free(&pinfo);
 
     MPI_Group wg;
-    OK(MPI_Group_from_session_pset(s, "mpi://WORLD", &wg));
+    CHECK_OK(MPI_Group_from_session_pset(s, "mpi://WORLD", &wg));
     int gsize = -1, me = -1;
     MPI_Group_size(wg, &gsize);
     MPI_Group_rank(wg, &me);
     CHECK(gsize == nworld && gsize >= 1, "world group %d, mpi_size %d", gsize, nworld);
 
     MPI_Comm c;
-    OK(MPI_Comm_create_from_group(wg, "org.shmpi.test.world", MPI_INFO_NULL, MPI_ERRORS_RETURN,
+    CHECK_OK(MPI_Comm_create_from_group(wg, "org.shmpi.test.world", MPI_INFO_NULL, MPI_ERRORS_RETURN,
                                   &c));
     int crank = -1, csize = -1;
     MPI_Comm_rank(c, &crank);
     MPI_Comm_size(c, &csize);
     CHECK(crank == me && csize == gsize, "comm rank %d size %d", crank, csize);
     int sum = 0, one = me + 1;
-    OK(MPI_Allreduce(&one, &sum, 1, MPI_INT, MPI_SUM, c));
+    CHECK_OK(MPI_Allreduce(&one, &sum, 1, MPI_INT, MPI_SUM, c));
     CHECK(sum == gsize * (gsize + 1) / 2, "allreduce %d", sum);
     int right = (me + 1) % gsize, left = (me + gsize - 1) % gsize, got = -1;
-    OK(MPI_Sendrecv(&me, 1, MPI_INT, right, 3, &got, 1, MPI_INT, left, 3, c, MPI_STATUS_IGNORE));
+    CHECK_OK(MPI_Sendrecv(&me, 1, MPI_INT, right, 3, &got, 1, MPI_INT, left, 3, c, MPI_STATUS_IGNORE));
     CHECK(got == left, "ring got %d", got);
 
     /* A second session; a communicator of the even ranks only. */
     MPI_Session s2;
-    OK(MPI_Session_init(MPI_INFO_NULL, MPI_ERRORS_RETURN, &s2));
+    CHECK_OK(MPI_Session_init(MPI_INFO_NULL, MPI_ERRORS_RETURN, &s2));
     MPI_Group g2, evens;
-    OK(MPI_Group_from_session_pset(s2, "mpi://WORLD", &g2));
+    CHECK_OK(MPI_Group_from_session_pset(s2, "mpi://WORLD", &g2));
     int range[1][3] = {{0, gsize - 1, 2}};
-    OK(MPI_Group_range_incl(g2, 1, range, &evens));
+    CHECK_OK(MPI_Group_range_incl(g2, 1, range, &evens));
     if (me % 2 == 0) {
         MPI_Comm ec;
-        OK(MPI_Comm_create_from_group(evens, "org.shmpi.test.evens", MPI_INFO_NULL,
+        CHECK_OK(MPI_Comm_create_from_group(evens, "org.shmpi.test.evens", MPI_INFO_NULL,
                                       MPI_ERRORS_RETURN, &ec));
         int esize = -1;
         MPI_Comm_size(ec, &esize);
         CHECK(esize == (gsize + 1) / 2, "evens: %d", esize);
-        OK(MPI_Barrier(ec));
+        CHECK_OK(MPI_Barrier(ec));
         MPI_Comm_free(&ec);
     }
     /* An intercommunicator between the even and the odd ranks, from
@@ -120,10 +109,10 @@ int main(void)
     if (gsize > 1) {
         MPI_Group odds;
         int orange[1][3] = {{1, gsize - 1, 2}};
-        OK(MPI_Group_range_incl(g2, 1, orange, &odds));
+        CHECK_OK(MPI_Group_range_incl(g2, 1, orange, &odds));
         int even = me % 2 == 0;
         MPI_Comm ic;
-        OK(MPI_Intercomm_create_from_groups(even ? evens : odds, 0, even ? odds : evens, 0,
+        CHECK_OK(MPI_Intercomm_create_from_groups(even ? evens : odds, 0, even ? odds : evens, 0,
                                             "org.shmpi.test.inter", MPI_INFO_NULL,
                                             MPI_ERRORS_RETURN, &ic));
         int inter = 0, rsize = -1;
@@ -136,7 +125,7 @@ int main(void)
         MPI_Comm_rank(ic, &lr);
         if (lr == 0) {
             int theirs = -1;
-            OK(MPI_Sendrecv(&me, 1, MPI_INT, 0, 9, &theirs, 1, MPI_INT, 0, 9, ic,
+            CHECK_OK(MPI_Sendrecv(&me, 1, MPI_INT, 0, 9, &theirs, 1, MPI_INT, 0, 9, ic,
                             MPI_STATUS_IGNORE));
             CHECK(theirs == (even ? 1 : 0), "the other leader is %d", theirs);
         }
@@ -145,7 +134,7 @@ int main(void)
     }
 
     MPI_Group self_g;
-    OK(MPI_Group_from_session_pset(s2, "mpi://SELF", &self_g));
+    CHECK_OK(MPI_Group_from_session_pset(s2, "mpi://SELF", &self_g));
     int ssize = -1;
     MPI_Group_size(self_g, &ssize);
     CHECK(ssize == 1, "mpi://SELF has %d", ssize);
@@ -158,13 +147,13 @@ int main(void)
         MPI_Error_class(rc, &cls);
         CHECK(cls == MPI_ERR_ARG && bad == MPI_GROUP_NULL, "unknown pset: class %d", cls);
         MPI_Errhandler eh;
-        OK(MPI_Session_create_errhandler(on_error, &eh));
-        OK(MPI_Session_set_errhandler(s2, eh));
+        CHECK_OK(MPI_Session_create_errhandler(on_error, &eh));
+        CHECK_OK(MPI_Session_set_errhandler(s2, eh));
         rc = MPI_Session_get_nth_pset(s2, MPI_INFO_NULL, 99, &np, NULL);
         CHECK(rc != MPI_SUCCESS && handler_calls == 1 && handler_code == rc,
               "the session's handler: %d calls, code %d rc %d", handler_calls, handler_code, rc);
         MPI_Errhandler got_eh;
-        OK(MPI_Session_get_errhandler(s2, &got_eh));
+        CHECK_OK(MPI_Session_get_errhandler(s2, &got_eh));
         CHECK(got_eh == eh, "get_errhandler");
         MPI_Errhandler_free(&eh);
         MPI_Errhandler_free(&got_eh);
@@ -173,15 +162,15 @@ int main(void)
     MPI_Group_free(&self_g);
     MPI_Group_free(&evens);
     MPI_Group_free(&g2);
-    OK(MPI_Session_finalize(&s2));
+    CHECK_OK(MPI_Session_finalize(&s2));
     CHECK(s2 == MPI_SESSION_NULL, "finalize left the handle");
 
     /* Everyone's error count, over the first session's communicator. */
     int total = 0;
-    OK(MPI_Allreduce(&errs, &total, 1, MPI_INT, MPI_SUM, c));
+    CHECK_OK(MPI_Allreduce(&ct_errs, &total, 1, MPI_INT, MPI_SUM, c));
     MPI_Comm_free(&c);
     MPI_Group_free(&wg);
-    OK(MPI_Session_finalize(&s));
+    CHECK_OK(MPI_Session_finalize(&s));
     /* Sessions may begin again after the last one ended: a whole second
      * round (MPI stays up in between; it ends at the process's exit).
      * MPICH 4.0 crashes there (a segmentation fault in its re-init). */
@@ -207,11 +196,5 @@ int main(void)
             return 1;
         }
     }
-    if (me == 0) {
-        if (total == 0)
-            printf("No Errors\n");
-        else
-            printf("Found %d errors\n", total);
-    }
-    return total != 0;
+    return ct_report(total, me);
 }

@@ -4,33 +4,24 @@
  * session's mpi://WORLD group (their traffic kept apart), MPI_Finalize
  * while the session lives (MPI_Finalized says so, the session's
  * communicator still works), and the session's finalize ending MPI. */
-#include <mpi.h>
-#include <stdio.h>
+#include "common.h"
 
-static int errs = 0;
-#define CHECK(c, ...)                                                                       \
-    do {                                                                                   \
-        if (!(c)) {                                                                        \
-            fprintf(stderr, "check failed line %d: %s: ", __LINE__, #c);                  \
-            fprintf(stderr, __VA_ARGS__);                                                  \
-            fprintf(stderr, "\n");                                                         \
-            errs++;                                                                        \
-        }                                                                                  \
-    } while (0)
-#define OK(call) CHECK((call) == MPI_SUCCESS, "%s failed", #call)
+/* common.h's checks work without MPI_Init (its rank is then -1); the
+ * error count is summed over a session's communicator here, as there is
+ * no MPI_COMM_WORLD to finish on. */
 
 int main(int argc, char **argv)
 {
     MPI_Session s;
-    OK(MPI_Session_init(MPI_INFO_NULL, MPI_ERRORS_RETURN, &s));
-    OK(MPI_Init(&argc, &argv));
+    CHECK_OK(MPI_Session_init(MPI_INFO_NULL, MPI_ERRORS_RETURN, &s));
+    CHECK_OK(MPI_Init(&argc, &argv));
     int me, n;
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
     MPI_Comm_size(MPI_COMM_WORLD, &n);
     MPI_Group g;
-    OK(MPI_Group_from_session_pset(s, "mpi://WORLD", &g));
+    CHECK_OK(MPI_Group_from_session_pset(s, "mpi://WORLD", &g));
     MPI_Comm c;
-    OK(MPI_Comm_create_from_group(g, "mix", MPI_INFO_NULL, MPI_ERRORS_RETURN, &c));
+    CHECK_OK(MPI_Comm_create_from_group(g, "mix", MPI_INFO_NULL, MPI_ERRORS_RETURN, &c));
     int result = -1;
     MPI_Comm_compare(c, MPI_COMM_WORLD, &result);
     CHECK(result == MPI_CONGRUENT, "compare gave %d", result);
@@ -39,33 +30,27 @@ int main(int argc, char **argv)
     int right = (me + 1) % n, left = (me + n - 1) % n;
     int a = 100 + me, b = 200 + me, ra = -1, rb = -1;
     MPI_Request rq[4];
-    OK(MPI_Irecv(&ra, 1, MPI_INT, left, 5, MPI_COMM_WORLD, &rq[0]));
-    OK(MPI_Irecv(&rb, 1, MPI_INT, left, 5, c, &rq[1]));
-    OK(MPI_Isend(&b, 1, MPI_INT, right, 5, c, &rq[2]));
-    OK(MPI_Isend(&a, 1, MPI_INT, right, 5, MPI_COMM_WORLD, &rq[3]));
+    CHECK_OK(MPI_Irecv(&ra, 1, MPI_INT, left, 5, MPI_COMM_WORLD, &rq[0]));
+    CHECK_OK(MPI_Irecv(&rb, 1, MPI_INT, left, 5, c, &rq[1]));
+    CHECK_OK(MPI_Isend(&b, 1, MPI_INT, right, 5, c, &rq[2]));
+    CHECK_OK(MPI_Isend(&a, 1, MPI_INT, right, 5, MPI_COMM_WORLD, &rq[3]));
     MPI_Status st[4];
-    OK(MPI_Waitall(4, rq, st));
+    CHECK_OK(MPI_Waitall(4, rq, st));
     CHECK(ra == 100 + left && rb == 200 + left, "world got %d, session comm got %d", ra, rb);
 
-    OK(MPI_Finalize());
+    CHECK_OK(MPI_Finalize());
     int fin = 0;
     MPI_Finalized(&fin);
     CHECK(fin, "MPI_Finalized is false after MPI_Finalize");
 
     /* The session goes on. */
     int sum = 0, one = 1;
-    OK(MPI_Allreduce(&one, &sum, 1, MPI_INT, MPI_SUM, c));
+    CHECK_OK(MPI_Allreduce(&one, &sum, 1, MPI_INT, MPI_SUM, c));
     CHECK(sum == n, "allreduce after MPI_Finalize: %d", sum);
     int total = 0;
-    OK(MPI_Allreduce(&errs, &total, 1, MPI_INT, MPI_SUM, c));
+    CHECK_OK(MPI_Allreduce(&ct_errs, &total, 1, MPI_INT, MPI_SUM, c));
     MPI_Comm_free(&c);
     MPI_Group_free(&g);
-    OK(MPI_Session_finalize(&s));
-    if (me == 0) {
-        if (total == 0)
-            printf("No Errors\n");
-        else
-            printf("Found %d errors\n", total);
-    }
-    return total != 0;
+    CHECK_OK(MPI_Session_finalize(&s));
+    return ct_report(total, me);
 }
