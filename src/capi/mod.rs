@@ -33,6 +33,7 @@ mod coll;
 mod comm;
 mod connect;
 mod env;
+mod greq;
 mod nbc;
 mod p2p;
 mod pcoll;

@@ -305,6 +305,8 @@ pub(crate) enum ReqState {
     /// `MPI_Isendrecv(_replace)`: a send and a receive, complete when both
     /// are; the status is the receive's (MPI 4.1 §3.10).
     Pair(Box<[Req; 2]>),
+    /// A generalized request (`MPI_Grequest_start`, `greq.rs`).
+    Greq(Box<super::greq::Greq>),
 }
 
 /// The request handles: a table of request objects, and the light
@@ -742,6 +744,16 @@ impl Req {
                 self.state = ReqState::Done(r.clone());
                 r
             }
+            ReqState::Greq(g) => {
+                let mut round = 0;
+                while !g.is_done() {
+                    poll_orphans();
+                    super::greq::back_off(&mut round);
+                }
+                let r = (*g).finish();
+                self.state = ReqState::Done(r.clone());
+                r
+            }
         }
     }
 
@@ -794,6 +806,19 @@ impl Req {
                 self.state = ReqState::Done(r.clone());
                 Some(r)
             }
+            ReqState::Greq(g) => {
+                if !g.is_done() {
+                    return None;
+                }
+                let ReqState::Greq(g) =
+                    std::mem::replace(&mut self.state, ReqState::Done(Ok(CStatus::empty())))
+                else {
+                    unreachable!()
+                };
+                let r = (*g).finish();
+                self.state = ReqState::Done(r.clone());
+                Some(r)
+            }
         }
     }
 
@@ -806,6 +831,9 @@ impl Req {
                 Some(a) => a.test(),
                 None => Some(Ok(CStatus::empty())),
             },
+            // The query only: the free callback waits for the completing
+            // call (MPI 4.1 §13.2).
+            ReqState::Greq(g) => g.is_done().then(|| g.query()),
             _ => self.test(),
         }
     }
@@ -2719,6 +2747,11 @@ pub unsafe extern "C" fn MPI_Request_free(request: *mut *mut c_void) -> c_int {
         let active = match req.state {
             ReqState::Persistent { active, .. } => active.map(|a| *a),
             ReqState::Done(_) => None,
+            // Its free callback now, or when it completes.
+            ReqState::Greq(g) => {
+                super::greq::free_request(*g)?;
+                None
+            }
             _ => Some(req),
         };
         if let Some(a) = active {
@@ -2749,6 +2782,12 @@ pub unsafe extern "C" fn MPI_Cancel(request: *mut *mut c_void) -> c_int {
             } => a,
             _ => &mut req,
         };
+        // A generalized request's cancel is the program's callback.
+        if let ReqState::Greq(g) = &target.state {
+            let r = g.cancel();
+            state().reqs.put_back(hd, req);
+            return r;
+        }
         // An MPI_Isendrecv cancels its receive (its send, as any, is not
         // cancelled); its status is then the receive's, cancelled.
         let target: &mut Req = match &mut target.state {
