@@ -822,6 +822,19 @@ pub(crate) fn put_str(p: *mut c_char, cap: usize, s: &str, what: &str) -> Result
 }
 
 /// A count argument: non-negative.
+/// A large count (`MPI_Count`, the `_c` functions) as a `usize`.
+///
+/// # Errors
+/// `Count` when it is negative (or past the address space).
+pub(crate) fn count_c(n: i64, what: &str) -> Result<usize> {
+    usize::try_from(n).map_err(|_| {
+        Error::new(
+            ErrorClass::Count,
+            format!("{what} is {n}: counts must not be negative"),
+        )
+    })
+}
+
 pub(crate) fn count(n: c_int, what: &str) -> Result<usize> {
     usize::try_from(n).map_err(|_| {
         Error::new(

@@ -10,8 +10,8 @@
 
 use super::types::{committed, TypeObj};
 use super::{
-    array_mut, bytes, bytes_mut, comm_obj, count, guard, guard_on, h, lock, out, read, state,
-    to_handle, CommObj, Table, ANY_TAG, COMM_NULL, LIGHT_RECV, LIGHT_SELF, MESSAGE_NO_PROC,
+    array_mut, bytes, bytes_mut, comm_obj, count, count_c, guard, guard_on, h, lock, out, read,
+    state, to_handle, CommObj, Table, ANY_TAG, COMM_NULL, LIGHT_RECV, LIGHT_SELF, MESSAGE_NO_PROC,
     MESSAGE_NULL, PROC_NULL, REQUEST_NULL, REQUEST_SENT, SUCCESS, UNDEFINED,
 };
 use crate::comm::{Message, Request};
@@ -1270,7 +1270,7 @@ fn send_blocking(
     call: &str,
     mode: Mode,
     buf: *const c_void,
-    n: c_int,
+    n: i64,
     t: *mut c_void,
     dest: c_int,
     tag: c_int,
@@ -1278,7 +1278,7 @@ fn send_blocking(
 ) -> c_int {
     guard(call, h(comm), || {
         let obj = comm_obj(h(comm))?;
-        let n = count(n, "count")?;
+        let n = count_c(n, "count")?;
         let ty = committed(h(t))?;
         let tag = stag(tag)?;
         let (direct, packed) = send_data(buf, n, &ty)?;
@@ -1316,7 +1316,7 @@ pub unsafe extern "C" fn MPI_Send(
             }
         }
     }
-    send_blocking("MPI_Send", Mode::Send, buf, n, t, dest, tag, comm)
+    send_blocking("MPI_Send", Mode::Send, buf, n.into(), t, dest, tag, comm)
 }
 
 /// `MPI_COMM_WORLD` or `MPI_COMM_SELF`, if `h` is one (after init).
@@ -1355,7 +1355,7 @@ pub unsafe extern "C" fn MPI_Ssend(
     tag: c_int,
     comm: *mut c_void,
 ) -> c_int {
-    send_blocking("MPI_Ssend", Mode::Ssend, buf, n, t, dest, tag, comm)
+    send_blocking("MPI_Ssend", Mode::Ssend, buf, n.into(), t, dest, tag, comm)
 }
 
 #[no_mangle]
@@ -1367,7 +1367,7 @@ pub unsafe extern "C" fn MPI_Bsend(
     tag: c_int,
     comm: *mut c_void,
 ) -> c_int {
-    send_blocking("MPI_Bsend", Mode::Bsend, buf, n, t, dest, tag, comm)
+    send_blocking("MPI_Bsend", Mode::Bsend, buf, n.into(), t, dest, tag, comm)
 }
 
 #[no_mangle]
@@ -1379,7 +1379,7 @@ pub unsafe extern "C" fn MPI_Rsend(
     tag: c_int,
     comm: *mut c_void,
 ) -> c_int {
-    send_blocking("MPI_Rsend", Mode::Rsend, buf, n, t, dest, tag, comm)
+    send_blocking("MPI_Rsend", Mode::Rsend, buf, n.into(), t, dest, tag, comm)
 }
 
 /// The size of a noncontiguous blocking receive (count times type size)
@@ -1453,7 +1453,7 @@ pub unsafe extern "C" fn MPI_Recv(
             }
         }
     }
-    recv_general(buf, n, t, src, tag, comm, status)
+    recv_general("MPI_Recv", buf, n.into(), t, src, tag, comm, status)
 }
 
 /// `MPI_Recv` off its fast path (any communicator, datatype and
@@ -1462,18 +1462,20 @@ pub unsafe extern "C" fn MPI_Recv(
 /// stack at every call's entry: `docs/benchmarks.md`, "Issue 6,
 /// twenty-ninth pass").
 #[inline(never)]
+#[allow(clippy::too_many_arguments)]
 fn recv_general(
+    call: &str,
     buf: *mut c_void,
-    n: c_int,
+    n: i64,
     t: *mut c_void,
     src: c_int,
     tag: c_int,
     comm: *mut c_void,
     status: *mut CStatus,
 ) -> c_int {
-    guard("MPI_Recv", h(comm), || {
+    guard(call, h(comm), || {
         let obj = comm_obj(h(comm))?;
-        let n = count(n, "count")?;
+        let n = count_c(n, "count")?;
         let ty = committed(h(t))?;
         let tag = rtag(tag)?;
         status_out(status, recv_into(&obj, buf, n, &ty, src, tag))
@@ -1515,7 +1517,7 @@ macro_rules! isend_fn {
                     }
                 }
             }
-            isend_general($call, $mode, buf, n, t, dest, tag, comm, request)
+            isend_general($call, $mode, buf, n.into(), t, dest, tag, comm, request)
         }
     };
 }
@@ -1529,7 +1531,7 @@ fn isend_general(
     call: &str,
     mode: Mode,
     buf: *const c_void,
-    n: c_int,
+    n: i64,
     t: *mut c_void,
     dest: c_int,
     tag: c_int,
@@ -1538,7 +1540,7 @@ fn isend_general(
 ) -> c_int {
     guard(call, h(comm), || {
         let obj = comm_obj(h(comm))?;
-        let n = count(n, "count")?;
+        let n = count_c(n, "count")?;
         if request.is_null() {
             return Err(super::arg("request"));
         }
@@ -1605,23 +1607,25 @@ pub unsafe extern "C" fn MPI_Irecv(
             return finish_fast(w, "MPI_Irecv", r);
         }
     }
-    irecv_general(buf, n, t, src, tag, comm, request)
+    irecv_general("MPI_Irecv", buf, n.into(), t, src, tag, comm, request)
 }
 
 /// `MPI_Irecv` off its fast path, out of line (as `recv_general`).
+#[allow(clippy::too_many_arguments)]
 #[inline(never)]
 fn irecv_general(
+    call: &str,
     buf: *mut c_void,
-    n: c_int,
+    n: i64,
     t: *mut c_void,
     src: c_int,
     tag: c_int,
     comm: *mut c_void,
     request: *mut *mut c_void,
 ) -> c_int {
-    guard("MPI_Irecv", h(comm), || {
+    guard(call, h(comm), || {
         let obj = comm_obj(h(comm))?;
-        let n = count(n, "count")?;
+        let n = count_c(n, "count")?;
         if request.is_null() {
             return Err(super::arg("request"));
         }
@@ -2874,7 +2878,12 @@ pub unsafe extern "C" fn MPI_Get_elements_x(
     t: *mut c_void,
     cnt: *mut i64,
 ) -> c_int {
-    guard("MPI_Get_elements_x", COMM_NULL, || {
+    elements_x("MPI_Get_elements_x", status, t, cnt)
+}
+
+/// The basic elements a status counts, as an `MPI_Count`.
+fn elements_x(call: &str, status: *const CStatus, t: *mut c_void, cnt: *mut i64) -> c_int {
+    guard(call, COMM_NULL, || {
         let s = read(status, "status")?;
         let ty = super::types::type_obj(h(t))?;
         let c = ty.elements_in(s.bytes()).map_or(i64::from(UNDEFINED), |n| {
@@ -2921,6 +2930,112 @@ pub unsafe extern "C" fn MPI_Get_elements(
         let c = ty.elements_in(s.bytes()).map_or(UNDEFINED, fits);
         out(cnt, c, "count")
     })
+}
+
+// ---- large counts (the `_c` functions of MPI 4.1 §19.2) ---------------------------------
+
+/// `MPI_Send_c` and the other blocking sends with an `MPI_Count` count.
+macro_rules! send_c_fn {
+    ($name:ident, $call:literal, $mode:expr) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(
+            buf: *const c_void,
+            n: i64,
+            t: *mut c_void,
+            dest: c_int,
+            tag: c_int,
+            comm: *mut c_void,
+        ) -> c_int {
+            send_blocking($call, $mode, buf, n, t, dest, tag, comm)
+        }
+    };
+}
+
+send_c_fn!(MPI_Send_c, "MPI_Send_c", Mode::Send);
+send_c_fn!(MPI_Ssend_c, "MPI_Ssend_c", Mode::Ssend);
+send_c_fn!(MPI_Bsend_c, "MPI_Bsend_c", Mode::Bsend);
+send_c_fn!(MPI_Rsend_c, "MPI_Rsend_c", Mode::Rsend);
+
+/// `MPI_Isend_c` and the other nonblocking sends with an `MPI_Count`.
+macro_rules! isend_c_fn {
+    ($name:ident, $call:literal, $mode:expr) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(
+            buf: *const c_void,
+            n: i64,
+            t: *mut c_void,
+            dest: c_int,
+            tag: c_int,
+            comm: *mut c_void,
+            request: *mut *mut c_void,
+        ) -> c_int {
+            isend_general($call, $mode, buf, n, t, dest, tag, comm, request)
+        }
+    };
+}
+
+isend_c_fn!(MPI_Isend_c, "MPI_Isend_c", Mode::Send);
+isend_c_fn!(MPI_Issend_c, "MPI_Issend_c", Mode::Ssend);
+isend_c_fn!(MPI_Ibsend_c, "MPI_Ibsend_c", Mode::Bsend);
+isend_c_fn!(MPI_Irsend_c, "MPI_Irsend_c", Mode::Rsend);
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Recv_c(
+    buf: *mut c_void,
+    n: i64,
+    t: *mut c_void,
+    src: c_int,
+    tag: c_int,
+    comm: *mut c_void,
+    status: *mut CStatus,
+) -> c_int {
+    recv_general("MPI_Recv_c", buf, n, t, src, tag, comm, status)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Irecv_c(
+    buf: *mut c_void,
+    n: i64,
+    t: *mut c_void,
+    src: c_int,
+    tag: c_int,
+    comm: *mut c_void,
+    request: *mut *mut c_void,
+) -> c_int {
+    irecv_general("MPI_Irecv_c", buf, n, t, src, tag, comm, request)
+}
+
+/// `MPI_Get_count_c`: the count in `MPI_Count` (`MPI_UNDEFINED` for a
+/// length that is no whole number of instances).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Get_count_c(
+    status: *const CStatus,
+    t: *mut c_void,
+    cnt: *mut i64,
+) -> c_int {
+    guard("MPI_Get_count_c", COMM_NULL, || {
+        let s = read(status, "status")?;
+        let ty = super::types::type_obj(h(t))?;
+        let b = s.bytes();
+        let undefined = i64::from(UNDEFINED);
+        let c = match ty.size {
+            0 if b == 0 => 0,
+            0 => undefined,
+            z if b % z == 0 => i64::try_from(b / z).unwrap_or(undefined),
+            _ => undefined,
+        };
+        out(cnt, c, "count")
+    })
+}
+
+/// `MPI_Get_elements_c`: as `MPI_Get_elements_x`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Get_elements_c(
+    status: *const CStatus,
+    t: *mut c_void,
+    cnt: *mut i64,
+) -> c_int {
+    elements_x("MPI_Get_elements_c", status, t, cnt)
 }
 
 /// A count for an `int` argument: `MPI_UNDEFINED` when it does not fit

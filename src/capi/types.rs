@@ -1547,11 +1547,35 @@ const TYPECLASS_REAL: c_int = 801;
 const TYPECLASS_COMPLEX: c_int = 802;
 const TYPECLASS_INTEGER: c_int = 803;
 
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Type_size_x(t: *mut c_void, size: *mut i64) -> c_int {
-    guard("MPI_Type_size_x", super::COMM_NULL, || {
+fn size_x(call: &str, t: *mut c_void, size: *mut i64) -> c_int {
+    guard(call, super::COMM_NULL, || {
         out(size, type_obj(h(t))?.size as i64, "size")
     })
+}
+
+/// A datatype's (lower bound, extent), or its true ones, as `MPI_Count`s.
+fn extent_x(call: &str, t: *mut c_void, lb: *mut i64, extent: *mut i64, truly: bool) -> c_int {
+    guard(call, super::COMM_NULL, || {
+        let ty = type_obj(h(t))?;
+        let (l, e) = if truly {
+            (ty.true_lb, ty.true_ub - ty.true_lb)
+        } else {
+            (ty.lb, ty.extent())
+        };
+        out(lb, l as i64, "lb")?;
+        out(extent, e as i64, "extent")
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_size_x(t: *mut c_void, size: *mut i64) -> c_int {
+    size_x("MPI_Type_size_x", t, size)
+}
+
+/// `MPI_Type_size_c` (MPI 4.1 §19.2): as `MPI_Type_size_x`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_size_c(t: *mut c_void, size: *mut i64) -> c_int {
+    size_x("MPI_Type_size_c", t, size)
 }
 
 #[no_mangle]
@@ -1560,11 +1584,17 @@ pub unsafe extern "C" fn MPI_Type_get_extent_x(
     lb: *mut i64,
     extent: *mut i64,
 ) -> c_int {
-    guard("MPI_Type_get_extent_x", super::COMM_NULL, || {
-        let ty = type_obj(h(t))?;
-        out(lb, ty.lb as i64, "lb")?;
-        out(extent, ty.extent() as i64, "extent")
-    })
+    extent_x("MPI_Type_get_extent_x", t, lb, extent, false)
+}
+
+/// `MPI_Type_get_extent_c`: as `MPI_Type_get_extent_x`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_get_extent_c(
+    t: *mut c_void,
+    lb: *mut i64,
+    extent: *mut i64,
+) -> c_int {
+    extent_x("MPI_Type_get_extent_c", t, lb, extent, false)
 }
 
 #[no_mangle]
@@ -1573,11 +1603,17 @@ pub unsafe extern "C" fn MPI_Type_get_true_extent_x(
     lb: *mut i64,
     extent: *mut i64,
 ) -> c_int {
-    guard("MPI_Type_get_true_extent_x", super::COMM_NULL, || {
-        let ty = type_obj(h(t))?;
-        out(lb, ty.true_lb as i64, "true_lb")?;
-        out(extent, (ty.true_ub - ty.true_lb) as i64, "true_extent")
-    })
+    extent_x("MPI_Type_get_true_extent_x", t, lb, extent, true)
+}
+
+/// `MPI_Type_get_true_extent_c`: as `MPI_Type_get_true_extent_x`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_get_true_extent_c(
+    t: *mut c_void,
+    lb: *mut i64,
+    extent: *mut i64,
+) -> c_int {
+    extent_x("MPI_Type_get_true_extent_c", t, lb, extent, true)
 }
 
 /// `MPI_Aint_add`: `base + disp` as addresses (MPI 4.1 §5.1.5).
