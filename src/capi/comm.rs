@@ -424,87 +424,160 @@ pub unsafe extern "C" fn MPI_Comm_split_type(
 ) -> c_int {
     guard("MPI_Comm_split_type", h(comm), || {
         let obj = comm_obj(h(comm))?;
+        if obj.comm.is_inter() {
+            // Every member fails here alike, before any collective.
+            return Err(Error::new(
+                ErrorClass::Comm,
+                "MPI_Comm_split_type needs an intracommunicator",
+            ));
+        }
         // The info's `mpi_hw_resource_type` (HW_GUIDED, RESOURCE_GUIDED);
-        // a bad info handle is refused after the split, as UNDEFINED, so
-        // nobody waits for this member.
+        // a bad info handle is reported after the split.
         let hint = super::env::info_pairs(h(info)).map(|pairs| {
             pairs
                 .into_iter()
                 .find(|(k, _)| k == "mpi_hw_resource_type")
                 .map(|(_, v)| v)
         });
-        let c = match (split_type, &hint) {
-            // Every process of a shmpi job shares memory: SHARED is one
-            // communicator of all.
-            (COMM_TYPE_SHARED, _) => obj.comm.split_type(SplitType::Shared, key)?,
-            (COMM_TYPE_HW_GUIDED | COMM_TYPE_RESOURCE_GUIDED, Ok(Some(v))) => {
-                match hw_level(v) {
-                    Some(t) => obj.comm.split_type(t, key)?,
-                    // A resource this library does not know: nobody has
-                    // one (MPI 4.1 §7.4.2 gives MPI_COMM_NULL).
-                    None => obj.comm.split(UNDEFINED, key)?,
+        let level = match &hint {
+            Ok(Some(v)) => hw_code(v),
+            _ => NO_LEVEL,
+        };
+        // Every member learns what the others asked, so all take the same
+        // path (members may pass MPI_UNDEFINED beside the others' type).
+        let n = obj.comm.size() as usize;
+        let mut all = vec![0i32; 2 * n];
+        obj.comm.allgather(&[split_type, level], &mut all)?;
+        let asked: Vec<(i32, i32)> = all.chunks_exact(2).map(|w| (w[0], w[1])).collect();
+        let kinds: Vec<i32> = asked
+            .iter()
+            .map(|a| a.0)
+            .filter(|&t| t != UNDEFINED)
+            .collect();
+        let kind = kinds.first().copied().unwrap_or(UNDEFINED);
+        let known = [
+            COMM_TYPE_SHARED,
+            COMM_TYPE_HW_UNGUIDED,
+            COMM_TYPE_HW_GUIDED,
+            COMM_TYPE_RESOURCE_GUIDED,
+            UNDEFINED,
+        ];
+        if let Some(&(bad, _)) = asked.iter().find(|a| !known.contains(&a.0)) {
+            return Err(Error::new(
+                ErrorClass::Arg,
+                format!(
+                    "split type {bad} is not one of MPI_COMM_TYPE_SHARED, HW_GUIDED, \
+                     HW_UNGUIDED, RESOURCE_GUIDED or MPI_UNDEFINED"
+                ),
+            ));
+        }
+        if kinds.iter().any(|&t| t != kind) {
+            return Err(Error::new(
+                ErrorClass::Arg,
+                "the members passed different split types to MPI_Comm_split_type",
+            ));
+        }
+        let mine = split_type != UNDEFINED;
+        let c = match kind {
+            COMM_TYPE_SHARED if mine => obj.comm.split_type(SplitType::Shared, key)?,
+            COMM_TYPE_HW_GUIDED | COMM_TYPE_RESOURCE_GUIDED => {
+                // The members that take part must name one level (MPI
+                // 4.1 §7.4.2): else, as for an unknown one, none gets a
+                // communicator.
+                let levels: Vec<i32> = asked
+                    .iter()
+                    .filter(|a| a.0 != UNDEFINED)
+                    .map(|a| a.1)
+                    .collect();
+                let same = levels.windows(2).all(|w| w[0] == w[1]);
+                match hw_level(level) {
+                    Some(t) if mine && same => obj.comm.split_type(t, key)?,
+                    _ => obj.comm.split(UNDEFINED, key)?,
                 }
             }
-            (COMM_TYPE_HW_UNGUIDED, _) => unguided(&obj.comm, key)?,
-            // UNDEFINED, a guided split without the key, a bad info: the
-            // member takes part and gets COMM_NULL (or its error below).
-            (UNDEFINED | COMM_TYPE_HW_GUIDED | COMM_TYPE_RESOURCE_GUIDED, _) => {
-                obj.comm.split(UNDEFINED, key)?
-            }
-            (other, _) => {
-                // Refused alone, but after taking part.
-                obj.comm.split(UNDEFINED, key)?;
-                return Err(Error::new(
-                    ErrorClass::Arg,
-                    format!(
-                        "split type {other} is not one of MPI_COMM_TYPE_SHARED, HW_GUIDED, \
-                         HW_UNGUIDED, RESOURCE_GUIDED or MPI_UNDEFINED"
-                    ),
-                ));
-            }
+            COMM_TYPE_HW_UNGUIDED => unguided(&obj.comm, key, mine)?,
+            _ => obj.comm.split(UNDEFINED, key)?,
         };
         hint?;
         give(&obj, c, Vec::new(), newcomm)
     })
 }
 
-/// The hardware level an `mpi_hw_resource_type` value names: MPI's
-/// `mpi_shared_memory`, or the hwloc object names Open MPI takes.
-fn hw_level(v: &str) -> Option<SplitType> {
+/// No hardware level named (`mpi_hw_resource_type` absent or unknown).
+const NO_LEVEL: i32 = 0;
+
+/// The code of a hardware level an `mpi_hw_resource_type` value names
+/// (MPI's `mpi_shared_memory`, or the hwloc object names Open MPI takes),
+/// as the members exchange it.
+fn hw_code(v: &str) -> i32 {
     match v {
-        "mpi_shared_memory" => Some(SplitType::Shared),
-        "Package" | "Socket" => Some(SplitType::Package),
-        "NUMANode" | "NUMA" => Some(SplitType::Numa),
-        "L3Cache" | "L3" => Some(SplitType::L3),
+        "mpi_shared_memory" => 1,
+        "Package" | "Socket" => 2,
+        "NUMANode" | "NUMA" => 3,
+        "L3Cache" | "L3" => 4,
+        _ => NO_LEVEL,
+    }
+}
+
+/// The level of a code of [`hw_code`].
+fn hw_level(code: i32) -> Option<SplitType> {
+    match code {
+        1 => Some(SplitType::Shared),
+        2 => Some(SplitType::Package),
+        3 => Some(SplitType::Numa),
+        4 => Some(SplitType::L3),
         _ => None,
     }
 }
 
 /// `MPI_COMM_TYPE_HW_UNGUIDED` (MPI 4.1 §7.4.2): the first hardware level
 /// below the whole node (package, then NUMA node, then L3 cache) that
-/// splits `c` into strict subsets for every member; `None` where no level
-/// does (or where this process's binding spans several of it).
+/// splits `c` into strict subsets for every member that takes part
+/// (`mine`; the others passed `MPI_UNDEFINED` and get `None`); `None`
+/// where no level does (or where this process's binding spans several of
+/// it). Every member makes the same calls: a level's local failure is
+/// reported after the loop.
 fn unguided(
     c: &crate::comm::Communicator,
     key: c_int,
+    mine: bool,
 ) -> Result<Option<crate::comm::Communicator>> {
     let n = c.size();
+    let mut failed = None;
     for level in [SplitType::Package, SplitType::Numa, SplitType::L3] {
-        let sub = c.split_type(level, key)?;
-        // Each member's subset size (n where it has none: not a strict
-        // subset); the level serves if every one is smaller than n.
-        let mine = sub.as_ref().map_or(n, |s| s.size());
+        let sub = if mine {
+            c.split_type(level, key).unwrap_or_else(|e| {
+                failed.get_or_insert(e);
+                None
+            })
+        } else {
+            c.split(UNDEFINED, key)?
+        };
+        // A taking part member's subset size (n where it has none: not a
+        // strict subset); 0 for the others. The level serves if every
+        // size is below n.
+        let size = match (&sub, mine) {
+            (_, false) => 0,
+            (Some(s), true) => s.size(),
+            (None, true) => n,
+        };
         let mut largest = 0;
         c.allreduce(
-            &[mine],
+            &[size],
             std::slice::from_mut(&mut largest),
             &crate::coll::Op::Max,
         )?;
         if largest < n {
-            return Ok(sub);
+            return match failed {
+                Some(e) => Err(e),
+                None => Ok(sub),
+            };
         }
     }
-    c.split(UNDEFINED, key)
+    match failed {
+        Some(e) => Err(e),
+        None => Ok(None),
+    }
 }
 
 fn free_handle(p: *mut *mut c_void, call: &str) -> Result<(Arc<CommObj>, Result<()>)> {

@@ -182,9 +182,13 @@ pub unsafe extern "C" fn MPI_Grequest_complete(request: *mut c_void) -> c_int {
             e.freed.take()
         };
         // Freed by the program already: its free callback runs now, the
-        // later of the two calls (MPI 4.1 §13.2), without a query.
+        // later of the two calls (MPI 4.1 §13.2), without a query, and
+        // its handle goes.
         match freed {
-            Some(g) => g.release(),
+            Some(g) => {
+                state().reqs.release_taken(hd);
+                g.release()
+            }
             None => Ok(()),
         }
     })
@@ -200,25 +204,13 @@ pub(crate) fn free_request(g: Greq) -> std::result::Result<(), Error> {
             // SYNC(greq.done): Relaxed, under the lock that
             // `MPI_Grequest_complete` stores it under.
             if e.done.load(Ordering::Relaxed) == 0 {
+                // The handle stays reserved (taken, not released) until
+                // `MPI_Grequest_complete`, so no new request gets it.
                 e.freed = Some(g);
                 return Ok(());
             }
         }
     }
+    state().reqs.release_taken(g.handle);
     g.release()
-}
-
-/// How a blocking wait for a generalized request backs off, round after
-/// round: spin, yield, then short sleeps (`MPI_Grequest_complete` may
-/// come from another thread much later, and the wait must not burn a
-/// core meanwhile).
-pub(crate) fn back_off(round: &mut u32) {
-    *round += 1;
-    if *round < 100 {
-        std::hint::spin_loop();
-    } else if *round < 1000 {
-        std::thread::yield_now();
-    } else {
-        std::thread::sleep(std::time::Duration::from_micros(50));
-    }
 }

@@ -748,7 +748,7 @@ impl Req {
                 let mut round = 0;
                 while !g.is_done() {
                     poll_orphans();
-                    super::greq::back_off(&mut round);
+                    backoff(&mut round);
                 }
                 let r = (*g).finish();
                 self.state = ReqState::Done(r.clone());
@@ -2443,6 +2443,17 @@ fn all(
                         continue;
                     }
                     let mut req = take_waiting(hd, Reqs::take)?;
+                    // A generalized request is only looked at: its query
+                    // and free callbacks wait for the call that completes
+                    // it (below, once all are complete).
+                    if let ReqState::Greq(g) = &req.state {
+                        let done = g.is_done();
+                        state().reqs.put_back(hd, req);
+                        if !done {
+                            return Ok(AllOut::NotYet);
+                        }
+                        continue;
+                    }
                     let done = req.test();
                     if let (Some(res), true) = (&done, req.is_persistent()) {
                         // Keep the outcome until all are complete.
@@ -2747,15 +2758,18 @@ pub unsafe extern "C" fn MPI_Request_free(request: *mut *mut c_void) -> c_int {
         if hd == REQUEST_SENT {
             return out(request, to_handle(REQUEST_NULL), "request");
         }
-        let req = take_waiting(hd, Reqs::release)?;
+        let req = take_waiting(hd, Reqs::take)?;
+        if let ReqState::Greq(g) = req.state {
+            // Its free callback now, or when it completes; until then the
+            // handle stays reserved (MPI_Grequest_complete names it), and
+            // the program's copy is null either way.
+            out(request, to_handle(REQUEST_NULL), "request")?;
+            return super::greq::free_request(*g);
+        }
+        state().reqs.release_taken(hd);
         let active = match req.state {
             ReqState::Persistent { active, .. } => active.map(|a| *a),
             ReqState::Done(_) => None,
-            // Its free callback now, or when it completes.
-            ReqState::Greq(g) => {
-                super::greq::free_request(*g)?;
-                None
-            }
             _ => Some(req),
         };
         if let Some(a) = active {

@@ -123,8 +123,10 @@ pub enum Domain {
 }
 
 /// The logical index (hwloc's order) of the `domain` object that holds
-/// the first hardware thread this process is bound to; `None` when the
-/// machine has no such object (e.g. no L3 cache).
+/// every hardware thread this process is bound to; `None` when no one
+/// object does (the binding spans several, or the process is not bound
+/// on a machine with several) or the machine has no such object (e.g.
+/// no L3 cache).
 ///
 /// # Errors
 /// `Other` when hwloc cannot build the topology or read the binding.
@@ -142,9 +144,9 @@ pub fn domain_of_this_process(domain: Domain) -> Result<Option<usize>> {
             format!("hwloc could not read this process's CPU binding: {e}"),
         )
     })?;
-    let Some(first) = set.first_set() else {
+    if set.first_set().is_none() {
         return Ok(None);
-    };
+    }
     let ty = match domain {
         Domain::Package => ObjectType::Package,
         Domain::Numa => ObjectType::NUMANode,
@@ -152,7 +154,7 @@ pub fn domain_of_this_process(domain: Domain) -> Result<Option<usize>> {
     };
     let found = t
         .objects_with_type(ty)
-        .find(|o| o.cpuset().is_some_and(|c| c.is_set(first)))
+        .find(|o| o.cpuset().is_some_and(|c| c.includes(&set)))
         .map(|o| o.logical_index());
     Ok(found)
 }

@@ -5,7 +5,8 @@
  * members agree on it, or MPI_COMM_NULL when its binding spans several),
  * an unknown level and no key (MPI_COMM_NULL everywhere);
  * MPI_COMM_TYPE_HW_UNGUIDED (a strict subset, or MPI_COMM_NULL); the key
- * orders the ranks; an unknown split type is MPI_ERR_ARG. The levels
+ * orders the ranks; MPI_UNDEFINED on one rank beside the others' type
+ * (SHARED, HW_UNGUIDED); an unknown split type is MPI_ERR_ARG. The levels
  * found depend on the machine: the checks hold on any. */
 #include "common.h"
 
@@ -68,6 +69,23 @@ int main(int argc, char **argv)
         MPI_Comm_size(c, &s);
         CHECK(s < n, "HW_UNGUIDED gave %d of %d: not a strict subset", s, n);
         check_sub(c, me, "HW_UNGUIDED");
+        MPI_Comm_free(&c);
+    }
+
+    /* Members may pass MPI_UNDEFINED beside the others' type: they get
+     * MPI_COMM_NULL, the others go on (here the last rank). */
+    int last = me == n - 1;
+    c = MPI_COMM_WORLD;
+    CHECK_OK(MPI_Comm_split_type(MPI_COMM_WORLD, last ? MPI_UNDEFINED : MPI_COMM_TYPE_SHARED,
+                                 0, MPI_INFO_NULL, &c));
+    s = -1;
+    if (c != MPI_COMM_NULL) MPI_Comm_size(c, &s);
+    CHECK(last ? c == MPI_COMM_NULL : s == n - 1, "shared beside UNDEFINED: size %d", s);
+    if (c != MPI_COMM_NULL) MPI_Comm_free(&c);
+    CHECK_OK(MPI_Comm_split_type(MPI_COMM_WORLD, last ? MPI_UNDEFINED : MPI_COMM_TYPE_HW_UNGUIDED,
+                                 0, MPI_INFO_NULL, &c));
+    if (c != MPI_COMM_NULL) {
+        CHECK(!last, "UNDEFINED gave a communicator");
         MPI_Comm_free(&c);
     }
 

@@ -148,10 +148,30 @@ int main(int argc, char **argv)
         CHECK_OK(MPI_Request_free(&r));
         CHECK(!OURS || o.frees == 0, "freed before it completed: %d frees", o.frees);
         if (OURS) {
+            /* Its handle is not given to a new request meanwhile. */
+            struct op o2 = {0};
+            MPI_Request r2;
+            CHECK_OK(MPI_Grequest_start(query, freefn, cancelfn, &o2, &r2));
+            CHECK(r2 != keep, "a freed, incomplete request's handle was reused");
             /* The later of the two calls runs the free callback. */
             CHECK_OK(MPI_Grequest_complete(keep));
             CHECK(o.frees == 1 && o.queries == 0, "a freed request: %d frees, %d queries",
                   o.frees, o.queries);
+            CHECK(o2.frees == 0, "the other request was freed");
+            /* Testall with it not complete: nothing queried or freed. */
+            MPI_Request two[2];
+            int self_v = 1, self_got = 0, flag = 1;
+            CHECK_OK(MPI_Irecv(&self_got, 1, MPI_INT, me, 9, MPI_COMM_WORLD, &two[0]));
+            CHECK_OK(MPI_Send(&self_v, 1, MPI_INT, me, 9, MPI_COMM_WORLD));
+            two[1] = r2;
+            CHECK_OK(MPI_Testall(2, two, &flag, MPI_STATUSES_IGNORE));
+            CHECK(!flag && o2.queries == 0 && o2.frees == 0,
+                  "testall before completion: flag %d queries %d frees %d", flag, o2.queries,
+                  o2.frees);
+            CHECK_OK(MPI_Grequest_complete(r2));
+            CHECK_OK(MPI_Waitall(2, two, MPI_STATUSES_IGNORE));
+            CHECK(o2.frees == 1 && self_got == 1, "waitall: frees %d got %d", o2.frees,
+                  self_got);
         }
     }
 
