@@ -179,15 +179,25 @@ pub unsafe extern "C" fn MPI_Grequest_complete(request: *mut c_void) -> c_int {
             // SYNC(greq.done): Release, pairs with the Acquire of
             // `Greq::is_done` in the completing call.
             e.done.store(1, Ordering::Release);
-            e.freed.take()
+            let freed = e.freed.take();
+            // A freed request is done with here: its entry goes under
+            // this lock, before its handle is released below (a new
+            // request may get the handle at once).
+            if freed.is_some() {
+                if let Some(m) = live.as_mut() {
+                    m.remove(&hd);
+                }
+            }
+            freed
         };
         // Freed by the program already: its free callback runs now, the
         // later of the two calls (MPI 4.1 §13.2), without a query, and
         // its handle goes.
         match freed {
             Some(g) => {
+                let r = g.release();
                 state().reqs.release_taken(hd);
-                g.release()
+                r
             }
             None => Ok(()),
         }
@@ -211,6 +221,9 @@ pub(crate) fn free_request(g: Greq) -> std::result::Result<(), Error> {
             }
         }
     }
-    state().reqs.release_taken(g.handle);
-    g.release()
+    // The entry goes (in `release`) before the handle does.
+    let hd = g.handle;
+    let r = g.release();
+    state().reqs.release_taken(hd);
+    r
 }

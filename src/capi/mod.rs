@@ -821,7 +821,6 @@ pub(crate) fn put_str(p: *mut c_char, cap: usize, s: &str, what: &str) -> Result
     Ok(n as c_int)
 }
 
-/// A count argument: non-negative.
 /// A large count (`MPI_Count`, the `_c` functions) as a `usize`.
 ///
 /// # Errors
@@ -835,6 +834,10 @@ pub(crate) fn count_c(n: i64, what: &str) -> Result<usize> {
     })
 }
 
+/// A count argument: non-negative.
+///
+/// # Errors
+/// `Count` when it is negative.
 pub(crate) fn count(n: c_int, what: &str) -> Result<usize> {
     usize::try_from(n).map_err(|_| {
         Error::new(

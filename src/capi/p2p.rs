@@ -1031,17 +1031,21 @@ pub unsafe extern "C" fn MPI_Buffer_detach(buf: *mut c_void, size: *mut c_int) -
 
 // ---- starting operations -------------------------------------------------------------
 
-/// Bytes of `n` instances of `ty`, or `Count` when that overflows.
+/// Bytes of `n` instances of `ty`, or `Count` when that passes what one
+/// object can hold (`isize::MAX`: a slice of more is undefined, and a
+/// large count could reach it).
 pub(crate) fn nbytes(n: usize, ty: &TypeObj) -> Result<usize> {
-    n.checked_mul(ty.size).ok_or_else(|| {
-        Error::new(
-            ErrorClass::Count,
-            format!(
-                "{n} elements of {} bytes overflow the address space",
-                ty.size
-            ),
-        )
-    })
+    n.checked_mul(ty.size)
+        .filter(|&b| isize::try_from(b).is_ok())
+        .ok_or_else(|| {
+            Error::new(
+                ErrorClass::Count,
+                format!(
+                    "{n} elements of {} bytes overflow the address space",
+                    ty.size
+                ),
+            )
+        })
 }
 
 /// A zeroed staging buffer of `n` bytes, or `NoMem`.
@@ -1083,7 +1087,7 @@ fn send_data<'a>(
         Some(off) => Ok((
             Some(bytes(
                 (buf as *const u8).wrapping_offset(off).cast(),
-                n * ty.size,
+                nbytes(n, ty)?,
             )?),
             Vec::new(),
         )),
@@ -1397,7 +1401,7 @@ pub(crate) fn recv_into(
 ) -> Result<CStatus> {
     match ty.contiguous(n) {
         Some(off) => {
-            let b = bytes_mut((buf as *mut u8).wrapping_offset(off).cast(), n * ty.size)?;
+            let b = bytes_mut((buf as *mut u8).wrapping_offset(off).cast(), nbytes(n, ty)?)?;
             Ok(CStatus::from_rust(&obj.comm.recv(b, src, tag)?))
         }
         None => {
@@ -3088,7 +3092,10 @@ pub unsafe extern "C" fn MPI_Sendrecv(
         let data = direct.unwrap_or(&packed);
         let r = match rty.contiguous(rn) {
             Some(off) => {
-                let b = bytes_mut((rbuf as *mut u8).wrapping_offset(off).cast(), rn * rty.size)?;
+                let b = bytes_mut(
+                    (rbuf as *mut u8).wrapping_offset(off).cast(),
+                    nbytes(rn, &rty)?,
+                )?;
                 obj.comm
                     .sendrecv(data, dest, stag_v, b, src, rtag_v)
                     .map(|s| CStatus::from_rust(&s))

@@ -4,7 +4,8 @@
  * MPI_Get_count_c / MPI_Get_elements_c / MPI_Type_size_c /
  * MPI_Type_get_extent_c on ordinary messages; a count past INT_MAX of a
  * type of size 0 (no memory, the count itself past an int); a negative
- * count is MPI_ERR_COUNT. */
+ * count, or (on shmpi) one whose bytes pass what an object can hold, is
+ * MPI_ERR_COUNT. */
 #include "common.h"
 
 int main(int argc, char **argv)
@@ -75,5 +76,14 @@ int main(int argc, char **argv)
 
     int rc = MPI_Send_c(&v, (MPI_Count)-1, MPI_INT, right, 7, MPI_COMM_WORLD);
     CHECK(ct_class(rc) == MPI_ERR_COUNT, "a negative count: class %d", ct_class(rc));
+#ifdef SHMPI_MPI_H
+    /* A count whose bytes pass what one object can hold (MPICH 4.0 takes
+     * it and fails elsewhere). */
+    rc = MPI_Send_c(&v, ((MPI_Count)1 << 62) + 1, MPI_INT, right, 7, MPI_COMM_WORLD);
+    CHECK(ct_class(rc) == MPI_ERR_COUNT, "a count of 2^62 + 1 ints: class %d", ct_class(rc));
+    rc = MPI_Recv_c(&got, ((MPI_Count)1 << 61), MPI_INT, left, 7, MPI_COMM_WORLD,
+                    MPI_STATUS_IGNORE);
+    CHECK(ct_class(rc) == MPI_ERR_COUNT, "a receive of 2^61 ints: class %d", ct_class(rc));
+#endif
     return ct_finish();
 }
