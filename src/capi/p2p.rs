@@ -789,14 +789,10 @@ impl Req {
                 if !m.test() {
                     return None;
                 }
-                let ReqState::Multi(m) =
-                    std::mem::replace(&mut self.state, ReqState::Done(Ok(CStatus::empty())))
-                else {
-                    unreachable!()
-                };
-                let r = (*m).wait();
-                self.state = ReqState::Done(r.clone());
-                Some(r)
+                Some(self.settle(|st| match st {
+                    ReqState::Multi(m) => (*m).wait(),
+                    _ => unreachable!("tested as a schedule above"),
+                }))
             }
             ReqState::Pair(p) => {
                 let [send, recv] = &mut **p;
@@ -810,16 +806,24 @@ impl Req {
                 if !g.is_done() {
                     return None;
                 }
-                let ReqState::Greq(g) =
-                    std::mem::replace(&mut self.state, ReqState::Done(Ok(CStatus::empty())))
-                else {
-                    unreachable!()
-                };
-                let r = (*g).finish();
-                self.state = ReqState::Done(r.clone());
-                Some(r)
+                Some(self.settle(|st| match st {
+                    ReqState::Greq(g) => (*g).finish(),
+                    _ => unreachable!("looked at as a generalized request above"),
+                }))
             }
         }
+    }
+
+    /// Takes the state out, finishes it with `f`, and keeps the result as
+    /// the request's (`Done`).
+    fn settle(
+        &mut self,
+        f: impl FnOnce(ReqState) -> std::result::Result<CStatus, Error>,
+    ) -> std::result::Result<CStatus, Error> {
+        let st = std::mem::replace(&mut self.state, ReqState::Done(Ok(CStatus::empty())));
+        let r = f(st);
+        self.state = ReqState::Done(r.clone());
+        r
     }
 
     /// [`test`](Self::test) that leaves the request as it is
