@@ -1099,7 +1099,20 @@ fn adopted_orphans_that_end_are_reaped_during_the_job() {
             })
         })
         .collect();
-    let status = child.wait().unwrap();
+    // Bounded: the job ends after 4 s (its timeout is 20 s); a launcher
+    // still running after 60 s fails the test instead of hanging it.
+    let t0 = std::time::Instant::now();
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        if t0.elapsed() > Duration::from_secs(60) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("the launcher did not end within 60 s");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
     assert!(status.success(), "{status:?}");
     assert!(
         zombies.is_empty(),

@@ -624,6 +624,18 @@ pub(crate) fn raise_on(errh: Errh, handle: usize, what: &str, call: &str, e: &Er
     }
 }
 
+/// Runs `f`, the body of entry point `call`; a panic in it becomes
+/// `MPI_ERR_INTERN` (for the callers that raise through a handler of
+/// their own: windows, sessions).
+pub(crate) fn caught_err(call: &str, f: impl FnOnce() -> Result<()>) -> Result<()> {
+    catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|_| {
+        Err(Error::new(
+            ErrorClass::Intern,
+            format!("internal error in {call} (caught at the C boundary)"),
+        ))
+    })
+}
+
 /// Runs the body of entry point `call` on communicator handle `comm`
 /// (`COMM_NULL` when the call has none): a caught panic becomes
 /// `MPI_ERR_INTERN`, an error goes through the handler.

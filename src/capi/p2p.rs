@@ -2766,15 +2766,21 @@ pub unsafe extern "C" fn MPI_Request_free(request: *mut *mut c_void) -> c_int {
         if hd == REQUEST_SENT {
             return out(request, to_handle(REQUEST_NULL), "request");
         }
-        let req = take_waiting(hd, Reqs::take)?;
+        // Freed with its handle in one step, but a generalized request:
+        // its handle stays reserved (taken) until its free callback runs,
+        // now or when it completes (MPI_Grequest_complete names it).
+        let req = take_waiting(hd, |reqs, hd| {
+            if matches!(reqs.get(hd).map(|r| &r.state), Some(ReqState::Greq(_))) {
+                reqs.take(hd)
+            } else {
+                reqs.release(hd)
+            }
+        })?;
         if let ReqState::Greq(g) = req.state {
-            // Its free callback now, or when it completes; until then the
-            // handle stays reserved (MPI_Grequest_complete names it), and
-            // the program's copy is null either way.
+            // The program's copy is null either way.
             out(request, to_handle(REQUEST_NULL), "request")?;
             return super::greq::free_request(*g);
         }
-        state().reqs.release_taken(hd);
         let active = match req.state {
             ReqState::Persistent { active, .. } => active.map(|a| *a),
             ReqState::Done(_) => None,

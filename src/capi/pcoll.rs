@@ -322,29 +322,14 @@ fn movement_init(
 ) -> c_int {
     init(call, comm, request, |obj| {
         let (send_used, recv_used) = sides(obj, uses, root)?;
-        let side = |n: c_int, t: *mut c_void, used: bool, what: &str| -> Result<Option<HeldType>> {
-            if !used {
-                return Ok(HeldType::hold(t).ok());
-            }
-            count(n, what)?;
-            HeldType::hold(t).map(Some)
-        };
-        let sty = if send_used && super::coll::in_place(sbuf) {
-            HeldType::hold(st).ok()
-        } else {
-            side(sn, st, send_used, "sendcount")?
-        };
-        let rty = if super::coll::in_place(rbuf.cast_const()) {
-            HeldType::hold(rt).ok()
-        } else {
-            side(rn, rt, recv_used, "recvcount")?
-        };
-        let (sraw, rraw) = (Addr::of(st), Addr::of(rt));
-        let (s, r) = (Addr::of(sbuf), Addr::of(rbuf));
+        // An in-place side is not used (its arguments are ignored).
+        let in_place = super::coll::in_place;
+        let snd = Side::plain(sbuf, sn, st, send_used && !in_place(sbuf), "sendcount")?;
+        let recv_used = recv_used && !in_place(rbuf.cast_const());
+        let rcv = Side::plain(rbuf, rn, rt, recv_used, "recvcount")?;
         Ok(move |obj: &Arc<CommObj>, rq| {
-            let stp = sty.as_ref().map_or(sraw.ptr(), HeldType::handle);
-            let rtp = rty.as_ref().map_or(rraw.ptr(), HeldType::handle);
-            start(obj, s.ptr(), sn, stp, r.ptr(), rn, rtp, root, rq)
+            let (s, r) = (&snd, &rcv);
+            start(obj, s.buf(), sn, s.ty(), r.buf(), rn, r.ty(), root, rq)
         })
     })
 }

@@ -13,7 +13,6 @@ use super::{c_str, h, out, put_str, raise_on, read, register_comm, state, to_han
 use super::{CommErrFn, Errh, COMM_NULL, ERRHANDLER_NULL, SELF, SUCCESS, WORLD};
 use crate::error::{Error, ErrorClass, Result};
 use std::ffi::{c_char, c_int, c_void};
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, Mutex};
 
 /// `MPI_SESSION_NULL` (MPI 5.0 ABI).
@@ -53,12 +52,7 @@ fn session_obj(handle: usize) -> Result<Arc<SessionObj>> {
 /// to the session's handler (or, without a valid session, to the
 /// communicators' default path); a caught panic is `MPI_ERR_INTERN`.
 fn on_session(call: &str, session: usize, f: impl FnOnce() -> Result<()>) -> c_int {
-    let r = catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|_| {
-        Err(Error::new(
-            ErrorClass::Intern,
-            format!("internal error in {call} (caught at the C boundary)"),
-        ))
-    });
+    let r = super::caught_err(call, f);
     match r {
         Ok(()) => SUCCESS,
         Err(e) => match session_obj(session) {
@@ -77,12 +71,7 @@ fn with_handler(call: &str, errh: Result<Errh>, f: impl FnOnce(Errh) -> Result<(
         Ok(e) => e,
         Err(e) => return super::raise(None, call, &e),
     };
-    let r = catch_unwind(AssertUnwindSafe(|| f(errh))).unwrap_or_else(|_| {
-        Err(Error::new(
-            ErrorClass::Intern,
-            format!("internal error in {call} (caught at the C boundary)"),
-        ))
-    });
+    let r = super::caught_err(call, || f(errh));
     match r {
         Ok(()) => SUCCESS,
         Err(e) => raise_on(errh, SESSION_NULL, "a new object", call, &e),

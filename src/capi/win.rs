@@ -140,13 +140,7 @@ pub(crate) fn on_win(call: &str, w: *mut c_void, f: impl FnOnce(&WinObj) -> Resu
         Ok(o) => o,
         Err(e) => return super::raise(None, call, &e),
     };
-    let r =
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&obj))).unwrap_or_else(|_| {
-            Err(Error::new(
-                ErrorClass::Intern,
-                format!("internal error in {call} (caught at the C boundary)"),
-            ))
-        });
+    let r = super::caught_err(call, || f(&obj));
     super::p2p::progress_orphans();
     match r {
         Ok(()) => super::SUCCESS,
