@@ -94,6 +94,18 @@ fn start_universe(uni: &mut Option<Universe>) -> Result<()> {
     Ok(())
 }
 
+/// Whether threads of the process may call MPI at the same time:
+/// `MPI_THREAD_MULTIPLE` was provided, or a session is open (sessions
+/// provide it). The request calls then mark the handles they have out
+/// (`p2p::Out`), so a call on another thread finds them.
+#[inline]
+pub(crate) fn threads_multiple() -> bool {
+    // Relaxed (both): see `is_initialized`. The level is set before the
+    // program's threads call MPI; a session is begun on the thread that
+    // then uses it.
+    PROVIDED.load(Ordering::Relaxed) == THREAD_MULTIPLE || SESSIONS.load(Ordering::Relaxed) > 0
+}
+
 /// The universe, taken out to be ended, once neither the world model
 /// (`MPI_Init` without `MPI_Finalize`) nor a session uses it.
 fn unused_universe(uni: &mut Option<Universe>) -> Option<Universe> {

@@ -35,13 +35,42 @@ pub(crate) struct CStatus {
 
 impl CStatus {
     pub(crate) fn from_rust(st: &Status) -> CStatus {
+        if st.tag < 0 {
+            return Self::from_rust_untagged(st);
+        }
         let mut s = CStatus {
             source: st.source,
-            tag: if st.tag < 0 { ANY_TAG } else { st.tag },
+            tag: st.tag,
             error: SUCCESS,
             internal: [0; 5],
         };
         s.set_bytes(st.bytes);
+        s
+    }
+
+    /// [`from_rust`](Self::from_rust) of a status with no message tag: a
+    /// receive from `PROC_NULL`, or one cancelled while another thread
+    /// waited for it (`Status::cancelled`).
+    #[cold]
+    fn from_rust_untagged(st: &Status) -> CStatus {
+        if st.is_cancelled() {
+            return Self::cancelled();
+        }
+        let mut s = CStatus {
+            source: st.source,
+            tag: ANY_TAG,
+            error: SUCCESS,
+            internal: [0; 5],
+        };
+        s.set_bytes(st.bytes);
+        s
+    }
+
+    /// The status of a cancelled receive: empty, and cancelled
+    /// (`MPI_Test_cancelled`).
+    pub(crate) fn cancelled() -> CStatus {
+        let mut s = CStatus::empty();
+        s.internal[2] = 1;
         s
     }
 
@@ -332,10 +361,79 @@ pub(crate) struct Reqs {
     /// The light handles made objects: `None` while a call has the object
     /// out (as a table slot that is `None` and not free).
     light: std::collections::BTreeMap<usize, Option<Req>>,
-    /// Handles whose object `MPI_Request_get_status` has out for a moment:
-    /// a completing call on another thread waits for it instead of
-    /// calling the handle invalid.
-    peeking: Vec<usize>,
+    /// Handles whose object a call has out, and why ([`Out`]), while
+    /// threads may call MPI at once: a call on another thread then finds
+    /// them instead of calling the handle invalid.
+    out: Vec<(usize, Out)>,
+}
+
+/// Why a call has a handle's object out of [`Reqs`].
+#[derive(Debug)]
+pub(crate) enum Out {
+    /// For a moment (a test, a peek, a cancel): a call on another thread
+    /// waits for it to be back.
+    Brief,
+    /// For a blocking wait (`MPI_Wait`, `MPI_Waitall`), with the receive
+    /// it waits for if that had not matched a message when the wait
+    /// began: `MPI_Cancel` on another thread marks that receive cancelled
+    /// through the engine, and the wait returns (MPI 4.1 §3.8.4);
+    /// `MPI_Request_get_status` finds the request incomplete.
+    Waiting(Option<Posted>),
+}
+
+/// A receive that has not matched a message, as another thread reaches
+/// it while its owner waits: its communicator (of the one engine), slot
+/// and the slot's generation (a slot finished and used again is not it).
+#[derive(Clone, Debug)]
+pub(crate) struct Posted {
+    comm: Arc<CommObj>,
+    id: crate::p2p::SlotId,
+    gen: u32,
+}
+
+impl Posted {
+    /// Marks the receive cancelled, if it still waits for a message (else
+    /// it completes as usual, as MPI allows).
+    fn cancel(&self) {
+        let _ = self.comm.comm.cancel_posted(self.id, self.gen);
+    }
+}
+
+/// The handles a call marked as out ([`Out`]): unmarked when the call is
+/// done with them ([`end`](Self::end), under the lock it puts them back
+/// or frees them with), or, should it panic, when dropped.
+struct Marks(Vec<usize>);
+
+impl Marks {
+    const fn new() -> Marks {
+        Marks(Vec::new())
+    }
+
+    /// Marks `hd` out for the reason `why` (the caller took its object
+    /// out under the same lock).
+    fn add(&mut self, reqs: &mut Reqs, hd: usize, why: Out) {
+        reqs.out.push((hd, why));
+        self.0.push(hd);
+    }
+
+    /// Unmarks every handle marked through this.
+    fn end(mut self, reqs: &mut Reqs) {
+        for hd in self.0.drain(..) {
+            reqs.unmark(hd);
+        }
+    }
+}
+
+impl Drop for Marks {
+    fn drop(&mut self) {
+        // Only on unwinding (`end` empties it), when the lock is not held.
+        if !self.0.is_empty() {
+            let mut st = state();
+            for hd in self.0.drain(..) {
+                st.reqs.unmark(hd);
+            }
+        }
+    }
 }
 
 /// How many handles `Reqs::light` holds, read by `MPI_Irecv` without the
@@ -355,12 +453,23 @@ impl Reqs {
         Reqs {
             table,
             light: std::collections::BTreeMap::new(),
-            peeking: Vec::new(),
+            out: Vec::new(),
         }
     }
 
     pub(crate) fn insert(&mut self, v: Req) -> usize {
         self.table.insert(v)
+    }
+
+    /// Why a call has `h`'s object out, if it marked it ([`Out`]).
+    fn out_of(&self, h: usize) -> Option<&Out> {
+        self.out.iter().find(|(o, _)| *o == h).map(|(_, why)| why)
+    }
+
+    fn unmark(&mut self, h: usize) {
+        if let Some(i) = self.out.iter().position(|(o, _)| *o == h) {
+            self.out.swap_remove(i);
+        }
     }
 
     /// The entry of the light handle `h`, its object made on first use;
@@ -842,6 +951,29 @@ impl Req {
         }
     }
 
+    /// The receive this request waits for, if it has not matched a
+    /// message yet (a persistent request's current one, an
+    /// `MPI_Isendrecv`'s receive), as [`Out::Waiting`] keeps it.
+    fn posted(&self) -> Option<Posted> {
+        match &self.state {
+            ReqState::Live { req, .. } => req.posted_slot().map(|(id, gen)| Posted {
+                comm: Arc::clone(&self.comm),
+                id,
+                gen,
+            }),
+            ReqState::Recv(l) => Some(Posted {
+                comm: Arc::clone(l.w),
+                id: l.id,
+                gen: l.w.comm.posted_gen(l.id)?,
+            }),
+            ReqState::Persistent {
+                active: Some(a), ..
+            } => a.posted(),
+            ReqState::Pair(p) => p[1].posted(),
+            _ => None,
+        }
+    }
+
     fn is_persistent(&self) -> bool {
         matches!(self.state, ReqState::Persistent { .. })
     }
@@ -864,6 +996,9 @@ fn finish(r: Result<Status>, fin: Fin) -> std::result::Result<CStatus, Error> {
         Fin::Send => r.map(|_| CStatus::empty()),
         Fin::Unpack(u) => {
             let st = r?;
+            if st.is_cancelled() {
+                return Ok(CStatus::cancelled());
+            }
             let n = if u.whole {
                 u.staging.len()
             } else {
@@ -874,6 +1009,9 @@ fn finish(r: Result<Status>, fin: Fin) -> std::result::Result<CStatus, Error> {
         }
         Fin::Words(mut w) => {
             let st = r?;
+            if st.is_cancelled() {
+                return Ok(CStatus::cancelled());
+            }
             w.ty.unpack(&words_bytes(&mut w.staging)[..w.len], w.dst.0, w.count)?;
             Ok(CStatus::from_rust(&st))
         }
@@ -1839,23 +1977,101 @@ pub(crate) fn wait_quietly(mut slot: *mut c_void) -> Result<()> {
     }
 }
 
+/// What a call finds of a request handle ([`take_marked`]).
+enum Found {
+    /// Its object, taken out.
+    Req(Req),
+    /// Another thread's blocking wait has it ([`Out::Waiting`]), or, for
+    /// a light receive handle, its slot (`wait_light`, `wait_recvs_taken`):
+    /// the receive it waits for, if not matched yet.
+    Waited(Option<Posted>),
+}
+
+/// How a call that takes a handle's object out marks it ([`Out`]).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mark {
+    /// Not at all: the handle is freed with it (`Reqs::release`).
+    No,
+    /// [`Out::Brief`].
+    Brief,
+    /// [`Out::Waiting`].
+    Waiting,
+}
+
 /// Takes the object of request handle `hd` out with `take` (`Reqs::take`,
 /// or `Reqs::release` to free the handle too), waiting while another
-/// thread's `MPI_Request_get_status` has it out for a moment.
+/// thread has it out for a moment ([`Out::Brief`]). While threads may
+/// call MPI at once (`env::threads_multiple`), the handle is marked out
+/// in `marks` as `mark` says.
 ///
 /// # Errors
 /// `Request` for a handle that names no request.
-fn take_waiting(hd: usize, take: fn(&mut Reqs, usize) -> Option<Req>) -> Result<Req> {
+fn take_marked(
+    hd: usize,
+    take: fn(&mut Reqs, usize) -> Option<Req>,
+    mark: Mark,
+    marks: &mut Marks,
+) -> Result<Found> {
+    let racing = mark != Mark::No && super::env::threads_multiple();
     loop {
         let mut st = state();
         if let Some(r) = take(&mut st.reqs, hd) {
-            return Ok(r);
+            if racing {
+                let why = if mark == Mark::Waiting {
+                    Out::Waiting(r.posted())
+                } else {
+                    Out::Brief
+                };
+                marks.add(&mut st.reqs, hd, why);
+            }
+            return Ok(Found::Req(r));
         }
-        if !st.reqs.peeking.contains(&hd) {
-            return Err(bad_request(hd));
+        match st.reqs.out_of(hd) {
+            Some(Out::Waiting(p)) => return Ok(Found::Waited(p.clone())),
+            Some(Out::Brief) => {}
+            None => {
+                drop(st);
+                return match light_parts(hd) {
+                    // A light handle whose slot a direct wait holds (its
+                    // key taken): the receive, if it still is that one.
+                    Some((w, id, gen)) => match w.comm.recv_pending(id, gen) {
+                        Some(posted) => Ok(Found::Waited(posted.then(|| Posted {
+                            comm: Arc::clone(w),
+                            id,
+                            gen,
+                        }))),
+                        None => Err(bad_request(hd)),
+                    },
+                    None => Err(bad_request(hd)),
+                };
+            }
         }
         drop(st);
         std::thread::yield_now();
+    }
+}
+
+/// [`take_marked`] for a call that completes or frees the request: one
+/// that another thread waits for is not its to take.
+///
+/// # Errors
+/// `Request` for a handle that names no request, or one that another
+/// thread waits for.
+fn take_waiting(
+    hd: usize,
+    take: fn(&mut Reqs, usize) -> Option<Req>,
+    mark: Mark,
+    marks: &mut Marks,
+) -> Result<Req> {
+    match take_marked(hd, take, mark, marks)? {
+        Found::Req(r) => Ok(r),
+        Found::Waited(_) => Err(Error::new(
+            ErrorClass::Request,
+            format!(
+                "{hd:#x} is being waited for by another thread (two threads may not \
+                 complete one request, MPI 4.1 §11.6.2)"
+            ),
+        )),
     }
 }
 
@@ -1870,7 +2086,9 @@ fn complete(slot: &mut *mut c_void, block: bool) -> std::result::Result<Option<O
             err: None,
         }));
     }
-    let mut req = take_waiting(hd, Reqs::take)?;
+    let mut marks = Marks::new();
+    let mark = if block { Mark::Waiting } else { Mark::Brief };
+    let mut req = take_waiting(hd, Reqs::take, mark, &mut marks)?;
     let r = if block {
         Some(req.wait())
     } else {
@@ -1878,15 +2096,24 @@ fn complete(slot: &mut *mut c_void, block: bool) -> std::result::Result<Option<O
         req.test()
     };
     let Some(r) = r else {
-        state().reqs.put_back(hd, req);
+        let mut st = state();
+        st.reqs.put_back(hd, req);
+        marks.end(&mut st.reqs);
         return Ok(None);
     };
     let out = outcome(r, &req.comm);
+    let mut st = state();
     if req.is_persistent() {
-        state().reqs.put_back(hd, req);
+        st.reqs.put_back(hd, req);
+        marks.end(&mut st.reqs);
     } else {
-        state().reqs.release_taken(hd);
+        st.reqs.release_taken(hd);
+        marks.end(&mut st.reqs);
         *slot = to_handle(REQUEST_NULL);
+        // The request (maybe the last reference to its communicator,
+        // whose drop takes the lock) goes after the lock.
+        drop(st);
+        drop(req);
     }
     Ok(Some(out))
 }
@@ -1998,36 +2225,32 @@ pub unsafe extern "C" fn MPI_Request_get_status(
             put_status(status, &CStatus::empty());
             return Ok(());
         }
-        // Out of the table for the peek (another thread's get_status on
-        // it waits too); marked as peeked so completing calls wait.
-        let req = loop {
-            let mut st = state();
-            if let Some(req) = st.reqs.take(hd) {
-                st.reqs.peeking.push(hd);
-                break req;
-            }
-            if !st.reqs.peeking.contains(&hd) {
-                return Err((None, bad_request(hd)));
-            }
-            drop(st);
-            std::thread::yield_now();
-        };
+        // Out of the table for the peek, marked so that calls on other
+        // threads wait for it; a request another thread waits for is not
+        // complete yet, as far as this call can tell.
+        let mut marks = Marks::new();
+        let req =
+            match take_marked(hd, Reqs::take, Mark::Brief, &mut marks).map_err(|e| (None, e))? {
+                Found::Req(req) => req,
+                Found::Waited(_) => {
+                    let _ = out(flag, 0, "flag");
+                    return Ok(());
+                }
+            };
         /// Puts the request back and ends the mark however the peek ends
         /// (a panic included, which the C boundary catches): a mark left
-        /// behind would make completing calls wait for ever.
-        struct Back(usize, Option<Req>);
+        /// behind would make calls on other threads wait for ever.
+        struct Back(usize, Option<Req>, Marks);
         impl Drop for Back {
             fn drop(&mut self) {
                 let mut st = state();
                 if let Some(req) = self.1.take() {
                     st.reqs.put_back(self.0, req);
                 }
-                if let Some(i) = st.reqs.peeking.iter().position(|&p| p == self.0) {
-                    st.reqs.peeking.swap_remove(i);
-                }
+                std::mem::replace(&mut self.2, Marks::new()).end(&mut st.reqs);
             }
         }
-        let mut back = Back(hd, Some(req));
+        let mut back = Back(hd, Some(req), marks);
         poll_orphans();
         let req = back.1.as_mut().expect("put back only on drop");
         let r = req.peek();
@@ -2055,10 +2278,15 @@ pub unsafe extern "C" fn MPI_Request_get_status(
 /// Rust `wait_all_each`, which lends all their receive buffers to
 /// progress for the whole wait (so a rendezvous or pipelined message lands
 /// straight in its buffer, not in a slot buffer first); each becomes
-/// `Done` with its outcome, for `complete` to hand out.
+/// `Done` with its outcome, for `complete` to hand out. They are out of
+/// the table meanwhile, their handles reserved and, while threads may
+/// race, marked (`Out::Waiting`: another thread's `MPI_Cancel` reaches a
+/// receive).
 fn wait_live_together(reqs: &[*mut c_void]) {
     let mut batch = Vec::new();
     let mut rust = Vec::new();
+    let racing = super::env::threads_multiple();
+    let mut marks = Marks::new();
     {
         let mut st = state();
         for &r in reqs {
@@ -2070,16 +2298,25 @@ fn wait_live_together(reqs: &[*mut c_void]) {
                 continue;
             };
             req.expand();
-            if !matches!(req.state, ReqState::Live { .. }) {
-                continue;
-            }
-            let ReqState::Live { req: rr, fin, keep } =
-                std::mem::replace(&mut req.state, ReqState::Done(Ok(CStatus::empty())))
+            let Some(Req {
+                state: ReqState::Live { req: rr, fin, keep },
+                comm,
+            }) = st
+                .reqs
+                .take_if(hd, |r| matches!(r.state, ReqState::Live { .. }))
             else {
-                unreachable!()
+                continue;
             };
+            if racing {
+                let posted = rr.posted_slot().map(|(id, gen)| Posted {
+                    comm: Arc::clone(&comm),
+                    id,
+                    gen,
+                });
+                marks.add(&mut st.reqs, hd, Out::Waiting(posted));
+            }
             rust.push(rr);
-            batch.push((hd, fin, keep));
+            batch.push((hd, fin, keep, comm));
         }
     }
     if rust.is_empty() {
@@ -2088,22 +2325,33 @@ fn wait_live_together(reqs: &[*mut c_void]) {
     // The requests borrow `fin`'s and `keep`'s buffers, held in `batch`
     // until they are finished below.
     let results = crate::comm::wait_all_each(rust);
-    let mut st = state();
-    for ((hd, fin, keep), r) in batch.into_iter().zip(results) {
+    let mut done = Vec::with_capacity(batch.len());
+    for ((hd, fin, keep, comm), r) in batch.into_iter().zip(results) {
         let res = finish(r, fin);
         drop(keep);
-        if let Some(req) = st.reqs.get_mut(hd) {
-            req.state = ReqState::Done(res);
-        }
+        done.push((
+            hd,
+            Req {
+                state: ReqState::Done(res),
+                comm,
+            },
+        ));
     }
+    let mut st = state();
+    for (hd, req) in done {
+        st.reqs.put_back(hd, req);
+    }
+    marks.end(&mut st.reqs);
 }
 
 /// `MPI_Waitall`'s common case: every request is null, a send complete
 /// at its call (`REQUEST_SENT`), or live and not persistent (a window of
 /// `MPI_Isend`/`MPI_Irecv`). Takes them out of the table and frees their
 /// handles under one lock (each slot is `MPI_REQUEST_NULL` from then on:
-/// a request being completed is the call's, MPI 4.1 §3.7.3, and no other
-/// may use its handle meanwhile), waits for them together, finishes each
+/// a request being completed is the call's, MPI 4.1 §3.7.3; while
+/// threads may race, the handles are freed only after the wait and
+/// marked meanwhile, `Out::Waiting`, so that another thread's
+/// `MPI_Cancel` reaches a receive), waits for them together, finishes each
 /// and writes its status straight into `sts` (`MPI_STATUSES_IGNORE`:
 /// `None`): the first error with its communicator, if any. `None`, with
 /// nothing done, when any request is of another kind, not a valid handle,
@@ -2119,6 +2367,8 @@ fn wait_all_taken(
     // last reference, whose drop takes the lock).
     let mut held: Vec<(usize, Fin, Keep, CommRef)> = Vec::with_capacity(reqs.len());
     let mut rust = Vec::with_capacity(reqs.len());
+    let racing = super::env::threads_multiple();
+    let mut marks = Marks::new();
     {
         let mut st = state();
         for (i, &r) in reqs.iter().enumerate() {
@@ -2148,10 +2398,28 @@ fn wait_all_taken(
             rust.push(req);
             held.push((i, fin, keep, comm));
         }
-        for &(i, ..) in &held {
-            st.reqs.release_taken(h(reqs[i]));
+        if racing {
+            // Kept reserved and marked for the wait, so that another
+            // thread's MPI_Cancel reaches a receive (freed after it).
+            for (&(i, _, _, ref comm), req) in held.iter().zip(&rust) {
+                let posted = req.posted_slot().map(|(id, gen)| Posted {
+                    comm: Arc::clone(comm),
+                    id,
+                    gen,
+                });
+                marks.add(&mut st.reqs, h(reqs[i]), Out::Waiting(posted));
+            }
+        } else {
+            for &(i, ..) in &held {
+                st.reqs.release_taken(h(reqs[i]));
+            }
         }
     }
+    let handles: Vec<usize> = if racing {
+        held.iter().map(|&(i, ..)| h(reqs[i])).collect()
+    } else {
+        Vec::new()
+    };
     for r in reqs.iter_mut() {
         *r = to_handle(REQUEST_NULL);
     }
@@ -2190,6 +2458,13 @@ fn wait_all_taken(
     for (j, r) in later {
         let fin = std::mem::replace(&mut held[j].1, Fin::None);
         settle(held[j].0, finish(r, fin), &held[j].3);
+    }
+    if racing {
+        let mut st = state();
+        for &hd in &handles {
+            st.reqs.release_taken(hd);
+        }
+        marks.end(&mut st.reqs);
     }
     // The lends and staging buffers go now, after every request.
     drop(held);
@@ -2269,10 +2544,29 @@ fn wait_recvs_taken<'s>(
         let (w, id, buf, len) = l.into_parts();
         taken.push((i, w, id, buf, len, None));
     }
+    // The handles of objects taken out: freed now, or, while threads may
+    // race, after the wait, marked meanwhile so that another thread's
+    // MPI_Cancel reaches the receive (a light handle names its slot).
+    let racing = super::env::threads_multiple();
+    let mut marks = Marks::new();
+    let mut objects = Vec::new();
     if let Some(mut st) = st {
-        for &(i, .., key) in &taken {
-            if key.is_none() {
-                st.reqs.release_taken(h(reqs[i]));
+        for &(i, w, id, .., key) in &taken {
+            if key.is_some() {
+                continue;
+            }
+            let hd = h(reqs[i]);
+            match light_parts(hd) {
+                Some((_, _, gen)) if racing => {
+                    let posted = Posted {
+                        comm: Arc::clone(w),
+                        id,
+                        gen,
+                    };
+                    marks.add(&mut st.reqs, hd, Out::Waiting(Some(posted)));
+                    objects.push(hd);
+                }
+                _ => st.reqs.release_taken(hd),
             }
         }
     }
@@ -2316,6 +2610,13 @@ fn wait_recvs_taken<'s>(
             }
         }
         first_err = Some((Arc::clone(w), e));
+    }
+    if !objects.is_empty() {
+        let mut st = state();
+        for &hd in &objects {
+            st.reqs.release_taken(hd);
+        }
+        marks.end(&mut st.reqs);
     }
     Ok(first_err)
 }
@@ -2450,13 +2751,19 @@ fn all(
                     if hd == REQUEST_SENT || inactive(r) {
                         continue;
                     }
-                    let mut req = take_waiting(hd, Reqs::take)?;
+                    let mut marks = Marks::new();
+                    let mut req = take_waiting(hd, Reqs::take, Mark::Brief, &mut marks)?;
+                    let back = |req: Req, marks: Marks| {
+                        let mut st = state();
+                        st.reqs.put_back(hd, req);
+                        marks.end(&mut st.reqs);
+                    };
                     // A generalized request is only looked at: its query
                     // and free callbacks wait for the call that completes
                     // it (below, once all are complete).
                     if let ReqState::Greq(g) = &req.state {
                         let done = g.is_done();
-                        state().reqs.put_back(hd, req);
+                        back(req, marks);
                         if !done {
                             return Ok(AllOut::NotYet);
                         }
@@ -2478,7 +2785,7 @@ fn all(
                         };
                     }
                     let complete = done.is_some();
-                    state().reqs.put_back(hd, req);
+                    back(req, marks);
                     if !complete {
                         return Ok(AllOut::NotYet);
                     }
@@ -2769,13 +3076,18 @@ pub unsafe extern "C" fn MPI_Request_free(request: *mut *mut c_void) -> c_int {
         // Freed with its handle in one step, but a generalized request:
         // its handle stays reserved (taken) until its free callback runs,
         // now or when it completes (MPI_Grequest_complete names it).
-        let req = take_waiting(hd, |reqs, hd| {
-            if matches!(reqs.get(hd).map(|r| &r.state), Some(ReqState::Greq(_))) {
-                reqs.take(hd)
-            } else {
-                reqs.release(hd)
-            }
-        })?;
+        let req = take_waiting(
+            hd,
+            |reqs, hd| {
+                if matches!(reqs.get(hd).map(|r| &r.state), Some(ReqState::Greq(_))) {
+                    reqs.take(hd)
+                } else {
+                    reqs.release(hd)
+                }
+            },
+            Mark::No,
+            &mut Marks::new(),
+        )?;
         if let ReqState::Greq(g) = req.state {
             // The program's copy is null either way.
             out(request, to_handle(REQUEST_NULL), "request")?;
@@ -2807,7 +3119,24 @@ pub unsafe extern "C" fn MPI_Cancel(request: *mut *mut c_void) -> c_int {
         }
         // Out of the table while the engine is asked, so lookups by other
         // threads do not wait behind the engine lock.
-        let mut req = take_waiting(hd, Reqs::take)?;
+        let mut marks = Marks::new();
+        let mut req = match take_marked(hd, Reqs::take, Mark::Brief, &mut marks)? {
+            Found::Req(req) => req,
+            Found::Waited(posted) => {
+                // Another thread waits for it: its receive, not matched
+                // yet, is marked cancelled in the engine, and that wait
+                // returns with a cancelled status (MPI 4.1 §3.8.4).
+                if let Some(p) = posted {
+                    p.cancel();
+                }
+                return Ok(());
+            }
+        };
+        let back = |req: Req, marks: Marks| {
+            let mut st = state();
+            st.reqs.put_back(hd, req);
+            marks.end(&mut st.reqs);
+        };
         let target: &mut Req = match &mut req.state {
             ReqState::Persistent {
                 active: Some(a), ..
@@ -2817,7 +3146,7 @@ pub unsafe extern "C" fn MPI_Cancel(request: *mut *mut c_void) -> c_int {
         // A generalized request's cancel is the program's callback.
         if let ReqState::Greq(g) = &target.state {
             let r = g.cancel();
-            state().reqs.put_back(hd, req);
+            back(req, marks);
             return r;
         }
         // An MPI_Isendrecv cancels its receive (its send, as any, is not
@@ -2829,12 +3158,10 @@ pub unsafe extern "C" fn MPI_Cancel(request: *mut *mut c_void) -> c_int {
         target.expand();
         if let ReqState::Live { req: r, .. } = &mut target.state {
             if r.cancel() {
-                let mut s = CStatus::empty();
-                s.internal[2] = 1;
-                target.state = ReqState::Done(Ok(s));
+                target.state = ReqState::Done(Ok(CStatus::cancelled()));
             }
         }
-        state().reqs.put_back(hd, req);
+        back(req, marks);
         // A send, or a receive already matched, is not cancelled: it
         // completes as usual and its status says so (MPI allows this).
         Ok(())

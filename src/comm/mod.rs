@@ -942,6 +942,27 @@ impl Communicator {
         f(&mut |id, gen| e.take_key(id, gen))
     }
 
+    /// The generation of slot `id` if it is a receive not yet matched
+    /// (`Engine::posted_gen`).
+    pub(crate) fn posted_gen(&self, id: p2p::SlotId) -> Option<u32> {
+        self.shared().lock().posted_gen(id)
+    }
+
+    /// Whether slot `id` of generation `gen` is a receive not yet
+    /// finished, and still waiting for a message (`Engine::recv_pending`).
+    pub(crate) fn recv_pending(&self, id: p2p::SlotId, gen: u32) -> Option<bool> {
+        self.shared().lock().recv_pending(id, gen)
+    }
+
+    /// Marks the receive in slot `id` of generation `gen` cancelled for
+    /// the thread that waits for it, and wakes it (`Engine::cancel_posted`,
+    /// `Shared::cancel_posted`): `Some(true)` when cancelled, `Some(false)`
+    /// when matched already, `None` when the slot is not that receive any
+    /// more.
+    pub(crate) fn cancel_posted(&self, id: p2p::SlotId, gen: u32) -> Option<bool> {
+        self.shared().cancel_posted(id, gen)
+    }
+
     /// Keys the receive `id` again with `key` after [`take_key`]
     /// (Self::take_key) (a caller that took it and gives it back).
     pub(crate) fn restore_key(&self, id: p2p::SlotId, key: usize) {

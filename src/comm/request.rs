@@ -270,6 +270,18 @@ impl<'a> Request<'a> {
         cancelled
     }
 
+    /// The slot and generation of a single receive that has not matched a
+    /// message yet (`None` otherwise): how `MPI_Cancel` on another thread
+    /// reaches it while this request waits
+    /// ([`Communicator::cancel_posted`](super::Communicator::cancel_posted)).
+    pub(crate) fn posted_slot(&self) -> Option<(SlotId, u32)> {
+        let Some(Op::Recv(id, _)) = &*self.op else {
+            return None;
+        };
+        let gen = self.proc_.p2p.lock().posted_gen(*id)?;
+        Some((*id, gen))
+    }
+
     /// Whether the request is spent (completed by `test`).
     pub fn is_null(&self) -> bool {
         self.op.is_none()

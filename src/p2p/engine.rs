@@ -2148,6 +2148,51 @@ impl Engine {
         true
     }
 
+    /// The generation of slot `id` if it is a receive not yet matched:
+    /// with `id`, what [`cancel_posted`](Self::cancel_posted) needs to
+    /// reach it from another thread while its owner waits.
+    pub fn posted_gen(&self, id: SlotId) -> Option<u32> {
+        let s = self.m.slots.get(id)?;
+        matches!(s.state, SlotState::Posted { .. }).then_some(s.gen)
+    }
+
+    /// Whether slot `id` of generation `gen` is a receive not yet
+    /// finished: `Some(true)` while it waits for a message, `Some(false)`
+    /// once one matched it; `None` for a slot of another generation or
+    /// not a receive.
+    pub fn recv_pending(&self, id: SlotId, gen: u32) -> Option<bool> {
+        let s = self.m.slots.get(id)?;
+        if s.gen != gen {
+            return None;
+        }
+        match s.state {
+            SlotState::Posted { .. } => Some(true),
+            SlotState::Filling { .. } | SlotState::Done { .. } => Some(false),
+            _ => None,
+        }
+    }
+
+    /// Marks receive `id` of generation `gen` cancelled if it has not
+    /// matched a message yet (`MPI_Cancel` from another thread while its
+    /// owner waits for it, MPI 4.1 §3.8.4): out of the posted queue and
+    /// complete with [`Status::cancelled`], for the owner's wait to
+    /// finish as any receive (the slot is not freed under it). `Some(true)`
+    /// when so; `Some(false)` when a message has matched it (it completes
+    /// as usual); `None` for a slot of another generation or not a
+    /// receive (its receive finished: a stale handle).
+    pub fn cancel_posted(&mut self, id: SlotId, gen: u32) -> Option<bool> {
+        if !self.recv_pending(id, gen)? {
+            return Some(false);
+        }
+        if let Some(pos) = self.m.posted.iter().position(|&p| p == id) {
+            self.m.posted.remove(pos);
+        }
+        self.m.slots[id].state = SlotState::Done {
+            status: Status::cancelled(),
+        };
+        Some(true)
+    }
+
     /// Whether `src` is a valid receive source for a context of `size`.
     pub fn valid_source(src: i32, size: usize) -> bool {
         src == ANY_SOURCE || (src >= 0 && (src as usize) < size)

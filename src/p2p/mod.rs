@@ -18,7 +18,7 @@ pub mod status;
 pub(crate) use engine::received;
 pub use engine::{Engine, Hold, SendStart, Sinks, SlotId, SplitCounts, Task};
 pub use envelope::{ANY_SOURCE, ANY_TAG, PROC_NULL, TAG_UB};
-pub use status::Status;
+pub use status::{Status, CANCELLED_TAG};
 
 use crate::error::{Error, ErrorClass, Result};
 use crate::shm::Segment;
@@ -999,6 +999,23 @@ impl Shared {
             e.transport().wake_local();
         }
         work
+    }
+
+    /// [`Engine::cancel_posted`], from a thread other than the one that
+    /// waits for the receive: a cancelled receive wakes this rank's
+    /// waiting threads, as progress that completed something does.
+    pub fn cancel_posted(&self, id: SlotId, gen: u32) -> Option<bool> {
+        let mut e = self.lock();
+        let r = e.cancel_posted(id, gen);
+        if r == Some(true) {
+            // SYNC(epoch): as in `progress`: the waiter, about to sleep,
+            // sees the new epoch or is woken (the slot's new state was
+            // written under the lock, which the waiter takes to look).
+            self.epoch.fetch_add(1, Ordering::SeqCst);
+            fence(Ordering::SeqCst);
+            e.transport().wake_local();
+        }
+        r
     }
 
     /// Spins under the lock (single-threaded mode) until a watched word or

@@ -1,6 +1,11 @@
 //! The status of a completed receive or probe.
 
-use super::envelope::{ANY_TAG, PROC_NULL};
+use super::envelope::{ANY_SOURCE, ANY_TAG, PROC_NULL};
+
+/// The tag of a cancelled receive's status ([`Status::cancelled`]): no
+/// message has it (a program's tags are `0..=TAG_UB`, the nonblocking
+/// collectives' `[i32::MIN, i32::MIN + 2^30)`, and it is not `ANY_TAG`).
+pub const CANCELLED_TAG: i32 = -2;
 
 /// What a receive (or probe) learned about its message (`MPI_Status`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -22,6 +27,25 @@ impl Status {
             tag: ANY_TAG,
             bytes: 0,
         }
+    }
+
+    /// The status of a receive that `MPI_Cancel` marked for cancellation
+    /// while another thread waited for it
+    /// ([`Engine::cancel_posted`](super::Engine::cancel_posted)): no
+    /// message, and the tag [`CANCELLED_TAG`], which no message carries.
+    pub fn cancelled() -> Status {
+        Status {
+            source: ANY_SOURCE,
+            tag: CANCELLED_TAG,
+            bytes: 0,
+        }
+    }
+
+    /// Whether this is the status of a cancelled receive
+    /// ([`cancelled`](Self::cancelled)).
+    #[inline]
+    pub fn is_cancelled(&self) -> bool {
+        self.tag == CANCELLED_TAG
     }
 
     /// The number of whole elements of `T` in the message, or `None` when
