@@ -134,6 +134,34 @@ fn accesses_outside_an_epoch_or_the_memory_are_errors() {
 }
 
 #[test]
+fn a_zero_displacement_unit_at_one_member_fails_every_member_of_the_creation() {
+    run_ranks(
+        3,
+        "a_zero_displacement_unit_at_one_member_fails_every_member_of_the_creation",
+        |u| {
+            let w = u.world();
+            w.set_errhandler(shmpi::ErrHandler::Return);
+            let unit = if w.rank() == 2 { 0 } else { 8 };
+            // Before the change, rank 2 failed alone and the others waited
+            // for it in the creation's exchange.
+            let e = w.win_allocate_shared(64, unit).unwrap_err();
+            assert_eq!(e.class(), ErrorClass::Arg, "{e}");
+            if w.rank() != 2 {
+                assert!(e.to_string().contains("rank 2"), "{e}");
+            }
+            let e = w
+                .win_create(Exposed::from_vec(vec![0u8; 64]), unit)
+                .unwrap_err();
+            assert_eq!(e.class(), ErrorClass::Arg, "{e}");
+            // Still in step: a window all make works.
+            let win = w.win_allocate_shared(8, 8).unwrap();
+            win.fence().unwrap();
+            win.free().unwrap();
+        },
+    );
+}
+
+#[test]
 fn flushes_asserts_and_frees_are_checked_against_the_epochs() {
     run_ranks(
         3,

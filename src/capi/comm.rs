@@ -339,11 +339,8 @@ pub unsafe extern "C" fn MPI_Comm_idup(
 ) -> c_int {
     guard("MPI_Comm_idup", h(comm), || {
         let obj = comm_obj(h(comm))?;
-        if newcomm.is_null() {
-            return Err(super::arg("newcomm"));
-        }
-        if request.is_null() {
-            return Err(super::arg("request"));
+        if let Err(e) = idup_outputs(newcomm, request) {
+            return Err(idup_refused(&obj, None, e));
         }
         super::nbc::idup(&obj, newcomm, request)
     })
@@ -360,15 +357,40 @@ pub unsafe extern "C" fn MPI_Comm_idup_with_info(
 ) -> c_int {
     guard("MPI_Comm_idup_with_info", h(comm), || {
         let obj = comm_obj(h(comm))?;
-        if newcomm.is_null() {
-            return Err(super::arg("newcomm"));
+        let hints = match super::env::info_pairs(h(info)) {
+            Ok(hints) => hints,
+            Err(e) => return Err(idup_refused(&obj, None, e)),
+        };
+        if let Err(e) = idup_outputs(newcomm, request) {
+            return Err(idup_refused(&obj, Some(hints), e));
         }
-        if request.is_null() {
-            return Err(super::arg("request"));
-        }
-        let hints = super::env::info_pairs(h(info))?;
         super::nbc::idup_with(&obj, newcomm, request, Some(hints))
     })
+}
+
+/// Checks `MPI_Comm_idup`'s output pointers.
+fn idup_outputs(newcomm: *mut *mut c_void, request: *mut *mut c_void) -> Result<()> {
+    if newcomm.is_null() {
+        return Err(super::arg("newcomm"));
+    }
+    if request.is_null() {
+        return Err(super::arg("request"));
+    }
+    Ok(())
+}
+
+/// `MPI_Comm_idup` at a member whose arguments were refused with `e`: it
+/// still takes part (the others wait for its claim or verdict), through
+/// to the end of its own part, and frees the communicator made; gives
+/// `e` back, so only this member fails.
+fn idup_refused(obj: &Arc<CommObj>, hints: Option<super::env::Info>, e: Error) -> Error {
+    let mut nc: *mut c_void = to_handle(COMM_NULL);
+    let mut rq: *mut c_void = to_handle(super::REQUEST_NULL);
+    let started = super::nbc::idup_with(obj, &mut nc, &mut rq, hints);
+    if started.is_ok() && super::p2p::wait_quietly(rq).is_ok() {
+        let _ = free_handle(&mut nc, "MPI_Comm_idup");
+    }
+    e
 }
 
 #[no_mangle]
@@ -379,7 +401,9 @@ pub unsafe extern "C" fn MPI_Comm_create(
 ) -> c_int {
     guard("MPI_Comm_create", h(comm), || {
         let obj = comm_obj(h(comm))?;
-        let grp = group_obj(h(g))?;
+        // A bad group takes part in the collective as a refusal, so the
+        // other members fail too instead of waiting for this one.
+        let grp = group_obj(h(g)).map_err(|e| obj.comm.refuse_create(e))?;
         let c = obj.comm.create(&grp)?;
         give(&obj, c, Vec::new(), newcomm)
     })
@@ -652,7 +676,9 @@ pub unsafe extern "C" fn MPI_Intercomm_create(
         let obj = comm_obj(h(local))?;
         // The peer communicator matters only at the local leader.
         let peer_obj = if obj.comm.rank() == local_leader {
-            comm_obj(h(peer))?
+            // A bad peer at the leader is its group's error too: they
+            // learn it from the leader instead of waiting for its answer.
+            comm_obj(h(peer)).map_err(|e| obj.comm.intercomm_refuse(local_leader, e))?
         } else {
             comm_obj(h(peer)).unwrap_or_else(|_| obj.clone())
         };

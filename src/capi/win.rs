@@ -325,11 +325,15 @@ fn allocate(
 ) -> c_int {
     guard(call, h(comm), || {
         let obj = comm_obj(h(comm))?.arc();
-        check_size(size, unit)?;
-        if base.is_null() || win.is_null() {
-            return Err(super::arg("baseptr or win"));
-        }
-        let (opts, pairs) = options(info)?;
+        // A member that refuses its arguments takes part in the creation
+        // as a refusal, so the others fail too instead of waiting for it.
+        let checked = check_size(size, unit).and_then(|()| {
+            if base.is_null() || win.is_null() {
+                return Err(super::arg("baseptr or win"));
+            }
+            options(info)
+        });
+        let (opts, pairs) = checked.map_err(|e| obj.comm.win_refuse(flavor, e))?;
         let w = obj
             .comm
             .win_allocate_with(size as usize, unit as usize, opts, flavor)?;
@@ -391,11 +395,14 @@ pub unsafe extern "C" fn MPI_Win_create(
 ) -> c_int {
     guard("MPI_Win_create", h(comm), || {
         let obj = comm_obj(h(comm))?.arc();
-        check_size(size, disp_unit)?;
-        if win.is_null() || (base.is_null() && size > 0) {
-            return Err(super::arg("base or win"));
-        }
-        let (_, pairs) = options(info)?;
+        // As in `allocate`: a refusal takes part in the creation.
+        let checked = check_size(size, disp_unit).and_then(|()| {
+            if win.is_null() || (base.is_null() && size > 0) {
+                return Err(super::arg("base or win"));
+            }
+            options(info)
+        });
+        let (_, pairs) = checked.map_err(|e| obj.comm.win_refuse(Flavor::Create, e))?;
         // SAFETY: MPI makes `[base, base + size)` the window's memory
         // until MPI_Win_free, accessed meanwhile only as its epochs allow.
         let mem = unsafe { Exposed::from_raw(base.cast(), size as usize) };

@@ -91,6 +91,19 @@ fn read_i32s(b: &[u8]) -> Vec<i32> {
         .collect()
 }
 
+/// The subgroup flag of a member of `MPI_Comm_create` that refused its
+/// own group argument ([`Communicator::refuse_create`]).
+pub(super) const CREATE_REFUSED: u32 = 2;
+
+/// The error of the members of `MPI_Comm_create` whose member `bad`
+/// refused its group argument.
+pub(super) fn refused_group(bad: usize) -> Error {
+    Error::new(
+        ErrorClass::Group,
+        format!("MPI_Comm_create: rank {bad}'s group argument was refused (not a group)"),
+    )
+}
+
 /// The colour a member that refused its own arguments passes to
 /// `split_intra` ([`Communicator::refuse_split`]).
 const REFUSED: i32 = i32::MIN;
@@ -397,20 +410,51 @@ impl Communicator {
         self.ret("MPI_Comm_create", r)
     }
 
+    /// Takes part in `MPI_Comm_create` for a member that refused its own
+    /// group argument with `e` (a handle that names no group), so that
+    /// every other member fails too (`Group`, naming this rank) instead of
+    /// waiting for it; gives `e` back.
+    pub(crate) fn refuse_create(&self, e: Error) -> Error {
+        // In a failed job every member fails before communicating.
+        if self.proc_.check().is_ok() {
+            let empty = self.group_of(Vec::new());
+            let _ = if self.is_inter() {
+                self.inter_create_as(&empty, true)
+            } else {
+                self.create_intra_as(&empty, true)
+            };
+        }
+        e
+    }
+
     fn create_intra(&self, group: &Group) -> Result<Option<Communicator>> {
+        self.create_intra_as(group, false)
+    }
+
+    /// [`create_intra`](Self::create_intra); a member that `refused` its
+    /// arguments says so in its record and every member fails.
+    fn create_intra_as(&self, group: &Group, refused: bool) -> Result<Option<Communicator>> {
         let c = self.coll();
         let n = self.ctx.size();
-        // Each member's record: is its group a subgroup (1/0), the group's
-        // size, and its digest.
+        // Each member's record: is its group a subgroup (1/0, or
+        // `CREATE_REFUSED`), the group's size, and its digest.
         let parent = &self.inner.group;
         let subset = group.world_ranks().iter().all(|&w| parent.contains(w));
+        let flag = if refused {
+            CREATE_REFUSED
+        } else {
+            u32::from(subset)
+        };
         let mut mine = [0u8; 16];
-        mine[..4].copy_from_slice(&u32::from(subset).to_le_bytes());
+        mine[..4].copy_from_slice(&flag.to_le_bytes());
         mine[4..8].copy_from_slice(&(group.size() as u32).to_le_bytes());
         mine[8..].copy_from_slice(&self.digest_of(group).to_le_bytes());
         let mut all = vec![0u8; 16 * n];
         c.allgather_t(&mine, &mut all)?;
         let rec = |r: usize| &all[16 * r..16 * (r + 1)];
+        if let Some(bad) = (0..n).find(|&r| rec(r)[..4] == CREATE_REFUSED.to_le_bytes()) {
+            return Err(refused_group(bad));
+        }
         if let Some(bad) = (0..n).find(|&r| rec(r)[..4] == [0; 4]) {
             return Err(Error::new(
                 ErrorClass::Group,

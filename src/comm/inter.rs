@@ -50,7 +50,30 @@ impl Communicator {
         remote_leader: i32,
         tag: i32,
     ) -> Result<Communicator> {
-        let r = (|| {
+        let r = self.intercomm_create_as(local_leader, Ok(peer), remote_leader, tag);
+        self.ret("MPI_Intercomm_create", r)
+    }
+
+    /// Takes part in `MPI_Intercomm_create` for the local leader (or a
+    /// member that believes it leads) whose peer communicator argument was
+    /// refused with `e`: its group gets the error from it instead of
+    /// waiting for its answer (the remote leader, which it cannot reach,
+    /// still waits: an erroneous program); gives `e` back.
+    pub(crate) fn intercomm_refuse(&self, local_leader: i32, e: Error) -> Error {
+        let _ = self.intercomm_create_as(local_leader, Err(&e), 0, 0);
+        e
+    }
+
+    /// [`intercomm_create`](Self::intercomm_create), the local leader's
+    /// peer communicator given, or refused with an error.
+    fn intercomm_create_as(
+        &self,
+        local_leader: i32,
+        peer: std::result::Result<&Communicator, &Error>,
+        remote_leader: i32,
+        tag: i32,
+    ) -> Result<Communicator> {
+        (|| {
             self.proc_.check()?;
             if self.is_inter() {
                 return Err(Error::new(
@@ -75,7 +98,10 @@ impl Communicator {
             // its group [verdict (8 bytes), remote members...].
             let mut msg = Vec::new();
             if self.ctx.rank == leader {
-                let remote = self.leader_exchange(peer, remote_leader, tag, &mine);
+                let remote = match peer {
+                    Ok(peer) => self.leader_exchange(peer, remote_leader, tag, &mine),
+                    Err(e) => Err(e.clone()),
+                };
                 msg = match remote {
                     Err(e) => {
                         let mut m = verdict(&Err(e.clone())).to_vec();
@@ -102,8 +128,7 @@ impl Communicator {
                 remote,
                 attr::Cache::default(),
             ))
-        })();
-        self.ret("MPI_Intercomm_create", r)
+        })()
     }
 
     /// The local leader's half of `intercomm_create`: swap member lists
@@ -377,25 +402,43 @@ impl Communicator {
     /// subgroup of its local group (the same one at every member of a
     /// side); the result joins the two subgroups.
     pub(super) fn inter_create(&self, group: &Group) -> Result<Option<Communicator>> {
+        self.inter_create_as(group, false)
+    }
+
+    /// [`inter_create`](Self::inter_create); a member that `refused` its
+    /// arguments (`Communicator::refuse_create`) says so in its record, its
+    /// side is not consistent, and both sides fail.
+    pub(super) fn inter_create_as(
+        &self,
+        group: &Group,
+        refused: bool,
+    ) -> Result<Option<Communicator>> {
         let local = self.local_coll();
         let n = self.inner.group.size();
         let subset = group
             .world_ranks()
             .iter()
             .all(|&w| self.inner.group.contains(w));
+        let flag = if refused {
+            super::create::CREATE_REFUSED
+        } else {
+            u32::from(subset)
+        };
         // Every member of a side must pass the same subgroup of it.
         let mut mine = [0u8; 12];
-        mine[..4].copy_from_slice(&u32::from(subset).to_le_bytes());
+        mine[..4].copy_from_slice(&flag.to_le_bytes());
         mine[4..].copy_from_slice(&self.digest_of(group).to_le_bytes());
         let mut all = vec![0u8; 12 * n];
         local.allgather_t(&mine, &mut all)?;
         let consistent = (0..n).all(|r| all[12 * r..12 * (r + 1)] == mine);
+        let refuser = (0..n)
+            .find(|&r| all[12 * r..12 * r + 4] == super::create::CREATE_REFUSED.to_le_bytes());
         // Leaders swap [ok flag, subgroup members...] and then tell their
         // group [remote ok, remote members...].
         let mut msg = Vec::new();
         if self.ctx.rank == 0 {
             let inter = self.coll();
-            let mut out = vec![u8::from(consistent)];
+            let mut out = vec![u8::from(consistent && refuser.is_none())];
             out.extend(self.encode_peers(group.world_ranks()));
             inter.send(0, tags::COMM, &(out.len() as u64).to_le_bytes())?;
             inter.send(0, tags::COMM, &out)?;
@@ -405,6 +448,9 @@ impl Communicator {
             inter.recv(0, tags::COMM, &mut msg)?;
         }
         bcast_vec(&local, 0, &mut msg)?;
+        if let Some(bad) = refuser {
+            return Err(super::create::refused_group(bad));
+        }
         if !consistent || msg[0] == 0 {
             // Both sides reach this verdict; nobody waits for a claim.
             return Err(Error::new(

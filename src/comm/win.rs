@@ -161,6 +161,13 @@ const TABLE: usize = 64 + 16 * REGIONS;
 const IN_HEAP: u64 = 0;
 const IN_POOL: u64 = 1;
 
+/// Words per member in the records that `win_allocate` /
+/// `win_allocate_shared` (size, unit) and `win_create` (length, unit,
+/// kind, pool offset, address, task) exchange, before the refusal word
+/// (`Communicator::win_records`).
+const ALLOC_WORDS: usize = 2;
+const CREATE_WORDS: usize = 6;
+
 impl Communicator {
     /// `MPI_Win_allocate_shared`: `size` bytes for this member, in one
     /// file all members map, contiguous in rank order: each member's part
@@ -168,7 +175,8 @@ impl Communicator {
     /// §12.2.3; the first at a page boundary). Collective.
     ///
     /// # Errors
-    /// `Comm` on an intercommunicator, `Arg` for a zero displacement unit,
+    /// `Comm` on an intercommunicator, `Arg` for a zero displacement unit
+    /// (at every member: the others name the member that passed it),
     /// `NoMem` when the file cannot be made (every member gets it).
     pub fn win_allocate_shared(&self, size: usize, disp_unit: usize) -> Result<Window> {
         self.win_allocate_with(size, disp_unit, WinOptions::default(), Flavor::Shared)
@@ -232,7 +240,7 @@ impl Communicator {
     }
 
     fn win_create_dynamic_inner(&self) -> Result<Window> {
-        self.win_check(1)?;
+        self.win_check()?;
         let n = self.size() as usize;
         let me = self.rank() as usize;
         let task = self.proc_.p2p.lock().transport().cma_task();
@@ -282,7 +290,9 @@ impl Communicator {
         Ok(())
     }
 
-    fn win_check(&self, disp_unit: usize) -> Result<()> {
+    /// What fails every member alike before a window's creation
+    /// communicates: a failed job, an intercommunicator.
+    fn win_check(&self) -> Result<()> {
         self.proc_.check()?;
         if self.is_inter() {
             return Err(Error::new(
@@ -290,13 +300,63 @@ impl Communicator {
                 "windows are made on intracommunicators",
             ));
         }
-        if disp_unit == 0 {
+        Ok(())
+    }
+
+    /// Exchanges this member's record `mine` with the other members
+    /// creating a window (`call`), with a last word that says whether it
+    /// refused its own arguments (`refused`): when any did, every member
+    /// fails alike, before anything is made (`Arg` naming the first, or
+    /// the refuser's own error), instead of the others waiting for it in
+    /// the creation. The records, `mine.len()` words per member, in rank
+    /// order.
+    fn win_records(&self, call: &str, mine: &[u64], refused: Option<Error>) -> Result<Vec<u64>> {
+        let k = mine.len() + 1;
+        let n = self.size() as usize;
+        let mut rec = mine.to_vec();
+        rec.push(u64::from(refused.is_some()));
+        let mut all = vec![0u64; k * n];
+        self.allgather(&rec, &mut all)?;
+        if let Some(e) = refused {
+            return Err(e);
+        }
+        if let Some(bad) = (0..n).find(|&r| all[k * r + k - 1] != 0) {
             return Err(Error::new(
                 ErrorClass::Arg,
-                "the displacement unit must be positive",
+                format!("{call}: rank {bad}'s arguments were refused"),
             ));
         }
-        Ok(())
+        Ok(all
+            .chunks_exact(k)
+            .flat_map(|c| c[..k - 1].iter().copied())
+            .collect())
+    }
+
+    /// Takes part in the creation of a window of `flavor` for a member
+    /// that refused its own arguments with `e` (the C layer's checks), so
+    /// that the others fail too instead of waiting for it; gives `e` back.
+    pub(crate) fn win_refuse(&self, flavor: Flavor, e: Error) -> Error {
+        if self.win_check().is_err() {
+            // Every member fails before communicating.
+            return e;
+        }
+        let (call, words) = match flavor {
+            Flavor::Create => ("MPI_Win_create", CREATE_WORDS),
+            Flavor::Allocate => ("MPI_Win_allocate", ALLOC_WORDS),
+            Flavor::Shared => ("MPI_Win_allocate_shared", ALLOC_WORDS),
+            // Its members check their arguments after the creation.
+            Flavor::Dynamic => return e,
+        };
+        match self.win_records(call, &[0; CREATE_WORDS][..words], Some(e)) {
+            Err(e) => e,
+            Ok(_) => unreachable!("a refused record fails"),
+        }
+    }
+
+    /// The refusal of a zero displacement unit.
+    fn unit_refused(disp_unit: usize) -> Option<Error> {
+        (disp_unit == 0)
+            .then(|| Error::new(ErrorClass::Arg, "the displacement unit must be positive"))
     }
 
     /// Rank 0 makes the window file (lock words for `n` members, then
@@ -368,7 +428,7 @@ impl Communicator {
         opts: WinOptions,
         flavor: Flavor,
     ) -> Result<Window> {
-        self.win_check(disp_unit)?;
+        self.win_check()?;
         if flavor == Flavor::Create {
             return Err(Error::new(
                 ErrorClass::Arg,
@@ -376,8 +436,16 @@ impl Communicator {
             ));
         }
         let n = self.size() as usize;
-        let mut all = vec![0u64; 2 * n];
-        self.allgather(&[size as u64, disp_unit as u64], &mut all)?;
+        let call = if flavor == Flavor::Allocate {
+            "MPI_Win_allocate"
+        } else {
+            "MPI_Win_allocate_shared"
+        };
+        let all = self.win_records(
+            call,
+            &[size as u64, disp_unit as u64],
+            Self::unit_refused(disp_unit),
+        )?;
         // Shared parts are contiguous unless asked otherwise; the parts
         // of `win_allocate` (one file too, but each member's own memory)
         // start on a cache line, so that any type the program keeps
@@ -405,7 +473,7 @@ impl Communicator {
     }
 
     fn win_create_inner(&self, mem: Exposed, disp_unit: usize) -> Result<Window> {
-        self.win_check(disp_unit)?;
+        self.win_check()?;
         let n = self.size() as usize;
         let me = self.rank() as usize;
         let (kind, off, task) = {
@@ -424,8 +492,7 @@ impl Communicator {
             mem.base() as u64,
             u64::from(task),
         ];
-        let mut all = vec![0u64; 6 * n];
-        self.allgather(&mine, &mut all)?;
+        let all = self.win_records("MPI_Win_create", &mine, Self::unit_refused(disp_unit))?;
         let world = self.group().world_ranks().to_vec();
         let job = self.proc_.segment().header().nranks() as usize;
         let own = Arc::new(mem);
@@ -433,7 +500,8 @@ impl Communicator {
         let mut refused: Option<String> = None;
         for r in 0..n {
             let [len, unit, kind, off, addr, task] =
-                <[u64; 6]>::try_from(&all[6 * r..6 * r + 6]).expect("six words per member");
+                <[u64; CREATE_WORDS]>::try_from(&all[CREATE_WORDS * r..CREATE_WORDS * (r + 1)])
+                    .expect("six words per member");
             let (len, unit) = (len as usize, unit as usize);
             let m = if r == me {
                 Memory::own(own.clone())
