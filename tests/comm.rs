@@ -186,6 +186,15 @@ fn split_with_an_invalid_colour_is_an_arg_error_at_every_member() {
             let color = if w.rank() == 1 { -5 } else { 0 };
             let e = w.split(color, 0).unwrap_err();
             assert_eq!(e.class(), ErrorClass::Arg, "{e}");
+            // The least colour is a colour too, named as such (it was the
+            // refusal's marker: "rank 2's arguments were refused").
+            let color = if w.rank() == 2 { i32::MIN } else { 0 };
+            let e = w.split(color, 0).unwrap_err();
+            assert_eq!(e.class(), ErrorClass::Arg, "{e}");
+            assert!(
+                e.to_string().contains("rank 2 passed colour -2147483648"),
+                "{e}"
+            );
             // Nobody hangs, and the world still works.
             ring_check(&w);
         },

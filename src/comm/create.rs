@@ -104,10 +104,6 @@ pub(super) fn refused_group(bad: usize) -> Error {
     )
 }
 
-/// The colour a member that refused its own arguments passes to
-/// `split_intra` ([`Communicator::refuse_split`]).
-const REFUSED: i32 = i32::MIN;
-
 impl Communicator {
     /// A new intracommunicator with context index `index` over `group`
     /// (this process among its members); attributes as given, error
@@ -293,7 +289,7 @@ impl Communicator {
         // On an intercommunicator, or in a failed job, every member fails
         // before the split without communicating: so does this one.
         if self.proc_.check().is_ok() && !self.is_inter() {
-            let _ = self.split_intra(REFUSED, 0, what);
+            let _ = self.split_intra_as(UNDEFINED, 0, true, what);
         }
         e
     }
@@ -304,32 +300,45 @@ impl Communicator {
         key: i32,
         what: &str,
     ) -> Result<Option<Communicator>> {
+        self.split_intra_as(color, key, false, what)
+    }
+
+    /// [`split_intra`](Self::split_intra); a member that `refused` its
+    /// own arguments says so in the third word of its record, and every
+    /// member fails (any colour, `i32::MIN` included, is a colour).
+    fn split_intra_as(
+        &self,
+        color: i32,
+        key: i32,
+        refused: bool,
+        what: &str,
+    ) -> Result<Option<Communicator>> {
         let c = self.coll();
         let n = self.ctx.size();
-        let mine = i32s(&[color, key]);
-        let mut all = vec![0u8; 8 * n];
+        let mine = i32s(&[color, key, i32::from(refused)]);
+        let mut all = vec![0u8; 12 * n];
         c.allgather_t(&mine, &mut all)?;
-        let v = read_i32s(&all);
-        if let Some(bad) = (0..n).find(|&r| v[2 * r] == REFUSED) {
+        let v: Vec<i32> = read_i32s(&all);
+        if let Some(bad) = (0..n).find(|&r| v[3 * r + 2] != 0) {
             return Err(Error::new(
                 ErrorClass::Arg,
                 format!("{what}: rank {bad}'s arguments were refused"),
             ));
         }
-        if let Some(bad) = (0..n).find(|&r| v[2 * r] < 0 && v[2 * r] != UNDEFINED) {
+        if let Some(bad) = (0..n).find(|&r| v[3 * r] < 0 && v[3 * r] != UNDEFINED) {
             return Err(Error::new(
                 ErrorClass::Arg,
                 format!(
                     "{what}: rank {bad} passed colour {}: colours are non-negative or UNDEFINED",
-                    v[2 * bad]
+                    v[3 * bad]
                 ),
             ));
         }
         if color == UNDEFINED {
             return Ok(None);
         }
-        let mut members: Vec<usize> = (0..n).filter(|&r| v[2 * r] == color).collect();
-        members.sort_by_key(|&r| (v[2 * r + 1], r));
+        let mut members: Vec<usize> = (0..n).filter(|&r| v[3 * r] == color).collect();
+        members.sort_by_key(|&r| (v[3 * r + 1], r));
         let (index, region) = self.agree_index(&c, &members, tags::COMM, what)?;
         let world = members.iter().map(|&r| self.ctx.ranks[r]).collect();
         Ok(Some(self.child(
