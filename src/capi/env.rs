@@ -100,10 +100,26 @@ fn start_universe(uni: &mut Option<Universe>) -> Result<()> {
 /// (`p2p::Out`), so a call on another thread finds them.
 #[inline]
 pub(crate) fn threads_multiple() -> bool {
-    // Relaxed (both): see `is_initialized`. The level is set before the
-    // program's threads call MPI; a session is begun on the thread that
-    // then uses it.
-    PROVIDED.load(Ordering::Relaxed) == THREAD_MULTIPLE || SESSIONS.load(Ordering::Relaxed) > 0
+    // Relaxed: see `is_initialized`. The level is set before the
+    // program's threads call MPI. (A session begun on one thread while
+    // another, of a world model below MULTIPLE, is already in a wait
+    // finds that wait unmarked: the world model did not let threads
+    // race.)
+    MULTIPLE.load(Ordering::Relaxed) != 0
+}
+
+/// [`threads_multiple`], kept as one word: `PROVIDED` is
+/// `MPI_THREAD_MULTIPLE` or `SESSIONS` is not 0. Written with them, under
+/// the `UNIVERSE` lock ([`note_threads`]).
+static MULTIPLE: AtomicU32 = AtomicU32::new(0);
+
+/// Updates [`MULTIPLE`] after `PROVIDED` or `SESSIONS` changed (the
+/// caller holds the `UNIVERSE` lock).
+fn note_threads() {
+    // Relaxed (all): written under the lock; see `threads_multiple`.
+    let m =
+        PROVIDED.load(Ordering::Relaxed) == THREAD_MULTIPLE || SESSIONS.load(Ordering::Relaxed) > 0;
+    MULTIPLE.store(u32::from(m), Ordering::Relaxed);
 }
 
 /// The universe, taken out to be ended, once neither the world model
@@ -131,6 +147,7 @@ pub(crate) fn session_begins() -> Result<()> {
     start_universe(&mut uni)?;
     // Relaxed: changed under the lock.
     SESSIONS.fetch_add(1, Ordering::Relaxed);
+    note_threads();
     drop(uni);
     exit_hook::register();
     Ok(())
@@ -145,6 +162,7 @@ pub(crate) fn session_ends() -> Result<()> {
         let mut uni = lock(&UNIVERSE);
         // Relaxed: changed under the lock.
         SESSIONS.fetch_sub(1, Ordering::Relaxed);
+        note_threads();
         if exit_hook::ends_at_exit() {
             return Ok(());
         }
@@ -248,6 +266,7 @@ fn init(required: c_int) -> Result<c_int> {
     // Relaxed (both): see `is_initialized`. Under the lock, so a session
     // ending on another thread sees the world model begun.
     PROVIDED.store(provided, Ordering::Relaxed);
+    note_threads();
     PHASE.store(1, Ordering::Relaxed);
     drop(uni);
     Ok(provided)

@@ -97,13 +97,37 @@ impl Greq {
         Ok(())
     }
 
+    /// What `MPI_Cancel` needs of the request, apart from it: so that the
+    /// cancel callback runs with the request back in the table (it may
+    /// look at it), or while another thread waits for it.
+    pub(crate) fn canceller(&self) -> Canceller {
+        Canceller {
+            cancel: self.cancel,
+            extra: self.extra,
+            done: Arc::clone(&self.done),
+        }
+    }
+}
+
+/// A generalized request's cancel callback, its extra state and its done
+/// flag ([`Greq::canceller`]).
+#[derive(Clone, Debug)]
+pub(crate) struct Canceller {
+    cancel: Option<CancelFn>,
+    extra: usize,
+    done: Arc<AtomicU32>,
+}
+
+impl Canceller {
     /// `MPI_Cancel`: the cancel callback, told whether the operation is
     /// complete already.
     pub(crate) fn cancel(&self) -> std::result::Result<(), Error> {
         if let Some(c) = self.cancel {
+            // SYNC(greq.done): Acquire, as in `Greq::is_done`.
+            let done = self.done.load(Ordering::Acquire) != 0;
             // SAFETY: the program's MPI_Grequest_cancel_function, with its
             // extra state and the completion flag.
-            let rc = unsafe { c(self.extra as *mut c_void, c_int::from(self.is_done())) };
+            let rc = unsafe { c(self.extra as *mut c_void, c_int::from(done)) };
             if rc != SUCCESS {
                 return Err(callback_error("cancel", rc));
             }

@@ -35,30 +35,12 @@ pub(crate) struct CStatus {
 
 impl CStatus {
     pub(crate) fn from_rust(st: &Status) -> CStatus {
-        if st.tag < 0 {
-            return Self::from_rust_untagged(st);
-        }
-        let mut s = CStatus {
-            source: st.source,
-            tag: st.tag,
-            error: SUCCESS,
-            internal: [0; 5],
-        };
-        s.set_bytes(st.bytes);
-        s
-    }
-
-    /// [`from_rust`](Self::from_rust) of a status with no message tag: a
-    /// receive from `PROC_NULL`, or one cancelled while another thread
-    /// waited for it (`Status::cancelled`).
-    #[cold]
-    fn from_rust_untagged(st: &Status) -> CStatus {
         if st.is_cancelled() {
             return Self::cancelled();
         }
         let mut s = CStatus {
             source: st.source,
-            tag: ANY_TAG,
+            tag: if st.tag < 0 { ANY_TAG } else { st.tag },
             error: SUCCESS,
             internal: [0; 5],
         };
@@ -67,7 +49,9 @@ impl CStatus {
     }
 
     /// The status of a cancelled receive: empty, and cancelled
-    /// (`MPI_Test_cancelled`).
+    /// (`MPI_Test_cancelled`); that of a receive cancelled while another
+    /// thread waited for it too (`Status::cancelled`).
+    #[cold]
     pub(crate) fn cancelled() -> CStatus {
         let mut s = CStatus::empty();
         s.internal[2] = 1;
@@ -373,12 +357,34 @@ pub(crate) enum Out {
     /// For a moment (a test, a peek, a cancel): a call on another thread
     /// waits for it to be back.
     Brief,
-    /// For a blocking wait (`MPI_Wait`, `MPI_Waitall`), with the receive
-    /// it waits for if that had not matched a message when the wait
-    /// began: `MPI_Cancel` on another thread marks that receive cancelled
-    /// through the engine, and the wait returns (MPI 4.1 §3.8.4);
-    /// `MPI_Request_get_status` finds the request incomplete.
-    Waiting(Option<Posted>),
+    /// For a blocking wait (`MPI_Wait`, `MPI_Waitall`), with what
+    /// `MPI_Cancel` on another thread reaches ([`Target`]): the wait then
+    /// returns (MPI 4.1 §3.8.4). `MPI_Request_get_status` finds the
+    /// request incomplete.
+    Waiting(Option<Target>),
+}
+
+/// What `MPI_Cancel` reaches of a request another thread waits for.
+#[derive(Clone, Debug)]
+pub(crate) enum Target {
+    /// The receive it waits for, if that had not matched a message when
+    /// the wait began: marked cancelled through the engine.
+    Recv(Posted),
+    /// A generalized request: its cancel callback.
+    Greq(super::greq::Canceller),
+}
+
+impl Target {
+    /// Cancels what the waiting thread waits for.
+    fn cancel(&self) -> Result<()> {
+        match self {
+            Target::Recv(p) => {
+                p.cancel();
+                Ok(())
+            }
+            Target::Greq(c) => c.cancel(),
+        }
+    }
 }
 
 /// A receive that has not matched a message, as another thread reaches
@@ -418,9 +424,8 @@ impl Marks {
 
     /// Unmarks every handle marked through this.
     fn end(mut self, reqs: &mut Reqs) {
-        for hd in self.0.drain(..) {
-            reqs.unmark(hd);
-        }
+        reqs.unmark_all(&self.0);
+        self.0.clear();
     }
 }
 
@@ -428,10 +433,7 @@ impl Drop for Marks {
     fn drop(&mut self) {
         // Only on unwinding (`end` empties it), when the lock is not held.
         if !self.0.is_empty() {
-            let mut st = state();
-            for hd in self.0.drain(..) {
-                st.reqs.unmark(hd);
-            }
+            state().reqs.unmark_all(&self.0);
         }
     }
 }
@@ -466,9 +468,20 @@ impl Reqs {
         self.out.iter().find(|(o, _)| *o == h).map(|(_, why)| why)
     }
 
-    fn unmark(&mut self, h: usize) {
-        if let Some(i) = self.out.iter().position(|(o, _)| *o == h) {
-            self.out.swap_remove(i);
+    /// Unmarks the handles `hs` (each marked once): one pass, whatever
+    /// their number (a window's `MPI_Waitall`).
+    fn unmark_all(&mut self, hs: &[usize]) {
+        match hs {
+            [] => {}
+            [h] => {
+                if let Some(i) = self.out.iter().position(|(o, _)| o == h) {
+                    self.out.swap_remove(i);
+                }
+            }
+            _ => {
+                let gone: std::collections::HashSet<usize> = hs.iter().copied().collect();
+                self.out.retain(|(o, _)| !gone.contains(o));
+            }
         }
     }
 
@@ -951,25 +964,23 @@ impl Req {
         }
     }
 
-    /// The receive this request waits for, if it has not matched a
-    /// message yet (a persistent request's current one, an
-    /// `MPI_Isendrecv`'s receive), as [`Out::Waiting`] keeps it.
-    fn posted(&self) -> Option<Posted> {
+    /// What `MPI_Cancel` on another thread reaches while this request is
+    /// waited for ([`Out::Waiting`]): the receive it waits for if that has
+    /// not matched a message yet (a persistent request's current one, an
+    /// `MPI_Isendrecv`'s receive), or a generalized request's callback.
+    fn target(&self) -> Option<Target> {
         match &self.state {
-            ReqState::Live { req, .. } => req.posted_slot().map(|(id, gen)| Posted {
-                comm: Arc::clone(&self.comm),
-                id,
-                gen,
-            }),
-            ReqState::Recv(l) => Some(Posted {
+            ReqState::Live { req, .. } => recv_target(req, &self.comm),
+            ReqState::Recv(l) => Some(Target::Recv(Posted {
                 comm: Arc::clone(l.w),
                 id: l.id,
                 gen: l.w.comm.posted_gen(l.id)?,
-            }),
+            })),
             ReqState::Persistent {
                 active: Some(a), ..
-            } => a.posted(),
-            ReqState::Pair(p) => p[1].posted(),
+            } => a.target(),
+            ReqState::Pair(p) => p[1].target(),
+            ReqState::Greq(g) => Some(Target::Greq(g.canceller())),
             _ => None,
         }
     }
@@ -1977,14 +1988,25 @@ pub(crate) fn wait_quietly(mut slot: *mut c_void) -> Result<()> {
     }
 }
 
+/// The target of a live request `req` on `comm` ([`Req::target`]).
+fn recv_target(req: &Request<'_>, comm: &Arc<CommObj>) -> Option<Target> {
+    req.posted_slot().map(|(id, gen)| {
+        Target::Recv(Posted {
+            comm: Arc::clone(comm),
+            id,
+            gen,
+        })
+    })
+}
+
 /// What a call finds of a request handle ([`take_marked`]).
 enum Found {
     /// Its object, taken out.
     Req(Req),
     /// Another thread's blocking wait has it ([`Out::Waiting`]), or, for
-    /// a light receive handle, its slot (`wait_light`, `wait_recvs_taken`):
-    /// the receive it waits for, if not matched yet.
-    Waited(Option<Posted>),
+    /// a light receive handle, its slot (`wait_recvs_taken`, which takes
+    /// the slot's key): what `MPI_Cancel` reaches of it.
+    Waited(Option<Target>),
 }
 
 /// How a call that takes a handle's object out marks it ([`Out`]).
@@ -2012,13 +2034,14 @@ fn take_marked(
     mark: Mark,
     marks: &mut Marks,
 ) -> Result<Found> {
-    let racing = mark != Mark::No && super::env::threads_multiple();
+    let multi = super::env::threads_multiple();
+    let racing = mark != Mark::No && multi;
     loop {
         let mut st = state();
         if let Some(r) = take(&mut st.reqs, hd) {
             if racing {
                 let why = if mark == Mark::Waiting {
-                    Out::Waiting(r.posted())
+                    Out::Waiting(r.target())
                 } else {
                     Out::Brief
                 };
@@ -2031,14 +2054,17 @@ fn take_marked(
             Some(Out::Brief) => {}
             None => {
                 drop(st);
-                return match light_parts(hd) {
-                    // A light handle whose slot a direct wait holds (its
-                    // key taken): the receive, if it still is that one.
+                return match light_parts(hd).filter(|_| multi) {
+                    // A light handle whose slot another thread's wait holds
+                    // (its key taken): the receive, if it still is that
+                    // one. (Without threads, such a handle is stale.)
                     Some((w, id, gen)) => match w.comm.recv_pending(id, gen) {
-                        Some(posted) => Ok(Found::Waited(posted.then(|| Posted {
-                            comm: Arc::clone(w),
-                            id,
-                            gen,
+                        Some(posted) => Ok(Found::Waited(posted.then(|| {
+                            Target::Recv(Posted {
+                                comm: Arc::clone(w),
+                                id,
+                                gen,
+                            })
                         }))),
                         None => Err(bad_request(hd)),
                     },
@@ -2308,12 +2334,8 @@ fn wait_live_together(reqs: &[*mut c_void]) {
                 continue;
             };
             if racing {
-                let posted = rr.posted_slot().map(|(id, gen)| Posted {
-                    comm: Arc::clone(&comm),
-                    id,
-                    gen,
-                });
-                marks.add(&mut st.reqs, hd, Out::Waiting(posted));
+                let t = recv_target(&rr, &comm);
+                marks.add(&mut st.reqs, hd, Out::Waiting(t));
             }
             rust.push(rr);
             batch.push((hd, fin, keep, comm));
@@ -2402,12 +2424,11 @@ fn wait_all_taken(
             // Kept reserved and marked for the wait, so that another
             // thread's MPI_Cancel reaches a receive (freed after it).
             for (&(i, _, _, ref comm), req) in held.iter().zip(&rust) {
-                let posted = req.posted_slot().map(|(id, gen)| Posted {
-                    comm: Arc::clone(comm),
-                    id,
-                    gen,
-                });
-                marks.add(&mut st.reqs, h(reqs[i]), Out::Waiting(posted));
+                marks.add(
+                    &mut st.reqs,
+                    h(reqs[i]),
+                    Out::Waiting(recv_target(req, comm)),
+                );
             }
         } else {
             for &(i, ..) in &held {
@@ -2420,8 +2441,10 @@ fn wait_all_taken(
     } else {
         Vec::new()
     };
-    for r in reqs.iter_mut() {
-        *r = to_handle(REQUEST_NULL);
+    // While threads may race, the program's array keeps the handles until
+    // the wait ends (another thread may read one there to cancel it).
+    if !racing {
+        null_all(reqs);
     }
     if let Some(sts) = sts.as_deref_mut() {
         // Null and sent entries: the empty status; the others are
@@ -2465,6 +2488,8 @@ fn wait_all_taken(
             st.reqs.release_taken(hd);
         }
         marks.end(&mut st.reqs);
+        drop(st);
+        null_all(reqs);
     }
     // The lends and staging buffers go now, after every request.
     drop(held);
@@ -2556,22 +2581,24 @@ fn wait_recvs_taken<'s>(
                 continue;
             }
             let hd = h(reqs[i]);
-            match light_parts(hd) {
-                Some((_, _, gen)) if racing => {
+            match light_parts(hd).filter(|_| racing) {
+                Some((_, _, gen)) => {
                     let posted = Posted {
                         comm: Arc::clone(w),
                         id,
                         gen,
                     };
-                    marks.add(&mut st.reqs, hd, Out::Waiting(Some(posted)));
+                    marks.add(&mut st.reqs, hd, Out::Waiting(Some(Target::Recv(posted))));
                     objects.push(hd);
                 }
                 _ => st.reqs.release_taken(hd),
             }
         }
     }
-    for r in reqs.iter_mut() {
-        *r = to_handle(REQUEST_NULL);
+    // As in `wait_all_taken`: kept until the wait ends while threads may
+    // race.
+    if !racing {
+        null_all(reqs);
     }
     if let Some(sts) = sts.as_deref_mut() {
         // Null and sent entries: the empty status; the others are
@@ -2579,6 +2606,7 @@ fn wait_recvs_taken<'s>(
         sts.fill(CStatus::empty());
     }
     let Some(&(_, w, ..)) = taken.first() else {
+        null_all(reqs);
         return Ok(None);
     };
     // Every predefined communicator is of this one process: one engine.
@@ -2618,7 +2646,17 @@ fn wait_recvs_taken<'s>(
         }
         marks.end(&mut st.reqs);
     }
+    if racing {
+        null_all(reqs);
+    }
     Ok(first_err)
+}
+
+/// Sets every handle of `reqs` to `MPI_REQUEST_NULL`.
+fn null_all(reqs: &mut [*mut c_void]) {
+    for r in reqs.iter_mut() {
+        *r = to_handle(REQUEST_NULL);
+    }
 }
 
 /// Finishes, under one lock, the longest prefix of `reqs` that is null or
@@ -3122,14 +3160,12 @@ pub unsafe extern "C" fn MPI_Cancel(request: *mut *mut c_void) -> c_int {
         let mut marks = Marks::new();
         let mut req = match take_marked(hd, Reqs::take, Mark::Brief, &mut marks)? {
             Found::Req(req) => req,
-            Found::Waited(posted) => {
+            Found::Waited(target) => {
                 // Another thread waits for it: its receive, not matched
                 // yet, is marked cancelled in the engine, and that wait
-                // returns with a cancelled status (MPI 4.1 §3.8.4).
-                if let Some(p) = posted {
-                    p.cancel();
-                }
-                return Ok(());
+                // returns with a cancelled status (MPI 4.1 §3.8.4); a
+                // generalized request's callback runs.
+                return target.map_or(Ok(()), |t| t.cancel());
             }
         };
         let back = |req: Req, marks: Marks| {
@@ -3143,11 +3179,12 @@ pub unsafe extern "C" fn MPI_Cancel(request: *mut *mut c_void) -> c_int {
             } => a,
             _ => &mut req,
         };
-        // A generalized request's cancel is the program's callback.
+        // A generalized request's cancel is the program's callback, run
+        // with the request back (it may look at it).
         if let ReqState::Greq(g) = &target.state {
-            let r = g.cancel();
+            let c = g.canceller();
             back(req, marks);
-            return r;
+            return c.cancel();
         }
         // An MPI_Isendrecv cancels its receive (its send, as any, is not
         // cancelled); its status is then the receive's, cancelled.

@@ -7,14 +7,16 @@
  * the waited request incomplete meanwhile, with no error. Each case waits
  * its own way: MPI_Wait, MPI_Waitall, MPI_Waitany on MPI_COMM_WORLD and
  * on a duplicate, a derived datatype, a persistent receive, and waits
- * beside a receive that does complete. Nothing is ever sent to a
+ * beside a receive that does complete; and a generalized request, whose
+ * cancel callback runs on the cancelling thread, which then completes it
+ * (MPICH 4.0 asserts when the callback itself completes it). Nothing is ever sent to a
  * cancelled receive; at the end a message on a cancelled receive's tag
  * reaches a fresh receive. Skips (and passes) without MULTIPLE. */
 #include "common.h"
 #include <pthread.h>
 #include <time.h>
 
-enum { WAIT, WAITALL, WAITANY, WAITALL_PAIR, WAITALL_PERSISTENT };
+enum { WAIT, WAITALL, WAITANY, WAITALL_PAIR, WAITALL_PERSISTENT, WAIT_GREQ };
 
 struct kase {
     const char *name;
@@ -34,10 +36,40 @@ static const struct kase cases[] = {
     {"Wait on a persistent receive", WAIT, 0, 0, 1},
     {"Waitall beside a receive that completes", WAITALL_PAIR, 1, 0, 0},
     {"Waitall beside a persistent receive", WAITALL_PERSISTENT, 0, 0, 0},
+    {"Wait on a generalized request", WAIT_GREQ, 0, 0, 0},
 };
 #define NCASES ((int)(sizeof cases / sizeof cases[0]))
 
 static MPI_Request req;
+
+/* The generalized request: its cancel callback marks it cancelled; its
+ * query says so. */
+static int greq_case, greq_cancelled, greq_freed;
+
+static int greq_query(void *extra, MPI_Status *st)
+{
+    (void)extra;
+    MPI_Status_set_cancelled(st, greq_cancelled);
+    MPI_Status_set_elements(st, MPI_BYTE, 0);
+    st->MPI_SOURCE = MPI_UNDEFINED;
+    st->MPI_TAG = MPI_UNDEFINED;
+    return MPI_SUCCESS;
+}
+
+static int greq_free(void *extra)
+{
+    (void)extra;
+    greq_freed++;
+    return MPI_SUCCESS;
+}
+
+static int greq_cancel(void *extra, int complete)
+{
+    (void)extra;
+    if (!complete)
+        greq_cancelled = 1;
+    return MPI_SUCCESS;
+}
 static volatile int waiting;
 static int peek_rc, peek_flag;
 
@@ -57,7 +89,10 @@ static void *canceller(void *arg)
     peek_flag = -1;
     peek_rc = MPI_Request_get_status(req, &peek_flag, MPI_STATUS_IGNORE);
     MPI_Request r = req;
-    return (void *)(long)MPI_Cancel(&r);
+    int rc = MPI_Cancel(&r);
+    if (greq_case && greq_cancelled)
+        MPI_Grequest_complete(r);
+    return (void *)(long)rc;
 }
 
 int main(int argc, char **argv)
@@ -86,7 +121,10 @@ int main(int argc, char **argv)
             MPI_Comm comm = k->dup ? dup : MPI_COMM_WORLD;
             int buf[4] = {-1, -1, -1, -1}, other = -1;
             MPI_Request rs[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
-            if (k->persistent) {
+            greq_case = k->how == WAIT_GREQ;
+            if (greq_case) {
+                CHECK_OK(MPI_Grequest_start(greq_query, greq_free, greq_cancel, NULL, &rs[0]));
+            } else if (k->persistent) {
                 CHECK_OK(MPI_Recv_init(buf, 1, MPI_INT, 1, 100 + c, comm, &rs[0]));
                 CHECK_OK(MPI_Start(&rs[0]));
             } else {
@@ -106,7 +144,7 @@ int main(int argc, char **argv)
             int n = (k->how == WAITALL_PAIR || k->how == WAITALL_PERSISTENT) ? 2 : 1;
             int rc = MPI_ERR_OTHER, idx = -2;
             waiting = 1;
-            if (k->how == WAIT)
+            if (k->how == WAIT || k->how == WAIT_GREQ)
                 rc = MPI_Wait(&rs[0], &st[0]);
             else if (k->how == WAITANY)
                 rc = MPI_Waitany(1, rs, &idx, &st[0]);
@@ -122,6 +160,9 @@ int main(int argc, char **argv)
                   peek_flag);
             if (k->how == WAITANY)
                 CHECK(idx == 0, "%s: index %d", k->name, idx);
+            if (greq_case)
+                CHECK(greq_cancelled && greq_freed == 1, "%s: cancelled %d, freed %d times",
+                      k->name, greq_cancelled, greq_freed);
             int cancelled = 0;
             MPI_Test_cancelled(&st[0], &cancelled);
             CHECK(cancelled, "%s: the status does not say cancelled", k->name);
