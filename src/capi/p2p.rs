@@ -1156,8 +1156,18 @@ pub(crate) fn flush_all() -> Result<()> {
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Buffer_attach(buf: *mut c_void, size: c_int) -> c_int {
-    guard("MPI_Buffer_attach", COMM_NULL, || {
-        let n = count(size, "size")?;
+    buffer_attach("MPI_Buffer_attach", buf, size.into())
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Buffer_attach_c(buf: *mut c_void, size: i64) -> c_int {
+    buffer_attach("MPI_Buffer_attach_c", buf, size)
+}
+
+/// `MPI_Buffer_attach(_c)` (`call`), the size as `MPI_Count`.
+fn buffer_attach(call: &str, buf: *mut c_void, size: i64) -> c_int {
+    guard(call, COMM_NULL, || {
+        let n = count_c(size, "size")?;
         let mut b = lock(&BSEND_BUF);
         if b.is_some() {
             return Err(Error::new(
@@ -1173,13 +1183,29 @@ pub unsafe extern "C" fn MPI_Buffer_attach(buf: *mut c_void, size: c_int) -> c_i
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Buffer_detach(buf: *mut c_void, size: *mut c_int) -> c_int {
     guard("MPI_Buffer_detach", COMM_NULL, || {
-        // MPI 4.1 §3.6.1: detach waits until the buffered messages left.
-        flush_bsends();
-        let b = lock(&BSEND_BUF).take();
-        let (addr, n) = b.unwrap_or((0, 0));
+        let (addr, n) = buffer_detach();
         out(buf.cast::<usize>(), addr, "buffer_addr")?;
-        out(size, n as c_int, "size")
+        // A buffer attached by MPI_Buffer_attach_c may be larger than an
+        // int: MPI_UNDEFINED then (its size is the caller's anyway).
+        out(size, c_int::try_from(n).unwrap_or(UNDEFINED), "size")
     })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Buffer_detach_c(buf: *mut c_void, size: *mut i64) -> c_int {
+    guard("MPI_Buffer_detach_c", COMM_NULL, || {
+        let (addr, n) = buffer_detach();
+        out(buf.cast::<usize>(), addr, "buffer_addr")?;
+        out(size, n as i64, "size")
+    })
+}
+
+/// Detaches the buffer: its address and size ((0, 0) when none was
+/// attached), once the buffered messages have left (MPI 4.1 §3.6.1).
+fn buffer_detach() -> (usize, usize) {
+    flush_bsends();
+    let b = lock(&BSEND_BUF).take();
+    b.unwrap_or((0, 0))
 }
 
 // ---- starting operations -------------------------------------------------------------
@@ -1794,11 +1820,11 @@ fn irecv_general(
 // ---- persistent requests ----------------------------------------------------------------
 
 macro_rules! pinit_fn {
-    ($name:ident, $call:literal, $mode:expr) => {
+    ($name:ident, $call:literal, $count:ty, $mode:expr) => {
         #[no_mangle]
         pub unsafe extern "C" fn $name(
             buf: *const c_void,
-            n: c_int,
+            n: $count,
             t: *mut c_void,
             peer: c_int,
             tag: c_int,
@@ -1807,7 +1833,7 @@ macro_rules! pinit_fn {
         ) -> c_int {
             guard($call, h(comm), || {
                 let obj = comm_obj(h(comm))?;
-                let n = count(n, "count")?;
+                let n = count_c(n.into(), "count")?;
                 let ty = committed(h(t))?.arc();
                 if $mode == Mode::Recv {
                     rtag(tag)?;
@@ -1835,11 +1861,16 @@ macro_rules! pinit_fn {
     };
 }
 
-pinit_fn!(MPI_Send_init, "MPI_Send_init", Mode::Send);
-pinit_fn!(MPI_Ssend_init, "MPI_Ssend_init", Mode::Ssend);
-pinit_fn!(MPI_Bsend_init, "MPI_Bsend_init", Mode::Bsend);
-pinit_fn!(MPI_Rsend_init, "MPI_Rsend_init", Mode::Rsend);
-pinit_fn!(MPI_Recv_init, "MPI_Recv_init", Mode::Recv);
+pinit_fn!(MPI_Send_init, "MPI_Send_init", c_int, Mode::Send);
+pinit_fn!(MPI_Ssend_init, "MPI_Ssend_init", c_int, Mode::Ssend);
+pinit_fn!(MPI_Bsend_init, "MPI_Bsend_init", c_int, Mode::Bsend);
+pinit_fn!(MPI_Rsend_init, "MPI_Rsend_init", c_int, Mode::Rsend);
+pinit_fn!(MPI_Recv_init, "MPI_Recv_init", c_int, Mode::Recv);
+pinit_fn!(MPI_Send_init_c, "MPI_Send_init_c", i64, Mode::Send);
+pinit_fn!(MPI_Ssend_init_c, "MPI_Ssend_init_c", i64, Mode::Ssend);
+pinit_fn!(MPI_Bsend_init_c, "MPI_Bsend_init_c", i64, Mode::Bsend);
+pinit_fn!(MPI_Rsend_init_c, "MPI_Rsend_init_c", i64, Mode::Rsend);
+pinit_fn!(MPI_Recv_init_c, "MPI_Recv_init_c", i64, Mode::Recv);
 
 /// Starts persistent request `handle`. A persistent collective whose
 /// start failed has raised its error already: its code lands in
@@ -3454,10 +3485,76 @@ pub unsafe extern "C" fn MPI_Sendrecv(
     comm: *mut c_void,
     status: *mut CStatus,
 ) -> c_int {
-    guard("MPI_Sendrecv", h(comm), || {
+    sendrecv(
+        "MPI_Sendrecv",
+        sbuf,
+        scount.into(),
+        stype,
+        dest,
+        stag_,
+        rbuf,
+        rcount.into(),
+        rtype,
+        src,
+        rtag_,
+        comm,
+        status,
+    )
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Sendrecv_c(
+    sbuf: *const c_void,
+    scount: i64,
+    stype: *mut c_void,
+    dest: c_int,
+    stag_: c_int,
+    rbuf: *mut c_void,
+    rcount: i64,
+    rtype: *mut c_void,
+    src: c_int,
+    rtag_: c_int,
+    comm: *mut c_void,
+    status: *mut CStatus,
+) -> c_int {
+    sendrecv(
+        "MPI_Sendrecv_c",
+        sbuf,
+        scount,
+        stype,
+        dest,
+        stag_,
+        rbuf,
+        rcount,
+        rtype,
+        src,
+        rtag_,
+        comm,
+        status,
+    )
+}
+
+/// `MPI_Sendrecv(_c)` (`call`), the counts as `MPI_Count`.
+#[allow(clippy::too_many_arguments)]
+fn sendrecv(
+    call: &str,
+    sbuf: *const c_void,
+    scount: i64,
+    stype: *mut c_void,
+    dest: c_int,
+    stag_: c_int,
+    rbuf: *mut c_void,
+    rcount: i64,
+    rtype: *mut c_void,
+    src: c_int,
+    rtag_: c_int,
+    comm: *mut c_void,
+    status: *mut CStatus,
+) -> c_int {
+    guard(call, h(comm), || {
         let obj = comm_obj(h(comm))?;
-        let sn = count(scount, "sendcount")?;
-        let rn = count(rcount, "recvcount")?;
+        let sn = count_c(scount, "sendcount")?;
+        let rn = count_c(rcount, "recvcount")?;
         let sty = committed(h(stype))?;
         let rty = committed(h(rtype))?;
         let stag_v = stag(stag_)?;
@@ -3501,9 +3598,63 @@ pub unsafe extern "C" fn MPI_Sendrecv_replace(
     comm: *mut c_void,
     status: *mut CStatus,
 ) -> c_int {
-    guard("MPI_Sendrecv_replace", h(comm), || {
+    sendrecv_replace(
+        "MPI_Sendrecv_replace",
+        buf,
+        n.into(),
+        t,
+        dest,
+        stag_,
+        src,
+        rtag_,
+        comm,
+        status,
+    )
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Sendrecv_replace_c(
+    buf: *mut c_void,
+    n: i64,
+    t: *mut c_void,
+    dest: c_int,
+    stag_: c_int,
+    src: c_int,
+    rtag_: c_int,
+    comm: *mut c_void,
+    status: *mut CStatus,
+) -> c_int {
+    sendrecv_replace(
+        "MPI_Sendrecv_replace_c",
+        buf,
+        n,
+        t,
+        dest,
+        stag_,
+        src,
+        rtag_,
+        comm,
+        status,
+    )
+}
+
+/// `MPI_Sendrecv_replace(_c)` (`call`), the count as `MPI_Count`.
+#[allow(clippy::too_many_arguments)]
+fn sendrecv_replace(
+    call: &str,
+    buf: *mut c_void,
+    n: i64,
+    t: *mut c_void,
+    dest: c_int,
+    stag_: c_int,
+    src: c_int,
+    rtag_: c_int,
+    comm: *mut c_void,
+    status: *mut CStatus,
+) -> c_int {
+    guard(call, h(comm), || {
         let obj = comm_obj(h(comm))?;
-        let n = count(n, "count")?;
+        let n = count_c(n, "count")?;
         let ty = committed(h(t))?;
         let out_data = ty.pack(buf, n)?;
         let mut staging = staging_buf(nbytes(n, &ty)?)?;
@@ -3560,10 +3711,76 @@ pub unsafe extern "C" fn MPI_Isendrecv(
     comm: *mut c_void,
     request: *mut *mut c_void,
 ) -> c_int {
-    guard("MPI_Isendrecv", h(comm), || {
+    isendrecv(
+        "MPI_Isendrecv",
+        sbuf,
+        scount.into(),
+        stype,
+        dest,
+        stag_,
+        rbuf,
+        rcount.into(),
+        rtype,
+        src,
+        rtag_,
+        comm,
+        request,
+    )
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Isendrecv_c(
+    sbuf: *const c_void,
+    scount: i64,
+    stype: *mut c_void,
+    dest: c_int,
+    stag_: c_int,
+    rbuf: *mut c_void,
+    rcount: i64,
+    rtype: *mut c_void,
+    src: c_int,
+    rtag_: c_int,
+    comm: *mut c_void,
+    request: *mut *mut c_void,
+) -> c_int {
+    isendrecv(
+        "MPI_Isendrecv_c",
+        sbuf,
+        scount,
+        stype,
+        dest,
+        stag_,
+        rbuf,
+        rcount,
+        rtype,
+        src,
+        rtag_,
+        comm,
+        request,
+    )
+}
+
+/// `MPI_Isendrecv(_c)` (`call`), the counts as `MPI_Count`.
+#[allow(clippy::too_many_arguments)]
+fn isendrecv(
+    call: &str,
+    sbuf: *const c_void,
+    scount: i64,
+    stype: *mut c_void,
+    dest: c_int,
+    stag_: c_int,
+    rbuf: *mut c_void,
+    rcount: i64,
+    rtype: *mut c_void,
+    src: c_int,
+    rtag_: c_int,
+    comm: *mut c_void,
+    request: *mut *mut c_void,
+) -> c_int {
+    guard(call, h(comm), || {
         let obj = comm_obj(h(comm))?;
-        let sn = count(scount, "sendcount")?;
-        let rn = count(rcount, "recvcount")?;
+        let sn = count_c(scount, "sendcount")?;
+        let rn = count_c(rcount, "recvcount")?;
         let sty = committed(h(stype))?;
         let rty = committed(h(rtype))?.arc();
         let tag = stag(stag_)?;
@@ -3607,9 +3824,63 @@ pub unsafe extern "C" fn MPI_Isendrecv_replace(
     comm: *mut c_void,
     request: *mut *mut c_void,
 ) -> c_int {
-    guard("MPI_Isendrecv_replace", h(comm), || {
+    isendrecv_replace(
+        "MPI_Isendrecv_replace",
+        buf,
+        n.into(),
+        t,
+        dest,
+        stag_,
+        src,
+        rtag_,
+        comm,
+        request,
+    )
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Isendrecv_replace_c(
+    buf: *mut c_void,
+    n: i64,
+    t: *mut c_void,
+    dest: c_int,
+    stag_: c_int,
+    src: c_int,
+    rtag_: c_int,
+    comm: *mut c_void,
+    request: *mut *mut c_void,
+) -> c_int {
+    isendrecv_replace(
+        "MPI_Isendrecv_replace_c",
+        buf,
+        n,
+        t,
+        dest,
+        stag_,
+        src,
+        rtag_,
+        comm,
+        request,
+    )
+}
+
+/// `MPI_Isendrecv_replace(_c)` (`call`), the count as `MPI_Count`.
+#[allow(clippy::too_many_arguments)]
+fn isendrecv_replace(
+    call: &str,
+    buf: *mut c_void,
+    n: i64,
+    t: *mut c_void,
+    dest: c_int,
+    stag_: c_int,
+    src: c_int,
+    rtag_: c_int,
+    comm: *mut c_void,
+    request: *mut *mut c_void,
+) -> c_int {
+    guard(call, h(comm), || {
         let obj = comm_obj(h(comm))?;
-        let n = count(n, "count")?;
+        let n = count_c(n, "count")?;
         let ty = committed(h(t))?.arc();
         let tag = stag(stag_)?;
         if request.is_null() {
@@ -3763,7 +4034,7 @@ type MrecvErr = (Option<Arc<CommObj>>, Error, Option<CStatus>);
 /// Receives matched message `*message` into `n` instances at `buf`.
 fn mrecv(
     buf: *mut c_void,
-    n: c_int,
+    n: i64,
     t: *mut c_void,
     message: *mut *mut c_void,
 ) -> std::result::Result<(Arc<CommObj>, CStatus), MrecvErr> {
@@ -3788,7 +4059,7 @@ fn mrecv(
             (None, e, None)
         })?;
     let fail = |e: Error| (Some(comm.clone()), e, None);
-    let n = count(n, "count").map_err(fail)?;
+    let n = count_c(n, "count").map_err(fail)?;
     let ty = committed(h(t)).map_err(fail)?;
     let len = nbytes(n, &ty).map_err(fail)?;
     let Some(Msg { msg, comm }) = state().msgs.release(mh) else {
@@ -3827,7 +4098,30 @@ pub unsafe extern "C" fn MPI_Mrecv(
     message: *mut *mut c_void,
     status: *mut CStatus,
 ) -> c_int {
-    guard_on("MPI_Mrecv", || match mrecv(buf, n, t, message) {
+    mrecv_call("MPI_Mrecv", buf, n.into(), t, message, status)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Mrecv_c(
+    buf: *mut c_void,
+    n: i64,
+    t: *mut c_void,
+    message: *mut *mut c_void,
+    status: *mut CStatus,
+) -> c_int {
+    mrecv_call("MPI_Mrecv_c", buf, n, t, message, status)
+}
+
+/// `MPI_Mrecv(_c)` (`call`), the count as `MPI_Count`.
+fn mrecv_call(
+    call: &str,
+    buf: *mut c_void,
+    n: i64,
+    t: *mut c_void,
+    message: *mut *mut c_void,
+    status: *mut CStatus,
+) -> c_int {
+    guard_on(call, || match mrecv(buf, n, t, message) {
         Ok((_, st)) => {
             put_status(status, &st);
             Ok(())
@@ -3849,7 +4143,30 @@ pub unsafe extern "C" fn MPI_Imrecv(
     message: *mut *mut c_void,
     request: *mut *mut c_void,
 ) -> c_int {
-    guard_on("MPI_Imrecv", || {
+    imrecv("MPI_Imrecv", buf, n.into(), t, message, request)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Imrecv_c(
+    buf: *mut c_void,
+    n: i64,
+    t: *mut c_void,
+    message: *mut *mut c_void,
+    request: *mut *mut c_void,
+) -> c_int {
+    imrecv("MPI_Imrecv_c", buf, n, t, message, request)
+}
+
+/// `MPI_Imrecv(_c)` (`call`), the count as `MPI_Count`.
+fn imrecv(
+    call: &str,
+    buf: *mut c_void,
+    n: i64,
+    t: *mut c_void,
+    message: *mut *mut c_void,
+    request: *mut *mut c_void,
+) -> c_int {
+    guard_on(call, || {
         if request.is_null() {
             return Err((None, super::arg("request")));
         }
