@@ -21,6 +21,7 @@ use super::types::{committed, OpObj, Prim, Reduction, TypeObj};
 use super::{
     array, bytes, bytes_mut, comm_obj, count, guard, h, CommObj, IN_PLACE, PROC_NULL, ROOT,
 };
+use super::{CountElem, DisplElem};
 use crate::coll::op::Reducible;
 use crate::coll::Op;
 use crate::comm::Request;
@@ -47,7 +48,7 @@ pub(crate) fn not_in_place(buf: *const c_void, n: usize, ty: &TypeObj) -> Result
 /// A count argument that matters only when `used` (MPI ignores the send
 /// arguments of an in-place call and the receive arguments away from the
 /// root).
-fn count_if(used: bool, n: c_int, what: &str) -> Result<usize> {
+fn count_if<C: CountElem>(used: bool, n: C, what: &str) -> Result<usize> {
     if used {
         count(n, what)
     } else {
@@ -183,7 +184,30 @@ pub unsafe extern "C" fn MPI_Bcast(
     root: c_int,
     comm: *mut c_void,
 ) -> c_int {
-    guard("MPI_Bcast", h(comm), || {
+    bcast_call::<c_int>("MPI_Bcast", buf, n, t, root, comm)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Bcast_c(
+    buf: *mut c_void,
+    n: i64,
+    t: *mut c_void,
+    root: c_int,
+    comm: *mut c_void,
+) -> c_int {
+    bcast_call::<i64>("MPI_Bcast_c", buf, n, t, root, comm)
+}
+
+/// `MPI_Bcast(_c)` (`call`), generic over the count type of the two forms.
+fn bcast_call<C: CountElem>(
+    call: &str,
+    buf: *mut c_void,
+    n: C,
+    t: *mut c_void,
+    root: c_int,
+    comm: *mut c_void,
+) -> c_int {
+    guard(call, h(comm), || {
         let obj = comm_obj(h(comm))?;
         bcast(&obj, buf, count(n, "count")?, &*committed(h(t))?, root)
     })
@@ -287,7 +311,37 @@ pub unsafe extern "C" fn MPI_Gather(
     root: c_int,
     comm: *mut c_void,
 ) -> c_int {
-    guard("MPI_Gather", h(comm), || {
+    gather_call::<c_int>("MPI_Gather", sbuf, sn, st, rbuf, rn, rt, root, comm)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Gather_c(
+    sbuf: *const c_void,
+    sn: i64,
+    st: *mut c_void,
+    rbuf: *mut c_void,
+    rn: i64,
+    rt: *mut c_void,
+    root: c_int,
+    comm: *mut c_void,
+) -> c_int {
+    gather_call::<i64>("MPI_Gather_c", sbuf, sn, st, rbuf, rn, rt, root, comm)
+}
+
+/// `MPI_Gather(_c)` (`call`), generic over the count type of the two forms.
+#[allow(clippy::too_many_arguments)]
+fn gather_call<C: CountElem>(
+    call: &str,
+    sbuf: *const c_void,
+    sn: C,
+    st: *mut c_void,
+    rbuf: *mut c_void,
+    rn: C,
+    rt: *mut c_void,
+    root: c_int,
+    comm: *mut c_void,
+) -> c_int {
+    guard(call, h(comm), || {
         let obj = comm_obj(h(comm))?;
         if obj.comm.is_inter() {
             let obj = obj.arc();
@@ -313,9 +367,9 @@ pub unsafe extern "C" fn MPI_Gather(
     })
 }
 
-pub(crate) fn v_args(
-    counts: *const c_int,
-    displs: *const c_int,
+pub(crate) fn v_args<C: CountElem, D: DisplElem>(
+    counts: *const C,
+    displs: *const D,
     p: usize,
 ) -> Result<(Vec<usize>, Vec<isize>)> {
     let c = array(counts, p, "counts")?
@@ -324,7 +378,7 @@ pub(crate) fn v_args(
         .collect::<Result<Vec<_>>>()?;
     let d = array(displs, p, "displs")?
         .iter()
-        .map(|&d| d as isize)
+        .map(|&d| d.aint())
         .collect();
     Ok((c, d))
 }
@@ -341,7 +395,61 @@ pub unsafe extern "C" fn MPI_Gatherv(
     root: c_int,
     comm: *mut c_void,
 ) -> c_int {
-    guard("MPI_Gatherv", h(comm), || {
+    gatherv_call::<c_int, c_int>(
+        "MPI_Gatherv",
+        sbuf,
+        sn,
+        st,
+        rbuf,
+        rcounts,
+        displs,
+        rt,
+        root,
+        comm,
+    )
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Gatherv_c(
+    sbuf: *const c_void,
+    sn: i64,
+    st: *mut c_void,
+    rbuf: *mut c_void,
+    rcounts: *const i64,
+    displs: *const isize,
+    rt: *mut c_void,
+    root: c_int,
+    comm: *mut c_void,
+) -> c_int {
+    gatherv_call::<i64, isize>(
+        "MPI_Gatherv_c",
+        sbuf,
+        sn,
+        st,
+        rbuf,
+        rcounts,
+        displs,
+        rt,
+        root,
+        comm,
+    )
+}
+
+/// `MPI_Gatherv(_c)` (`call`), generic over the count type of the two forms.
+#[allow(clippy::too_many_arguments)]
+fn gatherv_call<C: CountElem, D: DisplElem>(
+    call: &str,
+    sbuf: *const c_void,
+    sn: C,
+    st: *mut c_void,
+    rbuf: *mut c_void,
+    rcounts: *const C,
+    displs: *const D,
+    rt: *mut c_void,
+    root: c_int,
+    comm: *mut c_void,
+) -> c_int {
+    guard(call, h(comm), || {
         let obj = comm_obj(h(comm))?;
         if obj.comm.is_inter() {
             let obj = obj.arc();
@@ -422,7 +530,37 @@ pub unsafe extern "C" fn MPI_Scatter(
     root: c_int,
     comm: *mut c_void,
 ) -> c_int {
-    guard("MPI_Scatter", h(comm), || {
+    scatter_call::<c_int>("MPI_Scatter", sbuf, sn, st, rbuf, rn, rt, root, comm)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Scatter_c(
+    sbuf: *const c_void,
+    sn: i64,
+    st: *mut c_void,
+    rbuf: *mut c_void,
+    rn: i64,
+    rt: *mut c_void,
+    root: c_int,
+    comm: *mut c_void,
+) -> c_int {
+    scatter_call::<i64>("MPI_Scatter_c", sbuf, sn, st, rbuf, rn, rt, root, comm)
+}
+
+/// `MPI_Scatter(_c)` (`call`), generic over the count type of the two forms.
+#[allow(clippy::too_many_arguments)]
+fn scatter_call<C: CountElem>(
+    call: &str,
+    sbuf: *const c_void,
+    sn: C,
+    st: *mut c_void,
+    rbuf: *mut c_void,
+    rn: C,
+    rt: *mut c_void,
+    root: c_int,
+    comm: *mut c_void,
+) -> c_int {
+    guard(call, h(comm), || {
         let obj = comm_obj(h(comm))?;
         if obj.comm.is_inter() {
             let obj = obj.arc();
@@ -465,7 +603,61 @@ pub unsafe extern "C" fn MPI_Scatterv(
     root: c_int,
     comm: *mut c_void,
 ) -> c_int {
-    guard("MPI_Scatterv", h(comm), || {
+    scatterv_call::<c_int, c_int>(
+        "MPI_Scatterv",
+        sbuf,
+        scounts,
+        displs,
+        st,
+        rbuf,
+        rn,
+        rt,
+        root,
+        comm,
+    )
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Scatterv_c(
+    sbuf: *const c_void,
+    scounts: *const i64,
+    displs: *const isize,
+    st: *mut c_void,
+    rbuf: *mut c_void,
+    rn: i64,
+    rt: *mut c_void,
+    root: c_int,
+    comm: *mut c_void,
+) -> c_int {
+    scatterv_call::<i64, isize>(
+        "MPI_Scatterv_c",
+        sbuf,
+        scounts,
+        displs,
+        st,
+        rbuf,
+        rn,
+        rt,
+        root,
+        comm,
+    )
+}
+
+/// `MPI_Scatterv(_c)` (`call`), generic over the count type of the two forms.
+#[allow(clippy::too_many_arguments)]
+fn scatterv_call<C: CountElem, D: DisplElem>(
+    call: &str,
+    sbuf: *const c_void,
+    scounts: *const C,
+    displs: *const D,
+    st: *mut c_void,
+    rbuf: *mut c_void,
+    rn: C,
+    rt: *mut c_void,
+    root: c_int,
+    comm: *mut c_void,
+) -> c_int {
+    guard(call, h(comm), || {
         let obj = comm_obj(h(comm))?;
         if obj.comm.is_inter() {
             let obj = obj.arc();
@@ -550,7 +742,35 @@ pub unsafe extern "C" fn MPI_Allgather(
     rt: *mut c_void,
     comm: *mut c_void,
 ) -> c_int {
-    guard("MPI_Allgather", h(comm), || {
+    allgather_call::<c_int>("MPI_Allgather", sbuf, sn, st, rbuf, rn, rt, comm)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Allgather_c(
+    sbuf: *const c_void,
+    sn: i64,
+    st: *mut c_void,
+    rbuf: *mut c_void,
+    rn: i64,
+    rt: *mut c_void,
+    comm: *mut c_void,
+) -> c_int {
+    allgather_call::<i64>("MPI_Allgather_c", sbuf, sn, st, rbuf, rn, rt, comm)
+}
+
+/// `MPI_Allgather(_c)` (`call`), generic over the count type of the two forms.
+#[allow(clippy::too_many_arguments)]
+fn allgather_call<C: CountElem>(
+    call: &str,
+    sbuf: *const c_void,
+    sn: C,
+    st: *mut c_void,
+    rbuf: *mut c_void,
+    rn: C,
+    rt: *mut c_void,
+    comm: *mut c_void,
+) -> c_int {
+    guard(call, h(comm), || {
         let obj = comm_obj(h(comm))?;
         if obj.comm.is_inter() {
             let obj = obj.arc();
@@ -585,7 +805,57 @@ pub unsafe extern "C" fn MPI_Allgatherv(
     rt: *mut c_void,
     comm: *mut c_void,
 ) -> c_int {
-    guard("MPI_Allgatherv", h(comm), || {
+    allgatherv_call::<c_int, c_int>(
+        "MPI_Allgatherv",
+        sbuf,
+        sn,
+        st,
+        rbuf,
+        rcounts,
+        displs,
+        rt,
+        comm,
+    )
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Allgatherv_c(
+    sbuf: *const c_void,
+    sn: i64,
+    st: *mut c_void,
+    rbuf: *mut c_void,
+    rcounts: *const i64,
+    displs: *const isize,
+    rt: *mut c_void,
+    comm: *mut c_void,
+) -> c_int {
+    allgatherv_call::<i64, isize>(
+        "MPI_Allgatherv_c",
+        sbuf,
+        sn,
+        st,
+        rbuf,
+        rcounts,
+        displs,
+        rt,
+        comm,
+    )
+}
+
+/// `MPI_Allgatherv(_c)` (`call`), generic over the count type of the two forms.
+#[allow(clippy::too_many_arguments)]
+fn allgatherv_call<C: CountElem, D: DisplElem>(
+    call: &str,
+    sbuf: *const c_void,
+    sn: C,
+    st: *mut c_void,
+    rbuf: *mut c_void,
+    rcounts: *const C,
+    displs: *const D,
+    rt: *mut c_void,
+    comm: *mut c_void,
+) -> c_int {
+    guard(call, h(comm), || {
         let obj = comm_obj(h(comm))?;
         if obj.comm.is_inter() {
             let obj = obj.arc();
@@ -614,21 +884,21 @@ pub(crate) type Block = (usize, isize, Arc<TypeObj>);
 
 /// The blocks of an `alltoallw` side: per rank a count, a byte
 /// displacement and a committed datatype (MPI 4.1 §6.8).
-pub(crate) fn w_blocks(
-    counts: *const c_int,
-    displs: *const c_int,
+pub(crate) fn w_blocks<C: CountElem, D: DisplElem>(
+    counts: *const C,
+    displs: *const D,
     types: *const *mut c_void,
     p: usize,
     what: &str,
 ) -> Result<Vec<Block>> {
-    let d = array(displs, p, "displs")?.iter().map(|&d| d as isize);
+    let d = array(displs, p, "displs")?.iter().map(|&d| d.aint());
     w_blocks_at(counts, d, types, p, what)
 }
 
 /// [`w_blocks`] with the byte displacements given (`MPI_Aint`s of the
 /// neighbourhood `w` forms).
-pub(crate) fn w_blocks_at(
-    counts: *const c_int,
+pub(crate) fn w_blocks_at<C: CountElem>(
+    counts: *const C,
     displs: impl Iterator<Item = isize>,
     types: *const *mut c_void,
     p: usize,
@@ -752,7 +1022,62 @@ pub unsafe extern "C" fn MPI_Alltoallw(
     rtypes: *const *mut c_void,
     comm: *mut c_void,
 ) -> c_int {
-    guard("MPI_Alltoallw", h(comm), || {
+    alltoallw_call::<c_int, c_int>(
+        "MPI_Alltoallw",
+        sbuf,
+        scounts,
+        sdispls,
+        stypes,
+        rbuf,
+        rcounts,
+        rdispls,
+        rtypes,
+        comm,
+    )
+}
+
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn MPI_Alltoallw_c(
+    sbuf: *const c_void,
+    scounts: *const i64,
+    sdispls: *const isize,
+    stypes: *const *mut c_void,
+    rbuf: *mut c_void,
+    rcounts: *const i64,
+    rdispls: *const isize,
+    rtypes: *const *mut c_void,
+    comm: *mut c_void,
+) -> c_int {
+    alltoallw_call::<i64, isize>(
+        "MPI_Alltoallw_c",
+        sbuf,
+        scounts,
+        sdispls,
+        stypes,
+        rbuf,
+        rcounts,
+        rdispls,
+        rtypes,
+        comm,
+    )
+}
+
+/// `MPI_Alltoallw(_c)` (`call`), generic over the count type of the two forms.
+#[allow(clippy::too_many_arguments)]
+fn alltoallw_call<C: CountElem, D: DisplElem>(
+    call: &str,
+    sbuf: *const c_void,
+    scounts: *const C,
+    sdispls: *const D,
+    stypes: *const *mut c_void,
+    rbuf: *mut c_void,
+    rcounts: *const C,
+    rdispls: *const D,
+    rtypes: *const *mut c_void,
+    comm: *mut c_void,
+) -> c_int {
+    guard(call, h(comm), || {
         let obj = comm_obj(h(comm))?;
         let p = obj.comm.size() as usize;
         let recvs = w_blocks(rcounts, rdispls, rtypes, p, "recvtypes")?;
@@ -761,7 +1086,7 @@ pub unsafe extern "C" fn MPI_Alltoallw(
         } else {
             Some(w_blocks(scounts, sdispls, stypes, p, "sendtypes")?)
         };
-        alltoallw(&obj, sbuf, sends, rbuf, &recvs, "MPI_Alltoallw")
+        alltoallw(&obj, sbuf, sends, rbuf, &recvs, call)
     })
 }
 
@@ -775,7 +1100,35 @@ pub unsafe extern "C" fn MPI_Alltoall(
     rt: *mut c_void,
     comm: *mut c_void,
 ) -> c_int {
-    guard("MPI_Alltoall", h(comm), || {
+    alltoall_call::<c_int>("MPI_Alltoall", sbuf, sn, st, rbuf, rn, rt, comm)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Alltoall_c(
+    sbuf: *const c_void,
+    sn: i64,
+    st: *mut c_void,
+    rbuf: *mut c_void,
+    rn: i64,
+    rt: *mut c_void,
+    comm: *mut c_void,
+) -> c_int {
+    alltoall_call::<i64>("MPI_Alltoall_c", sbuf, sn, st, rbuf, rn, rt, comm)
+}
+
+/// `MPI_Alltoall(_c)` (`call`), generic over the count type of the two forms.
+#[allow(clippy::too_many_arguments)]
+fn alltoall_call<C: CountElem>(
+    call: &str,
+    sbuf: *const c_void,
+    sn: C,
+    st: *mut c_void,
+    rbuf: *mut c_void,
+    rn: C,
+    rt: *mut c_void,
+    comm: *mut c_void,
+) -> c_int {
+    guard(call, h(comm), || {
         let obj = comm_obj(h(comm))?;
         if obj.comm.is_inter() {
             let obj = obj.arc();
@@ -814,7 +1167,61 @@ pub unsafe extern "C" fn MPI_Alltoallv(
     rt: *mut c_void,
     comm: *mut c_void,
 ) -> c_int {
-    guard("MPI_Alltoallv", h(comm), || {
+    alltoallv_call::<c_int, c_int>(
+        "MPI_Alltoallv",
+        sbuf,
+        scounts,
+        sdispls,
+        st,
+        rbuf,
+        rcounts,
+        rdispls,
+        rt,
+        comm,
+    )
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Alltoallv_c(
+    sbuf: *const c_void,
+    scounts: *const i64,
+    sdispls: *const isize,
+    st: *mut c_void,
+    rbuf: *mut c_void,
+    rcounts: *const i64,
+    rdispls: *const isize,
+    rt: *mut c_void,
+    comm: *mut c_void,
+) -> c_int {
+    alltoallv_call::<i64, isize>(
+        "MPI_Alltoallv_c",
+        sbuf,
+        scounts,
+        sdispls,
+        st,
+        rbuf,
+        rcounts,
+        rdispls,
+        rt,
+        comm,
+    )
+}
+
+/// `MPI_Alltoallv(_c)` (`call`), generic over the count type of the two forms.
+#[allow(clippy::too_many_arguments)]
+fn alltoallv_call<C: CountElem, D: DisplElem>(
+    call: &str,
+    sbuf: *const c_void,
+    scounts: *const C,
+    sdispls: *const D,
+    st: *mut c_void,
+    rbuf: *mut c_void,
+    rcounts: *const C,
+    rdispls: *const D,
+    rt: *mut c_void,
+    comm: *mut c_void,
+) -> c_int {
+    guard(call, h(comm), || {
         let obj = comm_obj(h(comm))?;
         if obj.comm.is_inter() {
             let obj = obj.arc();
@@ -1140,7 +1547,35 @@ pub unsafe extern "C" fn MPI_Reduce(
     root: c_int,
     comm: *mut c_void,
 ) -> c_int {
-    guard("MPI_Reduce", h(comm), || {
+    reduce_call::<c_int>("MPI_Reduce", sbuf, rbuf, n, t, o, root, comm)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Reduce_c(
+    sbuf: *const c_void,
+    rbuf: *mut c_void,
+    n: i64,
+    t: *mut c_void,
+    o: *mut c_void,
+    root: c_int,
+    comm: *mut c_void,
+) -> c_int {
+    reduce_call::<i64>("MPI_Reduce_c", sbuf, rbuf, n, t, o, root, comm)
+}
+
+/// `MPI_Reduce(_c)` (`call`), generic over the count type of the two forms.
+#[allow(clippy::too_many_arguments)]
+fn reduce_call<C: CountElem>(
+    call: &str,
+    sbuf: *const c_void,
+    rbuf: *mut c_void,
+    n: C,
+    t: *mut c_void,
+    o: *mut c_void,
+    root: c_int,
+    comm: *mut c_void,
+) -> c_int {
+    guard(call, h(comm), || {
         let obj = comm_obj(h(comm))?;
         reduction(
             &obj,
@@ -1156,14 +1591,15 @@ pub unsafe extern "C" fn MPI_Reduce(
     })
 }
 
-/// `MPI_Allreduce`, `MPI_Scan`, `MPI_Exscan`: one signature, one body.
+/// `MPI_Allreduce`, `MPI_Scan`, `MPI_Exscan` and their `_c` forms
+/// (`$count`: `c_int` or `i64`): one signature, one body.
 macro_rules! reduction_fn {
-    ($name:ident, $call:literal, $red:expr) => {
+    ($name:ident, $call:literal, $count:ty, $red:expr) => {
         #[no_mangle]
         pub unsafe extern "C" fn $name(
             sbuf: *const c_void,
             rbuf: *mut c_void,
-            n: c_int,
+            n: $count,
             t: *mut c_void,
             o: *mut c_void,
             comm: *mut c_void,
@@ -1177,9 +1613,12 @@ macro_rules! reduction_fn {
     };
 }
 
-reduction_fn!(MPI_Allreduce, "MPI_Allreduce", Red::Allreduce);
-reduction_fn!(MPI_Scan, "MPI_Scan", Red::Scan);
-reduction_fn!(MPI_Exscan, "MPI_Exscan", Red::Exscan);
+reduction_fn!(MPI_Allreduce, "MPI_Allreduce", c_int, Red::Allreduce);
+reduction_fn!(MPI_Scan, "MPI_Scan", c_int, Red::Scan);
+reduction_fn!(MPI_Exscan, "MPI_Exscan", c_int, Red::Exscan);
+reduction_fn!(MPI_Allreduce_c, "MPI_Allreduce_c", i64, Red::Allreduce);
+reduction_fn!(MPI_Scan_c, "MPI_Scan_c", i64, Red::Scan);
+reduction_fn!(MPI_Exscan_c, "MPI_Exscan_c", i64, Red::Exscan);
 
 fn reduce_scatter(
     obj: &CommObj,
@@ -1208,7 +1647,32 @@ pub unsafe extern "C" fn MPI_Reduce_scatter(
     o: *mut c_void,
     comm: *mut c_void,
 ) -> c_int {
-    guard("MPI_Reduce_scatter", h(comm), || {
+    reduce_scatter_call::<c_int>("MPI_Reduce_scatter", sbuf, rbuf, rcounts, t, o, comm)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Reduce_scatter_c(
+    sbuf: *const c_void,
+    rbuf: *mut c_void,
+    rcounts: *const i64,
+    t: *mut c_void,
+    o: *mut c_void,
+    comm: *mut c_void,
+) -> c_int {
+    reduce_scatter_call::<i64>("MPI_Reduce_scatter_c", sbuf, rbuf, rcounts, t, o, comm)
+}
+
+/// `MPI_Reduce_scatter(_c)` (`call`), generic over the count type of the two forms.
+fn reduce_scatter_call<C: CountElem>(
+    call: &str,
+    sbuf: *const c_void,
+    rbuf: *mut c_void,
+    rcounts: *const C,
+    t: *mut c_void,
+    o: *mut c_void,
+    comm: *mut c_void,
+) -> c_int {
+    guard(call, h(comm), || {
         let obj = comm_obj(h(comm))?;
         let p = obj.comm.size() as usize;
         let counts = array(rcounts, p, "recvcounts")?
@@ -1228,7 +1692,32 @@ pub unsafe extern "C" fn MPI_Reduce_scatter_block(
     o: *mut c_void,
     comm: *mut c_void,
 ) -> c_int {
-    guard("MPI_Reduce_scatter_block", h(comm), || {
+    reduce_scatter_block_call::<c_int>("MPI_Reduce_scatter_block", sbuf, rbuf, rn, t, o, comm)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Reduce_scatter_block_c(
+    sbuf: *const c_void,
+    rbuf: *mut c_void,
+    rn: i64,
+    t: *mut c_void,
+    o: *mut c_void,
+    comm: *mut c_void,
+) -> c_int {
+    reduce_scatter_block_call::<i64>("MPI_Reduce_scatter_block_c", sbuf, rbuf, rn, t, o, comm)
+}
+
+/// `MPI_Reduce_scatter_block(_c)` (`call`), generic over the count type of the two forms.
+fn reduce_scatter_block_call<C: CountElem>(
+    call: &str,
+    sbuf: *const c_void,
+    rbuf: *mut c_void,
+    rn: C,
+    t: *mut c_void,
+    o: *mut c_void,
+    comm: *mut c_void,
+) -> c_int {
+    guard(call, h(comm), || {
         let obj = comm_obj(h(comm))?;
         let p = obj.comm.size() as usize;
         reduce_scatter(&obj, sbuf, rbuf, vec![count(rn, "recvcount")?; p], t, o)
@@ -1261,7 +1750,32 @@ pub unsafe extern "C" fn MPI_Ibcast(
     comm: *mut c_void,
     request: *mut *mut c_void,
 ) -> c_int {
-    guard("MPI_Ibcast", h(comm), || {
+    ibcast_call::<c_int>("MPI_Ibcast", buf, n, t, root, comm, request)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Ibcast_c(
+    buf: *mut c_void,
+    n: i64,
+    t: *mut c_void,
+    root: c_int,
+    comm: *mut c_void,
+    request: *mut *mut c_void,
+) -> c_int {
+    ibcast_call::<i64>("MPI_Ibcast_c", buf, n, t, root, comm, request)
+}
+
+/// `MPI_Ibcast(_c)` (`call`), generic over the count type of the two forms.
+fn ibcast_call<C: CountElem>(
+    call: &str,
+    buf: *mut c_void,
+    n: C,
+    t: *mut c_void,
+    root: c_int,
+    comm: *mut c_void,
+    request: *mut *mut c_void,
+) -> c_int {
+    guard(call, h(comm), || {
         let obj = comm_obj(h(comm))?;
         if request.is_null() {
             return Err(super::arg("request"));
@@ -1340,11 +1854,11 @@ fn ireduce_typed<T: Reducible>(
 /// makes the same one. Otherwise (user ops, `long double`, ...) the
 /// collective runs to completion at the start.
 #[allow(clippy::too_many_arguments)]
-fn ireduce(
+fn ireduce<C: CountElem>(
     call: &str,
     sbuf: *const c_void,
     rbuf: *mut c_void,
-    n: c_int,
+    n: C,
     t: *mut c_void,
     o: *mut c_void,
     root: Option<c_int>,
@@ -1443,17 +1957,37 @@ pub unsafe extern "C" fn MPI_Ireduce(
     comm: *mut c_void,
     request: *mut *mut c_void,
 ) -> c_int {
-    ireduce(
-        "MPI_Ireduce",
-        sbuf,
-        rbuf,
-        n,
-        t,
-        o,
-        Some(root),
-        comm,
-        request,
-    )
+    ireduce_call::<c_int>("MPI_Ireduce", sbuf, rbuf, n, t, o, root, comm, request)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Ireduce_c(
+    sbuf: *const c_void,
+    rbuf: *mut c_void,
+    n: i64,
+    t: *mut c_void,
+    o: *mut c_void,
+    root: c_int,
+    comm: *mut c_void,
+    request: *mut *mut c_void,
+) -> c_int {
+    ireduce_call::<i64>("MPI_Ireduce_c", sbuf, rbuf, n, t, o, root, comm, request)
+}
+
+/// `MPI_Ireduce(_c)` (`call`), generic over the count type of the two forms.
+#[allow(clippy::too_many_arguments)]
+fn ireduce_call<C: CountElem>(
+    call: &str,
+    sbuf: *const c_void,
+    rbuf: *mut c_void,
+    n: C,
+    t: *mut c_void,
+    o: *mut c_void,
+    root: c_int,
+    comm: *mut c_void,
+    request: *mut *mut c_void,
+) -> c_int {
+    ireduce(call, sbuf, rbuf, n, t, o, Some(root), comm, request)
 }
 
 #[no_mangle]
@@ -1466,5 +2000,33 @@ pub unsafe extern "C" fn MPI_Iallreduce(
     comm: *mut c_void,
     request: *mut *mut c_void,
 ) -> c_int {
-    ireduce("MPI_Iallreduce", sbuf, rbuf, n, t, o, None, comm, request)
+    iallreduce_call::<c_int>("MPI_Iallreduce", sbuf, rbuf, n, t, o, comm, request)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Iallreduce_c(
+    sbuf: *const c_void,
+    rbuf: *mut c_void,
+    n: i64,
+    t: *mut c_void,
+    o: *mut c_void,
+    comm: *mut c_void,
+    request: *mut *mut c_void,
+) -> c_int {
+    iallreduce_call::<i64>("MPI_Iallreduce_c", sbuf, rbuf, n, t, o, comm, request)
+}
+
+/// `MPI_Iallreduce(_c)` (`call`), generic over the count type of the two forms.
+#[allow(clippy::too_many_arguments)]
+fn iallreduce_call<C: CountElem>(
+    call: &str,
+    sbuf: *const c_void,
+    rbuf: *mut c_void,
+    n: C,
+    t: *mut c_void,
+    o: *mut c_void,
+    comm: *mut c_void,
+    request: *mut *mut c_void,
+) -> c_int {
+    ireduce(call, sbuf, rbuf, n, t, o, None, comm, request)
 }

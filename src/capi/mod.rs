@@ -846,17 +846,56 @@ pub(crate) fn count_c(n: i64, what: &str) -> Result<usize> {
     })
 }
 
-/// A count argument: non-negative.
+/// A count argument: non-negative. Of either count type ([`CountElem`]:
+/// an `int` form's or a `_c` form's).
 ///
 /// # Errors
 /// `Count` when it is negative.
-pub(crate) fn count(n: c_int, what: &str) -> Result<usize> {
-    usize::try_from(n).map_err(|_| {
-        Error::new(
-            ErrorClass::Count,
-            format!("{what} is {n}: counts must not be negative"),
-        )
-    })
+pub(crate) fn count<C: CountElem>(n: C, what: &str) -> Result<usize> {
+    count_c(n.wide(), what)
+}
+
+/// The count type of a C function: `int`, or `MPI_Count` in the
+/// large-count (`_c`) forms (MPI 4.1 §19.2). The collectives' bodies are
+/// generic over it, so that both forms share them.
+pub(crate) trait CountElem: Copy + std::fmt::Display {
+    /// The count as an `MPI_Count`.
+    fn wide(self) -> i64;
+}
+
+impl CountElem for c_int {
+    #[inline]
+    fn wide(self) -> i64 {
+        self.into()
+    }
+}
+
+impl CountElem for i64 {
+    #[inline]
+    fn wide(self) -> i64 {
+        self
+    }
+}
+
+/// The displacement type of a C function's arrays: `int`, or `MPI_Aint`
+/// in the large-count (`_c`) forms.
+pub(crate) trait DisplElem: Copy {
+    /// The displacement as an `MPI_Aint`.
+    fn aint(self) -> isize;
+}
+
+impl DisplElem for c_int {
+    #[inline]
+    fn aint(self) -> isize {
+        self as isize
+    }
+}
+
+impl DisplElem for isize {
+    #[inline]
+    fn aint(self) -> isize {
+        self
+    }
 }
 
 /// A handle argument's integer value.

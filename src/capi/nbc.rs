@@ -20,6 +20,7 @@ use super::coll::{
 use super::p2p::{give_request, nbytes, staging_buf, Ptr, Req, ReqState};
 use super::types::{committed, Reduction, TypeObj};
 use super::{array, comm_obj, count, guard, h, CommObj};
+use super::{CountElem, DisplElem};
 use crate::comm::{Request, Topology};
 use crate::error::{Error, ErrorClass, Result};
 use std::ffi::{c_int, c_void};
@@ -574,10 +575,10 @@ fn uniform(n: usize, p: usize) -> (Vec<usize>, Vec<isize>) {
 
 /// Igather(v): `counts` / `displs` matter at the root only.
 #[allow(clippy::too_many_arguments)]
-fn igatherv(
+fn igatherv<C: CountElem>(
     obj: &Arc<CommObj>,
     sbuf: *const c_void,
-    sn: c_int,
+    sn: C,
     st: *mut c_void,
     rbuf: *mut c_void,
     cd: Option<(Vec<usize>, Vec<isize>)>,
@@ -629,13 +630,13 @@ fn igatherv(
 /// The start of `MPI_Igather` on `obj` (also run to its end by the blocking
 /// form on an intercommunicator, [`blocking`]).
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn start_gather(
+pub(crate) fn start_gather<C: CountElem>(
     obj: &Arc<CommObj>,
     sbuf: *const c_void,
-    sn: c_int,
+    sn: C,
     st: *mut c_void,
     rbuf: *mut c_void,
-    rn: c_int,
+    rn: C,
     rt: *mut c_void,
     root: c_int,
     request: *mut *mut c_void,
@@ -661,7 +662,61 @@ pub unsafe extern "C" fn MPI_Igather(
     comm: *mut c_void,
     request: *mut *mut c_void,
 ) -> c_int {
-    guard("MPI_Igather", h(comm), || {
+    igather_call::<c_int>(
+        "MPI_Igather",
+        sbuf,
+        sn,
+        st,
+        rbuf,
+        rn,
+        rt,
+        root,
+        comm,
+        request,
+    )
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Igather_c(
+    sbuf: *const c_void,
+    sn: i64,
+    st: *mut c_void,
+    rbuf: *mut c_void,
+    rn: i64,
+    rt: *mut c_void,
+    root: c_int,
+    comm: *mut c_void,
+    request: *mut *mut c_void,
+) -> c_int {
+    igather_call::<i64>(
+        "MPI_Igather_c",
+        sbuf,
+        sn,
+        st,
+        rbuf,
+        rn,
+        rt,
+        root,
+        comm,
+        request,
+    )
+}
+
+/// `MPI_Igather(_c)` (`call`), generic over the count type of the two forms.
+#[allow(clippy::too_many_arguments)]
+fn igather_call<C: CountElem>(
+    call: &str,
+    sbuf: *const c_void,
+    sn: C,
+    st: *mut c_void,
+    rbuf: *mut c_void,
+    rn: C,
+    rt: *mut c_void,
+    root: c_int,
+    comm: *mut c_void,
+    request: *mut *mut c_void,
+) -> c_int {
+    guard(call, h(comm), || {
         let obj = comm_obj(h(comm))?.arc();
         start_gather(&obj, sbuf, sn, st, rbuf, rn, rt, root, request)
     })
@@ -670,14 +725,14 @@ pub unsafe extern "C" fn MPI_Igather(
 /// The start of `MPI_Igatherv` on `obj` (also run to its end by the blocking
 /// form on an intercommunicator, [`blocking`]).
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn start_gatherv(
+pub(crate) fn start_gatherv<C: CountElem, D: DisplElem>(
     obj: &Arc<CommObj>,
     sbuf: *const c_void,
-    sn: c_int,
+    sn: C,
     st: *mut c_void,
     rbuf: *mut c_void,
-    rcounts: *const c_int,
-    displs: *const c_int,
+    rcounts: *const C,
+    displs: *const D,
     rt: *mut c_void,
     root: c_int,
     request: *mut *mut c_void,
@@ -704,7 +759,65 @@ pub unsafe extern "C" fn MPI_Igatherv(
     comm: *mut c_void,
     request: *mut *mut c_void,
 ) -> c_int {
-    guard("MPI_Igatherv", h(comm), || {
+    igatherv_call::<c_int, c_int>(
+        "MPI_Igatherv",
+        sbuf,
+        sn,
+        st,
+        rbuf,
+        rcounts,
+        displs,
+        rt,
+        root,
+        comm,
+        request,
+    )
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Igatherv_c(
+    sbuf: *const c_void,
+    sn: i64,
+    st: *mut c_void,
+    rbuf: *mut c_void,
+    rcounts: *const i64,
+    displs: *const isize,
+    rt: *mut c_void,
+    root: c_int,
+    comm: *mut c_void,
+    request: *mut *mut c_void,
+) -> c_int {
+    igatherv_call::<i64, isize>(
+        "MPI_Igatherv_c",
+        sbuf,
+        sn,
+        st,
+        rbuf,
+        rcounts,
+        displs,
+        rt,
+        root,
+        comm,
+        request,
+    )
+}
+
+/// `MPI_Igatherv(_c)` (`call`), generic over the count type of the two forms.
+#[allow(clippy::too_many_arguments)]
+fn igatherv_call<C: CountElem, D: DisplElem>(
+    call: &str,
+    sbuf: *const c_void,
+    sn: C,
+    st: *mut c_void,
+    rbuf: *mut c_void,
+    rcounts: *const C,
+    displs: *const D,
+    rt: *mut c_void,
+    root: c_int,
+    comm: *mut c_void,
+    request: *mut *mut c_void,
+) -> c_int {
+    guard(call, h(comm), || {
         let obj = comm_obj(h(comm))?.arc();
         start_gatherv(&obj, sbuf, sn, st, rbuf, rcounts, displs, rt, root, request)
     })
@@ -712,13 +825,13 @@ pub unsafe extern "C" fn MPI_Igatherv(
 
 /// Iscatter(v): `counts` / `displs` matter at the root only.
 #[allow(clippy::too_many_arguments)]
-fn iscatterv(
+fn iscatterv<C: CountElem>(
     obj: &Arc<CommObj>,
     sbuf: *const c_void,
     cd: Option<(Vec<usize>, Vec<isize>)>,
     st: *mut c_void,
     rbuf: *mut c_void,
-    rn: c_int,
+    rn: C,
     rt: *mut c_void,
     root: c_int,
     request: *mut *mut c_void,
@@ -760,13 +873,13 @@ fn iscatterv(
 /// The start of `MPI_Iscatter` on `obj` (also run to its end by the blocking
 /// form on an intercommunicator, [`blocking`]).
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn start_scatter(
+pub(crate) fn start_scatter<C: CountElem>(
     obj: &Arc<CommObj>,
     sbuf: *const c_void,
-    sn: c_int,
+    sn: C,
     st: *mut c_void,
     rbuf: *mut c_void,
-    rn: c_int,
+    rn: C,
     rt: *mut c_void,
     root: c_int,
     request: *mut *mut c_void,
@@ -792,7 +905,61 @@ pub unsafe extern "C" fn MPI_Iscatter(
     comm: *mut c_void,
     request: *mut *mut c_void,
 ) -> c_int {
-    guard("MPI_Iscatter", h(comm), || {
+    iscatter_call::<c_int>(
+        "MPI_Iscatter",
+        sbuf,
+        sn,
+        st,
+        rbuf,
+        rn,
+        rt,
+        root,
+        comm,
+        request,
+    )
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Iscatter_c(
+    sbuf: *const c_void,
+    sn: i64,
+    st: *mut c_void,
+    rbuf: *mut c_void,
+    rn: i64,
+    rt: *mut c_void,
+    root: c_int,
+    comm: *mut c_void,
+    request: *mut *mut c_void,
+) -> c_int {
+    iscatter_call::<i64>(
+        "MPI_Iscatter_c",
+        sbuf,
+        sn,
+        st,
+        rbuf,
+        rn,
+        rt,
+        root,
+        comm,
+        request,
+    )
+}
+
+/// `MPI_Iscatter(_c)` (`call`), generic over the count type of the two forms.
+#[allow(clippy::too_many_arguments)]
+fn iscatter_call<C: CountElem>(
+    call: &str,
+    sbuf: *const c_void,
+    sn: C,
+    st: *mut c_void,
+    rbuf: *mut c_void,
+    rn: C,
+    rt: *mut c_void,
+    root: c_int,
+    comm: *mut c_void,
+    request: *mut *mut c_void,
+) -> c_int {
+    guard(call, h(comm), || {
         let obj = comm_obj(h(comm))?.arc();
         start_scatter(&obj, sbuf, sn, st, rbuf, rn, rt, root, request)
     })
@@ -801,14 +968,14 @@ pub unsafe extern "C" fn MPI_Iscatter(
 /// The start of `MPI_Iscatterv` on `obj` (also run to its end by the blocking
 /// form on an intercommunicator, [`blocking`]).
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn start_scatterv(
+pub(crate) fn start_scatterv<C: CountElem, D: DisplElem>(
     obj: &Arc<CommObj>,
     sbuf: *const c_void,
-    scounts: *const c_int,
-    displs: *const c_int,
+    scounts: *const C,
+    displs: *const D,
     st: *mut c_void,
     rbuf: *mut c_void,
-    rn: c_int,
+    rn: C,
     rt: *mut c_void,
     root: c_int,
     request: *mut *mut c_void,
@@ -835,7 +1002,65 @@ pub unsafe extern "C" fn MPI_Iscatterv(
     comm: *mut c_void,
     request: *mut *mut c_void,
 ) -> c_int {
-    guard("MPI_Iscatterv", h(comm), || {
+    iscatterv_call::<c_int, c_int>(
+        "MPI_Iscatterv",
+        sbuf,
+        scounts,
+        displs,
+        st,
+        rbuf,
+        rn,
+        rt,
+        root,
+        comm,
+        request,
+    )
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Iscatterv_c(
+    sbuf: *const c_void,
+    scounts: *const i64,
+    displs: *const isize,
+    st: *mut c_void,
+    rbuf: *mut c_void,
+    rn: i64,
+    rt: *mut c_void,
+    root: c_int,
+    comm: *mut c_void,
+    request: *mut *mut c_void,
+) -> c_int {
+    iscatterv_call::<i64, isize>(
+        "MPI_Iscatterv_c",
+        sbuf,
+        scounts,
+        displs,
+        st,
+        rbuf,
+        rn,
+        rt,
+        root,
+        comm,
+        request,
+    )
+}
+
+/// `MPI_Iscatterv(_c)` (`call`), generic over the count type of the two forms.
+#[allow(clippy::too_many_arguments)]
+fn iscatterv_call<C: CountElem, D: DisplElem>(
+    call: &str,
+    sbuf: *const c_void,
+    scounts: *const C,
+    displs: *const D,
+    st: *mut c_void,
+    rbuf: *mut c_void,
+    rn: C,
+    rt: *mut c_void,
+    root: c_int,
+    comm: *mut c_void,
+    request: *mut *mut c_void,
+) -> c_int {
+    guard(call, h(comm), || {
         let obj = comm_obj(h(comm))?.arc();
         start_scatterv(&obj, sbuf, scounts, displs, st, rbuf, rn, rt, root, request)
     })
@@ -843,10 +1068,10 @@ pub unsafe extern "C" fn MPI_Iscatterv(
 
 /// Iallgather(v).
 #[allow(clippy::too_many_arguments)]
-fn iallgatherv(
+fn iallgatherv<C: CountElem>(
     obj: &Arc<CommObj>,
     sbuf: *const c_void,
-    sn: c_int,
+    sn: C,
     st: *mut c_void,
     rbuf: *mut c_void,
     counts: Vec<usize>,
@@ -884,13 +1109,13 @@ fn iallgatherv(
 /// The start of `MPI_Iallgather` on `obj` (also run to its end by the blocking
 /// form on an intercommunicator, [`blocking`]).
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn start_allgather(
+pub(crate) fn start_allgather<C: CountElem>(
     obj: &Arc<CommObj>,
     sbuf: *const c_void,
-    sn: c_int,
+    sn: C,
     st: *mut c_void,
     rbuf: *mut c_void,
-    rn: c_int,
+    rn: C,
     rt: *mut c_void,
     request: *mut *mut c_void,
 ) -> Result<()> {
@@ -909,7 +1134,47 @@ pub unsafe extern "C" fn MPI_Iallgather(
     comm: *mut c_void,
     request: *mut *mut c_void,
 ) -> c_int {
-    guard("MPI_Iallgather", h(comm), || {
+    iallgather_call::<c_int>("MPI_Iallgather", sbuf, sn, st, rbuf, rn, rt, comm, request)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Iallgather_c(
+    sbuf: *const c_void,
+    sn: i64,
+    st: *mut c_void,
+    rbuf: *mut c_void,
+    rn: i64,
+    rt: *mut c_void,
+    comm: *mut c_void,
+    request: *mut *mut c_void,
+) -> c_int {
+    iallgather_call::<i64>(
+        "MPI_Iallgather_c",
+        sbuf,
+        sn,
+        st,
+        rbuf,
+        rn,
+        rt,
+        comm,
+        request,
+    )
+}
+
+/// `MPI_Iallgather(_c)` (`call`), generic over the count type of the two forms.
+#[allow(clippy::too_many_arguments)]
+fn iallgather_call<C: CountElem>(
+    call: &str,
+    sbuf: *const c_void,
+    sn: C,
+    st: *mut c_void,
+    rbuf: *mut c_void,
+    rn: C,
+    rt: *mut c_void,
+    comm: *mut c_void,
+    request: *mut *mut c_void,
+) -> c_int {
+    guard(call, h(comm), || {
         let obj = comm_obj(h(comm))?.arc();
         start_allgather(&obj, sbuf, sn, st, rbuf, rn, rt, request)
     })
@@ -918,14 +1183,14 @@ pub unsafe extern "C" fn MPI_Iallgather(
 /// The start of `MPI_Iallgatherv` on `obj` (also run to its end by the blocking
 /// form on an intercommunicator, [`blocking`]).
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn start_allgatherv(
+pub(crate) fn start_allgatherv<C: CountElem, D: DisplElem>(
     obj: &Arc<CommObj>,
     sbuf: *const c_void,
-    sn: c_int,
+    sn: C,
     st: *mut c_void,
     rbuf: *mut c_void,
-    rcounts: *const c_int,
-    displs: *const c_int,
+    rcounts: *const C,
+    displs: *const D,
     rt: *mut c_void,
     request: *mut *mut c_void,
 ) -> Result<()> {
@@ -945,7 +1210,61 @@ pub unsafe extern "C" fn MPI_Iallgatherv(
     comm: *mut c_void,
     request: *mut *mut c_void,
 ) -> c_int {
-    guard("MPI_Iallgatherv", h(comm), || {
+    iallgatherv_call::<c_int, c_int>(
+        "MPI_Iallgatherv",
+        sbuf,
+        sn,
+        st,
+        rbuf,
+        rcounts,
+        displs,
+        rt,
+        comm,
+        request,
+    )
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Iallgatherv_c(
+    sbuf: *const c_void,
+    sn: i64,
+    st: *mut c_void,
+    rbuf: *mut c_void,
+    rcounts: *const i64,
+    displs: *const isize,
+    rt: *mut c_void,
+    comm: *mut c_void,
+    request: *mut *mut c_void,
+) -> c_int {
+    iallgatherv_call::<i64, isize>(
+        "MPI_Iallgatherv_c",
+        sbuf,
+        sn,
+        st,
+        rbuf,
+        rcounts,
+        displs,
+        rt,
+        comm,
+        request,
+    )
+}
+
+/// `MPI_Iallgatherv(_c)` (`call`), generic over the count type of the two forms.
+#[allow(clippy::too_many_arguments)]
+fn iallgatherv_call<C: CountElem, D: DisplElem>(
+    call: &str,
+    sbuf: *const c_void,
+    sn: C,
+    st: *mut c_void,
+    rbuf: *mut c_void,
+    rcounts: *const C,
+    displs: *const D,
+    rt: *mut c_void,
+    comm: *mut c_void,
+    request: *mut *mut c_void,
+) -> c_int {
+    guard(call, h(comm), || {
         let obj = comm_obj(h(comm))?.arc();
         start_allgatherv(&obj, sbuf, sn, st, rbuf, rcounts, displs, rt, request)
     })
@@ -1002,13 +1321,13 @@ fn ialltoallv(
 /// The start of `MPI_Ialltoall` on `obj` (also run to its end by the blocking
 /// form on an intercommunicator, [`blocking`]).
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn start_alltoall(
+pub(crate) fn start_alltoall<C: CountElem>(
     obj: &Arc<CommObj>,
     sbuf: *const c_void,
-    sn: c_int,
+    sn: C,
     st: *mut c_void,
     rbuf: *mut c_void,
-    rn: c_int,
+    rn: C,
     rt: *mut c_void,
     request: *mut *mut c_void,
 ) -> Result<()> {
@@ -1033,7 +1352,37 @@ pub unsafe extern "C" fn MPI_Ialltoall(
     comm: *mut c_void,
     request: *mut *mut c_void,
 ) -> c_int {
-    guard("MPI_Ialltoall", h(comm), || {
+    ialltoall_call::<c_int>("MPI_Ialltoall", sbuf, sn, st, rbuf, rn, rt, comm, request)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Ialltoall_c(
+    sbuf: *const c_void,
+    sn: i64,
+    st: *mut c_void,
+    rbuf: *mut c_void,
+    rn: i64,
+    rt: *mut c_void,
+    comm: *mut c_void,
+    request: *mut *mut c_void,
+) -> c_int {
+    ialltoall_call::<i64>("MPI_Ialltoall_c", sbuf, sn, st, rbuf, rn, rt, comm, request)
+}
+
+/// `MPI_Ialltoall(_c)` (`call`), generic over the count type of the two forms.
+#[allow(clippy::too_many_arguments)]
+fn ialltoall_call<C: CountElem>(
+    call: &str,
+    sbuf: *const c_void,
+    sn: C,
+    st: *mut c_void,
+    rbuf: *mut c_void,
+    rn: C,
+    rt: *mut c_void,
+    comm: *mut c_void,
+    request: *mut *mut c_void,
+) -> c_int {
+    guard(call, h(comm), || {
         let obj = comm_obj(h(comm))?.arc();
         start_alltoall(&obj, sbuf, sn, st, rbuf, rn, rt, request)
     })
@@ -1042,15 +1391,15 @@ pub unsafe extern "C" fn MPI_Ialltoall(
 /// The start of `MPI_Ialltoallv` on `obj` (also run to its end by the blocking
 /// form on an intercommunicator, [`blocking`]).
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn start_alltoallv(
+pub(crate) fn start_alltoallv<C: CountElem, D: DisplElem>(
     obj: &Arc<CommObj>,
     sbuf: *const c_void,
-    scounts: *const c_int,
-    sdispls: *const c_int,
+    scounts: *const C,
+    sdispls: *const D,
     st: *mut c_void,
     rbuf: *mut c_void,
-    rcounts: *const c_int,
-    rdispls: *const c_int,
+    rcounts: *const C,
+    rdispls: *const D,
     rt: *mut c_void,
     request: *mut *mut c_void,
 ) -> Result<()> {
@@ -1077,7 +1426,65 @@ pub unsafe extern "C" fn MPI_Ialltoallv(
     comm: *mut c_void,
     request: *mut *mut c_void,
 ) -> c_int {
-    guard("MPI_Ialltoallv", h(comm), || {
+    ialltoallv_call::<c_int, c_int>(
+        "MPI_Ialltoallv",
+        sbuf,
+        scounts,
+        sdispls,
+        st,
+        rbuf,
+        rcounts,
+        rdispls,
+        rt,
+        comm,
+        request,
+    )
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Ialltoallv_c(
+    sbuf: *const c_void,
+    scounts: *const i64,
+    sdispls: *const isize,
+    st: *mut c_void,
+    rbuf: *mut c_void,
+    rcounts: *const i64,
+    rdispls: *const isize,
+    rt: *mut c_void,
+    comm: *mut c_void,
+    request: *mut *mut c_void,
+) -> c_int {
+    ialltoallv_call::<i64, isize>(
+        "MPI_Ialltoallv_c",
+        sbuf,
+        scounts,
+        sdispls,
+        st,
+        rbuf,
+        rcounts,
+        rdispls,
+        rt,
+        comm,
+        request,
+    )
+}
+
+/// `MPI_Ialltoallv(_c)` (`call`), generic over the count type of the two forms.
+#[allow(clippy::too_many_arguments)]
+fn ialltoallv_call<C: CountElem, D: DisplElem>(
+    call: &str,
+    sbuf: *const c_void,
+    scounts: *const C,
+    sdispls: *const D,
+    st: *mut c_void,
+    rbuf: *mut c_void,
+    rcounts: *const C,
+    rdispls: *const D,
+    rt: *mut c_void,
+    comm: *mut c_void,
+    request: *mut *mut c_void,
+) -> c_int {
+    guard(call, h(comm), || {
         let obj = comm_obj(h(comm))?.arc();
         start_alltoallv(
             &obj, sbuf, scounts, sdispls, st, rbuf, rcounts, rdispls, rt, request,
@@ -1191,7 +1598,53 @@ pub unsafe extern "C" fn MPI_Ireduce_scatter(
     comm: *mut c_void,
     request: *mut *mut c_void,
 ) -> c_int {
-    guard("MPI_Ireduce_scatter", h(comm), || {
+    ireduce_scatter_call::<c_int>(
+        "MPI_Ireduce_scatter",
+        sbuf,
+        rbuf,
+        rcounts,
+        t,
+        o,
+        comm,
+        request,
+    )
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Ireduce_scatter_c(
+    sbuf: *const c_void,
+    rbuf: *mut c_void,
+    rcounts: *const i64,
+    t: *mut c_void,
+    o: *mut c_void,
+    comm: *mut c_void,
+    request: *mut *mut c_void,
+) -> c_int {
+    ireduce_scatter_call::<i64>(
+        "MPI_Ireduce_scatter_c",
+        sbuf,
+        rbuf,
+        rcounts,
+        t,
+        o,
+        comm,
+        request,
+    )
+}
+
+/// `MPI_Ireduce_scatter(_c)` (`call`), generic over the count type of the two forms.
+#[allow(clippy::too_many_arguments)]
+fn ireduce_scatter_call<C: CountElem>(
+    call: &str,
+    sbuf: *const c_void,
+    rbuf: *mut c_void,
+    rcounts: *const C,
+    t: *mut c_void,
+    o: *mut c_void,
+    comm: *mut c_void,
+    request: *mut *mut c_void,
+) -> c_int {
+    guard(call, h(comm), || {
         let obj = comm_obj(h(comm))?;
         let p = obj.comm.size().max(0) as usize;
         let counts = array(rcounts, p, "recvcounts")?
@@ -1213,7 +1666,53 @@ pub unsafe extern "C" fn MPI_Ireduce_scatter_block(
     comm: *mut c_void,
     request: *mut *mut c_void,
 ) -> c_int {
-    guard("MPI_Ireduce_scatter_block", h(comm), || {
+    ireduce_scatter_block_call::<c_int>(
+        "MPI_Ireduce_scatter_block",
+        sbuf,
+        rbuf,
+        rn,
+        t,
+        o,
+        comm,
+        request,
+    )
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Ireduce_scatter_block_c(
+    sbuf: *const c_void,
+    rbuf: *mut c_void,
+    rn: i64,
+    t: *mut c_void,
+    o: *mut c_void,
+    comm: *mut c_void,
+    request: *mut *mut c_void,
+) -> c_int {
+    ireduce_scatter_block_call::<i64>(
+        "MPI_Ireduce_scatter_block_c",
+        sbuf,
+        rbuf,
+        rn,
+        t,
+        o,
+        comm,
+        request,
+    )
+}
+
+/// `MPI_Ireduce_scatter_block(_c)` (`call`), generic over the count type of the two forms.
+#[allow(clippy::too_many_arguments)]
+fn ireduce_scatter_block_call<C: CountElem>(
+    call: &str,
+    sbuf: *const c_void,
+    rbuf: *mut c_void,
+    rn: C,
+    t: *mut c_void,
+    o: *mut c_void,
+    comm: *mut c_void,
+    request: *mut *mut c_void,
+) -> c_int {
+    guard(call, h(comm), || {
         let obj = comm_obj(h(comm))?;
         let p = obj.comm.size().max(0) as usize;
         let rn = count(rn, "recvcount")?;
@@ -1241,7 +1740,35 @@ pub unsafe extern "C" fn MPI_Iscan(
     comm: *mut c_void,
     request: *mut *mut c_void,
 ) -> c_int {
-    guard("MPI_Iscan", h(comm), || {
+    iscan_call::<c_int>("MPI_Iscan", sbuf, rbuf, n, t, o, comm, request)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Iscan_c(
+    sbuf: *const c_void,
+    rbuf: *mut c_void,
+    n: i64,
+    t: *mut c_void,
+    o: *mut c_void,
+    comm: *mut c_void,
+    request: *mut *mut c_void,
+) -> c_int {
+    iscan_call::<i64>("MPI_Iscan_c", sbuf, rbuf, n, t, o, comm, request)
+}
+
+/// `MPI_Iscan(_c)` (`call`), generic over the count type of the two forms.
+#[allow(clippy::too_many_arguments)]
+fn iscan_call<C: CountElem>(
+    call: &str,
+    sbuf: *const c_void,
+    rbuf: *mut c_void,
+    n: C,
+    t: *mut c_void,
+    o: *mut c_void,
+    comm: *mut c_void,
+    request: *mut *mut c_void,
+) -> c_int {
+    guard(call, h(comm), || {
         let n = count(n, "count")?;
         ired_entry(comm, Red::Scan, sbuf, rbuf, n, t, o, Vec::new(), request)
     })
@@ -1257,7 +1784,35 @@ pub unsafe extern "C" fn MPI_Iexscan(
     comm: *mut c_void,
     request: *mut *mut c_void,
 ) -> c_int {
-    guard("MPI_Iexscan", h(comm), || {
+    iexscan_call::<c_int>("MPI_Iexscan", sbuf, rbuf, n, t, o, comm, request)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Iexscan_c(
+    sbuf: *const c_void,
+    rbuf: *mut c_void,
+    n: i64,
+    t: *mut c_void,
+    o: *mut c_void,
+    comm: *mut c_void,
+    request: *mut *mut c_void,
+) -> c_int {
+    iexscan_call::<i64>("MPI_Iexscan_c", sbuf, rbuf, n, t, o, comm, request)
+}
+
+/// `MPI_Iexscan(_c)` (`call`), generic over the count type of the two forms.
+#[allow(clippy::too_many_arguments)]
+fn iexscan_call<C: CountElem>(
+    call: &str,
+    sbuf: *const c_void,
+    rbuf: *mut c_void,
+    n: C,
+    t: *mut c_void,
+    o: *mut c_void,
+    comm: *mut c_void,
+    request: *mut *mut c_void,
+) -> c_int {
+    guard(call, h(comm), || {
         let n = count(n, "count")?;
         ired_entry(comm, Red::Exscan, sbuf, rbuf, n, t, o, Vec::new(), request)
     })
@@ -1332,9 +1887,67 @@ pub unsafe extern "C" fn MPI_Ialltoallw(
     comm: *mut c_void,
     request: *mut *mut c_void,
 ) -> c_int {
-    guard("MPI_Ialltoallw", h(comm), || {
+    ialltoallw_call::<c_int, c_int>(
+        "MPI_Ialltoallw",
+        sbuf,
+        scounts,
+        sdispls,
+        stypes,
+        rbuf,
+        rcounts,
+        rdispls,
+        rtypes,
+        comm,
+        request,
+    )
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Ialltoallw_c(
+    sbuf: *const c_void,
+    scounts: *const i64,
+    sdispls: *const isize,
+    stypes: *const *mut c_void,
+    rbuf: *mut c_void,
+    rcounts: *const i64,
+    rdispls: *const isize,
+    rtypes: *const *mut c_void,
+    comm: *mut c_void,
+    request: *mut *mut c_void,
+) -> c_int {
+    ialltoallw_call::<i64, isize>(
+        "MPI_Ialltoallw_c",
+        sbuf,
+        scounts,
+        sdispls,
+        stypes,
+        rbuf,
+        rcounts,
+        rdispls,
+        rtypes,
+        comm,
+        request,
+    )
+}
+
+/// `MPI_Ialltoallw(_c)` (`call`), generic over the count type of the two forms.
+#[allow(clippy::too_many_arguments)]
+fn ialltoallw_call<C: CountElem, D: DisplElem>(
+    call: &str,
+    sbuf: *const c_void,
+    scounts: *const C,
+    sdispls: *const D,
+    stypes: *const *mut c_void,
+    rbuf: *mut c_void,
+    rcounts: *const C,
+    rdispls: *const D,
+    rtypes: *const *mut c_void,
+    comm: *mut c_void,
+    request: *mut *mut c_void,
+) -> c_int {
+    guard(call, h(comm), || {
         let obj = comm_obj(h(comm))?.arc();
-        intra(&obj, "MPI_Ialltoallw")?;
+        intra(&obj, call)?;
         let (p, _) = peers(&obj)?;
         let recvs = w_blocks(rcounts, rdispls, rtypes, p, "recvtypes")?;
         let sends = if in_place(sbuf) {
@@ -1509,28 +2122,32 @@ fn typed(blocks: Result<Vec<(usize, isize)>>, t: *mut c_void) -> Result<Vec<Bloc
 }
 
 /// `n` blocks of `count` instances, one after the other.
-fn even_blocks(count: c_int, n: usize, what: &str) -> Result<Vec<(usize, isize)>> {
+fn even_blocks<C: CountElem>(count: C, n: usize, what: &str) -> Result<Vec<(usize, isize)>> {
     let c = super::count(count, what)?;
     Ok((0..n).map(|i| (c, (i * c) as isize)).collect())
 }
 
 /// `n` copies of one block of `count` at displacement 0 (what
 /// allgather sends to each out-neighbour).
-fn same_block(count: c_int, n: usize, what: &str) -> Result<Vec<(usize, isize)>> {
+fn same_block<C: CountElem>(count: C, n: usize, what: &str) -> Result<Vec<(usize, isize)>> {
     let c = super::count(count, what)?;
     Ok(vec![(c, 0); n])
 }
 
 /// Per-neighbour counts and displacements of the v forms.
-fn v_blocks(counts: *const c_int, displs: *const c_int, n: usize) -> Result<Vec<(usize, isize)>> {
+fn v_blocks<C: CountElem, D: DisplElem>(
+    counts: *const C,
+    displs: *const D,
+    n: usize,
+) -> Result<Vec<(usize, isize)>> {
     let (c, d) = v_args(counts, displs, n)?;
     Ok(c.into_iter().zip(d).collect())
 }
 
 /// Per-neighbour blocks of the w forms: counts, `MPI_Aint` byte
 /// displacements, datatypes.
-fn aint_blocks(
-    counts: *const c_int,
+fn aint_blocks<C: CountElem>(
+    counts: *const C,
     displs: *const isize,
     types: *const *mut c_void,
     n: usize,
@@ -1544,7 +2161,7 @@ fn aint_blocks(
 /// persistent (MPI 4.1 §8.7: its blocks, with their datatypes, read and
 /// held at the init; each start runs the schedule on the init's tag).
 macro_rules! neighbor_fns {
-    ($blocking:ident, $nonblocking:ident, $persistent:ident, $name:literal,
+    ($blocking:ident, $nonblocking:ident, $persistent:ident, $name:literal, $suffix:literal,
      ($($arg:ident: $ty:ty),*), $rbuf:ident,
      |$obj:ident, $ins:ident, $outs:ident| ($sends:expr, $recvs:expr)) => {
         #[no_mangle]
@@ -1555,19 +2172,19 @@ macro_rules! neighbor_fns {
             _info: *mut c_void,
             request: *mut *mut c_void,
         ) -> c_int {
-            super::pcoll::init(concat!("MPI_", $name, "_init"), comm, request, |$obj| {
+            super::pcoll::init(concat!("MPI_", $name, "_init", $suffix), comm, request, |$obj| {
                 let ($ins, $outs) = degrees($obj)?;
                 let (sends, recvs) = ($sends, $recvs);
                 let (sends, recvs) = (sends?, recvs?);
                 if in_place(sbuf) {
                     return Err(Error::new(
                         ErrorClass::Buffer,
-                        concat!("MPI_IN_PLACE is not allowed in MPI_", $name, "_init"),
+                        concat!("MPI_IN_PLACE is not allowed in MPI_", $name, "_init", $suffix),
                     ));
                 }
                 let (s, r) = (super::pcoll::Addr::of(sbuf), super::pcoll::Addr::of($rbuf));
                 Ok(move |obj: &Arc<CommObj>, rq| {
-                    let call = concat!("MPI_", $name, "_init");
+                    let call = concat!("MPI_", $name, "_init", $suffix);
                     ineighbor(obj, call, s.ptr(), sends.clone(), r.ptr(), recvs.clone(), rq)
                 })
             })
@@ -1580,11 +2197,11 @@ macro_rules! neighbor_fns {
             comm: *mut c_void,
             request: *mut *mut c_void,
         ) -> c_int {
-            guard(concat!("MPI_I", $name), h(comm), || {
+            guard(concat!("MPI_I", $name, $suffix), h(comm), || {
                 let $obj = comm_obj(h(comm))?.arc();
                 let ($ins, $outs) = degrees(&$obj)?;
                 let (sends, recvs) = ($sends, $recvs);
-                ineighbor(&$obj, concat!("MPI_I", $name), sbuf, sends?, $rbuf, recvs?, request)
+                ineighbor(&$obj, concat!("MPI_I", $name, $suffix), sbuf, sends?, $rbuf, recvs?, request)
             })
         }
 
@@ -1594,13 +2211,13 @@ macro_rules! neighbor_fns {
             $($arg: $ty,)*
             comm: *mut c_void,
         ) -> c_int {
-            guard(concat!("MPI_", $name), h(comm), || {
+            guard(concat!("MPI_", $name, $suffix), h(comm), || {
                 let $obj = comm_obj(h(comm))?.arc();
                 let ($ins, $outs) = degrees(&$obj)?;
                 let (sends, recvs) = ($sends, $recvs);
                 let (sends, recvs) = (sends?, recvs?);
                 blocking(|req| {
-                    ineighbor(&$obj, concat!("MPI_", $name), sbuf, sends, $rbuf, recvs, req)
+                    ineighbor(&$obj, concat!("MPI_", $name, $suffix), sbuf, sends, $rbuf, recvs, req)
                 })
             })
         }
@@ -1608,7 +2225,7 @@ macro_rules! neighbor_fns {
 }
 
 neighbor_fns!(
-    MPI_Neighbor_allgather, MPI_Ineighbor_allgather, MPI_Neighbor_allgather_init, "Neighbor_allgather",
+    MPI_Neighbor_allgather, MPI_Ineighbor_allgather, MPI_Neighbor_allgather_init, "Neighbor_allgather", "",
     (sn: c_int, st: *mut c_void, rbuf: *mut c_void, rn: c_int, rt: *mut c_void),
     rbuf,
     |obj, ins, outs| (
@@ -1618,7 +2235,7 @@ neighbor_fns!(
 );
 
 neighbor_fns!(
-    MPI_Neighbor_alltoall, MPI_Ineighbor_alltoall, MPI_Neighbor_alltoall_init, "Neighbor_alltoall",
+    MPI_Neighbor_alltoall, MPI_Ineighbor_alltoall, MPI_Neighbor_alltoall_init, "Neighbor_alltoall", "",
     (sn: c_int, st: *mut c_void, rbuf: *mut c_void, rn: c_int, rt: *mut c_void),
     rbuf,
     |obj, ins, outs| (
@@ -1628,7 +2245,7 @@ neighbor_fns!(
 );
 
 neighbor_fns!(
-    MPI_Neighbor_allgatherv, MPI_Ineighbor_allgatherv, MPI_Neighbor_allgatherv_init, "Neighbor_allgatherv",
+    MPI_Neighbor_allgatherv, MPI_Ineighbor_allgatherv, MPI_Neighbor_allgatherv_init, "Neighbor_allgatherv", "",
     (sn: c_int, st: *mut c_void, rbuf: *mut c_void, rcounts: *const c_int,
      rdispls: *const c_int, rt: *mut c_void),
     rbuf,
@@ -1639,7 +2256,7 @@ neighbor_fns!(
 );
 
 neighbor_fns!(
-    MPI_Neighbor_alltoallv, MPI_Ineighbor_alltoallv, MPI_Neighbor_alltoallv_init, "Neighbor_alltoallv",
+    MPI_Neighbor_alltoallv, MPI_Ineighbor_alltoallv, MPI_Neighbor_alltoallv_init, "Neighbor_alltoallv", "",
     (scounts: *const c_int, sdispls: *const c_int, st: *mut c_void, rbuf: *mut c_void,
      rcounts: *const c_int, rdispls: *const c_int, rt: *mut c_void),
     rbuf,
@@ -1650,9 +2267,66 @@ neighbor_fns!(
 );
 
 neighbor_fns!(
-    MPI_Neighbor_alltoallw, MPI_Ineighbor_alltoallw, MPI_Neighbor_alltoallw_init, "Neighbor_alltoallw",
+    MPI_Neighbor_alltoallw, MPI_Ineighbor_alltoallw, MPI_Neighbor_alltoallw_init, "Neighbor_alltoallw", "",
     (scounts: *const c_int, sdispls: *const isize, stypes: *const *mut c_void,
      rbuf: *mut c_void, rcounts: *const c_int, rdispls: *const isize,
+     rtypes: *const *mut c_void),
+    rbuf,
+    |obj, ins, outs| (
+        aint_blocks(scounts, sdispls, stypes, outs, "sendtypes"),
+        aint_blocks(rcounts, rdispls, rtypes, ins, "recvtypes")
+    )
+);
+
+// The large-count forms (MPI 4.1 §19.2): `MPI_Count` counts, `MPI_Aint`
+// displacements.
+
+neighbor_fns!(
+    MPI_Neighbor_allgather_c, MPI_Ineighbor_allgather_c, MPI_Neighbor_allgather_init_c, "Neighbor_allgather", "_c",
+    (sn: i64, st: *mut c_void, rbuf: *mut c_void, rn: i64, rt: *mut c_void),
+    rbuf,
+    |obj, ins, outs| (
+        typed(same_block(sn, outs, "sendcount"), st),
+        typed(even_blocks(rn, ins, "recvcount"), rt)
+    )
+);
+
+neighbor_fns!(
+    MPI_Neighbor_alltoall_c, MPI_Ineighbor_alltoall_c, MPI_Neighbor_alltoall_init_c, "Neighbor_alltoall", "_c",
+    (sn: i64, st: *mut c_void, rbuf: *mut c_void, rn: i64, rt: *mut c_void),
+    rbuf,
+    |obj, ins, outs| (
+        typed(even_blocks(sn, outs, "sendcount"), st),
+        typed(even_blocks(rn, ins, "recvcount"), rt)
+    )
+);
+
+neighbor_fns!(
+    MPI_Neighbor_allgatherv_c, MPI_Ineighbor_allgatherv_c, MPI_Neighbor_allgatherv_init_c, "Neighbor_allgatherv", "_c",
+    (sn: i64, st: *mut c_void, rbuf: *mut c_void, rcounts: *const i64,
+     rdispls: *const isize, rt: *mut c_void),
+    rbuf,
+    |obj, ins, outs| (
+        typed(same_block(sn, outs, "sendcount"), st),
+        typed(v_blocks(rcounts, rdispls, ins), rt)
+    )
+);
+
+neighbor_fns!(
+    MPI_Neighbor_alltoallv_c, MPI_Ineighbor_alltoallv_c, MPI_Neighbor_alltoallv_init_c, "Neighbor_alltoallv", "_c",
+    (scounts: *const i64, sdispls: *const isize, st: *mut c_void, rbuf: *mut c_void,
+     rcounts: *const i64, rdispls: *const isize, rt: *mut c_void),
+    rbuf,
+    |obj, ins, outs| (
+        typed(v_blocks(scounts, sdispls, outs), st),
+        typed(v_blocks(rcounts, rdispls, ins), rt)
+    )
+);
+
+neighbor_fns!(
+    MPI_Neighbor_alltoallw_c, MPI_Ineighbor_alltoallw_c, MPI_Neighbor_alltoallw_init_c, "Neighbor_alltoallw", "_c",
+    (scounts: *const i64, sdispls: *const isize, stypes: *const *mut c_void,
+     rbuf: *mut c_void, rcounts: *const i64, rdispls: *const isize,
      rtypes: *const *mut c_void),
     rbuf,
     |obj, ins, outs| (

@@ -16,6 +16,7 @@ use super::nbc::{self, with_tag};
 use super::p2p::{persistent_coll, CollStart};
 use super::types::{committed, HeldType, Reduction};
 use super::{array, comm_obj, count, guard, h, CommObj, SUCCESS};
+use super::{CountElem, DisplElem};
 use crate::error::{Error, ErrorClass, Result};
 use std::ffi::{c_int, c_void};
 use std::sync::Arc;
@@ -94,7 +95,35 @@ pub unsafe extern "C" fn MPI_Bcast_init(
     _info: *mut c_void,
     request: *mut *mut c_void,
 ) -> c_int {
-    init("MPI_Bcast_init", comm, request, |obj| {
+    bcast_init_call::<c_int>("MPI_Bcast_init", buf, n, t, root, comm, _info, request)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Bcast_init_c(
+    buf: *mut c_void,
+    n: i64,
+    t: *mut c_void,
+    root: c_int,
+    comm: *mut c_void,
+    _info: *mut c_void,
+    request: *mut *mut c_void,
+) -> c_int {
+    bcast_init_call::<i64>("MPI_Bcast_init_c", buf, n, t, root, comm, _info, request)
+}
+
+/// `MPI_Bcast_init(_c)` (`call`), generic over the count type of the two forms.
+#[allow(clippy::too_many_arguments)]
+fn bcast_init_call<C: CountElem>(
+    call: &'static str,
+    buf: *mut c_void,
+    n: C,
+    t: *mut c_void,
+    root: c_int,
+    comm: *mut c_void,
+    _info: *mut c_void,
+    request: *mut *mut c_void,
+) -> c_int {
+    init(call, comm, request, |obj| {
         let n = count(n, "count")?;
         let ty = committed(h(t))?.arc();
         let inter = obj.comm.is_inter();
@@ -117,12 +146,12 @@ pub unsafe extern "C" fn MPI_Bcast_init(
 /// The reductions' inits: the operation and datatype checked and held
 /// (`Reduction`) at the init.
 #[allow(clippy::too_many_arguments)]
-fn reduction_init(
+fn reduction_init<C: CountElem>(
     call: &'static str,
     kind: Red,
     sbuf: *const c_void,
     rbuf: *mut c_void,
-    n: Counts,
+    n: Counts<C>,
     t: *mut c_void,
     op: *mut c_void,
     comm: *mut c_void,
@@ -181,20 +210,20 @@ fn reduction_init(
 /// A reduction's count argument: one count, or (`MPI_Reduce_scatter`)
 /// one per member.
 #[derive(Clone, Copy)]
-enum Counts {
-    Each(c_int),
-    List(*const c_int),
+enum Counts<C: CountElem> {
+    Each(C),
+    List(*const C),
 }
 
 /// The reductions' inits without a root: (sbuf, rbuf, count, type, op,
 /// comm, info, request).
 macro_rules! reduction_fn {
-    ($name:ident, $call:literal, $kind:expr) => {
+    ($name:ident, $call:literal, $count:ty, $kind:expr) => {
         #[no_mangle]
         pub unsafe extern "C" fn $name(
             sbuf: *const c_void,
             rbuf: *mut c_void,
-            n: c_int,
+            n: $count,
             t: *mut c_void,
             op: *mut c_void,
             comm: *mut c_void,
@@ -216,13 +245,33 @@ macro_rules! reduction_fn {
     };
 }
 
-reduction_fn!(MPI_Allreduce_init, "MPI_Allreduce_init", Red::Allreduce);
-reduction_fn!(MPI_Scan_init, "MPI_Scan_init", Red::Scan);
-reduction_fn!(MPI_Exscan_init, "MPI_Exscan_init", Red::Exscan);
+reduction_fn!(
+    MPI_Allreduce_init,
+    "MPI_Allreduce_init",
+    c_int,
+    Red::Allreduce
+);
+reduction_fn!(MPI_Scan_init, "MPI_Scan_init", c_int, Red::Scan);
+reduction_fn!(MPI_Exscan_init, "MPI_Exscan_init", c_int, Red::Exscan);
+reduction_fn!(
+    MPI_Allreduce_init_c,
+    "MPI_Allreduce_init_c",
+    i64,
+    Red::Allreduce
+);
+reduction_fn!(MPI_Scan_init_c, "MPI_Scan_init_c", i64, Red::Scan);
+reduction_fn!(MPI_Exscan_init_c, "MPI_Exscan_init_c", i64, Red::Exscan);
 // (The count is per member: `reduction_init` multiplies it.)
 reduction_fn!(
     MPI_Reduce_scatter_block_init,
     "MPI_Reduce_scatter_block_init",
+    c_int,
+    Red::Scatter
+);
+reduction_fn!(
+    MPI_Reduce_scatter_block_init_c,
+    "MPI_Reduce_scatter_block_init_c",
+    i64,
     Red::Scatter
 );
 
@@ -238,8 +287,62 @@ pub unsafe extern "C" fn MPI_Reduce_init(
     _info: *mut c_void,
     request: *mut *mut c_void,
 ) -> c_int {
-    reduction_init(
+    reduce_init_call::<c_int>(
         "MPI_Reduce_init",
+        sbuf,
+        rbuf,
+        n,
+        t,
+        op,
+        root,
+        comm,
+        _info,
+        request,
+    )
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Reduce_init_c(
+    sbuf: *const c_void,
+    rbuf: *mut c_void,
+    n: i64,
+    t: *mut c_void,
+    op: *mut c_void,
+    root: c_int,
+    comm: *mut c_void,
+    _info: *mut c_void,
+    request: *mut *mut c_void,
+) -> c_int {
+    reduce_init_call::<i64>(
+        "MPI_Reduce_init_c",
+        sbuf,
+        rbuf,
+        n,
+        t,
+        op,
+        root,
+        comm,
+        _info,
+        request,
+    )
+}
+
+/// `MPI_Reduce_init(_c)` (`call`), generic over the count type of the two forms.
+#[allow(clippy::too_many_arguments)]
+fn reduce_init_call<C: CountElem>(
+    call: &'static str,
+    sbuf: *const c_void,
+    rbuf: *mut c_void,
+    n: C,
+    t: *mut c_void,
+    op: *mut c_void,
+    root: c_int,
+    comm: *mut c_void,
+    _info: *mut c_void,
+    request: *mut *mut c_void,
+) -> c_int {
+    reduction_init(
+        call,
         Red::Reduce(root),
         sbuf,
         rbuf,
@@ -256,10 +359,10 @@ pub unsafe extern "C" fn MPI_Reduce_init(
 type Movement = fn(
     &Arc<CommObj>,
     *const c_void,
-    c_int,
+    i64,
     *mut c_void,
     *mut c_void,
-    c_int,
+    i64,
     *mut c_void,
     c_int,
     *mut *mut c_void,
@@ -306,15 +409,15 @@ fn sides(obj: &CommObj, uses: Uses, root: c_int) -> Result<(bool, bool)> {
 /// not use (the receive side of a gather off the root) may be anything,
 /// and is passed on as given, held where it is a committed type.
 #[allow(clippy::too_many_arguments)]
-fn movement_init(
+fn movement_init<C: CountElem>(
     call: &'static str,
     start: Movement,
     uses: Uses,
     sbuf: *const c_void,
-    sn: c_int,
+    sn: C,
     st: *mut c_void,
     rbuf: *mut c_void,
-    rn: c_int,
+    rn: C,
     rt: *mut c_void,
     root: c_int,
     comm: *mut c_void,
@@ -327,6 +430,7 @@ fn movement_init(
         let snd = Side::plain(sbuf, sn, st, send_used && !in_place(sbuf), "sendcount")?;
         let recv_used = recv_used && !in_place(rbuf.cast_const());
         let rcv = Side::plain(rbuf, rn, rt, recv_used, "recvcount")?;
+        let (sn, rn) = (sn.wide(), rn.wide());
         Ok(move |obj: &Arc<CommObj>, rq| {
             let (s, r) = (&snd, &rcv);
             start(obj, s.buf(), sn, s.ty(), r.buf(), rn, r.ty(), root, rq)
@@ -335,14 +439,14 @@ fn movement_init(
 }
 
 macro_rules! movement_fn {
-    ($name:ident, $call:literal, $start:expr, $uses:expr) => {
+    ($name:ident, $call:literal, $count:ty, $start:expr, $uses:expr) => {
         #[no_mangle]
         pub unsafe extern "C" fn $name(
             sbuf: *const c_void,
-            sn: c_int,
+            sn: $count,
             st: *mut c_void,
             rbuf: *mut c_void,
-            rn: c_int,
+            rn: $count,
             rt: *mut c_void,
             root: c_int,
             comm: *mut c_void,
@@ -354,14 +458,14 @@ macro_rules! movement_fn {
             )
         }
     };
-    ($name:ident, $call:literal, $start:expr) => {
+    ($name:ident, $call:literal, $count:ty, $start:expr) => {
         #[no_mangle]
         pub unsafe extern "C" fn $name(
             sbuf: *const c_void,
-            sn: c_int,
+            sn: $count,
             st: *mut c_void,
             rbuf: *mut c_void,
-            rn: c_int,
+            rn: $count,
             rt: *mut c_void,
             comm: *mut c_void,
             _info: *mut c_void,
@@ -388,23 +492,53 @@ macro_rules! movement_fn {
 movement_fn!(
     MPI_Gather_init,
     "MPI_Gather_init",
+    c_int,
+    nbc::start_gather,
+    Uses::GatherLike
+);
+movement_fn!(
+    MPI_Gather_init_c,
+    "MPI_Gather_init_c",
+    i64,
     nbc::start_gather,
     Uses::GatherLike
 );
 movement_fn!(
     MPI_Scatter_init,
     "MPI_Scatter_init",
+    c_int,
+    nbc::start_scatter,
+    Uses::ScatterLike
+);
+movement_fn!(
+    MPI_Scatter_init_c,
+    "MPI_Scatter_init_c",
+    i64,
     nbc::start_scatter,
     Uses::ScatterLike
 );
 movement_fn!(
     MPI_Allgather_init,
     "MPI_Allgather_init",
+    c_int,
+    |o, s, sn, st, r, rn, rt, _root, rq| nbc::start_allgather(o, s, sn, st, r, rn, rt, rq)
+);
+movement_fn!(
+    MPI_Allgather_init_c,
+    "MPI_Allgather_init_c",
+    i64,
     |o, s, sn, st, r, rn, rt, _root, rq| nbc::start_allgather(o, s, sn, st, r, rn, rt, rq)
 );
 movement_fn!(
     MPI_Alltoall_init,
     "MPI_Alltoall_init",
+    c_int,
+    |o, s, sn, st, r, rn, rt, _root, rq| nbc::start_alltoall(o, s, sn, st, r, rn, rt, rq)
+);
+movement_fn!(
+    MPI_Alltoall_init_c,
+    "MPI_Alltoall_init_c",
+    i64,
     |o, s, sn, st, r, rn, rt, _root, rq| nbc::start_alltoall(o, s, sn, st, r, rn, rt, rq)
 );
 
@@ -419,8 +553,58 @@ pub unsafe extern "C" fn MPI_Reduce_scatter_init(
     _info: *mut c_void,
     request: *mut *mut c_void,
 ) -> c_int {
-    reduction_init(
+    reduce_scatter_init_call::<c_int>(
         "MPI_Reduce_scatter_init",
+        sbuf,
+        rbuf,
+        rcounts,
+        t,
+        op,
+        comm,
+        _info,
+        request,
+    )
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Reduce_scatter_init_c(
+    sbuf: *const c_void,
+    rbuf: *mut c_void,
+    rcounts: *const i64,
+    t: *mut c_void,
+    op: *mut c_void,
+    comm: *mut c_void,
+    _info: *mut c_void,
+    request: *mut *mut c_void,
+) -> c_int {
+    reduce_scatter_init_call::<i64>(
+        "MPI_Reduce_scatter_init_c",
+        sbuf,
+        rbuf,
+        rcounts,
+        t,
+        op,
+        comm,
+        _info,
+        request,
+    )
+}
+
+/// `MPI_Reduce_scatter_init(_c)` (`call`), generic over the count type of the two forms.
+#[allow(clippy::too_many_arguments)]
+fn reduce_scatter_init_call<C: CountElem>(
+    call: &'static str,
+    sbuf: *const c_void,
+    rbuf: *mut c_void,
+    rcounts: *const C,
+    t: *mut c_void,
+    op: *mut c_void,
+    comm: *mut c_void,
+    _info: *mut c_void,
+    request: *mut *mut c_void,
+) -> c_int {
+    reduction_init(
+        call,
         Red::Scatter,
         sbuf,
         rbuf,
@@ -436,25 +620,14 @@ pub unsafe extern "C" fn MPI_Reduce_scatter_init(
 
 /// A copy of a counts or displacements argument of `p` entries where this
 /// member uses it (`None` elsewhere: MPI lets the program pass anything
-/// there); counts are checked. The starts read the copy, so the program
+/// there). The starts read the copy (counts checked and widened to
+/// `MPI_Count`, displacements to `MPI_Aint`, [`Side::v`]), so the program
 /// may change its arrays after the init.
-fn ints(
-    p: *const c_int,
-    n: usize,
-    used: bool,
-    counts: bool,
-    what: &str,
-) -> Result<Option<Vec<c_int>>> {
+fn copied<T: Copy>(p: *const T, n: usize, used: bool, what: &str) -> Result<Option<Vec<T>>> {
     if !used {
         return Ok(None);
     }
-    let v = array(p, n, what)?.to_vec();
-    if counts {
-        for &c in &v {
-            count(c, what)?;
-        }
-    }
-    Ok(Some(v))
+    Ok(Some(array(p, n, what)?.to_vec()))
 }
 
 /// One side of a data movement as its init holds it: the buffer, the
@@ -465,20 +638,26 @@ struct Side {
     buf: Addr,
     ty: Option<HeldType>,
     raw: Addr,
-    counts: Option<Vec<c_int>>,
-    displs: Option<Vec<c_int>>,
+    counts: Option<Vec<i64>>,
+    displs: Option<Vec<isize>>,
 }
 
 impl Side {
     /// A side of one count `n` (checked where used).
-    fn plain(buf: *const c_void, n: c_int, t: *mut c_void, used: bool, what: &str) -> Result<Side> {
+    fn plain<C: CountElem>(
+        buf: *const c_void,
+        n: C,
+        t: *mut c_void,
+        used: bool,
+        what: &str,
+    ) -> Result<Side> {
         if used {
             count(n, what)?;
         }
         Side::v(
             buf,
-            std::ptr::null(),
-            std::ptr::null(),
+            std::ptr::null::<i64>(),
+            std::ptr::null::<isize>(),
             t,
             0,
             false,
@@ -489,10 +668,10 @@ impl Side {
 
     /// A `v` side: counts and displacements for `p` peers.
     #[allow(clippy::too_many_arguments)]
-    fn v(
+    fn v<C: CountElem, D: DisplElem>(
         buf: *const c_void,
-        counts: *const c_int,
-        displs: *const c_int,
+        counts: *const C,
+        displs: *const D,
         t: *mut c_void,
         p: usize,
         arrays: bool,
@@ -508,8 +687,15 @@ impl Side {
             buf: Addr::of(buf),
             ty,
             raw: Addr::of(t),
-            counts: ints(counts, p, arrays && used, true, what.0)?,
-            displs: ints(displs, p, arrays && used, false, what.1)?,
+            counts: copied(counts, p, arrays && used, what.0)?
+                .map(|v| {
+                    v.into_iter()
+                        .map(|c| count(c, what.0).map(|_| c.wide()))
+                        .collect::<Result<Vec<_>>>()
+                })
+                .transpose()?,
+            displs: copied(displs, p, arrays && used, what.1)?
+                .map(|v| v.into_iter().map(DisplElem::aint).collect()),
         })
     }
 
@@ -522,13 +708,13 @@ impl Side {
         self.ty.as_ref().map_or(self.raw.ptr(), HeldType::handle)
     }
 
-    fn counts(&self) -> *const c_int {
+    fn counts(&self) -> *const i64 {
         self.counts
             .as_ref()
             .map_or(std::ptr::null(), |v| v.as_ptr())
     }
 
-    fn displs(&self) -> *const c_int {
+    fn displs(&self) -> *const isize {
         self.displs
             .as_ref()
             .map_or(std::ptr::null(), |v| v.as_ptr())
@@ -549,13 +735,76 @@ pub unsafe extern "C" fn MPI_Gatherv_init(
     _info: *mut c_void,
     request: *mut *mut c_void,
 ) -> c_int {
-    init("MPI_Gatherv_init", comm, request, |obj| {
+    gatherv_init_call::<c_int, c_int>(
+        "MPI_Gatherv_init",
+        sbuf,
+        sn,
+        st,
+        rbuf,
+        rcounts,
+        displs,
+        rt,
+        root,
+        comm,
+        _info,
+        request,
+    )
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Gatherv_init_c(
+    sbuf: *const c_void,
+    sn: i64,
+    st: *mut c_void,
+    rbuf: *mut c_void,
+    rcounts: *const i64,
+    displs: *const isize,
+    rt: *mut c_void,
+    root: c_int,
+    comm: *mut c_void,
+    _info: *mut c_void,
+    request: *mut *mut c_void,
+) -> c_int {
+    gatherv_init_call::<i64, isize>(
+        "MPI_Gatherv_init_c",
+        sbuf,
+        sn,
+        st,
+        rbuf,
+        rcounts,
+        displs,
+        rt,
+        root,
+        comm,
+        _info,
+        request,
+    )
+}
+
+/// `MPI_Gatherv_init(_c)` (`call`), generic over the count type of the two forms.
+#[allow(clippy::too_many_arguments)]
+fn gatherv_init_call<C: CountElem, D: DisplElem>(
+    call: &'static str,
+    sbuf: *const c_void,
+    sn: C,
+    st: *mut c_void,
+    rbuf: *mut c_void,
+    rcounts: *const C,
+    displs: *const D,
+    rt: *mut c_void,
+    root: c_int,
+    comm: *mut c_void,
+    _info: *mut c_void,
+    request: *mut *mut c_void,
+) -> c_int {
+    init(call, comm, request, |obj| {
         let (send_used, at_root) = sides(obj, Uses::GatherLike, root)?;
         let p = nbc::peers(obj)?.0;
         let send_used = send_used && !(at_root && super::coll::in_place(sbuf));
         let snd = Side::plain(sbuf, sn, st, send_used, "sendcount")?;
         let what = ("recvcounts", "displs");
         let rcv = Side::v(rbuf, rcounts, displs, rt, p, true, at_root, what)?;
+        let sn = sn.wide();
         Ok(move |obj: &Arc<CommObj>, rq| {
             let (s, r) = (&snd, &rcv);
             nbc::start_gatherv(
@@ -588,13 +837,76 @@ pub unsafe extern "C" fn MPI_Scatterv_init(
     _info: *mut c_void,
     request: *mut *mut c_void,
 ) -> c_int {
-    init("MPI_Scatterv_init", comm, request, |obj| {
+    scatterv_init_call::<c_int, c_int>(
+        "MPI_Scatterv_init",
+        sbuf,
+        scounts,
+        displs,
+        st,
+        rbuf,
+        rn,
+        rt,
+        root,
+        comm,
+        _info,
+        request,
+    )
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Scatterv_init_c(
+    sbuf: *const c_void,
+    scounts: *const i64,
+    displs: *const isize,
+    st: *mut c_void,
+    rbuf: *mut c_void,
+    rn: i64,
+    rt: *mut c_void,
+    root: c_int,
+    comm: *mut c_void,
+    _info: *mut c_void,
+    request: *mut *mut c_void,
+) -> c_int {
+    scatterv_init_call::<i64, isize>(
+        "MPI_Scatterv_init_c",
+        sbuf,
+        scounts,
+        displs,
+        st,
+        rbuf,
+        rn,
+        rt,
+        root,
+        comm,
+        _info,
+        request,
+    )
+}
+
+/// `MPI_Scatterv_init(_c)` (`call`), generic over the count type of the two forms.
+#[allow(clippy::too_many_arguments)]
+fn scatterv_init_call<C: CountElem, D: DisplElem>(
+    call: &'static str,
+    sbuf: *const c_void,
+    scounts: *const C,
+    displs: *const D,
+    st: *mut c_void,
+    rbuf: *mut c_void,
+    rn: C,
+    rt: *mut c_void,
+    root: c_int,
+    comm: *mut c_void,
+    _info: *mut c_void,
+    request: *mut *mut c_void,
+) -> c_int {
+    init(call, comm, request, |obj| {
         let (at_root, recv_used) = sides(obj, Uses::ScatterLike, root)?;
         let p = nbc::peers(obj)?.0;
         let recv_used = recv_used && !(at_root && super::coll::in_place(rbuf.cast_const()));
         let what = ("sendcounts", "displs");
         let snd = Side::v(sbuf, scounts, displs, st, p, true, at_root, what)?;
         let rcv = Side::plain(rbuf, rn, rt, recv_used, "recvcount")?;
+        let rn = rn.wide();
         Ok(move |obj: &Arc<CommObj>, rq| {
             let (s, r) = (&snd, &rcv);
             nbc::start_scatterv(
@@ -626,11 +938,70 @@ pub unsafe extern "C" fn MPI_Allgatherv_init(
     _info: *mut c_void,
     request: *mut *mut c_void,
 ) -> c_int {
-    init("MPI_Allgatherv_init", comm, request, |obj| {
+    allgatherv_init_call::<c_int, c_int>(
+        "MPI_Allgatherv_init",
+        sbuf,
+        sn,
+        st,
+        rbuf,
+        rcounts,
+        displs,
+        rt,
+        comm,
+        _info,
+        request,
+    )
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Allgatherv_init_c(
+    sbuf: *const c_void,
+    sn: i64,
+    st: *mut c_void,
+    rbuf: *mut c_void,
+    rcounts: *const i64,
+    displs: *const isize,
+    rt: *mut c_void,
+    comm: *mut c_void,
+    _info: *mut c_void,
+    request: *mut *mut c_void,
+) -> c_int {
+    allgatherv_init_call::<i64, isize>(
+        "MPI_Allgatherv_init_c",
+        sbuf,
+        sn,
+        st,
+        rbuf,
+        rcounts,
+        displs,
+        rt,
+        comm,
+        _info,
+        request,
+    )
+}
+
+/// `MPI_Allgatherv_init(_c)` (`call`), generic over the count type of the two forms.
+#[allow(clippy::too_many_arguments)]
+fn allgatherv_init_call<C: CountElem, D: DisplElem>(
+    call: &'static str,
+    sbuf: *const c_void,
+    sn: C,
+    st: *mut c_void,
+    rbuf: *mut c_void,
+    rcounts: *const C,
+    displs: *const D,
+    rt: *mut c_void,
+    comm: *mut c_void,
+    _info: *mut c_void,
+    request: *mut *mut c_void,
+) -> c_int {
+    init(call, comm, request, |obj| {
         let p = nbc::peers(obj)?.0;
         let snd = Side::plain(sbuf, sn, st, !super::coll::in_place(sbuf), "sendcount")?;
         let what = ("recvcounts", "displs");
         let rcv = Side::v(rbuf, rcounts, displs, rt, p, true, true, what)?;
+        let sn = sn.wide();
         Ok(move |obj: &Arc<CommObj>, rq| {
             let (s, r) = (&snd, &rcv);
             let (rc, rd) = (r.counts(), r.displs());
@@ -653,7 +1024,69 @@ pub unsafe extern "C" fn MPI_Alltoallv_init(
     _info: *mut c_void,
     request: *mut *mut c_void,
 ) -> c_int {
-    init("MPI_Alltoallv_init", comm, request, |obj| {
+    alltoallv_init_call::<c_int, c_int>(
+        "MPI_Alltoallv_init",
+        sbuf,
+        scounts,
+        sdispls,
+        st,
+        rbuf,
+        rcounts,
+        rdispls,
+        rt,
+        comm,
+        _info,
+        request,
+    )
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Alltoallv_init_c(
+    sbuf: *const c_void,
+    scounts: *const i64,
+    sdispls: *const isize,
+    st: *mut c_void,
+    rbuf: *mut c_void,
+    rcounts: *const i64,
+    rdispls: *const isize,
+    rt: *mut c_void,
+    comm: *mut c_void,
+    _info: *mut c_void,
+    request: *mut *mut c_void,
+) -> c_int {
+    alltoallv_init_call::<i64, isize>(
+        "MPI_Alltoallv_init_c",
+        sbuf,
+        scounts,
+        sdispls,
+        st,
+        rbuf,
+        rcounts,
+        rdispls,
+        rt,
+        comm,
+        _info,
+        request,
+    )
+}
+
+/// `MPI_Alltoallv_init(_c)` (`call`), generic over the count type of the two forms.
+#[allow(clippy::too_many_arguments)]
+fn alltoallv_init_call<C: CountElem, D: DisplElem>(
+    call: &'static str,
+    sbuf: *const c_void,
+    scounts: *const C,
+    sdispls: *const D,
+    st: *mut c_void,
+    rbuf: *mut c_void,
+    rcounts: *const C,
+    rdispls: *const D,
+    rt: *mut c_void,
+    comm: *mut c_void,
+    _info: *mut c_void,
+    request: *mut *mut c_void,
+) -> c_int {
+    init(call, comm, request, |obj| {
         let p = nbc::peers(obj)?.0;
         let send_used = !super::coll::in_place(sbuf);
         let swhat = ("sendcounts", "sdispls");
@@ -692,7 +1125,69 @@ pub unsafe extern "C" fn MPI_Alltoallw_init(
     _info: *mut c_void,
     request: *mut *mut c_void,
 ) -> c_int {
-    init("MPI_Alltoallw_init", comm, request, |obj| {
+    alltoallw_init_call::<c_int, c_int>(
+        "MPI_Alltoallw_init",
+        sbuf,
+        scounts,
+        sdispls,
+        stypes,
+        rbuf,
+        rcounts,
+        rdispls,
+        rtypes,
+        comm,
+        _info,
+        request,
+    )
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Alltoallw_init_c(
+    sbuf: *const c_void,
+    scounts: *const i64,
+    sdispls: *const isize,
+    stypes: *const *mut c_void,
+    rbuf: *mut c_void,
+    rcounts: *const i64,
+    rdispls: *const isize,
+    rtypes: *const *mut c_void,
+    comm: *mut c_void,
+    _info: *mut c_void,
+    request: *mut *mut c_void,
+) -> c_int {
+    alltoallw_init_call::<i64, isize>(
+        "MPI_Alltoallw_init_c",
+        sbuf,
+        scounts,
+        sdispls,
+        stypes,
+        rbuf,
+        rcounts,
+        rdispls,
+        rtypes,
+        comm,
+        _info,
+        request,
+    )
+}
+
+/// `MPI_Alltoallw_init(_c)` (`call`), generic over the count type of the two forms.
+#[allow(clippy::too_many_arguments)]
+fn alltoallw_init_call<C: CountElem, D: DisplElem>(
+    call: &'static str,
+    sbuf: *const c_void,
+    scounts: *const C,
+    sdispls: *const D,
+    stypes: *const *mut c_void,
+    rbuf: *mut c_void,
+    rcounts: *const C,
+    rdispls: *const D,
+    rtypes: *const *mut c_void,
+    comm: *mut c_void,
+    _info: *mut c_void,
+    request: *mut *mut c_void,
+) -> c_int {
+    init(call, comm, request, |obj| {
         let p = nbc::peers(obj)?.0;
         // The blocks hold their datatypes.
         let recvs = super::coll::w_blocks(rcounts, rdispls, rtypes, p, "recvtypes")?;

@@ -8,6 +8,7 @@
 //! noncontiguous type packs into a staging buffer, a receive unpacks; a
 //! contiguous one is sent straight from the user's buffer.
 
+use super::CountElem;
 use super::{
     array, bytes, count, guard, h, out, read, state, to_handle, Obj, Table, DATATYPE_NULL, OP_NULL,
 };
@@ -2241,7 +2242,30 @@ pub unsafe extern "C" fn MPI_Reduce_local(
     t: *mut c_void,
     op: *mut c_void,
 ) -> c_int {
-    guard("MPI_Reduce_local", super::COMM_NULL, || {
+    reduce_local_call::<c_int>("MPI_Reduce_local", inbuf, inoutbuf, n, t, op)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Reduce_local_c(
+    inbuf: *const c_void,
+    inoutbuf: *mut c_void,
+    n: i64,
+    t: *mut c_void,
+    op: *mut c_void,
+) -> c_int {
+    reduce_local_call::<i64>("MPI_Reduce_local_c", inbuf, inoutbuf, n, t, op)
+}
+
+/// `MPI_Reduce_local(_c)` (`call`), generic over the count type of the two forms.
+fn reduce_local_call<C: CountElem>(
+    call: &'static str,
+    inbuf: *const c_void,
+    inoutbuf: *mut c_void,
+    n: C,
+    t: *mut c_void,
+    op: *mut c_void,
+) -> c_int {
+    guard(call, super::COMM_NULL, || {
         let n = count(n, "count")?;
         let red = Reduction::for_collective(h(op), h(t), n)?;
         if n == 0 || red.ty.size == 0 {
