@@ -2186,13 +2186,32 @@ impl Reduction {
                     .cast::<c_void>();
                 self.ty.unpack(input, abase, n)?;
                 self.ty.unpack(inout, bbase, n)?;
-                let mut len = n as c_int;
                 let mut t = to_handle::<c_void>(self.ty_handle);
-                // SAFETY: `f` is the program's MPI_User_function; both
-                // buffers hold `n` instances of the datatype in its own
-                // layout (unpacked above, `off` bytes in), as MPI
-                // promises a user function.
-                unsafe { f(abase, bbase, &mut len, &mut t) };
+                // Its `len` is an int: a large count (the `_c`
+                // collectives) goes in runs of at most INT_MAX instances.
+                let mut at = 0usize;
+                loop {
+                    let run = (n - at).min(c_int::MAX as usize);
+                    let mut len = run as c_int;
+                    let off = at as isize * ext;
+                    // SAFETY: `f` is the program's MPI_User_function; both
+                    // buffers hold `n` instances of the datatype in its own
+                    // layout (unpacked above), and this run's `run`
+                    // instances start `off` bytes past their bases, as MPI
+                    // promises a user function.
+                    unsafe {
+                        f(
+                            abase.wrapping_byte_offset(off),
+                            bbase.wrapping_byte_offset(off),
+                            &mut len,
+                            &mut t,
+                        )
+                    };
+                    at += run;
+                    if at >= n {
+                        break;
+                    }
+                }
                 let packed = self.ty.pack(bbase, n)?;
                 inout.copy_from_slice(&packed);
                 Ok(())
