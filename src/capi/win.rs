@@ -5,6 +5,7 @@
 
 use super::p2p::done_request;
 use super::types::{committed, simple_size, Reduction, TypeObj};
+use super::CountElem;
 use super::{comm_obj, count, guard, h, out, read, state, to_handle, CommObj, PROC_NULL};
 use crate::comm::win::{check_assert, mode};
 use crate::comm::{Flavor, LockType, WinOptions, Window};
@@ -280,7 +281,9 @@ fn register(
     out(win, to_handle(handle), "win")
 }
 
-fn check_size(size: isize, unit: c_int) -> Result<()> {
+/// Checks a window's size and displacement unit (an `MPI_Aint` in the
+/// `_c` forms): the unit as the `int` that `MPI_WIN_DISP_UNIT` holds.
+fn check_size(size: isize, unit: isize) -> Result<c_int> {
     if size < 0 || unit <= 0 {
         return Err(Error::new(
             ErrorClass::Arg,
@@ -289,7 +292,12 @@ fn check_size(size: isize, unit: c_int) -> Result<()> {
             ),
         ));
     }
-    Ok(())
+    c_int::try_from(unit).map_err(|_| {
+        Error::new(
+            ErrorClass::Arg,
+            format!("displacement unit {unit} is past INT_MAX (MPI_WIN_DISP_UNIT is an int)"),
+        )
+    })
 }
 
 /// The window options an info object gives (`alloc_shared_noncontig`;
@@ -316,7 +324,7 @@ const NONCONTIG: &str = "alloc_shared_noncontig";
 fn allocate(
     call: &str,
     size: isize,
-    unit: c_int,
+    unit: isize,
     info: *mut c_void,
     comm: *mut c_void,
     base: *mut c_void,
@@ -327,13 +335,13 @@ fn allocate(
         let obj = comm_obj(h(comm))?.arc();
         // A member that refuses its arguments takes part in the creation
         // as a refusal, so the others fail too instead of waiting for it.
-        let checked = check_size(size, unit).and_then(|()| {
+        let checked = check_size(size, unit).and_then(|unit| {
             if base.is_null() || win.is_null() {
                 return Err(super::arg("baseptr or win"));
             }
-            options(info)
+            options(info).map(|o| (o, unit))
         });
-        let (opts, pairs) = checked.map_err(|e| obj.comm.win_refuse(flavor, e))?;
+        let ((opts, pairs), unit) = checked.map_err(|e| obj.comm.win_refuse(flavor, e))?;
         let w = obj
             .comm
             .win_allocate_with(size as usize, unit as usize, opts, flavor)?;
@@ -353,7 +361,7 @@ pub unsafe extern "C" fn MPI_Win_allocate_shared(
     allocate(
         "MPI_Win_allocate_shared",
         size,
-        disp_unit,
+        disp_unit as isize,
         info,
         comm,
         baseptr,
@@ -375,6 +383,48 @@ pub unsafe extern "C" fn MPI_Win_allocate(
     allocate(
         "MPI_Win_allocate",
         size,
+        disp_unit as isize,
+        info,
+        comm,
+        baseptr,
+        win,
+        Flavor::Allocate,
+    )
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_allocate_shared_c(
+    size: isize,
+    disp_unit: isize,
+    info: *mut c_void,
+    comm: *mut c_void,
+    baseptr: *mut c_void,
+    win: *mut *mut c_void,
+) -> c_int {
+    allocate(
+        "MPI_Win_allocate_shared_c",
+        size,
+        disp_unit,
+        info,
+        comm,
+        baseptr,
+        win,
+        Flavor::Shared,
+    )
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_allocate_c(
+    size: isize,
+    disp_unit: isize,
+    info: *mut c_void,
+    comm: *mut c_void,
+    baseptr: *mut c_void,
+    win: *mut *mut c_void,
+) -> c_int {
+    allocate(
+        "MPI_Win_allocate_c",
+        size,
         disp_unit,
         info,
         comm,
@@ -393,16 +443,49 @@ pub unsafe extern "C" fn MPI_Win_create(
     comm: *mut c_void,
     win: *mut *mut c_void,
 ) -> c_int {
-    guard("MPI_Win_create", h(comm), || {
+    win_create(
+        "MPI_Win_create",
+        base,
+        size,
+        disp_unit as isize,
+        info,
+        comm,
+        win,
+    )
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_create_c(
+    base: *mut c_void,
+    size: isize,
+    disp_unit: isize,
+    info: *mut c_void,
+    comm: *mut c_void,
+    win: *mut *mut c_void,
+) -> c_int {
+    win_create("MPI_Win_create_c", base, size, disp_unit, info, comm, win)
+}
+
+/// `MPI_Win_create(_c)` (`call`), the unit as an `MPI_Aint`.
+fn win_create(
+    call: &str,
+    base: *mut c_void,
+    size: isize,
+    disp_unit: isize,
+    info: *mut c_void,
+    comm: *mut c_void,
+    win: *mut *mut c_void,
+) -> c_int {
+    guard(call, h(comm), || {
         let obj = comm_obj(h(comm))?.arc();
         // As in `allocate`: a refusal takes part in the creation.
-        let checked = check_size(size, disp_unit).and_then(|()| {
+        let checked = check_size(size, disp_unit).and_then(|unit| {
             if win.is_null() || (base.is_null() && size > 0) {
                 return Err(super::arg("base or win"));
             }
-            options(info)
+            options(info).map(|(_, pairs)| (pairs, unit))
         });
-        let (_, pairs) = checked.map_err(|e| obj.comm.win_refuse(Flavor::Create, e))?;
+        let (pairs, disp_unit) = checked.map_err(|e| obj.comm.win_refuse(Flavor::Create, e))?;
         // SAFETY: MPI makes `[base, base + size)` the window's memory
         // until MPI_Win_free, accessed meanwhile only as its epochs allow.
         let mem = unsafe { Exposed::from_raw(base.cast(), size as usize) };
@@ -460,7 +543,38 @@ pub unsafe extern "C" fn MPI_Win_shared_query(
     disp_unit: *mut c_int,
     baseptr: *mut c_void,
 ) -> c_int {
-    on_win("MPI_Win_shared_query", win, |w| {
+    shared_query("MPI_Win_shared_query", win, rank, size, disp_unit, baseptr)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_shared_query_c(
+    win: *mut c_void,
+    rank: c_int,
+    size: *mut isize,
+    disp_unit: *mut isize,
+    baseptr: *mut c_void,
+) -> c_int {
+    shared_query(
+        "MPI_Win_shared_query_c",
+        win,
+        rank,
+        size,
+        disp_unit,
+        baseptr,
+    )
+}
+
+/// `MPI_Win_shared_query(_c)` (`call`): the unit as an `int` or an
+/// `MPI_Aint` (`U`).
+fn shared_query<U: TryFrom<usize>>(
+    call: &str,
+    win: *mut c_void,
+    rank: c_int,
+    size: *mut isize,
+    disp_unit: *mut U,
+    baseptr: *mut c_void,
+) -> c_int {
+    on_win(call, win, |w| {
         // MPI_PROC_NULL: the first member with a nonzero size.
         let r = if rank == PROC_NULL {
             (0..w.win.comm().size())
@@ -471,7 +585,10 @@ pub unsafe extern "C" fn MPI_Win_shared_query(
         };
         let (p, s, u) = w.win.shared_query(r)?;
         out(size, s as isize, "size")?;
-        out(disp_unit, u as c_int, "disp_unit")?;
+        // A unit was checked to fit an int when the window was made.
+        let u =
+            U::try_from(u).map_err(|_| Error::new(ErrorClass::Intern, "a unit past INT_MAX"))?;
+        out(disp_unit, u, "disp_unit")?;
         out(baseptr.cast::<usize>(), p as usize, "baseptr")
     })
 }
@@ -649,14 +766,14 @@ fn target<'a>(w: &'a WinObj, rank: c_int, disp: isize, n: usize, ty: &TypeObj) -
 }
 
 #[allow(clippy::too_many_arguments)]
-fn put_get(
+fn put_get<C: CountElem>(
     call: &str,
     origin: *mut c_void,
-    ocount: c_int,
+    ocount: C,
     otype: *mut c_void,
     rank: c_int,
     disp: isize,
-    tcount: c_int,
+    tcount: C,
     ttype: *mut c_void,
     win: *mut c_void,
     is_put: bool,
@@ -822,6 +939,93 @@ pub unsafe extern "C" fn MPI_Rget(
     })
 }
 
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Put_c(
+    origin: *const c_void,
+    ocount: i64,
+    otype: *mut c_void,
+    rank: c_int,
+    disp: isize,
+    tcount: i64,
+    ttype: *mut c_void,
+    win: *mut c_void,
+) -> c_int {
+    let origin = origin as *mut c_void;
+    put_get(
+        "MPI_Put_c",
+        origin,
+        ocount,
+        otype,
+        rank,
+        disp,
+        tcount,
+        ttype,
+        win,
+        true,
+    )
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Get_c(
+    origin: *mut c_void,
+    ocount: i64,
+    otype: *mut c_void,
+    rank: c_int,
+    disp: isize,
+    tcount: i64,
+    ttype: *mut c_void,
+    win: *mut c_void,
+) -> c_int {
+    put_get(
+        "MPI_Get_c",
+        origin,
+        ocount,
+        otype,
+        rank,
+        disp,
+        tcount,
+        ttype,
+        win,
+        false,
+    )
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Rput_c(
+    origin: *const c_void,
+    ocount: i64,
+    otype: *mut c_void,
+    rank: c_int,
+    disp: isize,
+    tcount: i64,
+    ttype: *mut c_void,
+    win: *mut c_void,
+    request: *mut *mut c_void,
+) -> c_int {
+    request_based("MPI_Rput_c", win, request, || {
+        // SAFETY: the caller's arguments, passed on unchanged.
+        unsafe { MPI_Put_c(origin, ocount, otype, rank, disp, tcount, ttype, win) }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Rget_c(
+    origin: *mut c_void,
+    ocount: i64,
+    otype: *mut c_void,
+    rank: c_int,
+    disp: isize,
+    tcount: i64,
+    ttype: *mut c_void,
+    win: *mut c_void,
+    request: *mut *mut c_void,
+) -> c_int {
+    request_based("MPI_Rget_c", win, request, || {
+        // SAFETY: the caller's arguments, passed on unchanged.
+        unsafe { MPI_Get_c(origin, ocount, otype, rank, disp, tcount, ttype, win) }
+    })
+}
+
 /// Get_accumulate in general: `result` (if any) gets the target's old
 /// contents, then `target = origin op target`, under the window's
 /// accumulate lock.
@@ -881,7 +1085,61 @@ pub unsafe extern "C" fn MPI_Accumulate(
     op: *mut c_void,
     win: *mut c_void,
 ) -> c_int {
-    on_win("MPI_Accumulate", win, |w| {
+    accumulate(
+        "MPI_Accumulate",
+        origin,
+        ocount,
+        otype,
+        rank,
+        disp,
+        tcount,
+        ttype,
+        op,
+        win,
+    )
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Accumulate_c(
+    origin: *const c_void,
+    ocount: i64,
+    otype: *mut c_void,
+    rank: c_int,
+    disp: isize,
+    tcount: i64,
+    ttype: *mut c_void,
+    op: *mut c_void,
+    win: *mut c_void,
+) -> c_int {
+    accumulate(
+        "MPI_Accumulate_c",
+        origin,
+        ocount,
+        otype,
+        rank,
+        disp,
+        tcount,
+        ttype,
+        op,
+        win,
+    )
+}
+
+/// `MPI_Accumulate(_c)` (`call`), generic over the count type.
+#[allow(clippy::too_many_arguments)]
+fn accumulate<C: CountElem>(
+    call: &str,
+    origin: *const c_void,
+    ocount: C,
+    otype: *mut c_void,
+    rank: c_int,
+    disp: isize,
+    tcount: C,
+    ttype: *mut c_void,
+    op: *mut c_void,
+    win: *mut c_void,
+) -> c_int {
+    on_win(call, win, |w| {
         let oty = committed(h(otype))?;
         let (on, tn) = (
             count(ocount, "origin_count")?,
@@ -906,7 +1164,73 @@ pub unsafe extern "C" fn MPI_Get_accumulate(
     op: *mut c_void,
     win: *mut c_void,
 ) -> c_int {
-    on_win("MPI_Get_accumulate", win, |w| {
+    get_accumulate(
+        "MPI_Get_accumulate",
+        origin,
+        ocount,
+        otype,
+        result,
+        rcount,
+        rtype,
+        rank,
+        disp,
+        tcount,
+        ttype,
+        op,
+        win,
+    )
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Get_accumulate_c(
+    origin: *const c_void,
+    ocount: i64,
+    otype: *mut c_void,
+    result: *mut c_void,
+    rcount: i64,
+    rtype: *mut c_void,
+    rank: c_int,
+    disp: isize,
+    tcount: i64,
+    ttype: *mut c_void,
+    op: *mut c_void,
+    win: *mut c_void,
+) -> c_int {
+    get_accumulate(
+        "MPI_Get_accumulate_c",
+        origin,
+        ocount,
+        otype,
+        result,
+        rcount,
+        rtype,
+        rank,
+        disp,
+        tcount,
+        ttype,
+        op,
+        win,
+    )
+}
+
+/// `MPI_Get_accumulate(_c)` (`call`), generic over the count type.
+#[allow(clippy::too_many_arguments)]
+fn get_accumulate<C: CountElem>(
+    call: &str,
+    origin: *const c_void,
+    ocount: C,
+    otype: *mut c_void,
+    result: *mut c_void,
+    rcount: C,
+    rtype: *mut c_void,
+    rank: c_int,
+    disp: isize,
+    tcount: C,
+    ttype: *mut c_void,
+    op: *mut c_void,
+    win: *mut c_void,
+) -> c_int {
+    on_win(call, win, |w| {
         let on = count(ocount, "origin_count")?;
         let oty = if on == 0 {
             committed(h(rtype))?
@@ -972,6 +1296,51 @@ pub unsafe extern "C" fn MPI_Rget_accumulate(
         // SAFETY: the caller's arguments, passed on unchanged.
         unsafe {
             MPI_Get_accumulate(
+                origin, ocount, otype, result, rcount, rtype, rank, disp, tcount, ttype, op, win,
+            )
+        }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Raccumulate_c(
+    origin: *const c_void,
+    ocount: i64,
+    otype: *mut c_void,
+    rank: c_int,
+    disp: isize,
+    tcount: i64,
+    ttype: *mut c_void,
+    op: *mut c_void,
+    win: *mut c_void,
+    request: *mut *mut c_void,
+) -> c_int {
+    request_based("MPI_Raccumulate_c", win, request, || {
+        // SAFETY: the caller's arguments, passed on unchanged.
+        unsafe { MPI_Accumulate_c(origin, ocount, otype, rank, disp, tcount, ttype, op, win) }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Rget_accumulate_c(
+    origin: *const c_void,
+    ocount: i64,
+    otype: *mut c_void,
+    result: *mut c_void,
+    rcount: i64,
+    rtype: *mut c_void,
+    rank: c_int,
+    disp: isize,
+    tcount: i64,
+    ttype: *mut c_void,
+    op: *mut c_void,
+    win: *mut c_void,
+    request: *mut *mut c_void,
+) -> c_int {
+    request_based("MPI_Rget_accumulate_c", win, request, || {
+        // SAFETY: the caller's arguments, passed on unchanged.
+        unsafe {
+            MPI_Get_accumulate_c(
                 origin, ocount, otype, result, rcount, rtype, rank, disp, tcount, ttype, op, win,
             )
         }
