@@ -128,14 +128,60 @@ pub(crate) fn unpack_at(
     ty: &TypeObj,
 ) -> Result<()> {
     not_in_place(buf, n, ty)?;
-    let at = (buf as *mut u8).wrapping_offset(disp * ty.extent());
+    let at = (buf as *mut u8).wrapping_offset(disp_bytes(disp, ty)?);
     ty.unpack(packed, at.cast(), n).map(|_| ())
 }
 
 pub(crate) fn pack_at(buf: *const c_void, disp: isize, n: usize, ty: &TypeObj) -> Result<Vec<u8>> {
     not_in_place(buf, n, ty)?;
-    let at = (buf as *const u8).wrapping_offset(disp * ty.extent());
+    let at = (buf as *const u8).wrapping_offset(disp_bytes(disp, ty)?);
     ty.pack(at.cast(), n)
+}
+
+/// A displacement of `disp` extents of `ty` in bytes; `Count` past what
+/// an address may hold (large counts and displacements, the `_c` forms).
+fn disp_bytes(disp: isize, ty: &TypeObj) -> Result<isize> {
+    disp.checked_mul(ty.extent()).ok_or_else(|| {
+        Error::new(
+            ErrorClass::Count,
+            format!(
+                "a displacement of {disp} extents of {} bytes overflows",
+                ty.extent()
+            ),
+        )
+    })
+}
+
+/// The displacements (in elements) of `p` blocks of `n` one after the
+/// other; `Count` when they pass what an address may hold.
+pub(crate) fn even_displs(n: usize, p: usize) -> Result<Vec<isize>> {
+    (0..p)
+        .map(|i| {
+            i.checked_mul(n)
+                .and_then(|d| isize::try_from(d).ok())
+                .ok_or_else(counts_overflow)
+        })
+        .collect()
+}
+
+/// The sum of `counts`; `Count` when it overflows.
+pub(crate) fn sum_counts(counts: &[usize]) -> Result<usize> {
+    counts
+        .iter()
+        .try_fold(0usize, |a, &c| a.checked_add(c))
+        .ok_or_else(counts_overflow)
+}
+
+/// `n` times `p`; `Count` when it overflows.
+pub(crate) fn times(n: usize, p: usize) -> Result<usize> {
+    n.checked_mul(p).ok_or_else(counts_overflow)
+}
+
+fn counts_overflow() -> Error {
+    Error::new(
+        ErrorClass::Count,
+        "the counts add up past what an address may hold",
+    )
 }
 
 // ---- barrier and data movement ------------------------------------------------------
@@ -352,7 +398,7 @@ fn gather_call<C: CountElem>(
         check_root(&obj, root)?;
         let p = obj.comm.size() as usize;
         let rn = count_if(obj.comm.rank() == root, rn, "recvcount")?;
-        let displs: Vec<isize> = (0..p).map(|i| (i * rn) as isize).collect();
+        let displs = even_displs(rn, p)?;
         gatherv(
             &obj,
             sbuf,
@@ -435,7 +481,7 @@ pub unsafe extern "C" fn MPI_Gatherv_c(
     )
 }
 
-/// `MPI_Gatherv(_c)` (`call`), generic over the count type of the two forms.
+/// `MPI_Gatherv(_c)` (`call`), generic over the count and displacement types of the two forms.
 #[allow(clippy::too_many_arguments)]
 fn gatherv_call<C: CountElem, D: DisplElem>(
     call: &str,
@@ -571,7 +617,7 @@ fn scatter_call<C: CountElem>(
         check_root(&obj, root)?;
         let p = obj.comm.size() as usize;
         let sn = count_if(obj.comm.rank() == root, sn, "sendcount")?;
-        let displs: Vec<isize> = (0..p).map(|i| (i * sn) as isize).collect();
+        let displs = even_displs(sn, p)?;
         let rty = if in_place(rbuf) {
             None
         } else {
@@ -643,7 +689,7 @@ pub unsafe extern "C" fn MPI_Scatterv_c(
     )
 }
 
-/// `MPI_Scatterv(_c)` (`call`), generic over the count type of the two forms.
+/// `MPI_Scatterv(_c)` (`call`), generic over the count and displacement types of the two forms.
 #[allow(clippy::too_many_arguments)]
 fn scatterv_call<C: CountElem, D: DisplElem>(
     call: &str,
@@ -780,7 +826,7 @@ fn allgather_call<C: CountElem>(
         }
         let p = obj.comm.size() as usize;
         let rn = count(rn, "recvcount")?;
-        let displs: Vec<isize> = (0..p).map(|i| (i * rn) as isize).collect();
+        let displs = even_displs(rn, p)?;
         allgatherv(
             &obj,
             sbuf,
@@ -842,7 +888,7 @@ pub unsafe extern "C" fn MPI_Allgatherv_c(
     )
 }
 
-/// `MPI_Allgatherv(_c)` (`call`), generic over the count type of the two forms.
+/// `MPI_Allgatherv(_c)` (`call`), generic over the count and displacement types of the two forms.
 #[allow(clippy::too_many_arguments)]
 fn allgatherv_call<C: CountElem, D: DisplElem>(
     call: &str,
@@ -1063,7 +1109,7 @@ pub unsafe extern "C" fn MPI_Alltoallw_c(
     )
 }
 
-/// `MPI_Alltoallw(_c)` (`call`), generic over the count type of the two forms.
+/// `MPI_Alltoallw(_c)` (`call`), generic over the count and displacement types of the two forms.
 #[allow(clippy::too_many_arguments)]
 fn alltoallw_call<C: CountElem, D: DisplElem>(
     call: &str,
@@ -1139,8 +1185,8 @@ fn alltoall_call<C: CountElem>(
         let p = obj.comm.size() as usize;
         let sn = count_if(!in_place(sbuf), sn, "sendcount")?;
         let rn = count(rn, "recvcount")?;
-        let sd: Vec<isize> = (0..p).map(|i| (i * sn) as isize).collect();
-        let rd: Vec<isize> = (0..p).map(|i| (i * rn) as isize).collect();
+        let sd = even_displs(sn, p)?;
+        let rd = even_displs(rn, p)?;
         alltoallv(
             &obj,
             sbuf,
@@ -1207,7 +1253,7 @@ pub unsafe extern "C" fn MPI_Alltoallv_c(
     )
 }
 
-/// `MPI_Alltoallv(_c)` (`call`), generic over the count type of the two forms.
+/// `MPI_Alltoallv(_c)` (`call`), generic over the count and displacement types of the two forms.
 #[allow(clippy::too_many_arguments)]
 fn alltoallv_call<C: CountElem, D: DisplElem>(
     call: &str,
@@ -1628,7 +1674,7 @@ fn reduce_scatter(
     t: *mut c_void,
     o: *mut c_void,
 ) -> Result<()> {
-    let total: usize = counts.iter().sum();
+    let total = sum_counts(&counts)?;
     // In place, the whole input is in rbuf and the result goes to its start.
     let pre = if in_place(sbuf) {
         Some(committed(h(t))?.pack(rbuf, total)?)

@@ -364,7 +364,7 @@ pub unsafe extern "C" fn MPI_Comm_idup_with_info(
         if let Err(e) = idup_outputs(newcomm, request) {
             return Err(idup_refused(&obj, Some(hints), e));
         }
-        super::nbc::idup_with(&obj, newcomm, request, Some(hints))
+        super::nbc::idup_with(&obj, newcomm, request, Some(hints), false)
     })
 }
 
@@ -380,15 +380,18 @@ fn idup_outputs(newcomm: *mut *mut c_void, request: *mut *mut c_void) -> Result<
 }
 
 /// `MPI_Comm_idup` at a member whose arguments were refused with `e`: it
-/// still takes part (the others wait for its claim or verdict), through
-/// to the end of its own part, and frees the communicator made; gives
-/// `e` back, so only this member fails.
+/// still takes part (the others wait for its claim or verdict), in the
+/// background: its part of the agreement is started as a request of its
+/// own that discards the communicator made and copies no attribute
+/// (`nbc::idup_with`'s `discard`), freed at once so that later calls
+/// (or `MPI_Finalize`) complete it; this call does not wait, as a
+/// nonblocking one must not. Gives `e` back, so only this member fails.
 fn idup_refused(obj: &Arc<CommObj>, hints: Option<super::env::Info>, e: Error) -> Error {
-    let mut nc: *mut c_void = to_handle(COMM_NULL);
     let mut rq: *mut c_void = to_handle(super::REQUEST_NULL);
-    let started = super::nbc::idup_with(obj, &mut nc, &mut rq, hints);
-    if started.is_ok() && super::p2p::wait_quietly(rq).is_ok() {
-        let _ = free_handle(&mut nc, "MPI_Comm_idup");
+    if super::nbc::idup_with(obj, std::ptr::null_mut(), &mut rq, hints, true).is_ok() {
+        // SAFETY: `rq` is a request handle this layer just made, in a
+        // local the call may write.
+        unsafe { super::p2p::MPI_Request_free(&mut rq) };
     }
     e
 }

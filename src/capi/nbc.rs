@@ -287,16 +287,21 @@ pub(crate) fn idup(
     newcomm: *mut *mut c_void,
     request: *mut *mut c_void,
 ) -> Result<()> {
-    idup_with(obj, newcomm, request, None)
+    idup_with(obj, newcomm, request, None, false)
 }
 
 /// [`idup`], the new communicator taking `hints` (`MPI_Comm_idup_with_info`)
-/// or, with `None`, the parent's.
+/// or, with `None`, the parent's. With `discard` (a member whose
+/// arguments were refused, `comm::idup_refused`), only its part of the
+/// agreement: no attribute is copied, and the communicator made is
+/// dropped at completion (freeing its context id without a collective);
+/// `newcomm` is not written.
 pub(crate) fn idup_with(
     obj: &Arc<CommObj>,
     newcomm: *mut *mut c_void,
     request: *mut *mut c_void,
     hints: Option<super::env::Info>,
+    discard: bool,
 ) -> Result<()> {
     let inter = obj.comm.is_inter();
     let verdict = if inter {
@@ -308,7 +313,11 @@ pub(crate) fn idup_with(
     // program may free it before the request completes); a copy
     // callback's failure is the request's, after the agreement, so that
     // every member still gets rank 0's verdict.
-    let attrs = super::attr::copy_attrs(obj);
+    let attrs = if discard {
+        Ok(Vec::new())
+    } else {
+        super::attr::copy_attrs(obj)
+    };
     let hints = hints.unwrap_or_else(|| super::lock(&obj.info).clone());
     let mut s = Sched::new(obj);
     let at = match verdict {
@@ -341,6 +350,10 @@ pub(crate) fn idup_with(
         };
         // (On a copy's failure `c` drops here, its context given back.)
         let attrs = attrs?;
+        if discard {
+            drop(c);
+            return Ok(());
+        }
         let newcomm: *mut *mut c_void = out.get().cast();
         super::comm::give(&parent, Some(c), attrs, newcomm)?;
         let nh = h(super::read(newcomm, "newcomm")?);
@@ -567,8 +580,8 @@ fn intra(obj: &CommObj, call: &str) -> Result<()> {
     Ok(())
 }
 
-fn uniform(n: usize, p: usize) -> (Vec<usize>, Vec<isize>) {
-    (vec![n; p], (0..p).map(|i| (i * n) as isize).collect())
+fn uniform(n: usize, p: usize) -> Result<(Vec<usize>, Vec<isize>)> {
+    Ok((vec![n; p], super::coll::even_displs(n, p)?))
 }
 
 // ---- gather / scatter / allgather / alltoall ---------------------------------------
@@ -643,7 +656,7 @@ pub(crate) fn start_gather<C: CountElem>(
 ) -> Result<()> {
     let (p, _) = peers(obj)?;
     let cd = if is_root(obj, root) {
-        Some(uniform(count(rn, "recvcount")?, p))
+        Some(uniform(count(rn, "recvcount")?, p)?)
     } else {
         None
     };
@@ -802,7 +815,7 @@ pub unsafe extern "C" fn MPI_Igatherv_c(
     )
 }
 
-/// `MPI_Igatherv(_c)` (`call`), generic over the count type of the two forms.
+/// `MPI_Igatherv(_c)` (`call`), generic over the count and displacement types of the two forms.
 #[allow(clippy::too_many_arguments)]
 fn igatherv_call<C: CountElem, D: DisplElem>(
     call: &str,
@@ -886,7 +899,7 @@ pub(crate) fn start_scatter<C: CountElem>(
 ) -> Result<()> {
     let (p, _) = peers(obj)?;
     let cd = if is_root(obj, root) {
-        Some(uniform(count(sn, "sendcount")?, p))
+        Some(uniform(count(sn, "sendcount")?, p)?)
     } else {
         None
     };
@@ -1045,7 +1058,7 @@ pub unsafe extern "C" fn MPI_Iscatterv_c(
     )
 }
 
-/// `MPI_Iscatterv(_c)` (`call`), generic over the count type of the two forms.
+/// `MPI_Iscatterv(_c)` (`call`), generic over the count and displacement types of the two forms.
 #[allow(clippy::too_many_arguments)]
 fn iscatterv_call<C: CountElem, D: DisplElem>(
     call: &str,
@@ -1119,7 +1132,7 @@ pub(crate) fn start_allgather<C: CountElem>(
     rt: *mut c_void,
     request: *mut *mut c_void,
 ) -> Result<()> {
-    let (c, d) = uniform(count(rn, "recvcount")?, peers(obj)?.0);
+    let (c, d) = uniform(count(rn, "recvcount")?, peers(obj)?.0)?;
     iallgatherv(obj, sbuf, sn, st, rbuf, c, d, rt, request)
 }
 
@@ -1250,7 +1263,7 @@ pub unsafe extern "C" fn MPI_Iallgatherv_c(
     )
 }
 
-/// `MPI_Iallgatherv(_c)` (`call`), generic over the count type of the two forms.
+/// `MPI_Iallgatherv(_c)` (`call`), generic over the count and displacement types of the two forms.
 #[allow(clippy::too_many_arguments)]
 fn iallgatherv_call<C: CountElem, D: DisplElem>(
     call: &str,
@@ -1332,11 +1345,11 @@ pub(crate) fn start_alltoall<C: CountElem>(
     request: *mut *mut c_void,
 ) -> Result<()> {
     let (p, _) = peers(obj)?;
-    let (rc, rd) = uniform(count(rn, "recvcount")?, p);
+    let (rc, rd) = uniform(count(rn, "recvcount")?, p)?;
     let scd = if in_place(sbuf) {
         None
     } else {
-        Some(uniform(count(sn, "sendcount")?, p))
+        Some(uniform(count(sn, "sendcount")?, p)?)
     };
     ialltoallv(obj, sbuf, scd, st, rbuf, rc, rd, rt, request)
 }
@@ -1469,7 +1482,7 @@ pub unsafe extern "C" fn MPI_Ialltoallv_c(
     )
 }
 
-/// `MPI_Ialltoallv(_c)` (`call`), generic over the count type of the two forms.
+/// `MPI_Ialltoallv(_c)` (`call`), generic over the count and displacement types of the two forms.
 #[allow(clippy::too_many_arguments)]
 fn ialltoallv_call<C: CountElem, D: DisplElem>(
     call: &str,
@@ -1651,7 +1664,7 @@ fn ireduce_scatter_call<C: CountElem>(
             .iter()
             .map(|&n| count(n, "a count"))
             .collect::<Result<Vec<_>>>()?;
-        let total = counts.iter().sum();
+        let total = super::coll::sum_counts(&counts)?;
         ired_entry(comm, Red::Scatter, sbuf, rbuf, total, t, o, counts, request)
     })
 }
@@ -1721,7 +1734,7 @@ fn ireduce_scatter_block_call<C: CountElem>(
             Red::Scatter,
             sbuf,
             rbuf,
-            rn * p,
+            super::coll::times(rn, p)?,
             t,
             o,
             vec![rn; p],
@@ -1930,7 +1943,7 @@ pub unsafe extern "C" fn MPI_Ialltoallw_c(
     )
 }
 
-/// `MPI_Ialltoallw(_c)` (`call`), generic over the count type of the two forms.
+/// `MPI_Ialltoallw(_c)` (`call`), generic over the count and displacement types of the two forms.
 #[allow(clippy::too_many_arguments)]
 fn ialltoallw_call<C: CountElem, D: DisplElem>(
     call: &str,
@@ -2124,7 +2137,8 @@ fn typed(blocks: Result<Vec<(usize, isize)>>, t: *mut c_void) -> Result<Vec<Bloc
 /// `n` blocks of `count` instances, one after the other.
 fn even_blocks<C: CountElem>(count: C, n: usize, what: &str) -> Result<Vec<(usize, isize)>> {
     let c = super::count(count, what)?;
-    Ok((0..n).map(|i| (c, (i * c) as isize)).collect())
+    let d = super::coll::even_displs(c, n)?;
+    Ok(d.into_iter().map(|d| (c, d)).collect())
 }
 
 /// `n` copies of one block of `count` at displacement 0 (what

@@ -163,14 +163,14 @@ fn reduction_init<C: CountElem>(
         let (total, counts) = match (kind, n) {
             (Red::Scatter, Counts::Each(n)) => {
                 let n = count(n, "recvcount")?;
-                (n * p, vec![n; p])
+                (super::coll::times(n, p)?, vec![n; p])
             }
             (Red::Scatter, Counts::List(c)) => {
                 let c = array(c, p, "recvcounts")?
                     .iter()
                     .map(|&n| count(n, "a count"))
                     .collect::<Result<Vec<_>>>()?;
-                (c.iter().sum(), c)
+                (super::coll::sum_counts(&c)?, c)
             }
             (_, Counts::Each(n)) => (count(n, "count")?, Vec::new()),
             (_, Counts::List(_)) => unreachable!("only reduce_scatter has a list"),
@@ -781,7 +781,7 @@ pub unsafe extern "C" fn MPI_Gatherv_init_c(
     )
 }
 
-/// `MPI_Gatherv_init(_c)` (`call`), generic over the count type of the two forms.
+/// `MPI_Gatherv_init(_c)` (`call`), generic over the count and displacement types of the two forms.
 #[allow(clippy::too_many_arguments)]
 fn gatherv_init_call<C: CountElem, D: DisplElem>(
     call: &'static str,
@@ -883,7 +883,7 @@ pub unsafe extern "C" fn MPI_Scatterv_init_c(
     )
 }
 
-/// `MPI_Scatterv_init(_c)` (`call`), generic over the count type of the two forms.
+/// `MPI_Scatterv_init(_c)` (`call`), generic over the count and displacement types of the two forms.
 #[allow(clippy::too_many_arguments)]
 fn scatterv_init_call<C: CountElem, D: DisplElem>(
     call: &'static str,
@@ -981,7 +981,7 @@ pub unsafe extern "C" fn MPI_Allgatherv_init_c(
     )
 }
 
-/// `MPI_Allgatherv_init(_c)` (`call`), generic over the count type of the two forms.
+/// `MPI_Allgatherv_init(_c)` (`call`), generic over the count and displacement types of the two forms.
 #[allow(clippy::too_many_arguments)]
 fn allgatherv_init_call<C: CountElem, D: DisplElem>(
     call: &'static str,
@@ -1070,7 +1070,7 @@ pub unsafe extern "C" fn MPI_Alltoallv_init_c(
     )
 }
 
-/// `MPI_Alltoallv_init(_c)` (`call`), generic over the count type of the two forms.
+/// `MPI_Alltoallv_init(_c)` (`call`), generic over the count and displacement types of the two forms.
 #[allow(clippy::too_many_arguments)]
 fn alltoallv_init_call<C: CountElem, D: DisplElem>(
     call: &'static str,
@@ -1171,7 +1171,7 @@ pub unsafe extern "C" fn MPI_Alltoallw_init_c(
     )
 }
 
-/// `MPI_Alltoallw_init(_c)` (`call`), generic over the count type of the two forms.
+/// `MPI_Alltoallw_init(_c)` (`call`), generic over the count and displacement types of the two forms.
 #[allow(clippy::too_many_arguments)]
 fn alltoallw_init_call<C: CountElem, D: DisplElem>(
     call: &'static str,

@@ -72,13 +72,19 @@ int main(int argc, char **argv)
         all_fail("MPI_Intercomm_create", rc, MPI_ERR_COMM);
     }
 
-    /* MPI_Comm_idup: only the bad member fails; the others' new
-     * communicator is there (and freed: the bad member freed its own). */
+    /* MPI_Comm_idup: only the bad member fails, and does not wait for the
+     * others (it sends rank 0 a message that rank 0 waits for before its
+     * own idup); the others' new communicator is there (and freed: the
+     * bad member's part discards its own). */
     MPI_Request r = MPI_REQUEST_NULL;
     c = MPI_COMM_NULL;
+    int token = 0;
+    if (rank == 0 && bad != 0)
+        CHECK_OK(MPI_Recv(&token, 1, MPI_INT, bad, 11, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
     rc = MPI_Comm_idup(MPI_COMM_WORLD, &c, rank == bad ? NULL : &r);
     if (rank == bad) {
         CHECK(ct_class(rc) == MPI_ERR_ARG, "MPI_Comm_idup: class %d", ct_class(rc));
+        CHECK_OK(MPI_Send(&token, 1, MPI_INT, 0, 11, MPI_COMM_WORLD));
     } else {
         CHECK_OK(rc);
         CHECK_OK(MPI_Wait(&r, MPI_STATUS_IGNORE));
