@@ -1636,6 +1636,17 @@ pub unsafe extern "C" fn MPI_Get_address(location: *const c_void, address: *mut 
     })
 }
 
+/// A position or size argument's type: `int`, or `MPI_Count` in the `_c`
+/// forms; a value that does not fit it is `MPI_ERR_COUNT`.
+fn narrow<C: TryFrom<usize>>(v: usize, what: &str) -> Result<C> {
+    C::try_from(v).map_err(|_| {
+        Error::new(
+            ErrorClass::Count,
+            format!("{what} would be {v}, which does not fit its type"),
+        )
+    })
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Pack(
     inbuf: *const c_void,
@@ -1646,25 +1657,64 @@ pub unsafe extern "C" fn MPI_Pack(
     position: *mut c_int,
     comm: *mut c_void,
 ) -> c_int {
-    guard("MPI_Pack", h(comm), || {
+    pack(
+        "MPI_Pack", inbuf, incount, t, outbuf, outsize, position, comm,
+    )
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Pack_c(
+    inbuf: *const c_void,
+    incount: i64,
+    t: *mut c_void,
+    outbuf: *mut c_void,
+    outsize: i64,
+    position: *mut i64,
+    comm: *mut c_void,
+) -> c_int {
+    pack(
+        "MPI_Pack_c",
+        inbuf,
+        incount,
+        t,
+        outbuf,
+        outsize,
+        position,
+        comm,
+    )
+}
+
+/// `MPI_Pack(_c)` (`call`), generic over the count type.
+#[allow(clippy::too_many_arguments)]
+fn pack<C: CountElem + TryFrom<usize>>(
+    call: &str,
+    inbuf: *const c_void,
+    incount: C,
+    t: *mut c_void,
+    outbuf: *mut c_void,
+    outsize: C,
+    position: *mut C,
+    comm: *mut c_void,
+) -> c_int {
+    guard(call, h(comm), || {
         super::comm_obj(h(comm))?;
         let n = count(incount, "incount")?;
         let ty = committed(h(t))?;
         let pos = count(read(position, "position")?, "position")?;
         let cap = count(outsize, "outsize")?;
         let data = ty.pack(inbuf, n)?;
-        if pos + data.len() > cap {
+        if pos.checked_add(data.len()).is_none_or(|end| end > cap) {
             return Err(Error::new(
                 ErrorClass::Truncate,
                 format!(
-                    "MPI_Pack needs {} bytes from position {pos}, but outsize is {cap}",
+                    "{call} needs {} bytes from position {pos}, but outsize is {cap}",
                     data.len()
                 ),
             ));
         }
         let dst = super::bytes_mut(outbuf, cap)?;
         dst[pos..pos + data.len()].copy_from_slice(&data);
-        out(position, (pos + data.len()) as c_int, "position")
+        out(position, narrow(pos + data.len(), "position")?, "position")
     })
 }
 
@@ -1678,22 +1728,68 @@ pub unsafe extern "C" fn MPI_Unpack(
     t: *mut c_void,
     comm: *mut c_void,
 ) -> c_int {
-    guard("MPI_Unpack", h(comm), || {
+    unpack(
+        "MPI_Unpack",
+        inbuf,
+        insize,
+        position,
+        outbuf,
+        outcount,
+        t,
+        comm,
+    )
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Unpack_c(
+    inbuf: *const c_void,
+    insize: i64,
+    position: *mut i64,
+    outbuf: *mut c_void,
+    outcount: i64,
+    t: *mut c_void,
+    comm: *mut c_void,
+) -> c_int {
+    unpack(
+        "MPI_Unpack_c",
+        inbuf,
+        insize,
+        position,
+        outbuf,
+        outcount,
+        t,
+        comm,
+    )
+}
+
+/// `MPI_Unpack(_c)` (`call`), generic over the count type.
+#[allow(clippy::too_many_arguments)]
+fn unpack<C: CountElem + TryFrom<usize>>(
+    call: &str,
+    inbuf: *const c_void,
+    insize: C,
+    position: *mut C,
+    outbuf: *mut c_void,
+    outcount: C,
+    t: *mut c_void,
+    comm: *mut c_void,
+) -> c_int {
+    guard(call, h(comm), || {
         super::comm_obj(h(comm))?;
         let n = count(outcount, "outcount")?;
         let ty = committed(h(t))?;
         let pos = count(read(position, "position")?, "position")?;
         let size = count(insize, "insize")?;
-        let need = n * ty.size;
-        if pos + need > size {
+        let need = super::p2p::nbytes(n, &ty)?;
+        if pos.checked_add(need).is_none_or(|end| end > size) {
             return Err(Error::new(
                 ErrorClass::Truncate,
-                format!("MPI_Unpack needs {need} bytes from position {pos}, but insize is {size}"),
+                format!("{call} needs {need} bytes from position {pos}, but insize is {size}"),
             ));
         }
         let src = bytes(inbuf, size)?;
         ty.unpack(&src[pos..pos + need], outbuf, n)?;
-        out(position, (pos + need) as c_int, "position")
+        out(position, narrow(pos + need, "position")?, "position")
     })
 }
 
@@ -1704,13 +1800,35 @@ pub unsafe extern "C" fn MPI_Pack_size(
     comm: *mut c_void,
     size: *mut c_int,
 ) -> c_int {
-    guard("MPI_Pack_size", h(comm), || {
+    pack_size("MPI_Pack_size", incount, t, comm, size)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Pack_size_c(
+    incount: i64,
+    t: *mut c_void,
+    comm: *mut c_void,
+    size: *mut i64,
+) -> c_int {
+    pack_size("MPI_Pack_size_c", incount, t, comm, size)
+}
+
+/// `MPI_Pack_size(_c)` (`call`), generic over the count type: a size
+/// past what it holds is `MPI_ERR_COUNT` ([`too_big`]).
+fn pack_size<C: CountElem + TryFrom<usize>>(
+    call: &str,
+    incount: C,
+    t: *mut c_void,
+    comm: *mut c_void,
+    size: *mut C,
+) -> c_int {
+    guard(call, h(comm), || {
         super::comm_obj(h(comm))?;
         let n = count(incount, "incount")?;
         let ty = type_obj(h(t))?;
         let v = n
             .checked_mul(ty.size)
-            .and_then(|b| c_int::try_from(b).ok())
+            .and_then(|b| C::try_from(b).ok())
             .ok_or_else(too_big)?;
         out(size, v, "size")
     })
@@ -1722,6 +1840,19 @@ pub unsafe extern "C" fn MPI_Pack_size(
 pub(crate) type UserFn =
     unsafe extern "C" fn(*mut c_void, *mut c_void, *mut c_int, *mut *mut c_void);
 
+/// `MPI_User_function_c` (`MPI_Op_create_c`): the length an `MPI_Count`.
+pub(crate) type UserFnC =
+    unsafe extern "C" fn(*mut c_void, *mut c_void, *mut i64, *mut *mut c_void);
+
+/// A user operation's function, of either form.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum UserFnOf {
+    /// `MPI_Op_create`'s: an `int` length.
+    Int(UserFn),
+    /// `MPI_Op_create_c`'s: an `MPI_Count` length.
+    Large(UserFnC),
+}
+
 /// An operation.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum OpObj {
@@ -1730,7 +1861,7 @@ pub(crate) enum OpObj {
     /// `MPI_Op_create`. Contributions are always folded in rank order,
     /// which is right whether or not the operation commutes; the flag is
     /// kept for `MPI_Op_commutative`.
-    User { f: UserFn, commute: bool },
+    User { f: UserFnOf, commute: bool },
 }
 
 pub(crate) const SUM: usize = 0x21;
@@ -2187,26 +2318,37 @@ impl Reduction {
                 self.ty.unpack(input, abase, n)?;
                 self.ty.unpack(inout, bbase, n)?;
                 let mut t = to_handle::<c_void>(self.ty_handle);
-                // Its `len` is an int: a large count (the `_c`
-                // collectives) goes in runs of at most INT_MAX instances.
+                // An `int` length: a large count (the `_c` collectives)
+                // goes in runs of at most INT_MAX instances. An
+                // `MPI_Count` one takes them all at once.
+                let most = match f {
+                    UserFnOf::Int(_) => c_int::MAX as usize,
+                    UserFnOf::Large(_) => usize::MAX,
+                };
                 let mut at = 0usize;
                 loop {
-                    let run = (n - at).min(c_int::MAX as usize);
-                    let mut len = run as c_int;
+                    let run = (n - at).min(most);
                     let off = at as isize * ext;
-                    // SAFETY: `f` is the program's MPI_User_function; both
-                    // buffers hold `n` instances of the datatype in its own
-                    // layout (unpacked above), and this run's `run`
-                    // instances start `off` bytes past their bases, as MPI
-                    // promises a user function.
-                    unsafe {
-                        f(
-                            abase.wrapping_byte_offset(off),
-                            bbase.wrapping_byte_offset(off),
-                            &mut len,
-                            &mut t,
-                        )
-                    };
+                    let (a, b) = (
+                        abase.wrapping_byte_offset(off),
+                        bbase.wrapping_byte_offset(off),
+                    );
+                    match f {
+                        UserFnOf::Int(f) => {
+                            let mut len = run as c_int;
+                            // SAFETY: `f` is the program's MPI_User_function;
+                            // both buffers hold `n` instances of the datatype
+                            // in its own layout (unpacked above), and this
+                            // run's `run` instances start `off` bytes past
+                            // their bases, as MPI promises a user function.
+                            unsafe { f(a, b, &mut len, &mut t) };
+                        }
+                        UserFnOf::Large(f) => {
+                            let mut len = run as i64;
+                            // SAFETY: as above, for MPI_User_function_c.
+                            unsafe { f(a, b, &mut len, &mut t) };
+                        }
+                    }
                     at += run;
                     if at >= n {
                         break;
@@ -2232,7 +2374,28 @@ pub unsafe extern "C" fn MPI_Op_create(
             return Err(super::arg("op"));
         }
         let handle = state().ops.insert(Arc::new(OpObj::User {
-            f,
+            f: UserFnOf::Int(f),
+            commute: commute != 0,
+        }));
+        out(op, to_handle(handle), "op")
+    })
+}
+
+/// `MPI_Op_create_c` (MPI 4.1 §19.2): a user operation whose function
+/// takes an `MPI_Count` length (`MPI_User_function_c`).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Op_create_c(
+    f: Option<UserFnC>,
+    commute: c_int,
+    op: *mut *mut c_void,
+) -> c_int {
+    guard("MPI_Op_create_c", super::COMM_NULL, || {
+        let f = f.ok_or_else(|| super::arg("user_fn"))?;
+        if op.is_null() {
+            return Err(super::arg("op"));
+        }
+        let handle = state().ops.insert(Arc::new(OpObj::User {
+            f: UserFnOf::Large(f),
             commute: commute != 0,
         }));
         out(op, to_handle(handle), "op")
