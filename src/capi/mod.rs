@@ -859,11 +859,14 @@ pub(crate) fn count<C: CountElem>(n: C, what: &str) -> Result<usize> {
 /// large-count (`_c`) forms (MPI 4.1 §19.2). The collectives' bodies are
 /// generic over it, so that both forms share them.
 pub(crate) trait CountElem: Copy + std::fmt::Display {
+    /// Whether this is the large-count (`MPI_Count`) form's type.
+    const LARGE: bool;
     /// The count as an `MPI_Count`.
     fn wide(self) -> i64;
 }
 
 impl CountElem for c_int {
+    const LARGE: bool = false;
     #[inline]
     fn wide(self) -> i64 {
         self.into()
@@ -871,6 +874,7 @@ impl CountElem for c_int {
 }
 
 impl CountElem for i64 {
+    const LARGE: bool = true;
     #[inline]
     fn wide(self) -> i64 {
         self

@@ -123,6 +123,10 @@ pub(crate) struct Envelope {
     combiner: c_int,
     ints: Vec<c_int>,
     addrs: Vec<isize>,
+    /// The large counts of a large-count (`_c`) constructor (MPI 4.1
+    /// §5.1.13): its counts and displacements; `MPI_Type_get_envelope` /
+    /// `get_contents` refuse a type that has any.
+    large: Vec<i64>,
     types: Vec<(usize, Arc<TypeObj>)>,
 }
 
@@ -157,8 +161,68 @@ impl Envelope {
             combiner,
             ints,
             addrs,
+            large: Vec::new(),
             types: types.iter().map(|&(h, o)| (h, o.arc())).collect(),
         }
+    }
+}
+
+/// The arguments a constructor records for `MPI_Type_get_contents(_c)`:
+/// its `int` form keeps counts as integers and byte displacements as
+/// addresses, its large-count (`_c`) form both as large counts (MPI 4.1
+/// §5.1.13); other integers (`ndims`, `order`, the distributions) stay
+/// integers in both.
+struct Args {
+    large_form: bool,
+    ints: Vec<c_int>,
+    addrs: Vec<isize>,
+    large: Vec<i64>,
+}
+
+impl Args {
+    /// The arguments of the form whose counts are `C`s.
+    fn of<C: CountElem>() -> Args {
+        Args {
+            large_form: C::LARGE,
+            ints: Vec::new(),
+            addrs: Vec::new(),
+            large: Vec::new(),
+        }
+    }
+
+    /// An integer in both forms.
+    fn int(&mut self, v: c_int) {
+        self.ints.push(v);
+    }
+
+    /// A count: an integer (it is a `c_int`) or a large count.
+    fn count<C: CountElem>(&mut self, v: C) {
+        if self.large_form {
+            self.large.push(v.wide());
+        } else {
+            self.ints.push(v.wide() as c_int);
+        }
+    }
+
+    fn counts<C: CountElem>(&mut self, v: &[C]) {
+        for &x in v {
+            self.count(x);
+        }
+    }
+
+    /// A displacement in bytes: an address or a large count.
+    fn addr(&mut self, v: isize) {
+        if self.large_form {
+            self.large.push(v as i64);
+        } else {
+            self.addrs.push(v);
+        }
+    }
+
+    fn envelope(self, combiner: c_int, types: &[(usize, &Obj<TypeObj>)]) -> Envelope {
+        let mut e = Envelope::new(combiner, self.ints, self.addrs, types);
+        e.large = self.large;
+        e
     }
 }
 
@@ -767,11 +831,30 @@ fn new_type(mut ty: TypeObj, env: Envelope, newtype: *mut *mut c_void) -> Result
     out(newtype, to_handle(handle), "newtype")
 }
 
-fn bl(n: c_int, what: &str) -> Result<usize> {
+fn bl<C: CountElem>(n: C, what: &str) -> Result<usize> {
     count(n, what)
 }
 
+/// `n` extents (or bytes) of `unit` as a byte offset; `Count` when it
+/// passes what an address may hold (large counts, the `_c` forms).
+fn offset(n: i64, unit: isize) -> Result<isize> {
+    isize::try_from(n)
+        .ok()
+        .and_then(|n| n.checked_mul(unit))
+        .ok_or_else(|| {
+            Error::new(
+                ErrorClass::Count,
+                format!("a displacement of {n} times {unit} bytes overflows"),
+            )
+        })
+}
+
 // ---- datatype entry points ---------------------------------------------------
+//
+// Each constructor has an `int` form and a large-count (`_c`) form (MPI
+// 4.1 §19.2), which share a body generic over the count type `C`
+// (`CountElem`); what the body records for `MPI_Type_get_contents(_c)`
+// follows the form ([`Args`]).
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Type_contiguous(
@@ -779,11 +862,30 @@ pub unsafe extern "C" fn MPI_Type_contiguous(
     old: *mut c_void,
     newtype: *mut *mut c_void,
 ) -> c_int {
-    guard("MPI_Type_contiguous", super::COMM_NULL, || {
-        let count = n;
+    contiguous("MPI_Type_contiguous", n, old, newtype)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_contiguous_c(
+    n: i64,
+    old: *mut c_void,
+    newtype: *mut *mut c_void,
+) -> c_int {
+    contiguous("MPI_Type_contiguous_c", n, old, newtype)
+}
+
+fn contiguous<C: CountElem>(
+    call: &str,
+    n: C,
+    old: *mut c_void,
+    newtype: *mut *mut c_void,
+) -> c_int {
+    guard(call, super::COMM_NULL, || {
+        let mut a = Args::of::<C>();
+        a.count(n);
         let n = bl(n, "count")?;
         let (oh, old) = (h(old), type_obj(h(old))?);
-        let env = Envelope::new(combiner::CONTIGUOUS, vec![count], vec![], &[(oh, &old)]);
+        let env = a.envelope(combiner::CONTIGUOUS, &[(oh, &old)]);
         new_type(compose(&[(0, n, &old)], false)?, env, newtype)
     })
 }
@@ -796,19 +898,42 @@ pub unsafe extern "C" fn MPI_Type_vector(
     old: *mut c_void,
     newtype: *mut *mut c_void,
 ) -> c_int {
-    guard("MPI_Type_vector", super::COMM_NULL, || {
+    vector("MPI_Type_vector", n, blocklen, stride, old, newtype)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_vector_c(
+    n: i64,
+    blocklen: i64,
+    stride: i64,
+    old: *mut c_void,
+    newtype: *mut *mut c_void,
+) -> c_int {
+    vector("MPI_Type_vector_c", n, blocklen, stride, old, newtype)
+}
+
+fn vector<C: CountElem>(
+    call: &str,
+    n: C,
+    blocklen: C,
+    stride: C,
+    old: *mut c_void,
+    newtype: *mut *mut c_void,
+) -> c_int {
+    guard(call, super::COMM_NULL, || {
+        let mut a = Args::of::<C>();
+        a.counts(&[n, blocklen, stride]);
         let n = bl(n, "count")?;
         let b = bl(blocklen, "blocklength")?;
         if n > MAX_RUNS {
             return Err(too_many(n));
         }
         let (oh, old) = (h(old), type_obj(h(old))?);
-        let ext = old.extent();
-        let parts: Vec<_> = (0..n)
-            .map(|i| (i as isize * stride as isize * ext, b, &**old))
-            .collect();
-        let ints = vec![n as c_int, blocklen, stride];
-        let env = Envelope::new(combiner::VECTOR, ints, vec![], &[(oh, &old)]);
+        let step = offset(stride.wide(), old.extent())?;
+        let parts = (0..n)
+            .map(|i| Ok((offset(i as i64, step)?, b, &**old)))
+            .collect::<Result<Vec<_>>>()?;
+        let env = a.envelope(combiner::VECTOR, &[(oh, &old)]);
         new_type(compose(&parts, false)?, env, newtype)
     })
 }
@@ -821,65 +946,103 @@ pub unsafe extern "C" fn MPI_Type_create_hvector(
     old: *mut c_void,
     newtype: *mut *mut c_void,
 ) -> c_int {
-    guard("MPI_Type_create_hvector", super::COMM_NULL, || {
+    hvector("MPI_Type_create_hvector", n, blocklen, stride, old, newtype)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_create_hvector_c(
+    n: i64,
+    blocklen: i64,
+    stride: i64,
+    old: *mut c_void,
+    newtype: *mut *mut c_void,
+) -> c_int {
+    hvector(
+        "MPI_Type_create_hvector_c",
+        n,
+        blocklen,
+        stride as isize,
+        old,
+        newtype,
+    )
+}
+
+fn hvector<C: CountElem>(
+    call: &str,
+    n: C,
+    blocklen: C,
+    stride: isize,
+    old: *mut c_void,
+    newtype: *mut *mut c_void,
+) -> c_int {
+    guard(call, super::COMM_NULL, || {
+        let mut a = Args::of::<C>();
+        a.counts(&[n, blocklen]);
+        a.addr(stride);
         let n = bl(n, "count")?;
         let b = bl(blocklen, "blocklength")?;
         if n > MAX_RUNS {
             return Err(too_many(n));
         }
         let (oh, old) = (h(old), type_obj(h(old))?);
-        let parts: Vec<_> = (0..n).map(|i| (i as isize * stride, b, &**old)).collect();
-        let ints = vec![n as c_int, blocklen];
-        let env = Envelope::new(combiner::HVECTOR, ints, vec![stride], &[(oh, &old)]);
+        let parts = (0..n)
+            .map(|i| Ok((offset(i as i64, stride)?, b, &**old)))
+            .collect::<Result<Vec<_>>>()?;
+        let env = a.envelope(combiner::HVECTOR, &[(oh, &old)]);
         new_type(compose(&parts, false)?, env, newtype)
     })
 }
 
 /// The block lengths of an indexed constructor: one per block, or one
 /// for all (the `_block` forms).
-enum Lens {
-    Each(*const c_int),
-    All(c_int),
+enum Lens<C> {
+    Each(*const C),
+    All(C),
 }
 
 /// The four indexed constructors: `n` blocks of `old` at displacements
 /// `displs`, in units of `old`'s extent or, for the `h` forms
-/// (`bytes`), in bytes.
-fn indexed<D: Copy + Into<i64>>(
-    n: c_int,
-    blocklens: Lens,
+/// (`bytes`), in bytes. Counts are `C`s; displacements `D`s (`int`,
+/// `MPI_Aint` or, in the `_c` forms, `MPI_Count`).
+fn indexed<C: CountElem, D: Copy + Into<i64>>(
+    n: C,
+    blocklens: Lens<C>,
     displs: *const D,
     old: *mut c_void,
     bytes: bool,
     newtype: *mut *mut c_void,
 ) -> Result<()> {
+    // The constructor's arguments: the count, the block lengths (or the
+    // one), then the displacements (integers, or addresses in bytes; all
+    // large counts in the `_c` forms).
+    let mut a = Args::of::<C>();
+    a.count(n);
     let n = bl(n, "count")?;
     let ds = array(displs, n, "array_of_displacements")?;
     let (oh, old) = (h(old), type_obj(h(old))?);
     let unit = if bytes { 1 } else { old.extent() };
-    // The constructor's integer arguments: the count, the block lengths
-    // (or the one), then the displacements unless they are addresses.
-    let mut ints = vec![n as c_int];
     let lens: Vec<usize> = match blocklens {
         Lens::Each(p) => {
             let given = array(p, n, "array_of_blocklengths")?;
-            ints.extend_from_slice(given);
+            a.counts(given);
             given
                 .iter()
                 .map(|&b| bl(b, "a block length"))
                 .collect::<Result<_>>()?
         }
         Lens::All(one) => {
-            ints.push(one);
+            a.count(one);
             vec![bl(one, "blocklength")?; n]
         }
     };
-    let mut addrs = Vec::new();
     for &d in ds {
+        let d: i64 = d.into();
         if bytes {
-            addrs.push(d.into() as isize);
+            a.addr(d as isize);
+        } else if a.large_form {
+            a.large.push(d);
         } else {
-            ints.push(d.into() as c_int);
+            a.int(d as c_int);
         }
     }
     let kind = match (&blocklens, bytes) {
@@ -888,12 +1051,12 @@ fn indexed<D: Copy + Into<i64>>(
         (Lens::All(_), false) => combiner::INDEXED_BLOCK,
         (Lens::All(_), true) => combiner::HINDEXED_BLOCK,
     };
-    let parts: Vec<_> = ds
+    let parts = ds
         .iter()
         .zip(lens)
-        .map(|(&d, b)| (d.into() as isize * unit, b, &**old))
-        .collect();
-    let env = Envelope::new(kind, ints, addrs, &[(oh, &old)]);
+        .map(|(&d, b)| Ok((offset(d.into(), unit)?, b, &**old)))
+        .collect::<Result<Vec<_>>>()?;
+    let env = a.envelope(kind, &[(oh, &old)]);
     new_type(compose(&parts, false)?, env, newtype)
 }
 
@@ -911,6 +1074,19 @@ pub unsafe extern "C" fn MPI_Type_indexed(
 }
 
 #[no_mangle]
+pub unsafe extern "C" fn MPI_Type_indexed_c(
+    n: i64,
+    blocklens: *const i64,
+    displs: *const i64,
+    old: *mut c_void,
+    newtype: *mut *mut c_void,
+) -> c_int {
+    guard("MPI_Type_indexed_c", super::COMM_NULL, || {
+        indexed(n, Lens::Each(blocklens), displs, old, false, newtype)
+    })
+}
+
+#[no_mangle]
 pub unsafe extern "C" fn MPI_Type_create_indexed_block(
     n: c_int,
     blocklen: c_int,
@@ -919,6 +1095,19 @@ pub unsafe extern "C" fn MPI_Type_create_indexed_block(
     newtype: *mut *mut c_void,
 ) -> c_int {
     guard("MPI_Type_create_indexed_block", super::COMM_NULL, || {
+        indexed(n, Lens::All(blocklen), displs, old, false, newtype)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_create_indexed_block_c(
+    n: i64,
+    blocklen: i64,
+    displs: *const i64,
+    old: *mut c_void,
+    newtype: *mut *mut c_void,
+) -> c_int {
+    guard("MPI_Type_create_indexed_block_c", super::COMM_NULL, || {
         indexed(n, Lens::All(blocklen), displs, old, false, newtype)
     })
 }
@@ -945,6 +1134,19 @@ pub unsafe extern "C" fn MPI_Type_create_hindexed(
 }
 
 #[no_mangle]
+pub unsafe extern "C" fn MPI_Type_create_hindexed_c(
+    n: i64,
+    blocklens: *const i64,
+    displs: *const i64,
+    old: *mut c_void,
+    newtype: *mut *mut c_void,
+) -> c_int {
+    guard("MPI_Type_create_hindexed_c", super::COMM_NULL, || {
+        indexed(n, Lens::Each(blocklens), displs, old, true, newtype)
+    })
+}
+
+#[no_mangle]
 pub unsafe extern "C" fn MPI_Type_create_hindexed_block(
     n: c_int,
     blocklen: c_int,
@@ -965,6 +1167,19 @@ pub unsafe extern "C" fn MPI_Type_create_hindexed_block(
 }
 
 #[no_mangle]
+pub unsafe extern "C" fn MPI_Type_create_hindexed_block_c(
+    n: i64,
+    blocklen: i64,
+    displs: *const i64,
+    old: *mut c_void,
+    newtype: *mut *mut c_void,
+) -> c_int {
+    guard("MPI_Type_create_hindexed_block_c", super::COMM_NULL, || {
+        indexed(n, Lens::All(blocklen), displs, old, true, newtype)
+    })
+}
+
+#[no_mangle]
 pub unsafe extern "C" fn MPI_Type_create_struct(
     n: c_int,
     blocklens: *const c_int,
@@ -972,7 +1187,47 @@ pub unsafe extern "C" fn MPI_Type_create_struct(
     types: *const *mut c_void,
     newtype: *mut *mut c_void,
 ) -> c_int {
-    guard("MPI_Type_create_struct", super::COMM_NULL, || {
+    create_struct(
+        "MPI_Type_create_struct",
+        n,
+        blocklens,
+        displs.cast::<i64>(),
+        types,
+        newtype,
+    )
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_create_struct_c(
+    n: i64,
+    blocklens: *const i64,
+    displs: *const i64,
+    types: *const *mut c_void,
+    newtype: *mut *mut c_void,
+) -> c_int {
+    create_struct(
+        "MPI_Type_create_struct_c",
+        n,
+        blocklens,
+        displs,
+        types,
+        newtype,
+    )
+}
+
+/// `MPI_Type_create_struct(_c)` (`call`): byte displacements (`MPI_Aint`
+/// or `MPI_Count`, both 64 bits here).
+fn create_struct<C: CountElem>(
+    call: &str,
+    n: C,
+    blocklens: *const C,
+    displs: *const i64,
+    types: *const *mut c_void,
+    newtype: *mut *mut c_void,
+) -> c_int {
+    guard(call, super::COMM_NULL, || {
+        let mut a = Args::of::<C>();
+        a.count(n);
         let n = bl(n, "count")?;
         let bls = array(blocklens, n, "array_of_blocklengths")?;
         let ds = array(displs, n, "array_of_displacements")?;
@@ -983,12 +1238,14 @@ pub unsafe extern "C" fn MPI_Type_create_struct(
             .collect::<Result<Vec<_>>>()?;
         let mut parts = Vec::with_capacity(n);
         for i in 0..n {
-            parts.push((ds[i], bl(bls[i], "a block length")?, &**objs[i]));
+            parts.push((ds[i] as isize, bl(bls[i], "a block length")?, &**objs[i]));
         }
-        let mut ints = vec![n as c_int];
-        ints.extend_from_slice(bls);
+        a.counts(bls);
+        for &d in ds {
+            a.addr(d as isize);
+        }
         let from: Vec<_> = ts.iter().map(|&t| h(t)).zip(objs.iter()).collect();
-        let env = Envelope::new(combiner::STRUCT, ints, ds.to_vec(), &from);
+        let env = a.envelope(combiner::STRUCT, &from);
         new_type(compose(&parts, true)?, env, newtype)
     })
 }
@@ -1000,15 +1257,47 @@ pub unsafe extern "C" fn MPI_Type_create_resized(
     extent: isize,
     newtype: *mut *mut c_void,
 ) -> c_int {
-    guard("MPI_Type_create_resized", super::COMM_NULL, || {
+    resized::<c_int>("MPI_Type_create_resized", old, lb, extent, newtype)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_create_resized_c(
+    old: *mut c_void,
+    lb: i64,
+    extent: i64,
+    newtype: *mut *mut c_void,
+) -> c_int {
+    resized::<i64>(
+        "MPI_Type_create_resized_c",
+        old,
+        lb as isize,
+        extent as isize,
+        newtype,
+    )
+}
+
+/// `MPI_Type_create_resized(_c)` (`call`; `C` says which form records
+/// it).
+fn resized<C: CountElem>(
+    call: &str,
+    old: *mut c_void,
+    lb: isize,
+    extent: isize,
+    newtype: *mut *mut c_void,
+) -> c_int {
+    guard(call, super::COMM_NULL, || {
         let (oh, old) = (h(old), type_obj(h(old))?);
+        let ub = lb.checked_add(extent).ok_or_else(too_big)?;
         let mut ty = (**old).clone();
         ty.lb = lb;
-        ty.ub = lb + extent;
+        ty.ub = ub;
         ty.explicit = true;
         ty.committed = false;
         ty.predefined = false;
-        let env = Envelope::new(combiner::RESIZED, vec![], vec![lb, extent], &[(oh, &old)]);
+        let mut a = Args::of::<C>();
+        a.addr(lb);
+        a.addr(extent);
+        let env = a.envelope(combiner::RESIZED, &[(oh, &old)]);
         new_type(ty, env, newtype)
     })
 }
@@ -1102,15 +1391,18 @@ fn array_type(
 }
 
 /// The sizes of an array constructor, each positive.
-fn positive(v: &[c_int], what: &str) -> Result<Vec<usize>> {
+fn positive<C: CountElem>(v: &[C], what: &str) -> Result<Vec<usize>> {
     v.iter()
         .map(|&x| {
-            usize::try_from(x).ok().filter(|&x| x > 0).ok_or_else(|| {
-                Error::new(
-                    ErrorClass::Arg,
-                    format!("{what} has {x}: each must be positive"),
-                )
-            })
+            usize::try_from(x.wide())
+                .ok()
+                .filter(|&x| x > 0)
+                .ok_or_else(|| {
+                    Error::new(
+                        ErrorClass::Arg,
+                        format!("{what} has {x}: each must be positive"),
+                    )
+                })
         })
         .collect()
 }
@@ -1138,7 +1430,53 @@ pub unsafe extern "C" fn MPI_Type_create_subarray(
     old: *mut c_void,
     newtype: *mut *mut c_void,
 ) -> c_int {
-    guard("MPI_Type_create_subarray", super::COMM_NULL, || {
+    subarray(
+        "MPI_Type_create_subarray",
+        ndims,
+        sizes,
+        subsizes,
+        starts,
+        order,
+        old,
+        newtype,
+    )
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_create_subarray_c(
+    ndims: c_int,
+    sizes: *const i64,
+    subsizes: *const i64,
+    starts: *const i64,
+    order: c_int,
+    old: *mut c_void,
+    newtype: *mut *mut c_void,
+) -> c_int {
+    subarray(
+        "MPI_Type_create_subarray_c",
+        ndims,
+        sizes,
+        subsizes,
+        starts,
+        order,
+        old,
+        newtype,
+    )
+}
+
+/// `MPI_Type_create_subarray(_c)` (`call`), generic over the count type.
+#[allow(clippy::too_many_arguments)]
+fn subarray<C: CountElem>(
+    call: &str,
+    ndims: c_int,
+    sizes: *const C,
+    subsizes: *const C,
+    starts: *const C,
+    order: c_int,
+    old: *mut c_void,
+    newtype: *mut *mut c_void,
+) -> c_int {
+    guard(call, super::COMM_NULL, || {
         let nd = count(ndims, "ndims")?;
         if nd == 0 {
             return Err(Error::new(ErrorClass::Arg, "ndims must be positive"));
@@ -1153,9 +1491,9 @@ pub unsafe extern "C" fn MPI_Type_create_subarray(
         let subs = positive(sub, "array_of_subsizes")?;
         let mut ranges = Vec::with_capacity(nd);
         for d in 0..nd {
-            let first = usize::try_from(st[d])
+            let first = usize::try_from(st[d].wide())
                 .ok()
-                .filter(|&f| f + subs[d] <= gsizes[d]);
+                .filter(|&f| f.checked_add(subs[d]).is_some_and(|end| end <= gsizes[d]));
             let Some(first) = first else {
                 return Err(Error::new(
                     ErrorClass::Arg,
@@ -1169,12 +1507,15 @@ pub unsafe extern "C" fn MPI_Type_create_subarray(
         }
         let (oh, obj) = (h(old), type_obj(h(old))?);
         let ty = array_type(&obj, &gsizes, &ranges, order)?;
-        let mut ints = vec![ndims];
-        ints.extend_from_slice(sz);
-        ints.extend_from_slice(sub);
-        ints.extend_from_slice(st);
-        ints.push(order);
-        let env = Envelope::new(combiner::SUBARRAY, ints, vec![], &[(oh, &obj)]);
+        // The int form: ndims, the sizes, subsizes and starts, order; the
+        // `_c` form: ndims and order, the arrays as large counts.
+        let mut a = Args::of::<C>();
+        a.int(ndims);
+        a.counts(sz);
+        a.counts(sub);
+        a.counts(st);
+        a.int(order);
+        let env = a.envelope(combiner::SUBARRAY, &[(oh, &obj)]);
         new_type(ty, env, newtype)
     })
 }
@@ -1196,7 +1537,65 @@ pub unsafe extern "C" fn MPI_Type_create_darray(
     old: *mut c_void,
     newtype: *mut *mut c_void,
 ) -> c_int {
-    guard("MPI_Type_create_darray", super::COMM_NULL, || {
+    darray(
+        "MPI_Type_create_darray",
+        size,
+        rank,
+        ndims,
+        gsizes,
+        distribs,
+        dargs,
+        psizes,
+        order,
+        old,
+        newtype,
+    )
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_create_darray_c(
+    size: c_int,
+    rank: c_int,
+    ndims: c_int,
+    gsizes: *const i64,
+    distribs: *const c_int,
+    dargs: *const c_int,
+    psizes: *const c_int,
+    order: c_int,
+    old: *mut c_void,
+    newtype: *mut *mut c_void,
+) -> c_int {
+    darray(
+        "MPI_Type_create_darray_c",
+        size,
+        rank,
+        ndims,
+        gsizes,
+        distribs,
+        dargs,
+        psizes,
+        order,
+        old,
+        newtype,
+    )
+}
+
+/// `MPI_Type_create_darray(_c)` (`call`): the global sizes `C`s.
+#[allow(clippy::too_many_arguments)]
+fn darray<C: CountElem>(
+    call: &str,
+    size: c_int,
+    rank: c_int,
+    ndims: c_int,
+    gsizes: *const C,
+    distribs: *const c_int,
+    dargs: *const c_int,
+    psizes: *const c_int,
+    order: c_int,
+    old: *mut c_void,
+    newtype: *mut *mut c_void,
+) -> c_int {
+    guard(call, super::COMM_NULL, || {
         let nd = count(ndims, "ndims")?;
         if nd == 0 || size <= 0 || rank < 0 || rank >= size {
             return Err(Error::new(
@@ -1278,18 +1677,26 @@ pub unsafe extern "C" fn MPI_Type_create_darray(
         }
         let (oh, obj) = (h(old), type_obj(h(old))?);
         let ty = array_type(&obj, &g, &ranges, order)?;
-        let mut ints = vec![size, rank, ndims];
-        for v in [gs, ds, da, ps] {
-            ints.extend_from_slice(v);
+        // The int form: size, rank, ndims, gsizes, distribs, dargs,
+        // psizes, order; the `_c` form keeps gsizes as large counts.
+        let mut a = Args::of::<C>();
+        for v in [size, rank, ndims] {
+            a.int(v);
         }
-        ints.push(order);
-        let env = Envelope::new(combiner::DARRAY, ints, vec![], &[(oh, &obj)]);
+        a.counts(gs);
+        for v in [ds, da, ps] {
+            a.ints.extend_from_slice(v);
+        }
+        a.int(order);
+        let env = a.envelope(combiner::DARRAY, &[(oh, &obj)]);
         new_type(ty, env, newtype)
     })
 }
 
 /// `MPI_Type_get_envelope`: how many integers, addresses and datatypes
-/// `MPI_Type_get_contents` gives, and the constructor.
+/// `MPI_Type_get_contents` gives, and the constructor. A type made by a
+/// large-count constructor has large counts, which only the `_c` forms
+/// give: `MPI_ERR_TYPE` here (MPI 4.1 §5.1.13).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Type_get_envelope(
     t: *mut c_void,
@@ -1299,16 +1706,63 @@ pub unsafe extern "C" fn MPI_Type_get_envelope(
     comb: *mut c_int,
 ) -> c_int {
     guard("MPI_Type_get_envelope", super::COMM_NULL, || {
-        let ty = type_obj(h(t))?;
-        let (ni, na, nd, c) = match &ty.env {
-            None => (0, 0, 0, combiner::NAMED),
-            Some(e) => (e.ints.len(), e.addrs.len(), e.types.len(), e.combiner),
-        };
+        let (ni, na, nl, nd, c) = envelope_of(h(t))?;
+        if nl > 0 {
+            return Err(large_made("MPI_Type_get_envelope"));
+        }
         out(num_integers, ni as c_int, "num_integers")?;
         out(num_addresses, na as c_int, "num_addresses")?;
         out(num_datatypes, nd as c_int, "num_datatypes")?;
         out(comb, c, "combiner")
     })
+}
+
+/// `MPI_Type_get_envelope_c`: as [`MPI_Type_get_envelope`], with the
+/// number of large counts, for a type of either kind of constructor.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_get_envelope_c(
+    t: *mut c_void,
+    num_integers: *mut i64,
+    num_addresses: *mut i64,
+    num_large_counts: *mut i64,
+    num_datatypes: *mut i64,
+    comb: *mut c_int,
+) -> c_int {
+    guard("MPI_Type_get_envelope_c", super::COMM_NULL, || {
+        let (ni, na, nl, nd, c) = envelope_of(h(t))?;
+        out(num_integers, ni as i64, "num_integers")?;
+        out(num_addresses, na as i64, "num_addresses")?;
+        out(num_large_counts, nl as i64, "num_large_counts")?;
+        out(num_datatypes, nd as i64, "num_datatypes")?;
+        out(comb, c, "combiner")
+    })
+}
+
+/// A type's envelope: (integers, addresses, large counts, datatypes,
+/// combiner).
+fn envelope_of(t: usize) -> Result<(usize, usize, usize, usize, c_int)> {
+    let ty = type_obj(t)?;
+    Ok(match &ty.env {
+        None => (0, 0, 0, 0, combiner::NAMED),
+        Some(e) => (
+            e.ints.len(),
+            e.addrs.len(),
+            e.large.len(),
+            e.types.len(),
+            e.combiner,
+        ),
+    })
+}
+
+/// The error of an `int` envelope query on a type with large counts.
+fn large_made(call: &str) -> Error {
+    Error::new(
+        ErrorClass::Type,
+        format!(
+            "{call}: the datatype was made by a large-count constructor; its arguments \
+             include large counts, which {call}_c gives"
+        ),
+    )
 }
 
 /// `MPI_Type_get_contents`: the arguments of the constructor that made a
@@ -1325,38 +1779,100 @@ pub unsafe extern "C" fn MPI_Type_get_contents(
     datatypes: *mut *mut c_void,
 ) -> c_int {
     guard("MPI_Type_get_contents", super::COMM_NULL, || {
-        let ty = type_obj(h(t))?;
-        let Some(e) = ty.env.clone() else {
+        contents::<c_int>(
+            "MPI_Type_get_contents",
+            h(t),
+            [
+                max_integers.into(),
+                max_addresses.into(),
+                0,
+                max_datatypes.into(),
+            ],
+            integers,
+            addresses,
+            std::ptr::null_mut(),
+            datatypes,
+        )
+    })
+}
+
+/// `MPI_Type_get_contents_c`: as [`MPI_Type_get_contents`], with the
+/// large counts, for a type of either kind of constructor.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn MPI_Type_get_contents_c(
+    t: *mut c_void,
+    max_integers: i64,
+    max_addresses: i64,
+    max_large_counts: i64,
+    max_datatypes: i64,
+    integers: *mut c_int,
+    addresses: *mut isize,
+    large_counts: *mut i64,
+    datatypes: *mut *mut c_void,
+) -> c_int {
+    guard("MPI_Type_get_contents_c", super::COMM_NULL, || {
+        contents::<i64>(
+            "MPI_Type_get_contents_c",
+            h(t),
+            [max_integers, max_addresses, max_large_counts, max_datatypes],
+            integers,
+            addresses,
+            large_counts,
+            datatypes,
+        )
+    })
+}
+
+/// The body of both (`C` says which form): `max` the room of the
+/// integers, addresses, large counts and datatypes arrays (the `int`
+/// form has no large counts, and refuses a type that has some).
+fn contents<C: CountElem>(
+    call: &str,
+    t: usize,
+    max: [i64; 4],
+    integers: *mut c_int,
+    addresses: *mut isize,
+    large_counts: *mut i64,
+    datatypes: *mut *mut c_void,
+) -> Result<()> {
+    let ty = type_obj(t)?;
+    let Some(e) = ty.env.clone() else {
+        return Err(Error::new(
+            ErrorClass::Arg,
+            format!("{call} of a predefined datatype (MPI_COMBINER_NAMED)"),
+        ));
+    };
+    if !C::LARGE && !e.large.is_empty() {
+        return Err(large_made(call));
+    }
+    let room = |max: i64, need: usize, what: &str| {
+        if (max.max(0) as usize) < need {
             return Err(Error::new(
                 ErrorClass::Arg,
-                "MPI_Type_get_contents of a predefined datatype (MPI_COMBINER_NAMED)",
+                format!("{what} is {max}, the datatype has {need}"),
             ));
-        };
-        let room = |max: c_int, need: usize, what: &str| {
-            if (max.max(0) as usize) < need {
-                return Err(Error::new(
-                    ErrorClass::Arg,
-                    format!("{what} is {max}, the datatype has {need}"),
-                ));
-            }
-            Ok(())
-        };
-        room(max_integers, e.ints.len(), "max_integers")?;
-        room(max_addresses, e.addrs.len(), "max_addresses")?;
-        room(max_datatypes, e.types.len(), "max_datatypes")?;
-        super::array_mut(integers, e.ints.len(), "array_of_integers")?.copy_from_slice(&e.ints);
-        super::array_mut(addresses, e.addrs.len(), "array_of_addresses")?.copy_from_slice(&e.addrs);
-        let outs = super::array_mut(datatypes, e.types.len(), "array_of_datatypes")?;
-        for (slot, (handle, obj)) in outs.iter_mut().zip(&e.types) {
-            let hd = if obj.predefined {
-                *handle
-            } else {
-                state().types.insert(obj.clone())
-            };
-            *slot = to_handle(hd);
         }
         Ok(())
-    })
+    };
+    room(max[0], e.ints.len(), "max_integers")?;
+    room(max[1], e.addrs.len(), "max_addresses")?;
+    room(max[2], e.large.len(), "max_large_counts")?;
+    room(max[3], e.types.len(), "max_datatypes")?;
+    super::array_mut(integers, e.ints.len(), "array_of_integers")?.copy_from_slice(&e.ints);
+    super::array_mut(addresses, e.addrs.len(), "array_of_addresses")?.copy_from_slice(&e.addrs);
+    super::array_mut(large_counts, e.large.len(), "array_of_large_counts")?
+        .copy_from_slice(&e.large);
+    let outs = super::array_mut(datatypes, e.types.len(), "array_of_datatypes")?;
+    for (slot, (handle, obj)) in outs.iter_mut().zip(&e.types) {
+        let hd = if obj.predefined {
+            *handle
+        } else {
+            state().types.insert(obj.clone())
+        };
+        *slot = to_handle(hd);
+    }
+    Ok(())
 }
 
 #[no_mangle]
