@@ -862,7 +862,10 @@ impl Req {
             }
             ReqState::Pair(mut p) => {
                 let [send, recv] = &mut *p;
-                let r = pair_result(send.wait(), recv.wait());
+                let r = match wait_pair_together(send, recv) {
+                    Some(r) => r,
+                    None => pair_result(send.wait(), recv.wait()),
+                };
                 self.state = ReqState::Done(r.clone());
                 r
             }
@@ -988,6 +991,54 @@ impl Req {
     fn is_persistent(&self) -> bool {
         matches!(self.state, ReqState::Persistent { .. })
     }
+}
+
+/// Waits for an `MPI_Isendrecv`'s send and receive at once when both are
+/// in the engine (`wait_all_each`), so that the receive's buffer is lent
+/// to progress while the send waits too: a large incoming message lands
+/// in it directly instead of in the slot's own buffer first. `None`,
+/// with both untouched, for any other kind.
+fn wait_pair_together(
+    send: &mut Req,
+    recv: &mut Req,
+) -> Option<std::result::Result<CStatus, Error>> {
+    send.expand();
+    recv.expand();
+    if !matches!(
+        (&send.state, &recv.state),
+        (ReqState::Live { .. }, ReqState::Live { .. })
+    ) {
+        return None;
+    }
+    let placeholder = || ReqState::Done(Ok(CStatus::empty()));
+    let (
+        ReqState::Live {
+            req: sreq,
+            fin: sfin,
+            keep: skeep,
+        },
+        ReqState::Live {
+            req: rreq,
+            fin: rfin,
+            keep: rkeep,
+        },
+    ) = (
+        std::mem::replace(&mut send.state, placeholder()),
+        std::mem::replace(&mut recv.state, placeholder()),
+    )
+    else {
+        unreachable!("both live, checked above")
+    };
+    // The requests borrow `fin`'s and `keep`'s buffers, dropped only
+    // after they are spent.
+    let mut results = crate::comm::wait_all_each(vec![sreq, rreq]).into_iter();
+    let (s, r) = (
+        results.next().expect("two outcomes"),
+        results.next().expect("two outcomes"),
+    );
+    let out = pair_result(finish(s, sfin), finish(r, rfin));
+    drop((skeep, rkeep));
+    Some(out)
 }
 
 /// The result of an `MPI_Isendrecv`: the send's error if it failed, else
