@@ -167,6 +167,11 @@ impl Envelope {
     }
 }
 
+// `MPI_Aint` and `MPI_Count` are both 64 bits here: the `h` and struct
+// constructors read `MPI_Aint` arrays as `i64`s, and the `_c` forms
+// take their byte displacements as `isize`s.
+const _: () = assert!(std::mem::size_of::<isize>() == 8);
+
 /// The arguments a constructor records for `MPI_Type_get_contents(_c)`:
 /// its `int` form keeps counts as integers and byte displacements as
 /// addresses, its large-count (`_c`) form both as large counts (MPI 4.1
@@ -691,14 +696,34 @@ fn compose(parts: &[(isize, usize, &TypeObj)], is_struct: bool) -> Result<TypeOb
     let mut elems: usize = 0;
     let mut kinds = None;
     let mut mixed = false;
-    for &(_, bl, ty) in parts {
+    // The total size, and each part's reach (its displacement plus or
+    // minus its blocks' extents), fit an `isize`: the second pass below
+    // then adds and multiplies without overflow (counts may be 64 bits,
+    // the `_c` constructors).
+    let mut total: isize = 0;
+    for &(disp, bl, ty) in parts {
         let per = if ty.is_dense() {
             1
         } else {
             bl.checked_mul(ty.blocks.len().max(1)).ok_or_else(too_big)?
         };
         runs = runs.checked_add(per).ok_or_else(too_big)?;
-        bl.checked_mul(ty.size).ok_or_else(too_big)?;
+        let bytes = bl
+            .checked_mul(ty.size)
+            .and_then(|b| isize::try_from(b).ok())
+            .ok_or_else(too_big)?;
+        total = total.checked_add(bytes).ok_or_else(too_big)?;
+        if bl > 0 {
+            let span = isize::try_from(bl - 1)
+                .ok()
+                .and_then(|k| k.checked_mul(ty.extent()))
+                .ok_or_else(too_big)?;
+            for edge in [ty.lb, ty.ub, ty.true_lb, ty.true_ub] {
+                disp.checked_add(edge)
+                    .and_then(|e| e.checked_add(span))
+                    .ok_or_else(too_big)?;
+            }
+        }
         if bl > 0 {
             let kind = ty.sig.map(|(p, _)| p);
             mixed |= kind.is_none() || kinds.is_some_and(|k| Some(k) != kind);
@@ -929,7 +954,12 @@ fn vector<C: CountElem>(
             return Err(too_many(n));
         }
         let (oh, old) = (h(old), type_obj(h(old))?);
-        let step = offset(stride.wide(), old.extent())?;
+        // (One block uses no step: a huge stride is then no error.)
+        let step = if n > 1 {
+            offset(stride.wide(), old.extent())?
+        } else {
+            0
+        };
         let parts = (0..n)
             .map(|i| Ok((offset(i as i64, step)?, b, &**old)))
             .collect::<Result<Vec<_>>>()?;
@@ -1373,13 +1403,16 @@ fn array_type(
         if ranges[d].len() > MAX_RUNS {
             return Err(too_many(ranges[d].len()));
         }
+        let row = isize::try_from(gsizes[d])
+            .ok()
+            .and_then(|g| g.checked_mul(stride))
+            .ok_or_else(too_big)?;
+        // Each first index is below its dimension's size: no overflow
+        // once the row fits.
         let parts: Vec<_> = ranges[d]
             .iter()
             .map(|&(first, len)| (first as isize * stride, len, &t))
             .collect();
-        let row = (gsizes[d] as isize)
-            .checked_mul(stride)
-            .ok_or_else(too_big)?;
         let mut level = compose(&parts, false)?;
         level.lb = 0;
         level.ub = row;
@@ -2218,16 +2251,16 @@ fn pack<C: CountElem + TryFrom<usize>>(
         let ty = committed(h(t))?;
         let pos = count(read(position, "position")?, "position")?;
         let cap = count(outsize, "outsize")?;
-        let data = ty.pack(inbuf, n)?;
-        if pos.checked_add(data.len()).is_none_or(|end| end > cap) {
+        // Checked before packing: a count too large for the buffer is a
+        // truncation, not an allocation.
+        let need = super::p2p::nbytes(n, &ty)?;
+        if pos.checked_add(need).is_none_or(|end| end > cap) {
             return Err(Error::new(
                 ErrorClass::Truncate,
-                format!(
-                    "{call} needs {} bytes from position {pos}, but outsize is {cap}",
-                    data.len()
-                ),
+                format!("{call} needs {need} bytes from position {pos}, but outsize is {cap}"),
             ));
         }
+        let data = ty.pack(inbuf, n)?;
         let dst = super::bytes_mut(outbuf, cap)?;
         dst[pos..pos + data.len()].copy_from_slice(&data);
         out(position, narrow(pos + data.len(), "position")?, "position")
@@ -2815,10 +2848,16 @@ impl Reduction {
                 // `n` instances touch ([lo, hi) from the buffer address,
                 // whatever the signs of lb and extent), 16-byte aligned as
                 // the C function may read doubles or long doubles there.
-                let last = (n.max(1) as isize - 1) * ext;
-                let lo = self.ty.true_lb.min(self.ty.true_lb + last);
-                let hi = self.ty.true_ub.max(self.ty.true_ub + last);
-                let words = ((hi - lo).max(1) as usize).div_ceil(16) * 2 + 2;
+                // The scratch spans fit an `isize`: a large count (the
+                // `_c` collectives) is checked, not wrapped.
+                let span = || {
+                    let last = isize::try_from(n.max(1) - 1).ok()?.checked_mul(ext)?;
+                    let lo = self.ty.true_lb.min(self.ty.true_lb.checked_add(last)?);
+                    let hi = self.ty.true_ub.max(self.ty.true_ub.checked_add(last)?);
+                    Some((lo, hi.checked_sub(lo)?))
+                };
+                let (lo, len) = span().ok_or_else(too_big)?;
+                let words = (len.max(1) as usize).div_ceil(16) * 2 + 2;
                 let mut a = vec![0u64; words];
                 let mut b = vec![0u64; words];
                 let abase = a

@@ -790,9 +790,10 @@ fn put_get<C: CountElem>(
         );
         let at = target(w, rank, disp, tn, &tty)?;
         if let (Some(oo), Some(to)) = (oty.contiguous(on), tty.contiguous(tn)) {
-            // Both sides one run: one copy, no staging.
-            let len = on * oty.size;
-            if len != tn * tty.size {
+            // Both sides one run: one copy, no staging. (The origin's
+            // bytes checked: its count may be 64 bits, the `_c` forms.)
+            let len = super::p2p::nbytes(on, &oty)?;
+            if tn.checked_mul(tty.size) != Some(len) {
                 return Err(Error::new(
                     ErrorClass::Count,
                     "origin and target hold different amounts of data",

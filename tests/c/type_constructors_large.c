@@ -176,5 +176,20 @@ int main(int argc, char **argv)
     /* A negative count. */
     rc = MPI_Type_contiguous_c(-1, MPI_INT, &b);
     CHECK(rc != MPI_SUCCESS, "contiguous_c with count -1 succeeded");
+    if (OURS) {
+        /* Counts whose bytes or extent pass what an address holds: an
+         * error, not a wrapped size or extent. */
+        rc = MPI_Type_contiguous_c((MPI_Count)1 << 61, MPI_INT, &b);
+        CHECK(rc != MPI_SUCCESS, "contiguous_c of 2^61 ints succeeded");
+        MPI_Count two[2] = {(MPI_Count)1 << 61, (MPI_Count)1 << 61}, at[2] = {0, 0};
+        rc = MPI_Type_create_hindexed_c(2, two, at, MPI_INT, &b);
+        CHECK(rc != MPI_SUCCESS, "hindexed_c of 2 x 2^61 ints succeeded");
+        /* One block uses no stride, however large. */
+        MPI_Type_vector_c(1, 2, (MPI_Count)1 << 62, MPI_INT, &b);
+        int one = 0;
+        MPI_Type_size(b, &one);
+        CHECK(one == 8, "vector_c of one block: size %d", one);
+        MPI_Type_free(&b);
+    }
     return ct_finish();
 }

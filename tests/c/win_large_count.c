@@ -110,6 +110,12 @@ int main(int argc, char **argv)
         MPI_Win_fence(0, w);
         rc = MPI_Put_c(out, (MPI_Count)-1, MPI_INT, right, 0, (MPI_Count)1, MPI_INT, w);
         CHECK(rc != MPI_SUCCESS, "flavor %d Put_c with count -1 succeeded", flavor);
+        if (OURS) {
+            /* An origin count whose bytes wrap to the target's: refused. */
+            rc = MPI_Put_c(out, ((MPI_Count)1 << 62) + 1, MPI_INT, right, 0, (MPI_Count)1,
+                           MPI_INT, w);
+            CHECK(rc != MPI_SUCCESS, "flavor %d Put_c of 2^62 + 1 ints succeeded", flavor);
+        }
         MPI_Win_fence(0, w);
         MPI_Win_free(&w);
     }
