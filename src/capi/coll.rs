@@ -177,6 +177,27 @@ pub(crate) fn times(n: usize, p: usize) -> Result<usize> {
     n.checked_mul(p).ok_or_else(counts_overflow)
 }
 
+/// The packed blocks of `(count, type)` pairs laid end to end: their
+/// byte counts, their offsets and the total; `Count` when a block or the
+/// total passes what one object may hold (large counts, the `_c` forms).
+fn byte_blocks<'a>(
+    blocks: impl Iterator<Item = (usize, &'a TypeObj)>,
+) -> Result<(Vec<usize>, Vec<usize>, usize)> {
+    let mut bc = Vec::new();
+    let mut bd = Vec::new();
+    let mut at = 0usize;
+    for (n, ty) in blocks {
+        let b = nbytes(n, ty)?;
+        bd.push(at);
+        bc.push(b);
+        at = at
+            .checked_add(b)
+            .filter(|&t| isize::try_from(t).is_ok())
+            .ok_or_else(counts_overflow)?;
+    }
+    Ok((bc, bd, at))
+}
+
 fn counts_overflow() -> Error {
     Error::new(
         ErrorClass::Count,
@@ -211,7 +232,7 @@ fn bcast(obj: &CommObj, buf: *mut c_void, n: usize, ty: &Arc<TypeObj>, root: c_i
             let mut staging = if sender {
                 ty.pack(buf, n)?
             } else {
-                vec![0; n * ty.size]
+                vec![0; nbytes(n, ty)?]
             };
             c.bcast(&mut staging[..], root)?;
             if !sender {
@@ -287,13 +308,7 @@ fn gatherv(
         return c.gatherv(&data[..], &mut none[..], &vec![0; p], &vec![0; p], root);
     }
     let rty = rty.expect("root has a receive type");
-    let bc: Vec<usize> = counts.iter().map(|&n| n * rty.size).collect();
-    let mut bd = Vec::with_capacity(p);
-    let mut at = 0;
-    for &b in &bc {
-        bd.push(at);
-        at += b;
-    }
+    let (bc, bd, at) = byte_blocks(counts.iter().map(|&n| (n, &*rty)))?;
     let mut staging = vec![0u8; at];
     c.gatherv(&data[..], &mut staging[..], &bc, &bd, root)?;
     for i in 0..p {
@@ -757,13 +772,7 @@ fn allgatherv(
     } else {
         src(sbuf, sn, &*committed(h(st))?)?.into_owned()
     };
-    let bc: Vec<usize> = counts.iter().map(|&n| n * rty.size).collect();
-    let mut bd = Vec::with_capacity(bc.len());
-    let mut at = 0;
-    for &b in &bc {
-        bd.push(at);
-        at += b;
-    }
+    let (bc, bd, at) = byte_blocks(counts.iter().map(|&n| (n, &**rty)))?;
     let mut staging = vec![0u8; at];
     c.allgatherv(&data[..], &mut staging[..], &bc, &bd)?;
     for i in 0..bc.len() {
@@ -1039,13 +1048,7 @@ fn alltoallw(
         sbc[i] = block.len();
         packed.extend_from_slice(&block);
     }
-    let rbc: Vec<usize> = recvs.iter().map(|(n, _, ty)| n * ty.size).collect();
-    let mut rbd = Vec::with_capacity(p);
-    let mut at = 0;
-    for &b in &rbc {
-        rbd.push(at);
-        at += b;
-    }
+    let (rbc, rbd, at) = byte_blocks(recvs.iter().map(|(n, _, ty)| (*n, &**ty)))?;
     let mut staging = vec![0u8; at];
     c.alltoallv(&packed[..], &sbc, &sbd, &mut staging[..], &rbc, &rbd)?;
     for (i, (n, d, ty)) in recvs.iter().enumerate() {
@@ -1834,14 +1837,17 @@ fn ibcast_call<C: CountElem>(
         }
         let r = match ty.contiguous(n) {
             Some(off) => {
-                let b = bytes_mut((buf as *mut u8).wrapping_offset(off).cast(), n * ty.size)?;
+                let b = bytes_mut(
+                    (buf as *mut u8).wrapping_offset(off).cast(),
+                    nbytes(n, &ty)?,
+                )?;
                 Req::live(&obj, obj.comm.ibcast(b, root)?, Fin::None, Vec::new())
             }
             None => {
                 let mut staging = if obj.comm.rank() == root {
                     ty.pack(buf, n)?
                 } else {
-                    vec![0; n * ty.size]
+                    vec![0; nbytes(n, &ty)?]
                 };
                 // SAFETY: lifetime erasure of a borrow of `staging`'s heap
                 // buffer, which moves into the request's `fin` and is

@@ -996,8 +996,11 @@ impl Req {
 /// Waits for an `MPI_Isendrecv`'s send and receive at once when both are
 /// in the engine (`wait_all_each`), so that the receive's buffer is lent
 /// to progress while the send waits too: a large incoming message lands
-/// in it directly instead of in the slot's own buffer first. `None`,
-/// with both untouched, for any other kind.
+/// in it directly instead of in the slot's own buffer first. `None` for
+/// any other kind (a send complete at its call, a receive from
+/// `MPI_PROC_NULL`), for the caller's one-by-one wait; a light receive
+/// may have been made live meanwhile (`Req::expand`), which that wait
+/// takes as well.
 fn wait_pair_together(
     send: &mut Req,
     recv: &mut Req,

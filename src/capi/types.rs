@@ -701,6 +701,9 @@ fn compose(parts: &[(isize, usize, &TypeObj)], is_struct: bool) -> Result<TypeOb
     // then adds and multiplies without overflow (counts may be 64 bits,
     // the `_c` constructors).
     let mut total: isize = 0;
+    // The lowest and highest address the parts reach: their spread (the
+    // new type's extent, at most) fits an `isize` too.
+    let mut reach = (isize::MAX, isize::MIN);
     for &(disp, bl, ty) in parts {
         let per = if ty.is_dense() {
             1
@@ -719,9 +722,9 @@ fn compose(parts: &[(isize, usize, &TypeObj)], is_struct: bool) -> Result<TypeOb
                 .and_then(|k| k.checked_mul(ty.extent()))
                 .ok_or_else(too_big)?;
             for edge in [ty.lb, ty.ub, ty.true_lb, ty.true_ub] {
-                disp.checked_add(edge)
-                    .and_then(|e| e.checked_add(span))
-                    .ok_or_else(too_big)?;
+                let near = disp.checked_add(edge).ok_or_else(too_big)?;
+                let far = near.checked_add(span).ok_or_else(too_big)?;
+                reach = (reach.0.min(near).min(far), reach.1.max(near).max(far));
             }
         }
         if bl > 0 {
@@ -733,6 +736,9 @@ fn compose(parts: &[(isize, usize, &TypeObj)], is_struct: bool) -> Result<TypeOb
                 .and_then(|e| e.checked_add(elems))
                 .ok_or_else(too_big)?;
         }
+    }
+    if reach.0 <= reach.1 {
+        reach.1.checked_sub(reach.0).ok_or_else(too_big)?;
     }
     if runs > MAX_RUNS {
         return Err(too_many(runs));

@@ -7,7 +7,9 @@
  * the waited request incomplete meanwhile, with no error. Each case waits
  * its own way: MPI_Wait, MPI_Waitall, MPI_Waitany on MPI_COMM_WORLD and
  * on a duplicate, a derived datatype, a persistent receive, and waits
- * beside a receive that does complete; and a generalized request, whose
+ * beside a receive that does complete; an MPI_Isendrecv, whose receive
+ * is cancelled while its send completes (skipped under MPICH 4.0, whose
+ * wait does not return); and a generalized request, whose
  * cancel callback runs on the cancelling thread, which then completes it
  * (MPICH 4.0 asserts when the callback itself completes it). Nothing is ever sent to a
  * cancelled receive; at the end a message on a cancelled receive's tag
@@ -16,7 +18,13 @@
 #include <pthread.h>
 #include <time.h>
 
-enum { WAIT, WAITALL, WAITANY, WAITALL_PAIR, WAITALL_PERSISTENT, WAIT_GREQ };
+#ifdef SHMPI_MPI_H
+#define OURS 1
+#else
+#define OURS 0
+#endif
+
+enum { WAIT, WAITALL, WAITANY, WAITALL_PAIR, WAITALL_PERSISTENT, WAIT_GREQ, WAIT_ISENDRECV };
 
 struct kase {
     const char *name;
@@ -37,6 +45,7 @@ static const struct kase cases[] = {
     {"Waitall beside a receive that completes", WAITALL_PAIR, 1, 0, 0},
     {"Waitall beside a persistent receive", WAITALL_PERSISTENT, 0, 0, 0},
     {"Wait on a generalized request", WAIT_GREQ, 0, 0, 0},
+    {"Wait on an MPI_Isendrecv", WAIT_ISENDRECV, 1, 0, 0},
 };
 #define NCASES ((int)(sizeof cases / sizeof cases[0]))
 
@@ -114,15 +123,30 @@ int main(int argc, char **argv)
             int v = 1000 + c;
             if (cases[c].how == WAITALL_PAIR || cases[c].how == WAITALL_PERSISTENT)
                 MPI_Send(&v, 1, MPI_INT, 0, 300 + c, cases[c].dup ? dup : MPI_COMM_WORLD);
+            if (cases[c].how == WAIT_ISENDRECV && OURS) {
+                int got = -1;
+                MPI_Recv(&got, 1, MPI_INT, 0, 400 + c, cases[c].dup ? dup : MPI_COMM_WORLD,
+                         MPI_STATUS_IGNORE);
+                if (got != 2000 + c) {
+                    fprintf(stderr, "rank 1: the Isendrecv's send gave %d\n", got);
+                    ct_errs++;
+                }
+            }
         }
     } else {
         for (int c = 0; c < NCASES; c++) {
             const struct kase *k = &cases[c];
+            if (k->how == WAIT_ISENDRECV && !OURS)
+                continue;
             MPI_Comm comm = k->dup ? dup : MPI_COMM_WORLD;
             int buf[4] = {-1, -1, -1, -1}, other = -1;
             MPI_Request rs[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
             greq_case = k->how == WAIT_GREQ;
-            if (greq_case) {
+            int sendv = 2000 + c;
+            if (k->how == WAIT_ISENDRECV) {
+                CHECK_OK(MPI_Isendrecv(&sendv, 1, MPI_INT, 1, 400 + c, buf, 1, MPI_INT, 1,
+                                       100 + c, comm, &rs[0]));
+            } else if (greq_case) {
                 CHECK_OK(MPI_Grequest_start(greq_query, greq_free, greq_cancel, NULL, &rs[0]));
             } else if (k->persistent) {
                 CHECK_OK(MPI_Recv_init(buf, 1, MPI_INT, 1, 100 + c, comm, &rs[0]));
@@ -144,7 +168,7 @@ int main(int argc, char **argv)
             int n = (k->how == WAITALL_PAIR || k->how == WAITALL_PERSISTENT) ? 2 : 1;
             int rc = MPI_ERR_OTHER, idx = -2;
             waiting = 1;
-            if (k->how == WAIT || k->how == WAIT_GREQ)
+            if (k->how == WAIT || k->how == WAIT_GREQ || k->how == WAIT_ISENDRECV)
                 rc = MPI_Wait(&rs[0], &st[0]);
             else if (k->how == WAITANY)
                 rc = MPI_Waitany(1, rs, &idx, &st[0]);
