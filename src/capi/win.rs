@@ -98,19 +98,22 @@ fn with_last<R>(w: usize, f: impl FnOnce(&WinObj) -> Option<R>) -> Option<R> {
 /// then reports through the window's handler).
 #[allow(clippy::too_many_arguments)]
 #[inline]
-fn fast_put_get(
+fn fast_put_get<C: CountElem>(
     origin: *mut c_void,
-    ocount: c_int,
+    ocount: C,
     otype: *mut c_void,
     rank: c_int,
     disp: isize,
-    tcount: c_int,
+    tcount: C,
     ttype: *mut c_void,
     win: *mut c_void,
     is_put: bool,
 ) -> Option<c_int> {
     let (os, ts) = (simple_size(h(otype))?, simple_size(h(ttype))?);
-    let (on, tn) = (usize::try_from(ocount).ok()?, usize::try_from(tcount).ok()?);
+    let (on, tn) = (
+        usize::try_from(ocount.wide()).ok()?,
+        usize::try_from(tcount.wide()).ok()?,
+    );
     let len = os.checked_mul(on)?;
     if rank < 0 || disp < 0 || ts.checked_mul(tn)? != len {
         return None;
@@ -952,6 +955,9 @@ pub unsafe extern "C" fn MPI_Put_c(
     win: *mut c_void,
 ) -> c_int {
     let origin = origin as *mut c_void;
+    if let Some(rc) = fast_put_get(origin, ocount, otype, rank, disp, tcount, ttype, win, true) {
+        return rc;
+    }
     put_get(
         "MPI_Put_c",
         origin,
@@ -977,6 +983,9 @@ pub unsafe extern "C" fn MPI_Get_c(
     ttype: *mut c_void,
     win: *mut c_void,
 ) -> c_int {
+    if let Some(rc) = fast_put_get(origin, ocount, otype, rank, disp, tcount, ttype, win, false) {
+        return rc;
+    }
     put_get(
         "MPI_Get_c",
         origin,
