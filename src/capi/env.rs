@@ -707,8 +707,14 @@ const INFO_ENV: usize = 0x131;
 /// `wdir`, `thread_level`.
 fn info_env() -> &'static Mutex<Info> {
     static ENV: OnceLock<Mutex<Info>> = OnceLock::new();
-    ENV.get_or_init(|| {
-        let mut args = std::env::args();
+    ENV.get_or_init(|| Mutex::new(env_pairs(std::env::args())))
+}
+
+/// The pairs of `MPI_INFO_ENV` and `MPI_Info_create_env`, the command and
+/// its arguments from `args`: the job's size is the world's once MPI is
+/// initialized, the launcher's (`SHMPI_SIZE`) before.
+fn env_pairs(mut args: impl Iterator<Item = String>) -> Info {
+    {
         let mut pairs = Vec::new();
         if let Some(c) = args.next() {
             pairs.push(("command".to_string(), c));
@@ -717,8 +723,12 @@ fn info_env() -> &'static Mutex<Info> {
         if !rest.is_empty() {
             pairs.push(("argv".to_string(), rest.join(" ")));
         }
-        if let Some(u) = lock(&UNIVERSE).as_ref() {
-            pairs.push(("maxprocs".to_string(), u.world().size().to_string()));
+        let size = match lock(&UNIVERSE).as_ref() {
+            Some(u) => Some(u.world().size().to_string()),
+            None => std::env::var(crate::job::env::SIZE).ok(),
+        };
+        if let Some(n) = size {
+            pairs.push(("maxprocs".to_string(), n));
         }
         if let Ok(d) = std::env::current_dir() {
             pairs.push(("wdir".to_string(), d.display().to_string()));
@@ -737,7 +747,33 @@ fn info_env() -> &'static Mutex<Info> {
                 v.pop();
             }
         }
-        Mutex::new(pairs)
+        pairs
+    }
+}
+
+/// `MPI_Info_create_env` (MPI 4.1 §11.4): a new info of the keys of
+/// `MPI_INFO_ENV`, from the program's `argc` / `argv` (as `main` got them;
+/// null: the process's own), callable before `MPI_Init`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Info_create_env(
+    argc: c_int,
+    argv: *mut *mut c_char,
+    info: *mut *mut c_void,
+) -> c_int {
+    guard("MPI_Info_create_env", COMM_NULL, || {
+        let pairs = if argv.is_null() {
+            env_pairs(std::env::args())
+        } else {
+            let n = super::count(argc, "argc")?;
+            let ptrs = super::array(argv.cast_const(), n, "argv")?;
+            let args = ptrs
+                .iter()
+                .take_while(|p| !p.is_null())
+                .map(|&p| c_str(p, "argv"))
+                .collect::<Result<Vec<_>>>()?;
+            env_pairs(args.into_iter())
+        };
+        new_info(pairs, info)
     })
 }
 

@@ -34,6 +34,7 @@ mod comm;
 mod connect;
 mod env;
 mod greq;
+mod legacy;
 mod nbc;
 mod p2p;
 mod pcoll;
