@@ -703,52 +703,66 @@ pub(crate) fn new_info(pairs: Info, out_h: *mut *mut c_void) -> Result<()> {
 const INFO_ENV: usize = 0x131;
 
 /// `MPI_INFO_ENV` (MPI 4.1 §11.2.1): how this process was started, made
-/// at its first use: `command`, `argv`, `maxprocs` (the world's size),
-/// `wdir`, `thread_level`.
+/// at its first use ([`env_pairs`]).
 fn info_env() -> &'static Mutex<Info> {
     static ENV: OnceLock<Mutex<Info>> = OnceLock::new();
-    ENV.get_or_init(|| Mutex::new(env_pairs(std::env::args())))
+    ENV.get_or_init(|| Mutex::new(env_pairs(process_args())))
 }
 
-/// The pairs of `MPI_INFO_ENV` and `MPI_Info_create_env`, the command and
-/// its arguments from `args`: the job's size is the world's once MPI is
-/// initialized, the launcher's (`SHMPI_SIZE`) before.
+/// The process's own arguments, an argument that is not UTF-8 with its
+/// bad bytes replaced (`std::env::args` would panic on it).
+fn process_args() -> impl Iterator<Item = String> {
+    std::env::args_os().map(|a| a.to_string_lossy().into_owned())
+}
+
+/// The pairs of `MPI_INFO_ENV` and `MPI_Info_create_env`: `command` and
+/// `argv` from `args`; `maxprocs`, the world's size while MPI is
+/// initialized, else the launcher's (`SHMPI_SIZE`); `wdir`; and
+/// `thread_level`, the level provided, once one is (the world model's,
+/// or a session's `MPI_THREAD_MULTIPLE`).
 fn env_pairs(mut args: impl Iterator<Item = String>) -> Info {
-    {
-        let mut pairs = Vec::new();
-        if let Some(c) = args.next() {
-            pairs.push(("command".to_string(), c));
-        }
-        let rest: Vec<String> = args.collect();
-        if !rest.is_empty() {
-            pairs.push(("argv".to_string(), rest.join(" ")));
-        }
-        let size = match lock(&UNIVERSE).as_ref() {
-            Some(u) => Some(u.world().size().to_string()),
-            None => std::env::var(crate::job::env::SIZE).ok(),
-        };
-        if let Some(n) = size {
-            pairs.push(("maxprocs".to_string(), n));
-        }
-        if let Ok(d) = std::env::current_dir() {
-            pairs.push(("wdir".to_string(), d.display().to_string()));
-        }
-        let level = match PROVIDED.load(Ordering::Relaxed) {
+    let mut pairs = Vec::new();
+    if let Some(c) = args.next() {
+        pairs.push(("command".to_string(), c));
+    }
+    let rest: Vec<String> = args.collect();
+    if !rest.is_empty() {
+        pairs.push(("argv".to_string(), rest.join(" ")));
+    }
+    let size = match lock(&UNIVERSE).as_ref() {
+        Some(u) => Some(u.world().size().to_string()),
+        None => std::env::var(crate::job::env::SIZE).ok(),
+    };
+    if let Some(n) = size {
+        pairs.push(("maxprocs".to_string(), n));
+    }
+    if let Ok(d) = std::env::current_dir() {
+        pairs.push(("wdir".to_string(), d.display().to_string()));
+    }
+    // Relaxed (all): see `is_initialized`.
+    let level = if PHASE.load(Ordering::Relaxed) == 1 {
+        Some(match PROVIDED.load(Ordering::Relaxed) {
             THREAD_SINGLE => "MPI_THREAD_SINGLE",
             THREAD_FUNNELED => "MPI_THREAD_FUNNELED",
             THREAD_SERIALIZED => "MPI_THREAD_SERIALIZED",
             _ => "MPI_THREAD_MULTIPLE",
-        };
+        })
+    } else if SESSIONS.load(Ordering::Relaxed) > 0 {
+        Some("MPI_THREAD_MULTIPLE")
+    } else {
+        None
+    };
+    if let Some(level) = level {
         pairs.push(("thread_level".to_string(), level.to_string()));
-        // Values longer than MPI_MAX_INFO_VAL are cut (an info value's
-        // bound, on every path).
-        for (_, v) in &mut pairs {
-            while v.len() >= MAX_INFO_VAL {
-                v.pop();
-            }
-        }
-        pairs
     }
+    // Values longer than MPI_MAX_INFO_VAL are cut (an info value's
+    // bound, on every path).
+    for (_, v) in &mut pairs {
+        while v.len() >= MAX_INFO_VAL {
+            v.pop();
+        }
+    }
+    pairs
 }
 
 /// `MPI_Info_create_env` (MPI 4.1 §11.4): a new info of the keys of
@@ -762,7 +776,7 @@ pub unsafe extern "C" fn MPI_Info_create_env(
 ) -> c_int {
     guard("MPI_Info_create_env", COMM_NULL, || {
         let pairs = if argv.is_null() {
-            env_pairs(std::env::args())
+            env_pairs(process_args())
         } else {
             let n = super::count(argc, "argc")?;
             let ptrs = super::array(argv.cast_const(), n, "argv")?;
