@@ -94,6 +94,14 @@ fn start_universe(uni: &mut Option<Universe>) -> Result<()> {
     Ok(())
 }
 
+/// Runs `f` on the world communicator of the universe (the process's one
+/// engine), if MPI is initialized (the world model or a session); the
+/// universe's lock is not held meanwhile.
+pub(crate) fn with_world<R>(f: impl FnOnce(&crate::comm::Communicator) -> R) -> Option<R> {
+    let w = lock(&UNIVERSE).as_ref().map(Universe::world)?;
+    Some(f(&w))
+}
+
 /// Whether threads of the process may call MPI at the same time:
 /// `MPI_THREAD_MULTIPLE` was provided, or a session is open (sessions
 /// provide it). The request calls then mark the handles they have out

@@ -388,11 +388,12 @@ impl Target {
 }
 
 /// A receive that has not matched a message, as another thread reaches
-/// it while its owner waits: its communicator (of the one engine), slot
-/// and the slot's generation (a slot finished and used again is not it).
+/// it while its owner waits: its slot in the process's one engine, and
+/// the slot's generation (a slot finished and used again is not it). No
+/// communicator is kept (a reference count per receive of a window):
+/// the cancel reaches the engine through the world's.
 #[derive(Clone, Debug)]
 pub(crate) struct Posted {
-    comm: Arc<CommObj>,
     id: crate::p2p::SlotId,
     gen: u32,
 }
@@ -401,7 +402,8 @@ impl Posted {
     /// Marks the receive cancelled, if it still waits for a message (else
     /// it completes as usual, as MPI allows).
     fn cancel(&self) {
-        let _ = self.comm.comm.cancel_posted(self.id, self.gen);
+        // Every communicator of the process shares its one engine.
+        super::env::with_world(|w| w.cancel_posted(self.id, self.gen));
     }
 }
 
@@ -478,6 +480,10 @@ impl Reqs {
                     self.out.swap_remove(i);
                 }
             }
+            // Every mark is one of these (each handle is marked once, and
+            // all of `hs` are marked): the common case of one thread's
+            // `MPI_Waitall`, with no set to build.
+            _ if self.out.len() == hs.len() => self.out.clear(),
             _ => {
                 let gone: std::collections::HashSet<usize> = hs.iter().copied().collect();
                 self.out.retain(|(o, _)| !gone.contains(o));
@@ -973,9 +979,8 @@ impl Req {
     /// `MPI_Isendrecv`'s receive), or a generalized request's callback.
     fn target(&self) -> Option<Target> {
         match &self.state {
-            ReqState::Live { req, .. } => recv_target(req, &self.comm),
+            ReqState::Live { req, .. } => recv_target(req),
             ReqState::Recv(l) => Some(Target::Recv(Posted {
-                comm: Arc::clone(l.w),
                 id: l.id,
                 gen: l.w.comm.posted_gen(l.id)?,
             })),
@@ -2074,14 +2079,9 @@ pub(crate) fn wait_quietly(mut slot: *mut c_void) -> Result<()> {
 }
 
 /// The target of a live request `req` on `comm` ([`Req::target`]).
-fn recv_target(req: &Request<'_>, comm: &Arc<CommObj>) -> Option<Target> {
-    req.posted_slot().map(|(id, gen)| {
-        Target::Recv(Posted {
-            comm: Arc::clone(comm),
-            id,
-            gen,
-        })
-    })
+fn recv_target(req: &Request<'_>) -> Option<Target> {
+    req.posted_slot()
+        .map(|(id, gen)| Target::Recv(Posted { id, gen }))
 }
 
 /// What a call finds of a request handle ([`take_marked`]).
@@ -2144,13 +2144,9 @@ fn take_marked(
                     // (its key taken): the receive, if it still is that
                     // one. (Without threads, such a handle is stale.)
                     Some((w, id, gen)) => match w.comm.recv_pending(id, gen) {
-                        Some(posted) => Ok(Found::Waited(posted.then(|| {
-                            Target::Recv(Posted {
-                                comm: Arc::clone(w),
-                                id,
-                                gen,
-                            })
-                        }))),
+                        Some(posted) => Ok(Found::Waited(
+                            posted.then_some(Target::Recv(Posted { id, gen })),
+                        )),
                         None => Err(bad_request(hd)),
                     },
                     None => Err(bad_request(hd)),
@@ -2419,7 +2415,7 @@ fn wait_live_together(reqs: &[*mut c_void]) {
                 continue;
             };
             if racing {
-                let t = recv_target(&rr, &comm);
+                let t = recv_target(&rr);
                 marks.add(&mut st.reqs, hd, Out::Waiting(t));
             }
             rust.push(rr);
@@ -2508,12 +2504,18 @@ fn wait_all_taken(
         if racing {
             // Kept reserved and marked for the wait, so that another
             // thread's MPI_Cancel reaches a receive (freed after it).
-            for (&(i, _, _, ref comm), req) in held.iter().zip(&rust) {
-                marks.add(
-                    &mut st.reqs,
-                    h(reqs[i]),
-                    Out::Waiting(recv_target(req, comm)),
-                );
+            // The receives' generations under one engine lock (every
+            // communicator of the process shares the engine).
+            let ids: Vec<_> = rust.iter().map(Request::recv_slot).collect();
+            let gens = match held.first() {
+                Some((_, _, _, comm)) => comm.comm.posted_gens(&ids),
+                None => Vec::new(),
+            };
+            for ((&(i, ..), id), gen) in held.iter().zip(ids).zip(gens) {
+                let target = id
+                    .zip(gen)
+                    .map(|(id, gen)| Target::Recv(Posted { id, gen }));
+                marks.add(&mut st.reqs, h(reqs[i]), Out::Waiting(target));
             }
         } else {
             for &(i, ..) in &held {
@@ -2661,18 +2663,14 @@ fn wait_recvs_taken<'s>(
     let mut marks = Marks::new();
     let mut objects = Vec::new();
     if let Some(mut st) = st {
-        for &(i, w, id, .., key) in &taken {
+        for &(i, _, id, .., key) in &taken {
             if key.is_some() {
                 continue;
             }
             let hd = h(reqs[i]);
             match light_parts(hd).filter(|_| racing) {
                 Some((_, _, gen)) => {
-                    let posted = Posted {
-                        comm: Arc::clone(w),
-                        id,
-                        gen,
-                    };
+                    let posted = Posted { id, gen };
                     marks.add(&mut st.reqs, hd, Out::Waiting(Some(Target::Recv(posted))));
                     objects.push(hd);
                 }

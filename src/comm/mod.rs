@@ -954,6 +954,15 @@ impl Communicator {
         self.shared().lock().recv_pending(id, gen)
     }
 
+    /// [`posted_gen`](Self::posted_gen) of each slot of `ids` (`None`
+    /// where there is none), under one lock.
+    pub(crate) fn posted_gens(&self, ids: &[Option<p2p::SlotId>]) -> Vec<Option<u32>> {
+        let e = self.shared().lock();
+        ids.iter()
+            .map(|id| id.and_then(|id| e.posted_gen(id)))
+            .collect()
+    }
+
     /// Marks the receive in slot `id` of generation `gen` cancelled for
     /// the thread that waits for it, and wakes it (`Engine::cancel_posted`,
     /// `Shared::cancel_posted`): `Some(true)` when cancelled, `Some(false)`

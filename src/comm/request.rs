@@ -275,11 +275,20 @@ impl<'a> Request<'a> {
     /// reaches it while this request waits
     /// ([`Communicator::cancel_posted`](super::Communicator::cancel_posted)).
     pub(crate) fn posted_slot(&self) -> Option<(SlotId, u32)> {
-        let Some(Op::Recv(id, _)) = &*self.op else {
-            return None;
-        };
-        let gen = self.proc_.p2p.lock().posted_gen(*id)?;
-        Some((*id, gen))
+        let id = self.recv_slot()?;
+        let gen = self.proc_.p2p.lock().posted_gen(id)?;
+        Some((id, gen))
+    }
+
+    /// The slot of a single receive (`None` for any other request), with
+    /// no lock: [`posted_slot`](Self::posted_slot) without the generation,
+    /// for a caller that reads many under one lock
+    /// (`Communicator::posted_gens`).
+    pub(crate) fn recv_slot(&self) -> Option<SlotId> {
+        match &*self.op {
+            Some(Op::Recv(id, _)) => Some(*id),
+            _ => None,
+        }
     }
 
     /// Whether the request is spent (completed by `test`).
