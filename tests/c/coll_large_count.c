@@ -12,12 +12,6 @@
  * MPI_Allreduce_c (MPICH does not check it). */
 #include "common.h"
 
-#ifdef SHMPI_MPI_H
-#define OURS 1
-#else
-#define OURS 0
-#endif
-
 #define N 3
 
 static int me, p;

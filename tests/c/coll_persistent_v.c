@@ -12,12 +12,6 @@
 #include "common.h"
 #include <stddef.h>
 
-#ifdef SHMPI_MPI_H
-#define OURS 1
-#else
-#define OURS 0
-#endif
-
 #define MAXP 8
 
 int main(int argc, char **argv)

@@ -9,6 +9,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* 1 under shmpi's mpi.h, 0 under another MPI's: guards the checks of
+ * behaviour another MPI does not share (each named where it is used). */
+#ifdef SHMPI_MPI_H
+#define OURS 1
+#else
+#define OURS 0
+#endif
+
 static int ct_errs = 0;
 
 /* Counts a failed check and says where it failed (stderr, with the rank). */

@@ -8,12 +8,6 @@
  * keys: MPICH 4.0 fills none, so they are checked on shmpi only). */
 #include "common.h"
 
-#ifdef SHMPI_MPI_H
-#define OURS 1
-#else
-#define OURS 0
-#endif
-
 static int handled;
 
 static void on_error(MPI_Comm *comm, int *code, ...)
@@ -58,6 +52,15 @@ int main(int argc, char **argv)
     MPI_Info_get(after, "maxprocs", MPI_MAX_INFO_VAL, v, &flag);
     CHECK(!flag || atoi(v) == p, "maxprocs '%s' in a job of %d", v, p);
     MPI_Info_free(&after);
+    if (OURS) {
+        /* The arguments given, not the process's own, make argv. */
+        char *fake[] = {argv[0], "x-arg", NULL};
+        MPI_Info given;
+        CHECK_OK(MPI_Info_create_env(2, fake, &given));
+        MPI_Info_get(given, "argv", MPI_MAX_INFO_VAL, v, &flag);
+        CHECK(flag && strcmp(v, "x-arg") == 0, "argv '%s'", flag ? v : "(none)");
+        MPI_Info_free(&given);
+    }
 
     /* Datatypes. */
     int buf[4];

@@ -18,12 +18,6 @@
 #include <pthread.h>
 #include <time.h>
 
-#ifdef SHMPI_MPI_H
-#define OURS 1
-#else
-#define OURS 0
-#endif
-
 enum { WAIT, WAITALL, WAITANY, WAITALL_PAIR, WAITALL_PERSISTENT, WAIT_GREQ, WAIT_ISENDRECV };
 
 struct kase {

@@ -15,11 +15,6 @@
  * complete yet (MPI 4.1 §13.2 runs it in the later of MPI_Request_free
  * and MPI_Grequest_complete), and then refuses the completion: that part
  * is shmpi's. */
-#ifdef SHMPI_MPI_H
-#define OURS 1
-#else
-#define OURS 0
-#endif
 #include <time.h>
 
 struct op {

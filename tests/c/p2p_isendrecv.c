@@ -22,11 +22,6 @@
  * type once too often), and its MPI_Request_free refuses the request
  * ("invalid (kind=10)") and MPI_Cancel ("an unknown type of request"):
  * those cases are shmpi's too. */
-#ifdef SHMPI_MPI_H
-#define OURS 1
-#else
-#define OURS 0
-#endif
 
 int main(int argc, char **argv)
 {

@@ -16,11 +16,6 @@
 /* MPICH 4.0 raises a session call's error on MPI_ERRORS_ARE_FATAL, not
  * on the session's handler (MPI 4.1 §11.3.1), and crashes when sessions
  * begin again after the last ended: those parts are shmpi's. */
-#ifdef SHMPI_MPI_H
-#define OURS 1
-#else
-#define OURS 0
-#endif
 
 /* common.h's checks work without MPI_Init (its rank is then -1); the
  * error count is summed over a session's communicator here, as there is

@@ -26,11 +26,6 @@
 /* MPICH 4.0 refuses an MPI_Graph_get whose maxindex / maxedges are below
  * the graph's (on some ranks), and does not check the others' arguments
  * to MPI_Dist_graph_create: those checks are shmpi's. */
-#ifdef SHMPI_MPI_H
-#define OURS 1
-#else
-#define OURS 0
-#endif
 
 static const int IDX[4] = {2, 3, 4, 6};
 static const int EDG[6] = {1, 3, 0, 3, 0, 2};

@@ -11,12 +11,6 @@
  * query with MPI_ERR_OTHER; any error passes there.) */
 #include "common.h"
 
-#ifdef SHMPI_MPI_H
-#define OURS 1
-#else
-#define OURS 0
-#endif
-
 #define N 64
 
 static int src[N];

@@ -8,12 +8,6 @@
  * MPI_Pack_c writes past outsize and succeeds). */
 #include "common.h"
 
-#ifdef SHMPI_MPI_H
-#define OURS 1
-#else
-#define OURS 0
-#endif
-
 static long long calls, elements;
 
 static void maxabs(void *in, void *inout, MPI_Count *len, MPI_Datatype *t)

@@ -16,11 +16,6 @@
 
 /* MPICH 4.0 takes an overlapping attach and a second detach of one
  * region without an error: those checks are shmpi's. */
-#ifdef SHMPI_MPI_H
-#define OURS 1
-#else
-#define OURS 0
-#endif
 
 int main(int argc, char **argv)
 {

@@ -9,12 +9,6 @@
  * there). */
 #include "common.h"
 
-#ifdef SHMPI_MPI_H
-#define OURS 1
-#else
-#define OURS 0
-#endif
-
 #define N 4
 
 int main(int argc, char **argv)
