@@ -155,13 +155,11 @@ fn disp_bytes(disp: isize, ty: &TypeObj) -> Result<isize> {
 /// The displacements (in elements) of `p` blocks of `n` one after the
 /// other; `Count` when they pass what an address may hold.
 pub(crate) fn even_displs(n: usize, p: usize) -> Result<Vec<isize>> {
-    (0..p)
-        .map(|i| {
-            i.checked_mul(n)
-                .and_then(|d| isize::try_from(d).ok())
-                .ok_or_else(counts_overflow)
-        })
-        .collect()
+    // The last is the largest: checked once, the vector made at its size.
+    n.checked_mul(p.saturating_sub(1))
+        .and_then(|d| isize::try_from(d).ok())
+        .ok_or_else(counts_overflow)?;
+    Ok((0..p).map(|i| (i * n) as isize).collect())
 }
 
 /// The sum of `counts`; `Count` when it overflows.
@@ -183,8 +181,9 @@ pub(crate) fn times(n: usize, p: usize) -> Result<usize> {
 fn byte_blocks<'a>(
     blocks: impl Iterator<Item = (usize, &'a TypeObj)>,
 ) -> Result<(Vec<usize>, Vec<usize>, usize)> {
-    let mut bc = Vec::new();
-    let mut bd = Vec::new();
+    let cap = blocks.size_hint().0;
+    let mut bc = Vec::with_capacity(cap);
+    let mut bd = Vec::with_capacity(cap);
     let mut at = 0usize;
     for (n, ty) in blocks {
         let b = nbytes(n, ty)?;
@@ -2009,7 +2008,17 @@ pub unsafe extern "C" fn MPI_Ireduce(
     comm: *mut c_void,
     request: *mut *mut c_void,
 ) -> c_int {
-    ireduce_call::<c_int>("MPI_Ireduce", sbuf, rbuf, n, t, o, root, comm, request)
+    ireduce(
+        "MPI_Ireduce",
+        sbuf,
+        rbuf,
+        n,
+        t,
+        o,
+        Some(root),
+        comm,
+        request,
+    )
 }
 
 #[no_mangle]
@@ -2023,23 +2032,17 @@ pub unsafe extern "C" fn MPI_Ireduce_c(
     comm: *mut c_void,
     request: *mut *mut c_void,
 ) -> c_int {
-    ireduce_call::<i64>("MPI_Ireduce_c", sbuf, rbuf, n, t, o, root, comm, request)
-}
-
-/// `MPI_Ireduce(_c)` (`call`), generic over the count type of the two forms.
-#[allow(clippy::too_many_arguments)]
-fn ireduce_call<C: CountElem>(
-    call: &str,
-    sbuf: *const c_void,
-    rbuf: *mut c_void,
-    n: C,
-    t: *mut c_void,
-    o: *mut c_void,
-    root: c_int,
-    comm: *mut c_void,
-    request: *mut *mut c_void,
-) -> c_int {
-    ireduce(call, sbuf, rbuf, n, t, o, Some(root), comm, request)
+    ireduce(
+        "MPI_Ireduce_c",
+        sbuf,
+        rbuf,
+        n,
+        t,
+        o,
+        Some(root),
+        comm,
+        request,
+    )
 }
 
 #[no_mangle]
@@ -2052,7 +2055,7 @@ pub unsafe extern "C" fn MPI_Iallreduce(
     comm: *mut c_void,
     request: *mut *mut c_void,
 ) -> c_int {
-    iallreduce_call::<c_int>("MPI_Iallreduce", sbuf, rbuf, n, t, o, comm, request)
+    ireduce("MPI_Iallreduce", sbuf, rbuf, n, t, o, None, comm, request)
 }
 
 #[no_mangle]
@@ -2065,20 +2068,5 @@ pub unsafe extern "C" fn MPI_Iallreduce_c(
     comm: *mut c_void,
     request: *mut *mut c_void,
 ) -> c_int {
-    iallreduce_call::<i64>("MPI_Iallreduce_c", sbuf, rbuf, n, t, o, comm, request)
-}
-
-/// `MPI_Iallreduce(_c)` (`call`), generic over the count type of the two forms.
-#[allow(clippy::too_many_arguments)]
-fn iallreduce_call<C: CountElem>(
-    call: &str,
-    sbuf: *const c_void,
-    rbuf: *mut c_void,
-    n: C,
-    t: *mut c_void,
-    o: *mut c_void,
-    comm: *mut c_void,
-    request: *mut *mut c_void,
-) -> c_int {
-    ireduce(call, sbuf, rbuf, n, t, o, None, comm, request)
+    ireduce("MPI_Iallreduce_c", sbuf, rbuf, n, t, o, None, comm, request)
 }

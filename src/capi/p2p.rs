@@ -35,12 +35,19 @@ pub(crate) struct CStatus {
 
 impl CStatus {
     pub(crate) fn from_rust(st: &Status) -> CStatus {
-        if st.is_cancelled() {
-            return Self::cancelled();
-        }
+        // A message's tag is not negative: the one test covers a receive
+        // from PROC_NULL (ANY_TAG) and a cancelled one (`CANCELLED_TAG`).
+        let tag = if st.tag < 0 {
+            if st.is_cancelled() {
+                return Self::cancelled();
+            }
+            ANY_TAG
+        } else {
+            st.tag
+        };
         let mut s = CStatus {
             source: st.source,
-            tag: if st.tag < 0 { ANY_TAG } else { st.tag },
+            tag,
             error: SUCCESS,
             internal: [0; 5],
         };
@@ -428,6 +435,14 @@ impl Marks {
     fn end(mut self, reqs: &mut Reqs) {
         reqs.unmark_all(&self.0);
         self.0.clear();
+    }
+
+    /// Puts `req` back under handle `hd` and unmarks, under one lock: how
+    /// a call that had a request out briefly gives it back.
+    fn put_back(self, hd: usize, req: Req) {
+        let mut st = state();
+        st.reqs.put_back(hd, req);
+        self.end(&mut st.reqs);
     }
 }
 
@@ -2203,17 +2218,14 @@ fn complete(slot: &mut *mut c_void, block: bool) -> std::result::Result<Option<O
         req.test()
     };
     let Some(r) = r else {
-        let mut st = state();
-        st.reqs.put_back(hd, req);
-        marks.end(&mut st.reqs);
+        marks.put_back(hd, req);
         return Ok(None);
     };
     let out = outcome(r, &req.comm);
-    let mut st = state();
     if req.is_persistent() {
-        st.reqs.put_back(hd, req);
-        marks.end(&mut st.reqs);
+        marks.put_back(hd, req);
     } else {
+        let mut st = state();
         st.reqs.release_taken(hd);
         marks.end(&mut st.reqs);
         *slot = to_handle(REQUEST_NULL);
@@ -2428,21 +2440,13 @@ fn wait_live_together(reqs: &[*mut c_void]) {
     // The requests borrow `fin`'s and `keep`'s buffers, held in `batch`
     // until they are finished below.
     let results = crate::comm::wait_all_each(rust);
-    let mut done = Vec::with_capacity(batch.len());
+    // Finished and put back under one lock (as each was taken out).
+    let mut st = state();
     for ((hd, fin, keep, comm), r) in batch.into_iter().zip(results) {
         let res = finish(r, fin);
         drop(keep);
-        done.push((
-            hd,
-            Req {
-                state: ReqState::Done(res),
-                comm,
-            },
-        ));
-    }
-    let mut st = state();
-    for (hd, req) in done {
-        st.reqs.put_back(hd, req);
+        let state = ReqState::Done(res);
+        st.reqs.put_back(hd, Req { state, comm });
     }
     marks.end(&mut st.reqs);
 }
@@ -2874,17 +2878,12 @@ fn all(
                     }
                     let mut marks = Marks::new();
                     let mut req = take_waiting(hd, Reqs::take, Mark::Brief, &mut marks)?;
-                    let back = |req: Req, marks: Marks| {
-                        let mut st = state();
-                        st.reqs.put_back(hd, req);
-                        marks.end(&mut st.reqs);
-                    };
                     // A generalized request is only looked at: its query
                     // and free callbacks wait for the call that completes
                     // it (below, once all are complete).
                     if let ReqState::Greq(g) = &req.state {
                         let done = g.is_done();
-                        back(req, marks);
+                        marks.put_back(hd, req);
                         if !done {
                             return Ok(AllOut::NotYet);
                         }
@@ -2906,7 +2905,7 @@ fn all(
                         };
                     }
                     let complete = done.is_some();
-                    back(req, marks);
+                    marks.put_back(hd, req);
                     if !complete {
                         return Ok(AllOut::NotYet);
                     }
@@ -3251,11 +3250,6 @@ pub unsafe extern "C" fn MPI_Cancel(request: *mut *mut c_void) -> c_int {
                 return target.map_or(Ok(()), |t| t.cancel());
             }
         };
-        let back = |req: Req, marks: Marks| {
-            let mut st = state();
-            st.reqs.put_back(hd, req);
-            marks.end(&mut st.reqs);
-        };
         let target: &mut Req = match &mut req.state {
             ReqState::Persistent {
                 active: Some(a), ..
@@ -3266,7 +3260,7 @@ pub unsafe extern "C" fn MPI_Cancel(request: *mut *mut c_void) -> c_int {
         // with the request back (it may look at it).
         if let ReqState::Greq(g) = &target.state {
             let c = g.canceller();
-            back(req, marks);
+            marks.put_back(hd, req);
             return c.cancel();
         }
         // An MPI_Isendrecv cancels its receive (its send, as any, is not
@@ -3281,7 +3275,7 @@ pub unsafe extern "C" fn MPI_Cancel(request: *mut *mut c_void) -> c_int {
                 target.state = ReqState::Done(Ok(CStatus::cancelled()));
             }
         }
-        back(req, marks);
+        marks.put_back(hd, req);
         // A send, or a receive already matched, is not cancelled: it
         // completes as usual and its status says so (MPI allows this).
         Ok(())

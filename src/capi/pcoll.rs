@@ -287,16 +287,15 @@ pub unsafe extern "C" fn MPI_Reduce_init(
     _info: *mut c_void,
     request: *mut *mut c_void,
 ) -> c_int {
-    reduce_init_call::<c_int>(
+    reduction_init(
         "MPI_Reduce_init",
+        Red::Reduce(root),
         sbuf,
         rbuf,
-        n,
+        Counts::Each(n),
         t,
         op,
-        root,
         comm,
-        _info,
         request,
     )
 }
@@ -313,36 +312,8 @@ pub unsafe extern "C" fn MPI_Reduce_init_c(
     _info: *mut c_void,
     request: *mut *mut c_void,
 ) -> c_int {
-    reduce_init_call::<i64>(
-        "MPI_Reduce_init_c",
-        sbuf,
-        rbuf,
-        n,
-        t,
-        op,
-        root,
-        comm,
-        _info,
-        request,
-    )
-}
-
-/// `MPI_Reduce_init(_c)` (`call`), generic over the count type of the two forms.
-#[allow(clippy::too_many_arguments)]
-fn reduce_init_call<C: CountElem>(
-    call: &'static str,
-    sbuf: *const c_void,
-    rbuf: *mut c_void,
-    n: C,
-    t: *mut c_void,
-    op: *mut c_void,
-    root: c_int,
-    comm: *mut c_void,
-    _info: *mut c_void,
-    request: *mut *mut c_void,
-) -> c_int {
     reduction_init(
-        call,
+        "MPI_Reduce_init_c",
         Red::Reduce(root),
         sbuf,
         rbuf,
@@ -553,15 +524,15 @@ pub unsafe extern "C" fn MPI_Reduce_scatter_init(
     _info: *mut c_void,
     request: *mut *mut c_void,
 ) -> c_int {
-    reduce_scatter_init_call::<c_int>(
+    reduction_init(
         "MPI_Reduce_scatter_init",
+        Red::Scatter,
         sbuf,
         rbuf,
-        rcounts,
+        Counts::List(rcounts),
         t,
         op,
         comm,
-        _info,
         request,
     )
 }
@@ -577,34 +548,8 @@ pub unsafe extern "C" fn MPI_Reduce_scatter_init_c(
     _info: *mut c_void,
     request: *mut *mut c_void,
 ) -> c_int {
-    reduce_scatter_init_call::<i64>(
-        "MPI_Reduce_scatter_init_c",
-        sbuf,
-        rbuf,
-        rcounts,
-        t,
-        op,
-        comm,
-        _info,
-        request,
-    )
-}
-
-/// `MPI_Reduce_scatter_init(_c)` (`call`), generic over the count type of the two forms.
-#[allow(clippy::too_many_arguments)]
-fn reduce_scatter_init_call<C: CountElem>(
-    call: &'static str,
-    sbuf: *const c_void,
-    rbuf: *mut c_void,
-    rcounts: *const C,
-    t: *mut c_void,
-    op: *mut c_void,
-    comm: *mut c_void,
-    _info: *mut c_void,
-    request: *mut *mut c_void,
-) -> c_int {
     reduction_init(
-        call,
+        "MPI_Reduce_scatter_init_c",
         Red::Scatter,
         sbuf,
         rbuf,

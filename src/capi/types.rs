@@ -2381,10 +2381,7 @@ fn pack_size<C: CountElem + TryFrom<usize>>(
         super::comm_obj(h(comm))?;
         let n = count(incount, "incount")?;
         let ty = type_obj(h(t))?;
-        let v = n
-            .checked_mul(ty.size)
-            .and_then(|b| C::try_from(b).ok())
-            .ok_or_else(too_big)?;
+        let v = narrow(super::p2p::nbytes(n, &ty)?, "size")?;
         out(size, v, "size")
     })
 }

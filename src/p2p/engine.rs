@@ -2152,8 +2152,8 @@ impl Engine {
     /// with `id`, what [`cancel_posted`](Self::cancel_posted) needs to
     /// reach it from another thread while its owner waits.
     pub fn posted_gen(&self, id: SlotId) -> Option<u32> {
-        let s = self.m.slots.get(id)?;
-        matches!(s.state, SlotState::Posted { .. }).then_some(s.gen)
+        let gen = self.m.slots.get(id)?.gen;
+        (self.recv_pending(id, gen) == Some(true)).then_some(gen)
     }
 
     /// Whether slot `id` of generation `gen` is a receive not yet

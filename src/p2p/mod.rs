@@ -991,14 +991,20 @@ impl Shared {
         e.check_failures();
         let work = e.progress_into(sinks);
         if work > 0 && self.multi() {
-            // SYNC(epoch): SeqCst RMW and fence, then the doorbell: a
-            // thread of this rank about to sleep sees the new epoch or is
-            // woken.
-            self.epoch.fetch_add(1, Ordering::SeqCst);
-            fence(Ordering::SeqCst);
-            e.transport().wake_local();
+            self.announce(e);
         }
         work
+    }
+
+    /// Tells this rank's other threads that something they may wait for
+    /// changed (progress did work, a receive was cancelled): the caller
+    /// made the change under the engine lock.
+    fn announce(&self, e: &Engine) {
+        // SYNC(epoch): SeqCst RMW and fence, then the doorbell: a thread
+        // of this rank about to sleep sees the new epoch or is woken.
+        self.epoch.fetch_add(1, Ordering::SeqCst);
+        fence(Ordering::SeqCst);
+        e.transport().wake_local();
     }
 
     /// [`Engine::cancel_posted`], from a thread other than the one that
@@ -1008,12 +1014,9 @@ impl Shared {
         let mut e = self.lock();
         let r = e.cancel_posted(id, gen);
         if r == Some(true) {
-            // SYNC(epoch): as in `progress`: the waiter, about to sleep,
-            // sees the new epoch or is woken (the slot's new state was
-            // written under the lock, which the waiter takes to look).
-            self.epoch.fetch_add(1, Ordering::SeqCst);
-            fence(Ordering::SeqCst);
-            e.transport().wake_local();
+            // The slot's new state was written under the lock, which the
+            // waiter takes to look.
+            self.announce(&e);
         }
         r
     }
