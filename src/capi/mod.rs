@@ -37,6 +37,7 @@ mod greq;
 mod legacy;
 mod nbc;
 mod p2p;
+mod part;
 mod pcoll;
 mod session;
 mod topo;

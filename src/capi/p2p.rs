@@ -248,6 +248,25 @@ pub(crate) struct PSpec {
     tag: c_int,
     /// A persistent collective (`MPI_Allreduce_init`, ...): how it starts.
     coll: Option<CollStart>,
+    /// A partitioned operation (`MPI_Psend_init`, `part.rs`).
+    part: Option<Arc<super::part::Part>>,
+}
+
+impl PSpec {
+    /// The arguments of partitioned operation `part` (which holds the
+    /// rest; `ty` is its type).
+    pub(crate) fn partitioned(part: Arc<super::part::Part>, ty: Arc<TypeObj>) -> PSpec {
+        PSpec {
+            mode: Mode::Send,
+            buf: Ptr(std::ptr::null_mut()),
+            count: 0,
+            ty,
+            peer: super::PROC_NULL,
+            tag: 0,
+            coll: None,
+            part: Some(part),
+        }
+    }
 }
 
 /// How a persistent collective starts: the nonblocking form, called with
@@ -277,6 +296,7 @@ pub(crate) fn persistent_coll(
         peer: super::PROC_NULL,
         tag: 0,
         coll: Some(start),
+        part: None,
     };
     give_request(
         Req {
@@ -327,6 +347,9 @@ pub(crate) enum ReqState {
     Pair(Box<[Req; 2]>),
     /// A generalized request (`MPI_Grequest_start`, `greq.rs`).
     Greq(Box<super::greq::Greq>),
+    /// The current epoch of a partitioned operation (`part.rs`): the
+    /// active request of its `Persistent` one.
+    Part(Arc<super::part::Part>),
 }
 
 /// The request handles: a table of request objects, and the light
@@ -838,7 +861,7 @@ impl Req {
 
     /// Waits for completion; the request is then `Done`, or an inactive
     /// persistent one (whose result is returned).
-    fn wait(&mut self) -> std::result::Result<CStatus, Error> {
+    pub(crate) fn wait(&mut self) -> std::result::Result<CStatus, Error> {
         if let ReqState::Recv(l) = &self.state {
             // A light receive alone in a quiet engine waits as a blocking
             // receive does (`Communicator::wait_posted_direct`).
@@ -900,11 +923,16 @@ impl Req {
                 self.state = ReqState::Done(r.clone());
                 r
             }
+            ReqState::Part(p) => {
+                let r = p.wait();
+                self.state = ReqState::Done(r.clone());
+                r
+            }
         }
     }
 
     /// Tests for completion: `Some` when complete (as [`wait`](Self::wait)).
-    fn test(&mut self) -> Option<std::result::Result<CStatus, Error>> {
+    pub(crate) fn test(&mut self) -> Option<std::result::Result<CStatus, Error>> {
         self.expand();
         match &mut self.state {
             ReqState::Live { req, .. } => match req.test() {
@@ -956,6 +984,11 @@ impl Req {
                     ReqState::Greq(g) => (*g).finish(),
                     _ => unreachable!("looked at as a generalized request above"),
                 }))
+            }
+            ReqState::Part(p) => {
+                let r = p.test()?;
+                self.state = ReqState::Done(r.clone());
+                Some(r)
             }
         }
     }
@@ -1404,6 +1437,32 @@ fn isend_req(
     sync: bool,
     packed: Vec<u8>,
 ) -> Result<Started> {
+    isend_req_on(obj, data, dest, tag, sync, packed, false)
+}
+
+/// [`isend_req`] of a standard-mode send on the partitioned context
+/// (`Communicator::isend_part_bytes`: `part.rs`'s setup messages and
+/// partitions).
+pub(crate) fn isend_part(
+    obj: &Arc<CommObj>,
+    data: &[u8],
+    dest: c_int,
+    tag: i32,
+    packed: Vec<u8>,
+) -> Result<Started> {
+    isend_req_on(obj, data, dest, tag, false, packed, true)
+}
+
+#[inline(always)]
+fn isend_req_on(
+    obj: &Arc<CommObj>,
+    data: &[u8],
+    dest: c_int,
+    tag: i32,
+    sync: bool,
+    packed: Vec<u8>,
+    part: bool,
+) -> Result<Started> {
     // MPI keeps the send buffer untouched until the request completes
     // (MPI 4.1 §3.7.2), and `packed` lives in the request: the rest of a
     // message that does not fit the ring is pushed from it later, not
@@ -1417,17 +1476,18 @@ fn isend_req(
     // keeps alive and unwritten until this request completes or is freed,
     // or `packed`, which the `Keep` below holds and drops after the lend.
     let lend = (data.len() > LEND_FROM).then(|| unsafe { crate::transport::RawLend::new(data) });
-    let r = obj.comm.isend_bytes(
-        data,
-        dest,
-        tag,
-        sync,
-        false,
-        lend.as_ref().map(crate::comm::Lending::Raw),
-    );
-    let r = obj
-        .comm
-        .ret(if sync { "MPI_Issend" } else { "MPI_Isend" }, r)?;
+    let lender = lend.as_ref().map(crate::comm::Lending::Raw);
+    let r = if part {
+        obj.comm.isend_part_bytes(data, dest, tag, lender)
+    } else {
+        obj.comm.isend_bytes(data, dest, tag, sync, false, lender)
+    };
+    let call = match (part, sync) {
+        (true, _) => "MPI_Pready",
+        (false, true) => "MPI_Issend",
+        (false, false) => "MPI_Isend",
+    };
+    let r = obj.comm.ret(call, r)?;
     let r = match lend {
         // The message is wholly in the ring: nothing to keep.
         None => match r.into_done() {
@@ -1922,6 +1982,7 @@ macro_rules! pinit_fn {
                     peer,
                     tag,
                     coll: None,
+                    part: None,
                 };
                 give_request(
                     Req {
@@ -1987,6 +2048,21 @@ fn start_one(
     }
     let spec = spec.clone();
     drop(st);
+    if let Some(p) = &spec.part {
+        p.start().map_err(|e| (Some(comm.clone()), e))?;
+        let epoch = Req {
+            state: ReqState::Part(Arc::clone(p)),
+            comm: CommRef::of(&comm),
+        };
+        if let Some(Req {
+            state: ReqState::Persistent { active, .. },
+            ..
+        }) = state().reqs.get_mut(handle)
+        {
+            *active = Some(Box::new(epoch));
+        }
+        return Ok(());
+    }
     if let Some(start) = &spec.coll {
         let mut rq: *mut c_void = std::ptr::null_mut();
         let code = (start.0)(&mut rq);
@@ -3186,12 +3262,31 @@ pub unsafe extern "C" fn MPI_Testsome(
     )
 }
 
+/// Whether handle `hd` is a partitioned request with an epoch started
+/// and not completed.
+fn active_partitioned(hd: usize) -> bool {
+    matches!(
+        state().reqs.get(hd).map(|r| &r.state),
+        Some(ReqState::Persistent {
+            spec: PSpec { part: Some(_), .. },
+            active: Some(_),
+        })
+    )
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Request_free(request: *mut *mut c_void) -> c_int {
     guard("MPI_Request_free", COMM_NULL, || {
         let hd = h(read(request, "request")?);
         if hd == REQUEST_SENT {
             return out(request, to_handle(REQUEST_NULL), "request");
+        }
+        if active_partitioned(hd) {
+            return Err(Error::new(
+                ErrorClass::Request,
+                "MPI_Request_free of an active partitioned request (MPI 4.1 §4.2.1 makes it \
+                 erroneous): complete it first",
+            ));
         }
         // Freed with its handle in one step, but a generalized request:
         // its handle stays reserved (taken) until its free callback runs,
@@ -3212,6 +3307,13 @@ pub unsafe extern "C" fn MPI_Request_free(request: *mut *mut c_void) -> c_int {
             // The program's copy is null either way.
             out(request, to_handle(REQUEST_NULL), "request")?;
             return super::greq::free_request(*g);
+        }
+        if let ReqState::Persistent {
+            spec: PSpec { part: Some(p), .. },
+            ..
+        } = &req.state
+        {
+            super::part::forget(hd, p);
         }
         let active = match req.state {
             ReqState::Persistent { active, .. } => active.map(|a| *a),
@@ -3250,6 +3352,18 @@ pub unsafe extern "C" fn MPI_Cancel(request: *mut *mut c_void) -> c_int {
                 return target.map_or(Ok(()), |t| t.cancel());
             }
         };
+        if let ReqState::Persistent {
+            spec: PSpec { part: Some(_), .. },
+            active: Some(_),
+        } = &req.state
+        {
+            marks.put_back(hd, req);
+            return Err(Error::new(
+                ErrorClass::Request,
+                "MPI_Cancel of an active partitioned request (MPI 4.1 §4.2.1 makes it \
+                 erroneous)",
+            ));
+        }
         let target: &mut Req = match &mut req.state {
             ReqState::Persistent {
                 active: Some(a), ..

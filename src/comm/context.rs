@@ -50,7 +50,8 @@
 //! an intercommunicator (its hidden intracommunicator; the two sides use
 //! the same value and never talk on it to each other), bit 29 is kept for
 //! ids of connections between jobs (`connect`/`accept`, a later issue,
-//! whose processes share no maps).
+//! whose processes share no maps), bit 28 marks partitioned traffic
+//! (`PART_BIT`, `MPI_Psend_init`), which matches apart from the rest.
 //!
 //! # Why it cannot collide
 //!
@@ -110,6 +111,11 @@ use crate::shm::ids::{claim_common, CONTEXT_INDICES};
 pub const INTER_LOCAL_BIT: u32 = 1 << 30;
 /// Bit 29: reserved for ids of connections between jobs.
 pub const FOREIGN_BIT: u32 = 1 << 29;
+/// Bit 28: partitioned communication's own matching space (MPI 4.1
+/// §4.2: a partitioned send matches only a partitioned receive). Its
+/// setup messages carry the program's tags, its partitions negative ones
+/// (`Communicator::isend_part_bytes`).
+pub const PART_BIT: u32 = 1 << 28;
 /// Index of `WORLD`.
 pub const WORLD_INDEX: u32 = 0;
 /// Index of `SELF`.
@@ -158,6 +164,7 @@ pub fn release(sh: &Shared, index: u32) {
         index | COLL_BIT,
         index | INTER_LOCAL_BIT,
         index | INTER_LOCAL_BIT | COLL_BIT,
+        index | PART_BIT,
     ];
     sh.lock().purge_contexts(&ids);
     sh.segment().id_map(sh.world_rank()).release(index);

@@ -895,6 +895,58 @@ impl Communicator {
         Ok(Request::recv(&self.proc_, id, buf))
     }
 
+    /// A send of `data` to `dest` on this communicator's partitioned
+    /// context (`context::PART_BIT`), the C layer's `MPI_Psend_init`
+    /// traffic: its setup message (the program's `tag`, checked there)
+    /// and its partitions (negative tags, which no program's message
+    /// has). Nothing sent here matches an ordinary receive.
+    ///
+    /// # Errors
+    /// `Rank`; an error of the process state.
+    pub(crate) fn isend_part_bytes<'a, 'env>(
+        &'a self,
+        data: &'env [u8],
+        dest: i32,
+        tag: i32,
+        lender: Option<Lending<'_, 'env>>,
+    ) -> Result<Request<'a>> {
+        self.proc_.check()?;
+        let Some(world) = self.ctx.dest(dest)? else {
+            return Ok(Request::done(&self.proc_, Status::null()));
+        };
+        let cid = self.ctx.id | context::PART_BIT;
+        if self.send_eager_now(world, cid, tag, data) {
+            return Ok(Request::done(&self.proc_, Status::null()));
+        }
+        self.isend_general(data, world, cid, tag, false, lender)
+    }
+
+    /// The receive of [`isend_part_bytes`](Self::isend_part_bytes): from
+    /// `src` (a rank, or `PROC_NULL`; no wildcard) with `tag`.
+    ///
+    /// # Errors
+    /// `Rank` for a source out of range or `ANY_SOURCE`; an error of the
+    /// process state.
+    pub(crate) fn irecv_part_bytes<'a>(
+        &'a self,
+        buf: &'a mut [u8],
+        src: i32,
+        tag: i32,
+    ) -> Result<Request<'a>> {
+        self.proc_.check()?;
+        let Some(world) = self.ctx.dest(src)? else {
+            return Ok(Request::done(&self.proc_, Status::null()));
+        };
+        let id = self.shared().lock().post_recv_from(
+            self.ctx.id | context::PART_BIT,
+            src,
+            Some(world),
+            tag,
+            buf.len(),
+        );
+        Ok(Request::recv(&self.proc_, id, buf))
+    }
+
     /// Posts a receive of at most `len` bytes from `src` with `tag` for a
     /// caller that keeps no request object (the C layer's light receive:
     /// `MPI_Irecv` on a predefined communicator), the slot keyed with
