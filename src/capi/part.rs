@@ -696,14 +696,12 @@ fn init(
     }
     let part_bytes = nbytes(count, &ty)?;
     let elems = partitions.checked_mul(count);
-    let total = elems
-        .and_then(|n| nbytes(n, &ty).ok())
-        .ok_or_else(|| {
-            Error::new(
-                ErrorClass::Count,
-                format!("{partitions} partitions of {count} elements overflow the address space"),
-            )
-        })?;
+    let total = elems.and_then(|n| nbytes(n, &ty).ok()).ok_or_else(|| {
+        Error::new(
+            ErrorClass::Count,
+            format!("{partitions} partitions of {count} elements overflow the address space"),
+        )
+    })?;
     let elems = elems.unwrap_or(0);
     let run = ty.contiguous(elems);
     if total > 0 && (buf.is_null() || buf.cast_const() == super::IN_PLACE) {
@@ -712,7 +710,11 @@ fn init(
             format!(
                 "the buffer of {total} bytes is {}: partitioned communication takes no \
                  MPI_BOTTOM (absolute displacements, MPI 4.1 §4.2.2) nor MPI_IN_PLACE",
-                if buf.is_null() { "a null pointer" } else { "MPI_IN_PLACE" }
+                if buf.is_null() {
+                    "a null pointer"
+                } else {
+                    "MPI_IN_PLACE"
+                }
             ),
         ));
     }

@@ -31,6 +31,13 @@ pub(super) fn bcast_vec(c: &Coll<'_>, root: usize, data: &mut Vec<u8>) -> Result
     c.bcast_t(root, data)
 }
 
+/// An intercommunicator `MPI_Comm_create`'s verdict on a side, as its
+/// leader tells the other side: every member passed the same subgroup;
+/// they did not; a member's argument was refused.
+const SIDE_MIXED: u8 = 0;
+const SIDE_OK: u8 = 1;
+const SIDE_REFUSED: u8 = 2;
+
 impl Communicator {
     /// `MPI_Intercomm_create`: collective over this (local) communicator
     /// and, through the two leaders, over the remote group. `local_leader`
@@ -433,12 +440,19 @@ impl Communicator {
         let consistent = (0..n).all(|r| all[12 * r..12 * (r + 1)] == mine);
         let refuser = (0..n)
             .find(|&r| all[12 * r..12 * r + 4] == super::create::CREATE_REFUSED.to_le_bytes());
-        // Leaders swap [ok flag, subgroup members...] and then tell their
-        // group [remote ok, remote members...].
+        // Leaders swap [verdict, subgroup members...] and then tell their
+        // group [remote verdict, remote members...]; the verdict is
+        // `SIDE_OK`, `SIDE_MIXED` or `SIDE_REFUSED` (so the other side's
+        // error names the refusal).
         let mut msg = Vec::new();
         if self.ctx.rank == 0 {
             let inter = self.coll();
-            let mut out = vec![u8::from(consistent && refuser.is_none())];
+            let verdict = match (refuser, consistent) {
+                (Some(_), _) => SIDE_REFUSED,
+                (None, true) => SIDE_OK,
+                (None, false) => SIDE_MIXED,
+            };
+            let mut out = vec![verdict];
             out.extend(self.encode_peers(group.world_ranks()));
             inter.send(0, tags::COMM, &(out.len() as u64).to_le_bytes())?;
             inter.send(0, tags::COMM, &out)?;
@@ -451,7 +465,14 @@ impl Communicator {
         if let Some(bad) = refuser {
             return Err(super::create::refused_group(bad));
         }
-        if !consistent || msg[0] == 0 {
+        if msg[0] == SIDE_REFUSED {
+            return Err(Error::new(
+                ErrorClass::Group,
+                "MPI_Comm_create on an intercommunicator: a member of the other group had its \
+                 group argument refused (not a group); its own error says which",
+            ));
+        }
+        if !consistent || msg[0] != SIDE_OK {
             // Both sides reach this verdict; nobody waits for a claim.
             return Err(Error::new(
                 ErrorClass::Group,
