@@ -1475,15 +1475,17 @@ fn isend_req_on(
     // SAFETY: `data` is the C program's buffer, which the MPI contract
     // keeps alive and unwritten until this request completes or is freed,
     // or `packed`, which the `Keep` below holds and drops after the lend.
-    let lend = (data.len() > LEND_FROM).then(|| unsafe { crate::transport::RawLend::new(data) });
+    // (A partitioned send copies what the ring does not take: no lend.)
+    let lend =
+        (data.len() > LEND_FROM && !part).then(|| unsafe { crate::transport::RawLend::new(data) });
     let lender = lend.as_ref().map(crate::comm::Lending::Raw);
     let r = if part {
-        obj.comm.isend_part_bytes(data, dest, tag, lender)
+        obj.comm.isend_part_bytes(data, dest, tag)
     } else {
         obj.comm.isend_bytes(data, dest, tag, sync, false, lender)
     };
     let call = match (part, sync) {
-        (true, _) => "MPI_Pready",
+        (true, _) => "a partitioned send",
         (false, true) => "MPI_Issend",
         (false, false) => "MPI_Isend",
     };

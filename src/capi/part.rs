@@ -22,8 +22,18 @@
 //! - Each `MPI_Pready` sends its partition as one message whose tag is the
 //!   partition's data tag, `i32::MIN + (base + j) mod 2^30`: negative, so
 //!   never a program's tag, `MPI_ANY_TAG` or the cancelled one. Each sender
-//!   takes its bases from one counter, so two operations between the same
-//!   pair never share a tag while fewer than 2^30 partitions are set up.
+//!   takes its bases from one counter of the process, so two of its
+//!   operations share no tag unless 2^30 partitions were set up between
+//!   their inits (a request kept that long, beside new ones to the same
+//!   peer on the same communicator, could then meet a new one's tags);
+//!   one operation has at most 2^30 partitions.
+//! - The partitions leave at `MPI_Pready`, through the ring or copied into
+//!   the send queue, never by rendezvous
+//!   (`Communicator::isend_part_bytes`): the receiver posts its receives
+//!   only when a call of its own reaches the request, so a sender that
+//!   waited for its match could wait for ever on a receiver blocked in
+//!   another call. Large partitions so cost a copy more than a
+//!   point-to-point message of their size.
 //! - The receiver, once it knows the sender's partitioning, posts one
 //!   receive per sender partition: straight into its buffer when its type
 //!   lays the partitions out as one run and the totals agree, else into a
@@ -176,6 +186,8 @@ struct PState {
     unpacked: Vec<bool>,
     /// The first error of this epoch (or of the setup).
     err: Option<Error>,
+    /// The setup's error, which fails every epoch.
+    setup_err: Option<Error>,
     /// The outcome of this epoch, once complete (a test that completed
     /// it leaves it for the call that completes the request).
     done: Option<std::result::Result<CStatus, Error>>,
@@ -236,6 +248,7 @@ impl Part {
                 }
             }
         }
+        debug_assert!(s.left >= finished, "more messages done than left");
         s.left -= finished;
     }
 
@@ -243,6 +256,7 @@ impl Part {
     fn setup_done(&self, s: &mut PState, r: std::result::Result<CStatus, Error>) {
         match r {
             Err(e) => {
+                s.setup_err = Some(e.clone());
                 s.err.get_or_insert(e);
             }
             Ok(_) if self.send => {}
@@ -279,8 +293,10 @@ impl Part {
     /// sender's setup is known.
     fn post(&self, s: &mut PState) {
         let Some(plan) = s.plan else {
-            // The setup failed: the epoch completes with its error.
-            if s.err.is_some() && s.setup.is_none() {
+            // The setup failed: the epoch (this one and every later one)
+            // completes with its error.
+            if let (Some(e), None) = (s.setup_err.clone(), &s.setup) {
+                s.err.get_or_insert(e);
                 s.left = 0;
                 s.msgs.push(Msg::Done);
             }
@@ -369,7 +385,15 @@ impl Part {
         let lo = (p * self.part_bytes).min(plan.total);
         let hi = ((p + 1) * self.part_bytes).min(plan.total);
         if lo < hi {
-            self.ty.unpack(&s.staging[lo..hi], self.at(p), self.count)?;
+            // The receives still in flight write other bytes of
+            // `staging`: no reference to the whole buffer is made.
+            let at = s.staging.as_ptr().wrapping_add(lo);
+            // SAFETY: `[lo, hi)` lies in `staging` (both bounded by the
+            // plan's total, its length, allocated when not direct), and
+            // the receives that write those bytes have completed
+            // (`arrived`, or the epoch complete).
+            let bytes = unsafe { std::slice::from_raw_parts(at, hi - lo) };
+            self.ty.unpack(bytes, self.at(p), self.count)?;
         }
         Ok(())
     }
@@ -466,6 +490,7 @@ impl Part {
                     s.err.get_or_insert(e);
                 }
                 s.msgs[j] = Msg::Done;
+                debug_assert!(s.left > 0, "a message done that was not left");
                 s.left -= 1;
                 continue;
             }
@@ -550,6 +575,7 @@ impl Part {
             }
         };
         if matches!(m, Msg::Done) {
+            debug_assert!(s.left > 0, "a partition sent that was not left");
             s.left -= 1;
         }
         s.msgs[p] = m;
@@ -601,19 +627,24 @@ impl Part {
             ));
         }
         let mut s = lock(&self.st);
-        if !s.started || s.done.is_some() || self.peer == PROC_NULL {
+        if !s.started || self.peer == PROC_NULL {
             return Ok(true);
         }
         self.advance(&mut s);
+        // A failed epoch has no partition to offer: its error instead.
+        if let Some(e) = s.err.clone().or_else(|| s.done.clone()?.err()) {
+            return Err(e);
+        }
+        if s.done.is_some() {
+            return Ok(true);
+        }
         let Some(plan) = s.plan else {
             return Ok(false);
         };
-        if s.msgs.is_empty() {
-            return Ok(false);
-        }
         let span = self.covering(&plan, p);
-        if !s.msgs[span].iter().all(|m| matches!(m, Msg::Done)) {
-            return Ok(false);
+        match s.msgs.get(span) {
+            Some(ms) if !s.msgs.is_empty() && ms.iter().all(|m| matches!(m, Msg::Done)) => {}
+            _ => return Ok(false),
         }
         self.unpack(&mut s, p)?;
         Ok(true)
@@ -660,21 +691,30 @@ fn init(
     info: *mut c_void,
     request: *mut *mut c_void,
 ) -> Result<()> {
+    if request.is_null() {
+        // Checked before the setup message leaves: a setup sent for a
+        // request never made would match the peer's next init.
+        return Err(super::arg("request"));
+    }
     let obj = comm_obj(h(comm))?.arc();
     let count = count_c(count, "count")?;
     let ty = committed(h(t))?.arc();
     super::env::info_pairs(h(info))?;
-    if partitions < 1 {
+    if partitions < 1 || partitions as u64 > DATA_TAGS {
         return Err(Error::new(
             ErrorClass::Arg,
-            format!("partitions is {partitions}: a partitioned operation has at least one"),
+            format!(
+                "partitions is {partitions}: a partitioned operation has at least one, and \
+                 at most 2^30 here (each has a tag of its own)"
+            ),
         ));
     }
     let partitions = partitions as usize;
+    let side = if send { "send" } else { "receive" };
     if tag == super::ANY_TAG {
         return Err(Error::new(
             ErrorClass::Tag,
-            "a partitioned receive takes no MPI_ANY_TAG (MPI 4.1 §4.2.2)",
+            format!("a partitioned {side} takes no MPI_ANY_TAG (MPI 4.1 §4.2.2)"),
         ));
     }
     let tag = super::p2p::stag(tag)?;
@@ -685,9 +725,9 @@ fn init(
     };
     if peer != PROC_NULL && !(0..size).contains(&peer) {
         let what = if peer == super::ANY_SOURCE {
-            " (a partitioned receive takes no MPI_ANY_SOURCE, MPI 4.1 §4.2.2)"
+            format!(" (a partitioned {side} takes no MPI_ANY_SOURCE, MPI 4.1 §4.2.2)")
         } else {
-            ""
+            String::new()
         };
         return Err(Error::new(
             ErrorClass::Rank,
@@ -749,6 +789,7 @@ fn init(
             }),
             unpacked: Vec::new(),
             err: None,
+            setup_err: None,
             done: None,
             setup_buf: Box::new([0; SETUP_LEN]),
             staging: Vec::new(),

@@ -901,24 +901,34 @@ impl Communicator {
     /// and its partitions (negative tags, which no program's message
     /// has). Nothing sent here matches an ordinary receive.
     ///
+    /// The bytes leave at the call (what the ring does not take is copied
+    /// into the send queue, as a nonblocking collective's are), never by
+    /// rendezvous: a partitioned receiver posts its receives only when a
+    /// call of its own reaches the request, so a send that waited for
+    /// its match could wait for ever on a receiver blocked elsewhere
+    /// (MPI 4.1 §3.7.4's progress rule); queued bytes only need the
+    /// receiver's engine to run, which every blocking call does.
+    ///
     /// # Errors
     /// `Rank`; an error of the process state.
-    pub(crate) fn isend_part_bytes<'a, 'env>(
-        &'a self,
-        data: &'env [u8],
-        dest: i32,
-        tag: i32,
-        lender: Option<Lending<'_, 'env>>,
-    ) -> Result<Request<'a>> {
+    pub(crate) fn isend_part_bytes(&self, data: &[u8], dest: i32, tag: i32) -> Result<Request<'_>> {
         self.proc_.check()?;
         let Some(world) = self.ctx.dest(dest)? else {
             return Ok(Request::done(&self.proc_, Status::null()));
         };
         let cid = self.ctx.id | context::PART_BIT;
-        if self.send_eager_now(world, cid, tag, data) {
-            return Ok(Request::done(&self.proc_, Status::null()));
-        }
-        self.isend_general(data, world, cid, tag, false, lender)
+        let src = self.ctx.rank as u32;
+        let mut e = self.shared().lock();
+        let slot = match e.start_send(cid, src, world, tag, data, false, Hold::Now) {
+            (SendStart::Done, None) => {
+                drop(e);
+                return Ok(Request::done(&self.proc_, Status::null()));
+            }
+            (SendStart::Done, Some(id)) => id,
+            (SendStart::Partial(out), ack) => e.queue_send(out, data, ack),
+        };
+        drop(e);
+        Ok(Request::send(&self.proc_, slot))
     }
 
     /// The receive of [`isend_part_bytes`](Self::isend_part_bytes): from

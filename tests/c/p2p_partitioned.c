@@ -10,7 +10,9 @@
  * - partitions readied by four threads while the main thread waits
  *   (under MPI_THREAD_MULTIPLE);
  * - partitions of 256 KiB (the large-message path), MPI_Waitall beside
- *   ordinary requests, zero-element partitions, MPI_PROC_NULL (not under
+ *   ordinary requests; a two-way exchange of 64 KiB partitions completed
+ *   by one MPI_Waitall, and a started receiver that sits in a barrier
+ *   while its sender waits (progress); zero-element partitions, MPI_PROC_NULL (not under
  *   MPICH 4.0, which segfaults);
  * - bad arguments: MPI_ANY_SOURCE, MPI_ANY_TAG, no partitions, MPI_Pready
  *   on an inactive request; under shmpi also a partition out of range,
@@ -307,6 +309,59 @@ static void large_and_mixed(void)
     free(buf);
 }
 
+/* Progress: both ranks send and receive large partitions and complete
+ * with one MPI_Waitall (each may start before the peer's setup arrived);
+ * then a receiver started before the sender's init waits in a barrier
+ * while the sender completes. */
+static void exchange_and_progress(void)
+{
+    enum { P = 3, N = 64 * 1024 };
+    char *out = malloc((size_t)P * N), *in = malloc((size_t)P * N);
+    for (size_t i = 0; i < (size_t)P * N; i++)
+        out[i] = (char)(i * 13 + rank);
+    MPI_Request q[2];
+    CHECK_OK(MPI_Precv_init(in, P, N, MPI_CHAR, peer, 15, MPI_COMM_WORLD, MPI_INFO_NULL, &q[1]));
+    CHECK_OK(MPI_Start(&q[1]));
+    CHECK_OK(MPI_Psend_init(out, P, N, MPI_CHAR, peer, 15, MPI_COMM_WORLD, MPI_INFO_NULL, &q[0]));
+    CHECK_OK(MPI_Start(&q[0]));
+    CHECK_OK(MPI_Pready_range(0, P - 1, q[0]));
+    MPI_Status st[2];
+    CHECK_OK(MPI_Waitall(2, q, st));
+    for (size_t i = 0; i < (size_t)P * N; i++)
+        if (in[i] != (char)(i * 13 + peer)) {
+            CHECK(0, "exchange: byte %zu is %d", i, in[i]);
+            break;
+        }
+    CHECK_OK(MPI_Request_free(&q[0]));
+    CHECK_OK(MPI_Request_free(&q[1]));
+
+    MPI_Request r;
+    if (sender) {
+        /* The receiver started (and entered the barrier) first. */
+        CHECK_OK(MPI_Recv(NULL, 0, MPI_BYTE, peer, 16, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+        CHECK_OK(MPI_Psend_init(out, P, N, MPI_CHAR, peer, 16, MPI_COMM_WORLD, MPI_INFO_NULL, &r));
+        CHECK_OK(MPI_Start(&r));
+        CHECK_OK(MPI_Pready_range(0, P - 1, r));
+        CHECK_OK(MPI_Wait(&r, MPI_STATUS_IGNORE));
+        CHECK_OK(MPI_Barrier(MPI_COMM_WORLD));
+    } else {
+        memset(in, 0, (size_t)P * N);
+        CHECK_OK(MPI_Precv_init(in, P, N, MPI_CHAR, peer, 16, MPI_COMM_WORLD, MPI_INFO_NULL, &r));
+        CHECK_OK(MPI_Start(&r));
+        CHECK_OK(MPI_Send(NULL, 0, MPI_BYTE, peer, 16, MPI_COMM_WORLD));
+        CHECK_OK(MPI_Barrier(MPI_COMM_WORLD));
+        CHECK_OK(MPI_Wait(&r, MPI_STATUS_IGNORE));
+        for (size_t i = 0; i < (size_t)P * N; i++)
+            if (in[i] != (char)(i * 13 + peer)) {
+                CHECK(0, "progress: byte %zu is %d", i, in[i]);
+                break;
+            }
+    }
+    CHECK_OK(MPI_Request_free(&r));
+    free(out);
+    free(in);
+}
+
 static void empty_and_null(void)
 {
     int v[1] = {42};
@@ -430,6 +485,7 @@ int main(int argc, char **argv)
         apart_from_p2p();
         threads(provided);
         large_and_mixed();
+        exchange_and_progress();
         empty_and_null();
         bad_arguments();
     }
