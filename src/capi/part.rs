@@ -546,17 +546,23 @@ impl Part {
         r
     }
 
-    fn ready_one(&self, s: &mut PState, p: usize) -> Result<()> {
-        if p >= self.partitions {
-            return Err(Error::new(
-                ErrorClass::Arg,
-                format!(
-                    "partition {p} is out of range: the request has {} (0 to {})",
-                    self.partitions,
-                    self.partitions - 1
-                ),
-            ));
+    /// `Arg` unless `p` is a partition of this request.
+    fn check_partition(&self, p: usize) -> Result<()> {
+        if p < self.partitions {
+            return Ok(());
         }
+        Err(Error::new(
+            ErrorClass::Arg,
+            format!(
+                "partition {p} is out of range: the request has {} (0 to {})",
+                self.partitions,
+                self.partitions - 1
+            ),
+        ))
+    }
+
+    fn ready_one(&self, s: &mut PState, p: usize) -> Result<()> {
+        self.check_partition(p)?;
         if self.peer == PROC_NULL {
             return Ok(());
         }
@@ -616,16 +622,7 @@ impl Part {
                 "MPI_Parrived on a partitioned send (only a receive's partitions arrive)",
             ));
         }
-        if p >= self.partitions {
-            return Err(Error::new(
-                ErrorClass::Arg,
-                format!(
-                    "partition {p} is out of range: the request has {} (0 to {})",
-                    self.partitions,
-                    self.partitions - 1
-                ),
-            ));
-        }
+        self.check_partition(p)?;
         let mut s = lock(&self.st);
         if !s.started || self.peer == PROC_NULL {
             return Ok(true);
