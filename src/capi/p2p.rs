@@ -1097,6 +1097,38 @@ fn wait_pair_together(
     Some(out)
 }
 
+/// Waits for every request of `reqs` at once: those in the engine
+/// together (`wait_all_each`, their receive buffers lent to progress for
+/// the whole wait), any other kind by itself; their outcomes, in order
+/// (`part.rs`: the messages of a partitioned epoch).
+pub(crate) fn wait_reqs_together(reqs: Vec<Req>) -> Vec<std::result::Result<CStatus, Error>> {
+    let mut out: Vec<Option<std::result::Result<CStatus, Error>>> = Vec::with_capacity(reqs.len());
+    // What the Rust requests borrow (`fin`'s and `keep`'s buffers) is
+    // held until they are spent, and finished in order after.
+    let mut held = Vec::new();
+    let mut rust = Vec::new();
+    for mut r in reqs {
+        r.expand();
+        match r.state {
+            ReqState::Live { req, fin, keep } => {
+                rust.push(req);
+                held.push((out.len(), fin, keep, r.comm));
+                out.push(None);
+            }
+            _ => out.push(Some(r.wait())),
+        }
+    }
+    let results = crate::comm::wait_all_each(rust);
+    for ((i, fin, keep, comm), res) in held.into_iter().zip(results) {
+        out[i] = Some(finish(res, fin));
+        drop(keep);
+        drop(comm);
+    }
+    out.into_iter()
+        .map(|o| o.expect("every request has its outcome"))
+        .collect()
+}
+
 /// The result of an `MPI_Isendrecv`: the send's error if it failed, else
 /// the receive's result (its status is the request's).
 fn pair_result(

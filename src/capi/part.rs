@@ -62,8 +62,8 @@
 //! sleeps on a condition variable that `MPI_Pready` signals.
 
 use super::p2p::{
-    backoff, give_request, isend_part, nbytes, poll_orphans, staging_buf, CStatus, CommRef, PSpec,
-    Ptr, Req, ReqState, Started,
+    backoff, give_request, isend_part, nbytes, poll_orphans, staging_buf, wait_reqs_together,
+    CStatus, CommRef, PSpec, Ptr, Req, ReqState, Started,
 };
 use super::types::{committed, TypeObj};
 use super::{array, comm_obj, count_c, guard, guard_on, h, lock, out, CommObj, PROC_NULL};
@@ -221,7 +221,9 @@ impl Part {
             }
         } else {
             s.unpacked = vec![false; self.partitions];
-            self.advance(&mut s);
+            if s.plan.is_some() || s.setup_err.is_some() {
+                self.post(&mut s);
+            }
         }
         Ok(())
     }
@@ -315,7 +317,7 @@ impl Part {
                 }
             }
         }
-        s.msgs.reserve(plan.parts);
+        let mut posts = Vec::with_capacity(plan.parts);
         for j in 0..plan.parts {
             let dst: *mut u8 = match direct {
                 Some(off) => self
@@ -326,32 +328,28 @@ impl Part {
                     .wrapping_add(j * sp),
                 None => s.staging.as_mut_ptr().wrapping_add(j * sp),
             };
-            let view = match super::bytes_mut(dst.cast(), sp) {
-                Ok(v) => v,
-                Err(e) => {
-                    s.err.get_or_insert(e);
-                    s.msgs.push(Msg::Done);
-                    continue;
-                }
-            };
             // The view is the program's buffer (valid until the request
             // is freed, MPI 4.1 §4.2) or `staging`, which `PState` drops
             // after the requests in `msgs`.
-            match self
-                .comm
-                .comm
-                .irecv_part_bytes(view, self.peer, data_tag(plan.base, j))
-            {
-                Ok(r) => s.msgs.push(Msg::Flying(Req::live(
-                    &self.comm,
-                    r,
-                    super::p2p::Fin::None,
-                    Vec::new(),
-                ))),
+            match super::bytes_mut(dst.cast(), sp) {
+                Ok(view) => posts.push((view, data_tag(plan.base, j))),
                 Err(e) => {
                     s.err.get_or_insert(e);
                     s.msgs.push(Msg::Done);
+                    s.left = 0;
+                    return;
                 }
+            }
+        }
+        match self.comm.comm.irecv_part_bytes(self.peer, posts) {
+            Ok(reqs) => {
+                s.msgs.extend(reqs.into_iter().map(|r| {
+                    Msg::Flying(Req::live(&self.comm, r, super::p2p::Fin::None, Vec::new()))
+                }))
+            }
+            Err(e) => {
+                s.err.get_or_insert(e);
+                s.msgs.push(Msg::Done);
             }
         }
         s.left = s.msgs.iter().filter(|m| !matches!(m, Msg::Done)).count();
@@ -475,6 +473,35 @@ impl Part {
                     drop(r);
                     s = lock(&self.st);
                     self.setup_done(&mut s, res);
+                    continue;
+                }
+            }
+            // Every partition readied (or posted): wait for all in flight
+            // at once, one progress loop for all of them.
+            if s.msgs.iter().all(|m| !matches!(m, Msg::Idle)) {
+                let mut taken = Vec::new();
+                let mut reqs = Vec::new();
+                for (j, m) in s.msgs.iter_mut().enumerate() {
+                    if matches!(m, Msg::Flying(_)) {
+                        let Msg::Flying(r) = std::mem::replace(m, Msg::Out) else {
+                            unreachable!("matched flying")
+                        };
+                        taken.push(j);
+                        reqs.push(r);
+                    }
+                }
+                if !taken.is_empty() {
+                    drop(s);
+                    let results = wait_reqs_together(reqs);
+                    s = lock(&self.st);
+                    for (j, res) in taken.into_iter().zip(results) {
+                        if let Err(e) = res {
+                            s.err.get_or_insert(e);
+                        }
+                        s.msgs[j] = Msg::Done;
+                        debug_assert!(s.left > 0, "a message done that was not left");
+                        s.left -= 1;
+                    }
                     continue;
                 }
             }
@@ -813,7 +840,11 @@ fn init(
             // that nothing else touches until the receive completes.
             let view =
                 unsafe { std::slice::from_raw_parts_mut(s.setup_buf.as_mut_ptr(), SETUP_LEN) };
-            let r = obj.comm.irecv_part_bytes(view, peer, tag)?;
+            let r = obj
+                .comm
+                .irecv_part_bytes(peer, vec![(view, tag)])?
+                .pop()
+                .expect("one receive posted");
             s.setup = Some(Req::live(&obj, r, super::p2p::Fin::None, Vec::new()));
         }
     }
