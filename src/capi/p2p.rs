@@ -3296,77 +3296,105 @@ pub unsafe extern "C" fn MPI_Testsome(
     )
 }
 
-/// Whether handle `hd` is a partitioned request with an epoch started
-/// and not completed.
-fn active_partitioned(hd: usize) -> bool {
-    matches!(
-        state().reqs.get(hd).map(|r| &r.state),
-        Some(ReqState::Persistent {
-            spec: PSpec { part: Some(_), .. },
-            active: Some(_),
-        })
+/// The communicator of handle `hd` if it is a partitioned request with
+/// an epoch started and not completed.
+fn active_partitioned(hd: usize) -> Option<Arc<CommObj>> {
+    match state().reqs.get(hd) {
+        Some(Req {
+            state:
+                ReqState::Persistent {
+                    spec: PSpec { part: Some(_), .. },
+                    active: Some(_),
+                },
+            comm,
+        }) => Some(Arc::clone(comm)),
+        _ => None,
+    }
+}
+
+/// `MPI_Request_free` or `MPI_Cancel` of an active partitioned request:
+/// erroneous (MPI 4.1 §4.2.1), refused, the request left as it was.
+fn refuse_active_partitioned(call: &str) -> Error {
+    Error::new(
+        ErrorClass::Request,
+        format!(
+            "{call} of an active partitioned request (MPI 4.1 §4.2.1 makes it erroneous): \
+             complete it first"
+        ),
     )
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Request_free(request: *mut *mut c_void) -> c_int {
-    guard("MPI_Request_free", COMM_NULL, || {
-        let hd = h(read(request, "request")?);
-        if hd == REQUEST_SENT {
-            return out(request, to_handle(REQUEST_NULL), "request");
+    guard_on("MPI_Request_free", || {
+        let hd = h(read(request, "request").map_err(|e| (None, e))?);
+        // Raised on the request's communicator.
+        if let Some(comm) = active_partitioned(hd) {
+            return Err((Some(comm), refuse_active_partitioned("MPI_Request_free")));
         }
-        if active_partitioned(hd) {
-            return Err(Error::new(
-                ErrorClass::Request,
-                "MPI_Request_free of an active partitioned request (MPI 4.1 §4.2.1 makes it \
-                 erroneous): complete it first",
-            ));
-        }
-        // Freed with its handle in one step, but a generalized request:
-        // its handle stays reserved (taken) until its free callback runs,
-        // now or when it completes (MPI_Grequest_complete names it).
-        let req = take_waiting(
-            hd,
-            |reqs, hd| {
-                if matches!(reqs.get(hd).map(|r| &r.state), Some(ReqState::Greq(_))) {
-                    reqs.take(hd)
-                } else {
-                    reqs.release(hd)
-                }
-            },
-            Mark::No,
-            &mut Marks::new(),
-        )?;
-        if let ReqState::Greq(g) = req.state {
-            // The program's copy is null either way.
-            out(request, to_handle(REQUEST_NULL), "request")?;
-            return super::greq::free_request(*g);
-        }
-        if let ReqState::Persistent {
-            spec: PSpec { part: Some(p), .. },
-            ..
-        } = &req.state
-        {
-            super::part::forget(hd, p);
-        }
-        let active = match req.state {
-            ReqState::Persistent { active, .. } => active.map(|a| *a),
-            ReqState::Done(_) => None,
-            _ => Some(req),
-        };
-        if let Some(a) = active {
-            // It completes in the background (MPI 4.1 §3.7.3).
-            let mut orphans = lock(&ORPHANS);
-            orphans.push(a);
-            // Relaxed: under the lock (`test_orphans`).
-            ORPHANED.store(1, Ordering::Relaxed);
-        }
-        out(request, to_handle(REQUEST_NULL), "request")
+        request_free(request, hd).map_err(|e| (None, e))
     })
+}
+
+fn request_free(request: *mut *mut c_void, hd: usize) -> Result<()> {
+    if hd == REQUEST_SENT {
+        return out(request, to_handle(REQUEST_NULL), "request");
+    }
+    // Freed with its handle in one step, but a generalized request:
+    // its handle stays reserved (taken) until its free callback runs,
+    // now or when it completes (MPI_Grequest_complete names it).
+    let req = take_waiting(
+        hd,
+        |reqs, hd| {
+            if matches!(reqs.get(hd).map(|r| &r.state), Some(ReqState::Greq(_))) {
+                reqs.take(hd)
+            } else {
+                reqs.release(hd)
+            }
+        },
+        Mark::No,
+        &mut Marks::new(),
+    )?;
+    if let ReqState::Greq(g) = req.state {
+        // The program's copy is null either way.
+        out(request, to_handle(REQUEST_NULL), "request")?;
+        return super::greq::free_request(*g);
+    }
+    if let ReqState::Persistent {
+        spec: PSpec { part: Some(p), .. },
+        ..
+    } = &req.state
+    {
+        super::part::forget(hd, p);
+    }
+    let active = match req.state {
+        ReqState::Persistent { active, .. } => active.map(|a| *a),
+        ReqState::Done(_) => None,
+        _ => Some(req),
+    };
+    if let Some(a) = active {
+        // It completes in the background (MPI 4.1 §3.7.3).
+        let mut orphans = lock(&ORPHANS);
+        orphans.push(a);
+        // Relaxed: under the lock (`test_orphans`).
+        ORPHANED.store(1, Ordering::Relaxed);
+    }
+    out(request, to_handle(REQUEST_NULL), "request")
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Cancel(request: *mut *mut c_void) -> c_int {
+    // A partitioned request in its epoch, raised on its communicator
+    // (one that another thread waits for is out of the table: the cancel
+    // then does nothing, below).
+    if let Some(comm) = read(request, "request")
+        .ok()
+        .and_then(|r| active_partitioned(h(r)))
+    {
+        return guard_on("MPI_Cancel", || {
+            Err((Some(comm), refuse_active_partitioned("MPI_Cancel")))
+        });
+    }
     guard("MPI_Cancel", COMM_NULL, || {
         let hd = h(read(request, "request")?);
         if hd == REQUEST_SENT {
@@ -3386,18 +3414,6 @@ pub unsafe extern "C" fn MPI_Cancel(request: *mut *mut c_void) -> c_int {
                 return target.map_or(Ok(()), |t| t.cancel());
             }
         };
-        if let ReqState::Persistent {
-            spec: PSpec { part: Some(_), .. },
-            active: Some(_),
-        } = &req.state
-        {
-            marks.put_back(hd, req);
-            return Err(Error::new(
-                ErrorClass::Request,
-                "MPI_Cancel of an active partitioned request (MPI 4.1 §4.2.1 makes it \
-                 erroneous)",
-            ));
-        }
         let target: &mut Req = match &mut req.state {
             ReqState::Persistent {
                 active: Some(a), ..

@@ -12,12 +12,13 @@
  * - partitions of 256 KiB (the large-message path), MPI_Waitall beside
  *   ordinary requests; a two-way exchange of 64 KiB partitions completed
  *   by one MPI_Waitall, and a started receiver that sits in a barrier
- *   while its sender waits (progress); zero-element partitions, MPI_PROC_NULL (not under
+ *   while its sender waits (progress); MPI_Request_get_status and
+ *   MPI_Testall on a pair; an intercommunicator; zero-element partitions, MPI_PROC_NULL (not under
  *   MPICH 4.0, which segfaults);
  * - bad arguments: MPI_ANY_SOURCE, MPI_ANY_TAG, no partitions, MPI_Pready
  *   on an inactive request; under shmpi also a partition out of range,
- *   one readied twice, MPI_Parrived on an inactive request, freeing an
- *   active request, and totals that disagree (MPI_ERR_TRUNCATE on the
+ *   one readied twice, MPI_Parrived on an inactive request, freeing or
+ *   cancelling an active request (raised on its communicator), and totals that disagree (MPI_ERR_TRUNCATE on the
  *   receiver, the sender completes). */
 #include "common.h"
 #include <pthread.h>
@@ -362,6 +363,95 @@ static void exchange_and_progress(void)
     free(in);
 }
 
+/* MPI_Request_get_status and MPI_Testall complete a partitioned pair
+ * (not under MPICH 4.0, whose MPI_Testall then fails); an
+ * intercommunicator carries one (even ranks' group to odd ranks'). */
+static void get_status_testall_inter(void)
+{
+    int v[4] = {0}, flag = 0;
+    long spins = 0;
+    MPI_Request r;
+    MPI_Status st;
+    if (sender) {
+        for (int i = 0; i < 4; i++)
+            v[i] = 40 + i;
+        CHECK_OK(MPI_Psend_init(v, 2, 2, MPI_INT, peer, 17, MPI_COMM_WORLD, MPI_INFO_NULL, &r));
+        CHECK_OK(MPI_Start(&r));
+        CHECK_OK(MPI_Pready_range(0, 1, r));
+    } else {
+        CHECK_OK(MPI_Precv_init(v, 4, 1, MPI_INT, peer, 17, MPI_COMM_WORLD, MPI_INFO_NULL, &r));
+        CHECK_OK(MPI_Start(&r));
+    }
+    if (OURS) {
+        /* MPICH 4.0's MPI_Testall fails after MPI_Request_get_status saw
+         * a partitioned request complete. */
+        do
+            CHECK_OK(MPI_Request_get_status(r, &flag, &st));
+        while (!flag && ++spins < 100000000L);
+        CHECK(flag, "MPI_Request_get_status never saw the pair complete");
+        flag = 0;
+        CHECK_OK(MPI_Testall(1, &r, &flag, &st));
+        CHECK(flag && r != MPI_REQUEST_NULL, "MPI_Testall after get_status: flag %d", flag);
+    } else {
+        CHECK_OK(MPI_Wait(&r, &st));
+    }
+    if (!sender) {
+        int n = -1;
+        MPI_Get_count(&st, MPI_INT, &n);
+        CHECK(n == 4 && st.MPI_TAG == 17 && v[0] == 40 && v[3] == 43,
+              "get_status/testall: count %d tag %d v %d..%d", n, st.MPI_TAG, v[0], v[3]);
+    }
+    CHECK_OK(MPI_Request_free(&r));
+
+    MPI_Comm half, inter;
+    CHECK_OK(MPI_Comm_split(MPI_COMM_WORLD, rank % 2, rank, &half));
+    CHECK_OK(MPI_Intercomm_create(half, 0, MPI_COMM_WORLD, rank % 2 ? 0 : 1, 18, &inter));
+    int w[6] = {0};
+    if (sender) {
+        for (int i = 0; i < 6; i++)
+            w[i] = rank * 10 + i;
+        CHECK_OK(MPI_Psend_init(w, 3, 2, MPI_INT, rank / 2, 19, inter, MPI_INFO_NULL, &r));
+        CHECK_OK(MPI_Start(&r));
+        CHECK_OK(MPI_Pready_range(0, 2, r));
+    } else {
+        CHECK_OK(MPI_Precv_init(w, 2, 3, MPI_INT, rank / 2, 19, inter, MPI_INFO_NULL, &r));
+        CHECK_OK(MPI_Start(&r));
+    }
+    CHECK_OK(MPI_Wait(&r, &st));
+    if (!sender)
+        for (int i = 0; i < 6; i++)
+            CHECK(w[i] == peer * 10 + i && st.MPI_SOURCE == rank / 2,
+                  "intercommunicator: w[%d] = %d, source %d", i, w[i], st.MPI_SOURCE);
+    CHECK_OK(MPI_Request_free(&r));
+    MPI_Comm_free(&inter);
+    MPI_Comm_free(&half);
+}
+
+/* Freeing or cancelling an active request raises on the request's
+ * communicator (ERRORS_RETURN on a duplicate; MPI_COMM_WORLD's handler
+ * stays fatal). MPICH 4.0 catches neither. */
+static void refused_on_its_comm(void)
+{
+    if (!OURS)
+        return;
+    MPI_Comm dup;
+    CHECK_OK(MPI_Comm_dup(MPI_COMM_WORLD, &dup));
+    MPI_Comm_set_errhandler(dup, MPI_ERRORS_RETURN);
+    int v[2] = {1, 2};
+    MPI_Request r;
+    CHECK_OK(MPI_Psend_init(v, 2, 1, MPI_INT, MPI_PROC_NULL, 0, dup, MPI_INFO_NULL, &r));
+    CHECK_OK(MPI_Start(&r));
+    int rc = MPI_Request_free(&r);
+    CHECK(ct_class(rc) == MPI_ERR_REQUEST && r != MPI_REQUEST_NULL, "free active: class %d",
+          ct_class(rc));
+    rc = MPI_Cancel(&r);
+    CHECK(ct_class(rc) == MPI_ERR_REQUEST, "cancel active: class %d", ct_class(rc));
+    CHECK_OK(MPI_Pready_range(0, 1, r));
+    CHECK_OK(MPI_Wait(&r, MPI_STATUS_IGNORE));
+    CHECK_OK(MPI_Request_free(&r));
+    MPI_Comm_free(&dup);
+}
+
 static void empty_and_null(void)
 {
     int v[1] = {42};
@@ -486,6 +576,8 @@ int main(int argc, char **argv)
         threads(provided);
         large_and_mixed();
         exchange_and_progress();
+        get_status_testall_inter();
+        refused_on_its_comm();
         empty_and_null();
         bad_arguments();
     }
