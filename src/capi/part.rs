@@ -12,38 +12,42 @@
 //!
 //! - `MPI_Psend_init` sends a setup message at once, with the program's
 //!   tag: the sender's total bytes, its number of partitions, and the
-//!   first of its data tags. Init stays local: the message is 24 bytes and
+//!   operation's data tag. Init stays local: the message is 24 bytes and
 //!   goes eagerly (queued when the ring is full). Sent at init rather than
 //!   at the first start, it makes operations match in the order of their
 //!   init calls, as §4.2.1 asks.
 //! - `MPI_Precv_init` posts the receive of that setup message, so the
 //!   receiving side matches in the order of its init calls too. Wildcards
 //!   are refused, as MPICH refuses them (`MPI_ERR_RANK`, `MPI_ERR_TAG`).
-//! - Each `MPI_Pready` sends its partition as one message whose tag is the
-//!   partition's data tag, `i32::MIN + (base + j) mod 2^30`: negative, so
-//!   never a program's tag, `MPI_ANY_TAG` or the cancelled one. Each sender
-//!   takes its bases from one counter of the process, so two of its
-//!   operations share no tag unless 2^30 partitions were set up between
-//!   their inits (a request kept that long, beside new ones to the same
-//!   peer on the same communicator, could then meet a new one's tags);
-//!   one operation has at most 2^30 partitions.
+//! - Each `MPI_Pready` call sends the partitions it readies, a run of
+//!   consecutive ones as one message: a header (the run's first partition
+//!   and its length) and the run's bytes, packed. All the data messages
+//!   of an operation carry its data tag, `i32::MIN + n mod 2^30` for the
+//!   sender's `n`-th operation: negative, so never a program's tag,
+//!   `MPI_ANY_TAG` or the cancelled one.
+//! - The receiver keeps one receive posted for the data tag while its
+//!   epoch misses partitions (into a landing buffer as large as the whole
+//!   message), and places each run where it goes once it arrives: in the
+//!   program's buffer when the type lays the partitions out as one run
+//!   and the totals agree, else in a staging image unpacked per receive
+//!   partition (when `MPI_Parrived` finds it complete, the rest at
+//!   completion). A run of every partition (`MPI_Pready_range` of them
+//!   all, the usual case) so costs one message, as MPICH's one message
+//!   once every partition is ready does, while a partition readied alone
+//!   still leaves at once.
+//! - Epochs never mix: the receiver posts only while its current epoch
+//!   misses partitions, and messages between one pair with one tag arrive
+//!   in order (MPI's non-overtaking rule, which the engine keeps), so a
+//!   later epoch's messages come after every one of the current epoch.
+//!   Nor do operations: one sender's operations share no data tag unless
+//!   2^30 operations were set up between their inits.
 //! - The partitions leave at `MPI_Pready`, through the ring or copied into
 //!   the send queue, never by rendezvous
-//!   (`Communicator::isend_part_bytes`): the receiver posts its receives
+//!   (`Communicator::isend_part_bytes`): the receiver posts its receive
 //!   only when a call of its own reaches the request, so a sender that
 //!   waited for its match could wait for ever on a receiver blocked in
 //!   another call. Large partitions so cost a copy more than a
 //!   point-to-point message of their size.
-//! - The receiver, once it knows the sender's partitioning, posts one
-//!   receive per sender partition: straight into its buffer when its type
-//!   lays the partitions out as one run and the totals agree, else into a
-//!   staging buffer, unpacked per receive partition when `MPI_Parrived`
-//!   finds it complete, and the rest at completion.
-//! - Every epoch sends and receives each partition again with the same
-//!   tags. The sender restarts only once its sends completed, the receiver
-//!   posts only after its last epoch completed, and messages between one
-//!   pair with one tag arrive in order (MPI's non-overtaking rule, which
-//!   the engine keeps), so an epoch's partition never lands in another's.
 //!
 //! The two sides may partition differently (§4.2.2); their totals must
 //! agree. A larger send completes the receive with `MPI_ERR_TRUNCATE`, a
@@ -57,9 +61,10 @@
 //! They find the operation through [`PARTS`], by handle, so they reach it
 //! while `MPI_Wait` on another thread has the request out of the table;
 //! its state is under one lock of its own, which a waiting thread does not
-//! hold while it blocks (it takes the request it blocks on out of its
-//! slot, [`Msg::Out`]), and a sender waiting for partitions not yet ready
-//! sleeps on a condition variable that `MPI_Pready` signals.
+//! hold while it blocks (it takes the request it blocks on out of the
+//! state: meanwhile `MPI_Parrived` sees no new partition), and a sender
+//! waiting for partitions not yet ready sleeps on a condition variable
+//! that `MPI_Pready` signals.
 
 use super::p2p::{
     backoff, give_request, isend_part, nbytes, poll_orphans, staging_buf, wait_reqs_together,
@@ -75,19 +80,30 @@ use std::ffi::{c_int, c_void};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
-/// The setup message: the sender's total bytes, its partitions, its
-/// first data tag (three native `u64`s: both ends are on one node).
+/// The setup message: the sender's total bytes, its partitions, its data
+/// tag (three native `u64`s: both ends are on one node).
 const SETUP_LEN: usize = 24;
+
+/// A data message's header: its run's first partition and length (two
+/// native `u64`s), the length's top bit [`APART`].
+const HEAD: usize = 16;
+
+/// In a header's length: the run's bytes follow as a message of their
+/// own, received straight where they go (a contiguous run of at least
+/// [`APART_FROM`] bytes, sent from the program's buffer: no copy into a
+/// message with its header at either end).
+const APART: u64 = 1 << 63;
+const APART_FROM: usize = 4096;
 
 /// Data tags cycle through this many values below zero.
 const DATA_TAGS: u64 = 1 << 30;
 
-/// The next sender's first data tag (a count of partitions set up).
+/// How many operations this process has set up to send.
 static NEXT_TAG: AtomicU64 = AtomicU64::new(0);
 
-/// The tag of partition `j` of the sender whose first data tag is `base`.
-fn data_tag(base: u64, j: usize) -> i32 {
-    i32::MIN + ((base.wrapping_add(j as u64)) % DATA_TAGS) as i32
+/// The data tag of the sender's `n`-th operation.
+fn data_tag(n: u64) -> i32 {
+    i32::MIN + (n % DATA_TAGS) as i32
 }
 
 /// The live partitioned requests, by handle ([`Part::register`]), for
@@ -111,8 +127,8 @@ pub(crate) struct Part {
     /// Where the partitions' bytes start when the type lays them out as
     /// one run (then sent from, and received into, the buffer itself).
     run: Option<isize>,
-    /// The sender's first data tag.
-    base: u64,
+    /// The sender's data tag.
+    data_tag: i32,
     st: Mutex<PState>,
     /// Signalled by `MPI_Pready`, for a sender's wait.
     readied: Condvar,
@@ -142,7 +158,7 @@ impl std::fmt::Debug for Part {
 struct Plan {
     total: usize,
     parts: usize,
-    base: u64,
+    tag: i32,
 }
 
 impl Plan {
@@ -152,21 +168,16 @@ impl Plan {
     }
 }
 
-/// One partition's message in the current epoch (the sender's own
-/// partitions; the receiver's are the sender's).
+/// The request a side has in flight: in the state, or taken out by a
+/// waiting thread, which blocks on it without the lock.
 #[derive(Debug)]
-enum Msg {
-    /// Not readied yet (sender), or not posted.
-    Idle,
-    /// In flight.
-    Flying(Req),
-    /// Taken out by a waiting thread, which blocks on it without the lock.
+enum Flight {
+    In(Req),
     Out,
-    Done,
 }
 
 /// The changing state of a [`Part`]. Field order matters: the requests
-/// borrow `setup_buf` and `staging`, and fields drop in order.
+/// borrow `setup_buf` and `landing`, and fields drop in order.
 #[derive(Debug)]
 struct PState {
     /// Whether an epoch was started (`MPI_Parrived` on a request never
@@ -175,10 +186,18 @@ struct PState {
     /// The setup message: the sender's send until it completes, the
     /// receiver's receive until it matches.
     setup: Option<Req>,
-    /// This epoch's messages (empty on the receiving side until posted).
-    msgs: Vec<Msg>,
-    /// Of `msgs`, those not `Done`.
-    left: usize,
+    /// The sender: its data messages in flight this epoch.
+    sends: Vec<Flight>,
+    /// The receiver: its one data receive in flight.
+    recv: Option<Flight>,
+    /// The receiver: the run (first partition, length) whose bytes the
+    /// receive in flight takes, after a header that said they come apart.
+    apart: Option<(usize, usize)>,
+    /// Per partition of the sender: readied (sender) or arrived
+    /// (receiver) this epoch.
+    have: Vec<bool>,
+    /// Of `have`, how many are set.
+    got: usize,
     /// The receiver: the sender's partitioning, once known.
     plan: Option<Plan>,
     /// The receiver: which receive partitions were unpacked from
@@ -192,8 +211,11 @@ struct PState {
     /// it leaves it for the call that completes the request).
     done: Option<std::result::Result<CStatus, Error>>,
     setup_buf: Box<[u8; SETUP_LEN]>,
-    /// The receiver's staging buffer (the sender's total bytes), when the
-    /// partitions do not land in the program's buffer directly.
+    /// The receiver: where its data receive lands (a header and the
+    /// sender's whole total at most).
+    landing: Vec<u8>,
+    /// The receiver's staging image (the sender's total bytes), when the
+    /// partitions do not go to the program's buffer directly.
     staging: Vec<u8>,
 }
 
@@ -204,54 +226,84 @@ impl Part {
         self.buf.get().cast::<u8>().wrapping_offset(step).cast()
     }
 
+    /// The partitions the sender sends this epoch (its own; the
+    /// receiver's plan says the sender's).
+    fn sender_parts(&self, s: &PState) -> usize {
+        if self.send {
+            self.partitions
+        } else {
+            s.plan.map_or(0, |p| p.parts)
+        }
+    }
+
     /// Starts an epoch (`MPI_Start`).
     pub(crate) fn start(&self) -> Result<()> {
         let mut s = lock(&self.st);
         s.started = true;
         s.err = None;
         s.done = None;
-        s.msgs.clear();
-        if self.send {
-            if self.peer == PROC_NULL {
-                s.msgs.resize_with(self.partitions, || Msg::Done);
-                s.left = 0;
-            } else {
-                s.msgs.resize_with(self.partitions, || Msg::Idle);
-                s.left = self.partitions;
-            }
-        } else {
+        s.sends.clear();
+        s.apart = None;
+        s.got = 0;
+        let n = self.sender_parts(&s);
+        s.have = vec![false; n];
+        if !self.send && self.peer == PROC_NULL {
+            s.have.fill(true);
+            s.got = n;
+        }
+        if !self.send {
             s.unpacked = vec![false; self.partitions];
-            if s.plan.is_some() || s.setup_err.is_some() {
-                self.post(&mut s);
+            if let Some(e) = s.setup_err.clone() {
+                s.err.get_or_insert(e);
             }
         }
         Ok(())
     }
 
-    /// Progress without blocking: the setup, the receives of an epoch
-    /// once the setup is known, each message in flight.
+    /// Progress without blocking: the setup, the sends in flight, the
+    /// receiver's data receive (each run that arrived placed, the next
+    /// receive posted while partitions are missing).
     fn advance(&self, s: &mut PState) {
         if let Some(r) = s.setup.as_mut().and_then(Req::test) {
             s.setup = None;
             self.setup_done(s, r);
         }
-        if !self.send && s.started && s.done.is_none() && s.msgs.is_empty() {
-            self.post(s);
-        }
-        let mut finished = 0;
-        for m in s.msgs.iter_mut() {
-            if let Msg::Flying(r) = m {
-                if let Some(res) = r.test() {
-                    if let Err(e) = res {
-                        s.err.get_or_insert(e);
+        if self.send {
+            let mut i = 0;
+            while i < s.sends.len() {
+                let res = match &mut s.sends[i] {
+                    Flight::In(r) => r.test(),
+                    Flight::Out => None,
+                };
+                match res {
+                    Some(res) => {
+                        if let Err(e) = res {
+                            s.err.get_or_insert(e);
+                        }
+                        s.sends.swap_remove(i);
                     }
-                    *m = Msg::Done;
-                    finished += 1;
+                    None => i += 1,
+                }
+            }
+            return;
+        }
+        loop {
+            match &mut s.recv {
+                Some(Flight::Out) => return,
+                Some(Flight::In(r)) => match r.test() {
+                    Some(res) => {
+                        s.recv = None;
+                        self.received(s, res);
+                    }
+                    None => return,
+                },
+                None => {
+                    if !self.post(s) {
+                        return;
+                    }
                 }
             }
         }
-        debug_assert!(s.left >= finished, "more messages done than left");
-        s.left -= finished;
     }
 
     /// The setup message's send completed, or its receive matched.
@@ -263,13 +315,15 @@ impl Part {
             }
             Ok(_) if self.send => {}
             Ok(st) if st.bytes() != SETUP_LEN => {
-                s.err.get_or_insert(Error::new(
+                let e = Error::new(
                     ErrorClass::Intern,
                     format!(
                         "a partitioned setup message of {} bytes (expected {SETUP_LEN})",
                         st.bytes()
                     ),
-                ));
+                );
+                s.setup_err = Some(e.clone());
+                s.err.get_or_insert(e);
             }
             Ok(_) => {
                 let word = |i: usize| {
@@ -277,92 +331,229 @@ impl Part {
                     w.copy_from_slice(&s.setup_buf[i * 8..i * 8 + 8]);
                     u64::from_ne_bytes(w)
                 };
-                s.plan = Some(Plan {
+                let plan = Plan {
                     total: word(0) as usize,
                     parts: word(1) as usize,
-                    base: word(2),
-                });
+                    tag: word(2) as u32 as i32,
+                };
+                s.plan = Some(plan);
+                if s.started && s.done.is_none() {
+                    s.have = vec![false; plan.parts];
+                    s.got = 0;
+                }
             }
         }
     }
 
-    /// Whether the receives go straight to the program's buffer.
+    /// Whether the runs go straight to the program's buffer.
     fn direct(&self, plan: &Plan) -> Option<isize> {
         self.run.filter(|_| plan.total == self.total)
     }
 
-    /// Posts this epoch's receives, one per sender partition, once the
-    /// sender's setup is known.
-    fn post(&self, s: &mut PState) {
-        let Some(plan) = s.plan else {
-            // The setup failed: the epoch (this one and every later one)
-            // completes with its error.
-            if let (Some(e), None) = (s.setup_err.clone(), &s.setup) {
-                s.err.get_or_insert(e);
-                s.left = 0;
-                s.msgs.push(Msg::Done);
-            }
-            return;
-        };
-        let sp = plan.part_bytes();
-        let direct = self.direct(&plan);
-        if direct.is_none() && s.staging.len() != plan.total {
-            match staging_buf(plan.total) {
-                Ok(b) => s.staging = b,
+    /// Posts the receiver's next data receive, if its epoch misses
+    /// partitions: the bytes of a run that come apart, straight where
+    /// they go, else the next message into the landing buffer; whether it
+    /// did.
+    fn post(&self, s: &mut PState) -> bool {
+        let Some(plan) = s.plan else { return false };
+        if !s.started || s.done.is_some() || s.err.is_some() || s.got >= plan.parts {
+            return false;
+        }
+        if let Some((first, len)) = s.apart {
+            let sp = plan.part_bytes();
+            let dst = match self.place(s, &plan, first) {
+                Ok(d) => d,
                 Err(e) => {
                     s.err.get_or_insert(e);
-                    s.left = 0;
-                    s.msgs.push(Msg::Done);
-                    return;
+                    return false;
                 }
-            }
-        }
-        let mut posts = Vec::with_capacity(plan.parts);
-        for j in 0..plan.parts {
-            let dst: *mut u8 = match direct {
-                Some(off) => self
-                    .buf
-                    .get()
-                    .cast::<u8>()
-                    .wrapping_offset(off)
-                    .wrapping_add(j * sp),
-                None => s.staging.as_mut_ptr().wrapping_add(j * sp),
             };
-            // The view is the program's buffer (valid until the request
-            // is freed, MPI 4.1 §4.2) or `staging`, which `PState` drops
-            // after the requests in `msgs`.
-            match super::bytes_mut(dst.cast(), sp) {
-                Ok(view) => posts.push((view, data_tag(plan.base, j))),
+            // The run's place in the program's buffer (valid until the
+            // request is freed, MPI 4.1 §4.2) or in `staging`, which
+            // `PState` drops after `recv`; `landed` checked that the run
+            // lies within the total.
+            let view = match super::bytes_mut(dst.cast(), len * sp) {
+                Ok(v) => v,
                 Err(e) => {
                     s.err.get_or_insert(e);
-                    s.msgs.push(Msg::Done);
-                    s.left = 0;
-                    return;
+                    return false;
+                }
+            };
+            return self.post_into(s, view, plan.tag);
+        }
+        let need = HEAD + plan.total;
+        if s.landing.len() != need {
+            match staging_buf(need) {
+                Ok(b) => s.landing = b,
+                Err(e) => {
+                    s.err.get_or_insert(e);
+                    return false;
                 }
             }
         }
-        match self.comm.comm.irecv_part_bytes(self.peer, posts) {
-            Ok(reqs) => {
-                s.msgs.extend(reqs.into_iter().map(|r| {
-                    Msg::Flying(Req::live(&self.comm, r, super::p2p::Fin::None, Vec::new()))
-                }))
+        // SAFETY: lifetime erasure of a borrow of `landing`, a heap buffer
+        // that `PState` drops after `recv` (field order) and that nothing
+        // touches until this receive completes (the next is posted only
+        // after, `landed` reads it before).
+        let view = unsafe { std::slice::from_raw_parts_mut(s.landing.as_mut_ptr(), need) };
+        self.post_into(s, view, plan.tag)
+    }
+
+    /// Where sender partition `first` goes: the program's buffer, or
+    /// `staging` (allocated here).
+    fn place(&self, s: &mut PState, plan: &Plan, first: usize) -> Result<*mut u8> {
+        let at = first * plan.part_bytes();
+        if let Some(off) = self.direct(plan) {
+            return Ok(self
+                .buf
+                .get()
+                .cast::<u8>()
+                .wrapping_offset(off)
+                .wrapping_add(at));
+        }
+        if s.staging.len() != plan.total {
+            s.staging = staging_buf(plan.total)?;
+        }
+        Ok(s.staging.as_mut_ptr().wrapping_add(at))
+    }
+
+    /// Posts the data receive into `view`.
+    fn post_into(&self, s: &mut PState, view: &mut [u8], tag: i32) -> bool {
+        match self
+            .comm
+            .comm
+            .irecv_part_bytes(self.peer, vec![(view, tag)])
+        {
+            Ok(mut r) => {
+                let r = r.pop().expect("one receive posted");
+                s.recv = Some(Flight::In(Req::live(
+                    &self.comm,
+                    r,
+                    super::p2p::Fin::None,
+                    Vec::new(),
+                )));
+                true
             }
             Err(e) => {
                 s.err.get_or_insert(e);
-                s.msgs.push(Msg::Done);
+                false
             }
         }
-        s.left = s.msgs.iter().filter(|m| !matches!(m, Msg::Done)).count();
     }
 
-    /// Whether the epoch is complete (every message done, the receiver's
-    /// posted).
+    /// A data receive completed: the bytes of a run that came apart, or
+    /// a message in the landing buffer.
+    fn received(&self, s: &mut PState, res: std::result::Result<CStatus, Error>) {
+        let Some((first, len)) = s.apart.take() else {
+            return self.landed(s, res);
+        };
+        match res {
+            Ok(st) if st.bytes() == len * s.plan.map_or(0, |p| p.part_bytes()) => {
+                s.have[first..first + len].fill(true);
+                s.got += len;
+            }
+            Ok(st) => {
+                s.err.get_or_insert(Error::new(
+                    ErrorClass::Intern,
+                    format!(
+                        "a partitioned run of {len} partitions came with {} bytes",
+                        st.bytes()
+                    ),
+                ));
+            }
+            Err(e) => {
+                s.err.get_or_insert(e);
+            }
+        }
+    }
+
+    /// A message in the landing buffer: a header, and its run's bytes
+    /// (placed, its partitions arrived) or word that they come apart.
+    fn landed(&self, s: &mut PState, res: std::result::Result<CStatus, Error>) {
+        let st = match res {
+            Ok(st) => st,
+            Err(e) => {
+                s.err.get_or_insert(e);
+                return;
+            }
+        };
+        let plan = s
+            .plan
+            .expect("a data receive is posted once the setup is known");
+        let sp = plan.part_bytes();
+        let n = st.bytes();
+        let word = |i: usize| {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(&s.landing[i * 8..i * 8 + 8]);
+            u64::from_ne_bytes(w)
+        };
+        let (first, word1) = if n >= HEAD {
+            (word(0) as usize, word(1))
+        } else {
+            (0, 0)
+        };
+        let apart = word1 & APART != 0;
+        let len = (word1 & !APART) as usize;
+        let carried = if apart { Some(0) } else { len.checked_mul(sp) };
+        let ok = n >= HEAD
+            && len > 0
+            && first.checked_add(len).is_some_and(|end| end <= plan.parts)
+            && carried == Some(n - HEAD)
+            && s.have[first..first + len].iter().all(|&h| !h);
+        if !ok {
+            s.err.get_or_insert(Error::new(
+                ErrorClass::Intern,
+                format!(
+                    "a partitioned data message of {n} bytes that fits no missing run of \
+                     partitions ({} of {sp} bytes)",
+                    plan.parts
+                ),
+            ));
+            return;
+        }
+        if apart {
+            s.apart = Some((first, len));
+            return;
+        }
+        let dst = match self.place(s, &plan, first) {
+            Ok(d) => d,
+            Err(e) => {
+                s.err.get_or_insert(e);
+                return;
+            }
+        };
+        let bytes = &s.landing[HEAD..n];
+        // SAFETY: `dst` is the place of partitions `first..first + len`:
+        // in the program's buffer, which holds the whole total there (a
+        // contiguous type, equal totals), valid until the request is
+        // freed (MPI 4.1 §4.2), or in `staging`, of the whole total; the
+        // run lies within the total (checked above); `landing` is another
+        // buffer.
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), dst, bytes.len()) };
+        s.have[first..first + len].fill(true);
+        s.got += len;
+    }
+
+    /// Whether the epoch is complete: every partition readied and sent,
+    /// or arrived (or it failed).
     fn complete(&self, s: &PState) -> bool {
-        s.done.is_some() || (!s.msgs.is_empty() && s.left == 0)
+        if s.done.is_some() {
+            return true;
+        }
+        if !s.started {
+            return false;
+        }
+        if self.send {
+            return s.got == self.partitions && s.sends.is_empty();
+        }
+        let in_flight = matches!(s.recv, Some(Flight::Out));
+        if s.err.is_some() {
+            return !in_flight && s.setup.is_none();
+        }
+        s.plan.is_some_and(|p| s.got == p.parts) || self.peer == PROC_NULL
     }
 
-    /// The receive partitions' byte range `[lo, hi)` in the sender's
-    /// total, and the sender partitions that cover it.
+    /// The sender partitions that cover receive partition `p`.
     fn covering(&self, plan: &Plan, p: usize) -> std::ops::Range<usize> {
         let sp = plan.part_bytes();
         let lo = (p * self.part_bytes).min(plan.total);
@@ -382,16 +573,8 @@ impl Part {
         s.unpacked[p] = true;
         let lo = (p * self.part_bytes).min(plan.total);
         let hi = ((p + 1) * self.part_bytes).min(plan.total);
-        if lo < hi {
-            // The receives still in flight write other bytes of
-            // `staging`: no reference to the whole buffer is made.
-            let at = s.staging.as_ptr().wrapping_add(lo);
-            // SAFETY: `[lo, hi)` lies in `staging` (both bounded by the
-            // plan's total, its length, allocated when not direct), and
-            // the receives that write those bytes have completed
-            // (`arrived`, or the epoch complete).
-            let bytes = unsafe { std::slice::from_raw_parts(at, hi - lo) };
-            self.ty.unpack(bytes, self.at(p), self.count)?;
+        if lo < hi && s.staging.len() == plan.total {
+            self.ty.unpack(&s.staging[lo..hi], self.at(p), self.count)?;
         }
         Ok(())
     }
@@ -402,6 +585,11 @@ impl Part {
             return r.clone();
         }
         let r = self.outcome(s);
+        if s.err.is_some() && matches!(s.recv, Some(Flight::In(_))) {
+            // A failed epoch's receive still posted is withdrawn, so that
+            // it takes no later message.
+            s.recv = None;
+        }
         s.done = Some(r.clone());
         r
     }
@@ -455,9 +643,10 @@ impl Part {
         self.complete(&s).then(|| self.finish(&mut s))
     }
 
-    /// Waits for the epoch: blocks on one message at a time without the
-    /// lock; a sender whose partitions are not all ready sleeps until
-    /// `MPI_Pready` signals (or a millisecond passes, to progress).
+    /// Waits for the epoch: blocks on the setup or on what is in flight
+    /// without the lock; a sender whose partitions are not all ready
+    /// sleeps until `MPI_Pready` signals (or a millisecond passes, to
+    /// progress).
     pub(crate) fn wait(&self) -> std::result::Result<CStatus, Error> {
         let mut round = 0;
         let mut s = lock(&self.st);
@@ -475,51 +664,43 @@ impl Part {
                     self.setup_done(&mut s, res);
                     continue;
                 }
-            }
-            // Every partition readied (or posted): wait for all in flight
-            // at once, one progress loop for all of them.
-            if s.msgs.iter().all(|m| !matches!(m, Msg::Idle)) {
-                let mut taken = Vec::new();
-                let mut reqs = Vec::new();
-                for (j, m) in s.msgs.iter_mut().enumerate() {
-                    if matches!(m, Msg::Flying(_)) {
-                        let Msg::Flying(r) = std::mem::replace(m, Msg::Out) else {
-                            unreachable!("matched flying")
-                        };
-                        taken.push(j);
-                        reqs.push(r);
-                    }
+                if matches!(s.recv, Some(Flight::In(_))) {
+                    let Some(Flight::In(mut r)) = s.recv.replace(Flight::Out) else {
+                        unreachable!("looked at above")
+                    };
+                    drop(s);
+                    let res = r.wait();
+                    s = lock(&self.st);
+                    // `received` reads the landing buffer the request
+                    // filled; the request goes after.
+                    s.recv = None;
+                    self.received(&mut s, res);
+                    drop(r);
+                    continue;
                 }
-                if !taken.is_empty() {
+            } else if s.got == self.partitions && !s.sends.is_empty() {
+                // Every partition readied: wait for the sends in flight at
+                // once.
+                let reqs: Vec<Req> = s
+                    .sends
+                    .iter_mut()
+                    .filter_map(|f| match std::mem::replace(f, Flight::Out) {
+                        Flight::In(r) => Some(r),
+                        Flight::Out => None,
+                    })
+                    .collect();
+                if !reqs.is_empty() {
                     drop(s);
                     let results = wait_reqs_together(reqs);
                     s = lock(&self.st);
-                    for (j, res) in taken.into_iter().zip(results) {
+                    for res in results {
                         if let Err(e) = res {
                             s.err.get_or_insert(e);
                         }
-                        s.msgs[j] = Msg::Done;
-                        debug_assert!(s.left > 0, "a message done that was not left");
-                        s.left -= 1;
                     }
+                    s.sends.retain(|f| !matches!(f, Flight::Out));
                     continue;
                 }
-            }
-            if let Some(j) = s.msgs.iter().position(|m| matches!(m, Msg::Flying(_))) {
-                let Msg::Flying(mut r) = std::mem::replace(&mut s.msgs[j], Msg::Out) else {
-                    unreachable!("found flying above")
-                };
-                drop(s);
-                let res = r.wait();
-                drop(r);
-                s = lock(&self.st);
-                if let Err(e) = res {
-                    s.err.get_or_insert(e);
-                }
-                s.msgs[j] = Msg::Done;
-                debug_assert!(s.left > 0, "a message done that was not left");
-                s.left -= 1;
-                continue;
             }
             // Nothing to block on: partitions another thread has still to
             // ready. Spin and yield a while, then sleep until `MPI_Pready`
@@ -546,7 +727,8 @@ impl Part {
         }
     }
 
-    /// `MPI_Pready` of partitions `parts`, under one lock.
+    /// `MPI_Pready` of partitions `parts`, under one lock: checked first,
+    /// then sent a run of consecutive ones a message.
     fn ready(&self, parts: impl Iterator<Item = Result<usize>>) -> Result<()> {
         if !self.send {
             return Err(Error::new(
@@ -561,12 +743,36 @@ impl Part {
                 "MPI_Pready on an inactive partitioned request (MPI_Start it first)",
             ));
         }
+        let mut list = Vec::new();
         let mut r = Ok(());
         for p in parts {
-            r = p.and_then(|p| self.ready_one(&mut s, p));
-            if r.is_err() {
-                break;
+            match p.and_then(|p| self.check_ready(&s, p).map(|()| p)) {
+                Ok(p) => {
+                    // Readied now, so a repeat in the same call is caught.
+                    s.have[p] = true;
+                    s.got += 1;
+                    list.push(p);
+                }
+                Err(e) => {
+                    r = Err(e);
+                    break;
+                }
             }
+        }
+        list.sort_unstable();
+        let mut i = 0;
+        while i < list.len() {
+            let mut j = i + 1;
+            while j < list.len() && list[j] == list[j - 1] + 1 {
+                j += 1;
+            }
+            if self.peer != PROC_NULL {
+                if let Err(e) = self.send_run(&mut s, list[i], j - i) {
+                    s.err.get_or_insert(e.clone());
+                    r = r.and(Err(e));
+                }
+            }
+            i = j;
         }
         drop(s);
         self.readied.notify_all();
@@ -588,56 +794,71 @@ impl Part {
         ))
     }
 
-    fn ready_one(&self, s: &mut PState, p: usize) -> Result<()> {
+    /// Whether partition `p` may be readied now.
+    fn check_ready(&self, s: &PState, p: usize) -> Result<()> {
         self.check_partition(p)?;
-        if self.peer == PROC_NULL {
-            return Ok(());
-        }
-        if !matches!(s.msgs[p], Msg::Idle) {
+        if s.have[p] {
             return Err(Error::new(
                 ErrorClass::Arg,
                 format!("partition {p} was marked ready already since the last MPI_Start"),
             ));
         }
-        let (m, r) = match self.send_partition(p) {
-            Ok(Started::Sent) => (Msg::Done, Ok(())),
-            Ok(Started::Req(r)) => (Msg::Flying(r), Ok(())),
-            Err(e) => {
-                s.err.get_or_insert(e.clone());
-                (Msg::Done, Err(e))
-            }
-        };
-        if matches!(m, Msg::Done) {
-            debug_assert!(s.left > 0, "a partition sent that was not left");
-            s.left -= 1;
-        }
-        s.msgs[p] = m;
-        r
+        Ok(())
     }
 
-    /// Sends partition `p`: from the buffer, or packed.
-    fn send_partition(&self, p: usize) -> Result<Started> {
-        let tag = data_tag(self.base, p);
-        match self.run {
-            Some(off) => {
-                let at = self
-                    .buf
-                    .get()
-                    .cast::<u8>()
-                    .wrapping_offset(off)
-                    .wrapping_add(p * self.part_bytes);
-                let data = super::bytes(at.cast(), self.part_bytes)?;
-                isend_part(&self.comm, data, self.peer, tag, Vec::new())
-            }
-            None => {
-                let packed = self.ty.pack(self.at(p), self.count)?;
-                // SAFETY: lifetime erasure of a borrow of `packed`'s heap
-                // buffer, which moves into the same `Req` as the request
-                // and is dropped after it.
-                let data = unsafe { std::slice::from_raw_parts(packed.as_ptr(), packed.len()) };
-                isend_part(&self.comm, data, self.peer, tag, packed)
+    /// Sends partitions `first..first + len`: a header, then their bytes,
+    /// in the same message (packed, or short) or, from [`APART_FROM`]
+    /// bytes of a contiguous run, in a message of their own from the
+    /// program's buffer. Each message in flight goes to `sends`.
+    fn send_run(&self, s: &mut PState, first: usize, len: usize) -> Result<()> {
+        let bytes = len * self.part_bytes;
+        let apart = self.run.filter(|_| bytes >= APART_FROM);
+        let mut msg = Vec::new();
+        let cap = if apart.is_some() { HEAD } else { HEAD + bytes };
+        msg.try_reserve_exact(cap).map_err(|_| {
+            Error::new(
+                ErrorClass::NoMem,
+                format!("no memory to send {bytes} bytes of partitions"),
+            )
+        })?;
+        let flag = if apart.is_some() { APART } else { 0 };
+        msg.extend_from_slice(&(first as u64).to_ne_bytes());
+        msg.extend_from_slice(&(len as u64 | flag).to_ne_bytes());
+        let from = |off: isize| {
+            let at = self
+                .buf
+                .get()
+                .cast::<u8>()
+                .wrapping_offset(off)
+                .wrapping_add(first * self.part_bytes);
+            super::bytes(at.cast(), bytes)
+        };
+        match (apart, self.run) {
+            (Some(_), _) => {}
+            (None, Some(off)) => msg.extend_from_slice(from(off)?),
+            (None, None) => self
+                .ty
+                .pack_into(self.at(first), len * self.count, &mut msg)?,
+        }
+        // SAFETY: lifetime erasure of a borrow of `msg`'s heap buffer,
+        // which moves into the same `Req` as the request and is dropped
+        // after it.
+        let data = unsafe { std::slice::from_raw_parts(msg.as_ptr(), msg.len()) };
+        if let Started::Req(q) = isend_part(&self.comm, data, self.peer, self.data_tag, msg)? {
+            s.sends.push(Flight::In(q));
+        }
+        if let Some(off) = apart {
+            // The program's buffer, which MPI keeps untouched until the
+            // request completes (MPI 4.1 §4.2); what the ring does not
+            // take now is copied (`isend_part_bytes`).
+            let data = from(off)?;
+            if let Started::Req(q) =
+                isend_part(&self.comm, data, self.peer, self.data_tag, Vec::new())?
+            {
+                s.sends.push(Flight::In(q));
             }
         }
+        Ok(())
     }
 
     /// `MPI_Parrived`: whether receive partition `p` has arrived (then
@@ -666,9 +887,8 @@ impl Part {
             return Ok(false);
         };
         let span = self.covering(&plan, p);
-        match s.msgs.get(span) {
-            Some(ms) if !s.msgs.is_empty() && ms.iter().all(|m| matches!(m, Msg::Done)) => {}
-            _ => return Ok(false),
+        if !s.have.get(span).is_some_and(|h| h.iter().all(|&h| h)) {
+            return Ok(false);
         }
         self.unpack(&mut s, p)?;
         Ok(true)
@@ -724,13 +944,10 @@ fn init(
     let count = count_c(count, "count")?;
     let ty = committed(h(t))?.arc();
     super::env::info_pairs(h(info))?;
-    if partitions < 1 || partitions as u64 > DATA_TAGS {
+    if partitions < 1 {
         return Err(Error::new(
             ErrorClass::Arg,
-            format!(
-                "partitions is {partitions}: a partitioned operation has at least one, and \
-                 at most 2^30 here (each has a tag of its own)"
-            ),
+            format!("partitions is {partitions}: a partitioned operation has at least one"),
         ));
     }
     let partitions = partitions as usize;
@@ -782,9 +999,9 @@ fn init(
             ),
         ));
     }
-    let base = if send {
-        // Relaxed: a counter; only its uniqueness matters.
-        NEXT_TAG.fetch_add(partitions as u64, Ordering::Relaxed) % DATA_TAGS
+    // Relaxed: a counter; only its uniqueness matters.
+    let n = if send {
+        NEXT_TAG.fetch_add(1, Ordering::Relaxed)
     } else {
         0
     };
@@ -800,22 +1017,26 @@ fn init(
         part_bytes,
         total,
         run,
-        base,
+        data_tag: data_tag(n),
         st: Mutex::new(PState {
             started: false,
             setup: None,
-            msgs: Vec::new(),
-            left: 0,
+            sends: Vec::new(),
+            recv: None,
+            apart: None,
+            have: Vec::new(),
+            got: 0,
             plan: (peer == PROC_NULL).then_some(Plan {
                 total,
                 parts: partitions,
-                base: 0,
+                tag: 0,
             }),
             unpacked: Vec::new(),
             err: None,
             setup_err: None,
             done: None,
             setup_buf: Box::new([0; SETUP_LEN]),
+            landing: Vec::new(),
             staging: Vec::new(),
         }),
         readied: Condvar::new(),
@@ -824,7 +1045,8 @@ fn init(
         let mut s = lock(&part.st);
         if send {
             let mut setup = Vec::with_capacity(SETUP_LEN);
-            for w in [total as u64, partitions as u64, base] {
+            let tag_word = u64::from(data_tag(n) as u32);
+            for w in [total as u64, partitions as u64, tag_word] {
                 setup.extend_from_slice(&w.to_ne_bytes());
             }
             // SAFETY: lifetime erasure of a borrow of `setup`'s heap
@@ -976,16 +1198,14 @@ mod tests {
 
     #[test]
     fn data_tags_are_negative_and_never_a_wildcard_or_cancelled() {
-        for base in [0, 1, DATA_TAGS - 3, DATA_TAGS - 1] {
-            for j in 0..8 {
-                let t = data_tag(base, j);
-                assert!(t < 0 && t != -1 && t != crate::p2p::CANCELLED_TAG, "{t}");
-                assert!(t < i32::MIN + DATA_TAGS as i32, "{t}");
-            }
+        for n in [0, 1, DATA_TAGS - 1, DATA_TAGS, 3 * DATA_TAGS + 5] {
+            let t = data_tag(n);
+            assert!(t < 0 && t != -1 && t != crate::p2p::CANCELLED_TAG, "{t}");
+            assert!(t < i32::MIN + DATA_TAGS as i32, "{t}");
         }
-        // The partitions of one sender have distinct tags, across the wrap.
+        // Consecutive operations have distinct tags, across the wrap.
         let tags: std::collections::BTreeSet<i32> =
-            (0..16).map(|j| data_tag(DATA_TAGS - 8, j)).collect();
+            (0..16).map(|k| data_tag(DATA_TAGS - 8 + k)).collect();
         assert_eq!(tags.len(), 16);
     }
 }
