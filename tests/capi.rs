@@ -254,7 +254,7 @@ fn the_peers_benchmark_program_runs_every_mode() {
         shmpi_only: false,
     };
     let exe = build(shmpicc(), &p, &out_dir("peers")).unwrap();
-    for mode in ["latency", "nblatency", "bw", "exchange"] {
+    for mode in ["latency", "nblatency", "bw", "exchange", "partitioned"] {
         for touch in [None, Some("--touch")] {
             let mut cmd = shmpiexec();
             cmd.args(["-n", "2"]).arg(&exe).args([

@@ -7,9 +7,9 @@
  * contains no OSU code.
  *
  * Usage (exactly 2 ranks):
- *   osu_pingpong latency|nblatency|bw|exchange [--min-size N] [--max-size N]
- *                           [--iterations N] [--warmup N] [--alloc-mem]
- *                           [--touch]
+ *   osu_pingpong latency|nblatency|bw|exchange|partitioned [--min-size N]
+ *                           [--max-size N] [--iterations N] [--warmup N]
+ *                           [--alloc-mem] [--touch] [--partitions P]
  *
  *   latency  rank 0 sends a message, rank 1 echoes it back; the reported
  *            one-way latency is RTT / 2 in microseconds, averaged over the
@@ -22,6 +22,14 @@
  *            MPI_Waitall both: a halo exchange between two neighbours;
  *            the time per exchange in microseconds, measured on rank 0.
  *            Sizes as latency.  Not an OSU test.
+ *   partitioned  as latency, by partitioned communication (MPI 4.1 §4.2):
+ *            each rank keeps an MPI_Psend_init and an MPI_Precv_init of P
+ *            partitions (--partitions, default 8) of size / P bytes; rank
+ *            0 starts both, readies every partition with one
+ *            MPI_Pready_range and waits for both; rank 1 starts and waits
+ *            for its receive, then sends the same way.  Sizes from P on.
+ *            Needs MPI 4 (MPI_VERSION >= 4); another MPI prints no rows.
+ *            Not an OSU test.
  *   bw       rank 0 posts a window of 64 MPI_Isend, rank 1 a window of 64
  *            MPI_Irecv; both MPI_Waitall, then rank 1 returns a 4-byte ack.
  *            Bandwidth = bytes moved / time in MB/s (10^6 bytes/s), measured
@@ -56,7 +64,7 @@
 #define TAG_DATA 1
 #define TAG_ACK 2
 
-enum mode { MODE_LATENCY, MODE_NBLATENCY, MODE_BW, MODE_EXCHANGE };
+enum mode { MODE_LATENCY, MODE_NBLATENCY, MODE_BW, MODE_EXCHANGE, MODE_PARTITIONED };
 
 struct opts {
     enum mode mode;
@@ -66,6 +74,7 @@ struct opts {
     long warmup;     /* -1: per-size default */
     int alloc_mem;   /* --alloc-mem: buffers from MPI_Alloc_mem */
     int touch;       /* --touch: the sender rewrites its buffer first */
+    long partitions; /* --partitions: for the partitioned mode */
 };
 
 static int rank;
@@ -76,8 +85,9 @@ static void usage_exit(const char *msg)
         if (msg)
             fprintf(stderr, "osu_pingpong: %s\n", msg);
         fprintf(stderr,
-                "usage: osu_pingpong latency|nblatency|bw|exchange [--min-size N] [--max-size N]"
-                " [--iterations N] [--warmup N] [--alloc-mem] [--touch]\n");
+                "usage: osu_pingpong latency|nblatency|bw|exchange|partitioned [--min-size N]"
+                " [--max-size N] [--iterations N] [--warmup N] [--alloc-mem] [--touch]"
+                " [--partitions P]\n");
     }
     MPI_Finalize();
     exit(2);
@@ -104,6 +114,7 @@ static void parse_args(int argc, char **argv, struct opts *o)
     o->min_size = 0;
     o->iterations = -1;
     o->warmup = -1;
+    o->partitions = 8;
 
     if (argc < 2)
         usage_exit("missing mode");
@@ -115,8 +126,10 @@ static void parse_args(int argc, char **argv, struct opts *o)
         o->mode = MODE_BW;
     else if (strcmp(argv[1], "exchange") == 0)
         o->mode = MODE_EXCHANGE;
+    else if (strcmp(argv[1], "partitioned") == 0)
+        o->mode = MODE_PARTITIONED;
     else
-        usage_exit("mode must be 'latency', 'nblatency', 'bw' or 'exchange'");
+        usage_exit("mode must be 'latency', 'nblatency', 'bw', 'exchange' or 'partitioned'");
 
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i];
@@ -141,12 +154,18 @@ static void parse_args(int argc, char **argv, struct opts *o)
                 usage_exit("--iterations must be > 0");
         } else if (strcmp(a, "--warmup") == 0) {
             o->warmup = parse_num(a, argv[++i]);
+        } else if (strcmp(a, "--partitions") == 0) {
+            o->partitions = parse_num(a, argv[++i]);
+            if (o->partitions < 1 || o->partitions > 1 << 20)
+                usage_exit("--partitions must be from 1 to 2^20");
         } else {
             usage_exit("unknown option");
         }
     }
     if (o->mode == MODE_BW && (!have_min || o->min_size == 0))
         o->min_size = 1; /* bandwidth of 0-byte messages is meaningless */
+    if (o->mode == MODE_PARTITIONED && o->min_size < o->partitions)
+        o->min_size = o->partitions; /* at least a byte a partition */
     if (o->max_size > 1L << 30)
         usage_exit("--max-size must be <= 1 GiB");
     if (o->min_size > o->max_size)
@@ -269,6 +288,45 @@ static double run_exchange(char *sbuf, char *rbuf, int size, long iters, long wa
     return t * 1e6 / (double)iters;
 }
 
+#if MPI_VERSION >= 4
+/* One-way latency in microseconds of a partitioned ping-pong: `parts`
+ * partitions of size / parts bytes each way. */
+static double run_partitioned(char *sbuf, char *rbuf, int size, int parts, long iters,
+                              long warm)
+{
+    MPI_Request s, r;
+    int each = size / parts;
+    MPI_Psend_init(sbuf, parts, each, MPI_CHAR, 1 - rank, TAG_DATA, MPI_COMM_WORLD,
+                   MPI_INFO_NULL, &s);
+    MPI_Precv_init(rbuf, parts, each, MPI_CHAR, 1 - rank, TAG_DATA, MPI_COMM_WORLD,
+                   MPI_INFO_NULL, &r);
+    double t0 = 0.0;
+    for (long i = 0; i < warm + iters; i++) {
+        if (i == warm)
+            t0 = MPI_Wtime();
+        if (rank == 0) {
+            MPI_Start(&r);
+            MPI_Start(&s);
+            touch_lines(sbuf, size, i);
+            MPI_Pready_range(0, parts - 1, s);
+            MPI_Wait(&s, MPI_STATUS_IGNORE);
+            MPI_Wait(&r, MPI_STATUS_IGNORE);
+        } else {
+            MPI_Start(&r);
+            MPI_Wait(&r, MPI_STATUS_IGNORE);
+            MPI_Start(&s);
+            touch_lines(sbuf, size, i);
+            MPI_Pready_range(0, parts - 1, s);
+            MPI_Wait(&s, MPI_STATUS_IGNORE);
+        }
+    }
+    double t = MPI_Wtime() - t0;
+    MPI_Request_free(&s);
+    MPI_Request_free(&r);
+    return t * 1e6 / (2.0 * (double)iters);
+}
+#endif
+
 /* Bandwidth in MB/s (10^6 bytes per second), valid on rank 0. */
 static double run_bw(char *sbuf, char *rbuf, int size, long iters, long warm)
 {
@@ -348,6 +406,15 @@ int main(int argc, char **argv)
         } else if (o.mode == MODE_LATENCY) {
             printf("# OSU-style MPI Latency Test (shmpi peers harness)\n");
             printf("# Size          Latency (us)\n");
+        } else if (o.mode == MODE_PARTITIONED) {
+            printf("# Partitioned Latency Test: %ld partitions, MPI_Pready_range of all "
+                   "(shmpi peers harness)\n",
+                   o.partitions);
+#if MPI_VERSION < 4
+            printf("# not run: this MPI has no partitioned communication (MPI_VERSION %d)\n",
+                   MPI_VERSION);
+#endif
+            printf("# Size          Latency (us)\n");
         } else if (o.mode == MODE_EXCHANGE) {
             printf("# Exchange Test: MPI_Irecv + MPI_Isend + MPI_Waitall on both "
                    "ranks at once (shmpi peers harness)\n");
@@ -370,6 +437,16 @@ int main(int argc, char **argv)
         counts_for(&o, size, &iters, &warm);
 
         MPI_Barrier(MPI_COMM_WORLD);
+        if (o.mode == MODE_PARTITIONED) {
+#if MPI_VERSION >= 4
+            double v = run_partitioned(sbuf, rbuf, (int)size, (int)o.partitions, iters, warm);
+            if (rank == 0) {
+                printf("%-10d%18.3f\n", (int)(size / o.partitions * o.partitions), v);
+                fflush(stdout);
+            }
+#endif
+            continue;
+        }
         double v = o.mode == MODE_BW
                        ? run_bw(sbuf, rbuf, (int)size, iters, warm)
                    : o.mode == MODE_EXCHANGE
