@@ -205,8 +205,11 @@ struct PState {
     unpacked: Vec<bool>,
     /// The first error of this epoch (or of the setup).
     err: Option<Error>,
-    /// The setup's error, which fails every epoch.
-    setup_err: Option<Error>,
+    /// An error that left the two sides' message streams out of step (a
+    /// failed setup, a receive or send that failed part way): it fails
+    /// every later epoch, which could otherwise take the rest of an old
+    /// one's messages for its own.
+    broken: Option<Error>,
     /// The outcome of this epoch, once complete (a test that completed
     /// it leaves it for the call that completes the request).
     done: Option<std::result::Result<CStatus, Error>>,
@@ -246,16 +249,18 @@ impl Part {
         s.apart = None;
         s.got = 0;
         let n = self.sender_parts(&s);
-        s.have = vec![false; n];
+        s.have.clear();
+        s.have.resize(n, false);
         if !self.send && self.peer == PROC_NULL {
             s.have.fill(true);
             s.got = n;
         }
         if !self.send {
-            s.unpacked = vec![false; self.partitions];
-            if let Some(e) = s.setup_err.clone() {
-                s.err.get_or_insert(e);
-            }
+            s.unpacked.clear();
+            s.unpacked.resize(self.partitions, false);
+        }
+        if let Some(e) = s.broken.clone() {
+            s.err.get_or_insert(e);
         }
         Ok(())
     }
@@ -310,7 +315,7 @@ impl Part {
     fn setup_done(&self, s: &mut PState, r: std::result::Result<CStatus, Error>) {
         match r {
             Err(e) => {
-                s.setup_err = Some(e.clone());
+                s.broken = Some(e.clone());
                 s.err.get_or_insert(e);
             }
             Ok(_) if self.send => {}
@@ -322,7 +327,7 @@ impl Part {
                         st.bytes()
                     ),
                 );
-                s.setup_err = Some(e.clone());
+                s.broken = Some(e.clone());
                 s.err.get_or_insert(e);
             }
             Ok(_) => {
@@ -338,7 +343,8 @@ impl Part {
                 };
                 s.plan = Some(plan);
                 if s.started && s.done.is_none() {
-                    s.have = vec![false; plan.parts];
+                    s.have.clear();
+                    s.have.resize(plan.parts, false);
                     s.got = 0;
                 }
             }
@@ -368,17 +374,22 @@ impl Part {
                     return false;
                 }
             };
-            // The run's place in the program's buffer (valid until the
-            // request is freed, MPI 4.1 §4.2) or in `staging`, which
-            // `PState` drops after `recv`; `landed` checked that the run
-            // lies within the total.
-            let view = match super::bytes_mut(dst.cast(), len * sp) {
-                Ok(v) => v,
-                Err(e) => {
-                    s.err.get_or_insert(e);
-                    return false;
-                }
-            };
+            if len * sp == 0 {
+                // Nothing comes apart for an empty run (never sent so):
+                // it has arrived.
+                s.apart = None;
+                s.have[first..first + len].fill(true);
+                s.got += len;
+                return true;
+            }
+            // SAFETY: lifetime erasure of the run's place: in the program's
+            // buffer (valid until the request is freed, MPI 4.1 §4.2; not
+            // null, as `init` checked for a non-empty total) or in
+            // `staging`, which `PState` drops after `recv` and which is not
+            // reallocated while a receive is posted (one at a time, its
+            // plan fixed); `landed` checked that the run lies within the
+            // total, and no other receive writes these bytes.
+            let view = unsafe { std::slice::from_raw_parts_mut(dst, len * sp) };
             return self.post_into(s, view, plan.tag);
         }
         let need = HEAD + plan.total;
@@ -523,6 +534,11 @@ impl Part {
             }
         };
         let bytes = &s.landing[HEAD..n];
+        if bytes.is_empty() {
+            s.have[first..first + len].fill(true);
+            s.got += len;
+            return;
+        }
         // SAFETY: `dst` is the place of partitions `first..first + len`:
         // in the program's buffer, which holds the whole total there (a
         // contiguous type, equal totals), valid until the request is
@@ -570,12 +586,20 @@ impl Part {
         if self.direct(&plan).is_some() || s.unpacked[p] {
             return Ok(());
         }
-        s.unpacked[p] = true;
         let lo = (p * self.part_bytes).min(plan.total);
         let hi = ((p + 1) * self.part_bytes).min(plan.total);
         if lo < hi && s.staging.len() == plan.total {
-            self.ty.unpack(&s.staging[lo..hi], self.at(p), self.count)?;
+            // A receive still in flight may write other bytes of
+            // `staging` (a run that came apart): no reference to the whole
+            // buffer is made.
+            let at = s.staging.as_ptr().wrapping_add(lo);
+            // SAFETY: `[lo, hi)` lies in `staging` (its length is the
+            // plan's total, which bounds both), and every run that writes
+            // those bytes has arrived (`arrived`, or the epoch complete).
+            let bytes = unsafe { std::slice::from_raw_parts(at, hi - lo) };
+            self.ty.unpack(bytes, self.at(p), self.count)?;
         }
+        s.unpacked[p] = true;
         Ok(())
     }
 
@@ -585,10 +609,16 @@ impl Part {
             return r.clone();
         }
         let r = self.outcome(s);
-        if s.err.is_some() && matches!(s.recv, Some(Flight::In(_))) {
+        if let Some(e) = &s.err {
             // A failed epoch's receive still posted is withdrawn, so that
-            // it takes no later message.
-            s.recv = None;
+            // it takes no later message, and the operation is broken: the
+            // rest of this epoch's messages would be taken for a later
+            // one's.
+            if matches!(s.recv, Some(Flight::In(_))) {
+                s.recv = None;
+            }
+            let e = e.clone();
+            s.broken.get_or_insert(e);
         }
         s.done = Some(r.clone());
         r
@@ -709,6 +739,7 @@ impl Part {
             // what the program freed meanwhile.
             drop(s);
             poll_orphans();
+            self.comm.comm.progress_once();
             if round < 256 {
                 backoff(&mut round);
                 s = lock(&self.st);
@@ -727,8 +758,11 @@ impl Part {
         }
     }
 
-    /// `MPI_Pready` of partitions `parts`, under one lock: checked first,
-    /// then sent a run of consecutive ones a message.
+    /// `MPI_Pready` of partitions `parts`, under one lock: all checked
+    /// first (none readied if one is refused), then sent a run of
+    /// consecutive ones a message. A run that could not leave is not
+    /// readied (the call's error says why, and it may be readied again);
+    /// one that left in part breaks the operation.
     fn ready(&self, parts: impl Iterator<Item = Result<usize>>) -> Result<()> {
         if !self.send {
             return Err(Error::new(
@@ -744,22 +778,24 @@ impl Part {
             ));
         }
         let mut list = Vec::new();
-        let mut r = Ok(());
         for p in parts {
             match p.and_then(|p| self.check_ready(&s, p).map(|()| p)) {
                 Ok(p) => {
-                    // Readied now, so a repeat in the same call is caught.
+                    // Marked now, so a repeat in the same call is caught.
                     s.have[p] = true;
-                    s.got += 1;
                     list.push(p);
                 }
                 Err(e) => {
-                    r = Err(e);
-                    break;
+                    for &q in &list {
+                        s.have[q] = false;
+                    }
+                    return Err(e);
                 }
             }
         }
+        s.got += list.len();
         list.sort_unstable();
+        let mut r = Ok(());
         let mut i = 0;
         while i < list.len() {
             let mut j = i + 1;
@@ -767,8 +803,16 @@ impl Part {
                 j += 1;
             }
             if self.peer != PROC_NULL {
-                if let Err(e) = self.send_run(&mut s, list[i], j - i) {
-                    s.err.get_or_insert(e.clone());
+                if let Err((e, left)) = self.send_run(&mut s, list[i], j - i) {
+                    if left {
+                        s.broken.get_or_insert_with(|| e.clone());
+                        s.err.get_or_insert_with(|| e.clone());
+                    } else {
+                        for &q in &list[i..j] {
+                            s.have[q] = false;
+                        }
+                        s.got -= j - i;
+                    }
                     r = r.and(Err(e));
                 }
             }
@@ -809,17 +853,24 @@ impl Part {
     /// Sends partitions `first..first + len`: a header, then their bytes,
     /// in the same message (packed, or short) or, from [`APART_FROM`]
     /// bytes of a contiguous run, in a message of their own from the
-    /// program's buffer. Each message in flight goes to `sends`.
-    fn send_run(&self, s: &mut PState, first: usize, len: usize) -> Result<()> {
+    /// program's buffer. Each message in flight goes to `sends`. On
+    /// failure, the error and whether part of the run left already.
+    fn send_run(
+        &self,
+        s: &mut PState,
+        first: usize,
+        len: usize,
+    ) -> std::result::Result<(), (Error, bool)> {
         let bytes = len * self.part_bytes;
         let apart = self.run.filter(|_| bytes >= APART_FROM);
         let mut msg = Vec::new();
         let cap = if apart.is_some() { HEAD } else { HEAD + bytes };
         msg.try_reserve_exact(cap).map_err(|_| {
-            Error::new(
+            let e = Error::new(
                 ErrorClass::NoMem,
                 format!("no memory to send {bytes} bytes of partitions"),
-            )
+            );
+            (e, false)
         })?;
         let flag = if apart.is_some() { APART } else { 0 };
         msg.extend_from_slice(&(first as u64).to_ne_bytes());
@@ -833,28 +884,34 @@ impl Part {
                 .wrapping_add(first * self.part_bytes);
             super::bytes(at.cast(), bytes)
         };
+        let early = |e: Error| (e, false);
         match (apart, self.run) {
-            (Some(_), _) => {}
-            (None, Some(off)) => msg.extend_from_slice(from(off)?),
+            (Some(off), _) => {
+                from(off).map_err(early)?;
+            }
+            (None, Some(off)) => msg.extend_from_slice(from(off).map_err(early)?),
             (None, None) => self
                 .ty
-                .pack_into(self.at(first), len * self.count, &mut msg)?,
+                .pack_into(self.at(first), len * self.count, &mut msg)
+                .map_err(early)?,
         }
         // SAFETY: lifetime erasure of a borrow of `msg`'s heap buffer,
         // which moves into the same `Req` as the request and is dropped
         // after it.
         let data = unsafe { std::slice::from_raw_parts(msg.as_ptr(), msg.len()) };
-        if let Started::Req(q) = isend_part(&self.comm, data, self.peer, self.data_tag, msg)? {
+        if let Started::Req(q) =
+            isend_part(&self.comm, data, self.peer, self.data_tag, msg).map_err(early)?
+        {
             s.sends.push(Flight::In(q));
         }
         if let Some(off) = apart {
             // The program's buffer, which MPI keeps untouched until the
             // request completes (MPI 4.1 §4.2); what the ring does not
-            // take now is copied (`isend_part_bytes`).
-            let data = from(off)?;
-            if let Started::Req(q) =
-                isend_part(&self.comm, data, self.peer, self.data_tag, Vec::new())?
-            {
+            // take now is copied (`isend_part_bytes`). The header left
+            // already: a failure now leaves the streams out of step.
+            let data = from(off).map_err(|e| (e, true))?;
+            let sent = isend_part(&self.comm, data, self.peer, self.data_tag, Vec::new());
+            if let Started::Req(q) = sent.map_err(|e| (e, true))? {
                 s.sends.push(Flight::In(q));
             }
         }
@@ -1033,7 +1090,7 @@ fn init(
             }),
             unpacked: Vec::new(),
             err: None,
-            setup_err: None,
+            broken: None,
             done: None,
             setup_buf: Box::new([0; SETUP_LEN]),
             landing: Vec::new(),

@@ -931,6 +931,15 @@ impl Communicator {
         Ok(Request::send(&self.proc_, slot))
     }
 
+    /// One round of progress of this process's engine (a partitioned
+    /// send that waits for partitions other threads ready keeps the rest
+    /// moving meanwhile).
+    pub(crate) fn progress_once(&self) {
+        let sh = self.shared();
+        let mut e = sh.lock();
+        sh.progress(&mut e, &mut []);
+    }
+
     /// The receives of [`isend_part_bytes`](Self::isend_part_bytes): from
     /// `src` (a rank, or `PROC_NULL`; no wildcard), each into its buffer
     /// with its tag, posted in order under one lock of the engine (a

@@ -16,7 +16,8 @@
  *   MPI_Testall on a pair; an intercommunicator; zero-element partitions, MPI_PROC_NULL (not under
  *   MPICH 4.0, which segfaults);
  * - bad arguments: MPI_ANY_SOURCE, MPI_ANY_TAG, no partitions, MPI_Pready
- *   on an inactive request; under shmpi also a partition out of range,
+ *   on an inactive request; under shmpi also a partition out of range
+ *   (alone, or in an MPI_Pready_list, which then readies none),
  *   one readied twice, MPI_Parrived on an inactive request, freeing or
  *   cancelling an active request (raised on its communicator), and totals that disagree (MPI_ERR_TRUNCATE on the
  *   receiver, the sender completes). */
@@ -456,11 +457,11 @@ static void empty_and_null(void)
 {
     int v[1] = {42};
     MPI_Request r;
-    /* Zero-element partitions. */
+    /* Zero-element partitions, from and to a null buffer. */
     if (sender)
-        CHECK_OK(MPI_Psend_init(v, 3, 0, MPI_INT, peer, 13, MPI_COMM_WORLD, MPI_INFO_NULL, &r));
+        CHECK_OK(MPI_Psend_init(NULL, 3, 0, MPI_INT, peer, 13, MPI_COMM_WORLD, MPI_INFO_NULL, &r));
     else
-        CHECK_OK(MPI_Precv_init(v, 2, 0, MPI_INT, peer, 13, MPI_COMM_WORLD, MPI_INFO_NULL, &r));
+        CHECK_OK(MPI_Precv_init(NULL, 2, 0, MPI_INT, peer, 13, MPI_COMM_WORLD, MPI_INFO_NULL, &r));
     CHECK_OK(MPI_Start(&r));
     if (sender)
         CHECK_OK(MPI_Pready_range(0, 2, r));
@@ -518,6 +519,11 @@ static void bad_arguments(void)
             CHECK(ct_class(rc) == MPI_ERR_ARG, "out of range: class %d", ct_class(rc));
             rc = MPI_Pready(-1, r);
             CHECK(ct_class(rc) == MPI_ERR_ARG, "negative: class %d", ct_class(rc));
+            /* All or nothing: partition 0 is not readied by a list that
+             * also names a partition out of range. */
+            int list[2] = {0, 7};
+            rc = MPI_Pready_list(2, list, r);
+            CHECK(ct_class(rc) == MPI_ERR_ARG, "list out of range: class %d", ct_class(rc));
             rc = MPI_Request_free(&r);
             CHECK(ct_class(rc) == MPI_ERR_REQUEST && r != MPI_REQUEST_NULL,
                   "free active: class %d", ct_class(rc));
