@@ -430,13 +430,8 @@ impl Part {
 
     /// Posts the data receive into `view`.
     fn post_into(&self, s: &mut PState, view: &mut [u8], tag: i32) -> bool {
-        match self
-            .comm
-            .comm
-            .irecv_part_bytes(self.peer, vec![(view, tag)])
-        {
-            Ok(mut r) => {
-                let r = r.pop().expect("one receive posted");
+        match self.comm.comm.irecv_part_bytes(view, self.peer, tag) {
+            Ok(r) => {
                 s.recv = Some(Flight::In(Req::live(
                     &self.comm,
                     r,
@@ -1119,11 +1114,7 @@ fn init(
             // that nothing else touches until the receive completes.
             let view =
                 unsafe { std::slice::from_raw_parts_mut(s.setup_buf.as_mut_ptr(), SETUP_LEN) };
-            let r = obj
-                .comm
-                .irecv_part_bytes(peer, vec![(view, tag)])?
-                .pop()
-                .expect("one receive posted");
+            let r = obj.comm.irecv_part_bytes(view, peer, tag)?;
             s.setup = Some(Req::live(&obj, r, super::p2p::Fin::None, Vec::new()));
         }
     }

@@ -940,39 +940,30 @@ impl Communicator {
         sh.progress(&mut e, &mut []);
     }
 
-    /// The receives of [`isend_part_bytes`](Self::isend_part_bytes): from
-    /// `src` (a rank, or `PROC_NULL`; no wildcard), each into its buffer
-    /// with its tag, posted in order under one lock of the engine (a
-    /// partitioned receive posts one per partition of its sender).
+    /// The receive of [`isend_part_bytes`](Self::isend_part_bytes): from
+    /// `src` (a rank, or `PROC_NULL`; no wildcard) with `tag`.
     ///
     /// # Errors
     /// `Rank` for a source out of range or `ANY_SOURCE`; an error of the
     /// process state.
     pub(crate) fn irecv_part_bytes<'a>(
         &'a self,
+        buf: &'a mut [u8],
         src: i32,
-        posts: Vec<(&'a mut [u8], i32)>,
-    ) -> Result<Vec<Request<'a>>> {
+        tag: i32,
+    ) -> Result<Request<'a>> {
         self.proc_.check()?;
         let Some(world) = self.ctx.dest(src)? else {
-            return Ok(posts
-                .iter()
-                .map(|_| Request::done(&self.proc_, Status::null()))
-                .collect());
+            return Ok(Request::done(&self.proc_, Status::null()));
         };
-        let cid = self.ctx.id | context::PART_BIT;
-        let ids: Vec<p2p::SlotId> = {
-            let mut e = self.shared().lock();
-            posts
-                .iter()
-                .map(|(buf, tag)| e.post_recv_from(cid, src, Some(world), *tag, buf.len()))
-                .collect()
-        };
-        Ok(ids
-            .into_iter()
-            .zip(posts)
-            .map(|(id, (buf, _))| Request::recv(&self.proc_, id, buf))
-            .collect())
+        let id = self.shared().lock().post_recv_from(
+            self.ctx.id | context::PART_BIT,
+            src,
+            Some(world),
+            tag,
+            buf.len(),
+        );
+        Ok(Request::recv(&self.proc_, id, buf))
     }
 
     /// Posts a receive of at most `len` bytes from `src` with `tag` for a
