@@ -1036,6 +1036,22 @@ fn init(
         )
     })?;
     let elems = elems.unwrap_or(0);
+    // `Part::at` steps by whole partitions' extents: they must stay
+    // within the address space.
+    if isize::try_from(elems)
+        .ok()
+        .and_then(|n| n.checked_mul(ty.extent()))
+        .is_none()
+    {
+        return Err(Error::new(
+            ErrorClass::Count,
+            format!(
+                "{partitions} partitions of {count} elements of extent {} overflow the \
+                 address space",
+                ty.extent()
+            ),
+        ));
+    }
     let run = ty.contiguous(elems);
     if total > 0 && (buf.is_null() || buf.cast_const() == super::IN_PLACE) {
         return Err(Error::new(
