@@ -3328,8 +3328,12 @@ fn refuse_active_partitioned(call: &str) -> Error {
 pub unsafe extern "C" fn MPI_Request_free(request: *mut *mut c_void) -> c_int {
     guard_on("MPI_Request_free", || {
         let hd = h(read(request, "request").map_err(|e| (None, e))?);
-        // Raised on the request's communicator.
-        if let Some(comm) = active_partitioned(hd) {
+        // Raised on the request's communicator. (A send complete at its
+        // call, the common handle freed at once, takes no lock for it.)
+        if let Some(comm) = (hd != REQUEST_SENT)
+            .then(|| active_partitioned(hd))
+            .flatten()
+        {
             return Err((Some(comm), refuse_active_partitioned("MPI_Request_free")));
         }
         request_free(request, hd).map_err(|e| (None, e))
