@@ -113,8 +113,8 @@ pub const INTER_LOCAL_BIT: u32 = 1 << 30;
 pub const FOREIGN_BIT: u32 = 1 << 29;
 /// Bit 28: partitioned communication's own matching space (MPI 4.1
 /// §4.2: a partitioned send matches only a partitioned receive). Its
-/// setup messages carry the program's tags, its partitions negative ones
-/// (`Communicator::isend_part_bytes`).
+/// setup messages carry the program's tags, its data messages a negative
+/// tag of their operation's (`Communicator::isend_part_bytes`).
 pub const PART_BIT: u32 = 1 << 28;
 /// Index of `WORLD`.
 pub const WORLD_INDEX: u32 = 0;

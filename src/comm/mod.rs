@@ -898,8 +898,9 @@ impl Communicator {
     /// A send of `data` to `dest` on this communicator's partitioned
     /// context (`context::PART_BIT`), the C layer's `MPI_Psend_init`
     /// traffic: its setup message (the program's `tag`, checked there)
-    /// and its partitions (negative tags, which no program's message
-    /// has). Nothing sent here matches an ordinary receive.
+    /// and its data messages (a negative tag an operation, which no
+    /// program's message has). Nothing sent here matches an ordinary
+    /// receive.
     ///
     /// The bytes leave at the call (what the ring does not take is copied
     /// into the send queue, as a nonblocking collective's are), never by
