@@ -7,8 +7,10 @@
  * - a strided receive type, and a strided send type;
  * - matching in the order of the init calls, whatever the start order;
  * - partitioned traffic kept apart from an MPI_Send with the same tag;
- * - partitions readied by four threads while the main thread waits
- *   (under MPI_THREAD_MULTIPLE);
+ * - partitions readied by four threads while the main thread waits, and
+ *   on the receiving side a thread that checks each partition as
+ *   MPI_Parrived finds it while the main thread waits (under
+ *   MPI_THREAD_MULTIPLE);
  * - partitions of 256 KiB (the large-message path), MPI_Waitall beside
  *   ordinary requests; a two-way exchange of 64 KiB partitions completed
  *   by one MPI_Waitall, and a started receiver that sits in a barrier
@@ -226,6 +228,41 @@ static void *ready_some(void *arg)
     return NULL;
 }
 
+struct watcher {
+    MPI_Request r;
+    double *buf;
+    int parts, each, bad, seen;
+};
+
+/* Polls MPI_Parrived on every partition until all have arrived (a bound
+ * of polls), checking each partition's data as it arrives. */
+static void *watch(void *arg)
+{
+    struct watcher *w = arg;
+    int done[64] = {0};
+    for (long polls = 0; w->seen < w->parts && polls < 200000000L; polls++) {
+        for (int p = 0; p < w->parts; p++) {
+            int flag = 0;
+            if (done[p])
+                continue;
+            if (MPI_Parrived(w->r, p, &flag) != MPI_SUCCESS) {
+                w->bad++;
+                return NULL;
+            }
+            if (!flag)
+                continue;
+            done[p] = 1;
+            w->seen++;
+            for (int i = p * w->each; i < (p + 1) * w->each; i++)
+                if (w->buf[i] != i * 0.5) {
+                    w->bad++;
+                    break;
+                }
+        }
+    }
+    return NULL;
+}
+
 static void threads(int provided)
 {
     enum { T = 4, PER = 2, N = 1000 };
@@ -258,7 +295,21 @@ static void threads(int provided)
         for (int epoch = 0; epoch < 2; epoch++) {
             memset(buf, 0, sizeof buf);
             CHECK_OK(MPI_Start(&r));
+            /* Another thread looks at each partition as it arrives while
+             * this one waits for the whole (not under MPICH 4.0: the
+             * watcher may poll once the wait made the request inactive,
+             * where MPICH refuses MPI_Parrived). */
+            struct watcher w = {r, buf, T, PER * N, 0, 0};
+            pthread_t th;
+            if (OURS)
+                pthread_create(&th, NULL, watch, &w);
             CHECK_OK(MPI_Wait(&r, MPI_STATUS_IGNORE));
+            if (OURS) {
+                pthread_join(th, NULL);
+                CHECK(w.bad == 0 && w.seen == T,
+                      "threads epoch %d: the watcher saw %d of %d, %d bad", epoch, w.seen, T,
+                      w.bad);
+            }
             for (int i = 0; i < T * PER * N; i++)
                 if (buf[i] != i * 0.5) {
                     CHECK(0, "threads epoch %d: buf[%d] = %g", epoch, i, buf[i]);
