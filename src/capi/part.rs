@@ -797,25 +797,55 @@ impl Part {
             while j < list.len() && list[j] == list[j - 1] + 1 {
                 j += 1;
             }
-            if self.peer != PROC_NULL {
-                if let Err((e, left)) = self.send_run(&mut s, list[i], j - i) {
-                    if left {
-                        s.broken.get_or_insert_with(|| e.clone());
-                        s.err.get_or_insert_with(|| e.clone());
-                    } else {
-                        for &q in &list[i..j] {
-                            s.have[q] = false;
-                        }
-                        s.got -= j - i;
-                    }
-                    r = r.and(Err(e));
-                }
-            }
+            r = r.and(self.send_readied(&mut s, list[i], j - i));
             i = j;
         }
         drop(s);
         self.readied.notify_all();
         r
+    }
+
+    /// `MPI_Pready_range` of `lo..=hi`: as [`ready`](Self::ready), the
+    /// range checked and sent as one run without a list.
+    fn ready_range(&self, lo: usize, hi: usize) -> Result<()> {
+        self.check_partition(hi)?;
+        let mut s = lock(&self.st);
+        if !self.send || !s.started || s.done.is_some() {
+            drop(s);
+            // The refusals of `ready`, with their messages.
+            return self.ready(std::iter::empty());
+        }
+        if let Some(p) = (lo..=hi).find(|&p| s.have[p]) {
+            drop(s);
+            return self.ready(std::iter::once(Ok(p)));
+        }
+        let n = hi - lo + 1;
+        s.have[lo..=hi].fill(true);
+        s.got += n;
+        let r = self.send_readied(&mut s, lo, n);
+        drop(s);
+        self.readied.notify_all();
+        r
+    }
+
+    /// Sends the run `first..first + len`, just marked ready: a run that
+    /// could not leave is not ready after all (it may be readied again);
+    /// one that left in part breaks the operation.
+    fn send_readied(&self, s: &mut PState, first: usize, len: usize) -> Result<()> {
+        if self.peer == PROC_NULL {
+            return Ok(());
+        }
+        let Err((e, left)) = self.send_run(s, first, len) else {
+            return Ok(());
+        };
+        if left {
+            s.broken.get_or_insert_with(|| e.clone());
+            s.err.get_or_insert_with(|| e.clone());
+        } else {
+            s.have[first..first + len].fill(false);
+            s.got -= len;
+        }
+        Err(e)
     }
 
     /// `Arg` unless `p` is a partition of this request.
@@ -1224,7 +1254,7 @@ pub unsafe extern "C" fn MPI_Pready_range(lo: c_int, hi: c_int, request: *mut c_
                 format!("partition_low {lo} is above partition_high {hi}"),
             ));
         }
-        part.ready((lo..=hi).map(partition))
+        part.ready_range(partition(lo)?, partition(hi)?)
     })
 }
 
