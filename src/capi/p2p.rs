@@ -1066,41 +1066,25 @@ fn wait_pair_together(
     ) {
         return None;
     }
-    let placeholder = || ReqState::Done(Ok(CStatus::empty()));
-    let (
-        ReqState::Live {
-            req: sreq,
-            fin: sfin,
-            keep: skeep,
-        },
-        ReqState::Live {
-            req: rreq,
-            fin: rfin,
-            keep: rkeep,
-        },
-    ) = (
-        std::mem::replace(&mut send.state, placeholder()),
-        std::mem::replace(&mut recv.state, placeholder()),
-    )
-    else {
-        unreachable!("both live, checked above")
+    // Both taken out whole (their states; the send's and receive's
+    // places keep a placeholder until the caller marks the pair done).
+    let take = |r: &mut Req| Req {
+        state: std::mem::replace(&mut r.state, ReqState::Done(Ok(CStatus::empty()))),
+        comm: r.comm.clone(),
     };
-    // The requests borrow `fin`'s and `keep`'s buffers, dropped only
-    // after they are spent.
-    let mut results = crate::comm::wait_all_each(vec![sreq, rreq]).into_iter();
-    let (s, r) = (
+    let mut results = wait_reqs_together(vec![take(send), take(recv)]).into_iter();
+    let out = pair_result(
         results.next().expect("two outcomes"),
         results.next().expect("two outcomes"),
     );
-    let out = pair_result(finish(s, sfin), finish(r, rfin));
-    drop((skeep, rkeep));
     Some(out)
 }
 
 /// Waits for every request of `reqs` at once: those in the engine
 /// together (`wait_all_each`, their receive buffers lent to progress for
 /// the whole wait), any other kind by itself; their outcomes, in order
-/// (`part.rs`: the messages of a partitioned epoch).
+/// (an `MPI_Isendrecv`'s pair, `wait_pair_together`; the messages of a
+/// partitioned epoch, `part.rs`).
 pub(crate) fn wait_reqs_together(reqs: Vec<Req>) -> Vec<std::result::Result<CStatus, Error>> {
     let mut out: Vec<Option<std::result::Result<CStatus, Error>>> = Vec::with_capacity(reqs.len());
     // What the Rust requests borrow (`fin`'s and `keep`'s buffers) is

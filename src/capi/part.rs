@@ -106,6 +106,13 @@ fn data_tag(n: u64) -> i32 {
     i32::MIN + (n % DATA_TAGS) as i32
 }
 
+/// The native `u64` at word `i` of a setup message or a header.
+fn word_at(b: &[u8], i: usize) -> u64 {
+    let mut w = [0u8; 8];
+    w.copy_from_slice(&b[i * 8..i * 8 + 8]);
+    u64::from_ne_bytes(w)
+}
+
 /// The live partitioned requests, by handle ([`Part::register`]), for
 /// `MPI_Pready` and `MPI_Parrived`.
 static PARTS: Mutex<BTreeMap<usize, Arc<Part>>> = Mutex::new(BTreeMap::new());
@@ -331,11 +338,7 @@ impl Part {
                 s.err.get_or_insert(e);
             }
             Ok(_) => {
-                let word = |i: usize| {
-                    let mut w = [0u8; 8];
-                    w.copy_from_slice(&s.setup_buf[i * 8..i * 8 + 8]);
-                    u64::from_ne_bytes(w)
-                };
+                let word = |i| word_at(&s.setup_buf[..], i);
                 let plan = Plan {
                     total: word(0) as usize,
                     parts: word(1) as usize,
@@ -488,11 +491,7 @@ impl Part {
             .expect("a data receive is posted once the setup is known");
         let sp = plan.part_bytes();
         let n = st.bytes();
-        let word = |i: usize| {
-            let mut w = [0u8; 8];
-            w.copy_from_slice(&s.landing[i * 8..i * 8 + 8]);
-            u64::from_ne_bytes(w)
-        };
+        let word = |i| word_at(&s.landing, i);
         let (first, word1) = if n >= HEAD {
             (word(0) as usize, word(1))
         } else {
@@ -564,11 +563,17 @@ impl Part {
         s.plan.is_some_and(|p| s.got == p.parts) || self.peer == PROC_NULL
     }
 
+    /// Receive partition `p`'s bytes `[lo, hi)` in the sender's message
+    /// (cut at its total).
+    fn bytes_of(&self, plan: &Plan, p: usize) -> (usize, usize) {
+        let lo = (p * self.part_bytes).min(plan.total);
+        (lo, (lo + self.part_bytes).min(plan.total))
+    }
+
     /// The sender partitions that cover receive partition `p`.
     fn covering(&self, plan: &Plan, p: usize) -> std::ops::Range<usize> {
         let sp = plan.part_bytes();
-        let lo = (p * self.part_bytes).min(plan.total);
-        let hi = ((p + 1) * self.part_bytes).min(plan.total);
+        let (lo, hi) = self.bytes_of(plan, p);
         if sp == 0 || lo == hi {
             return 0..0;
         }
@@ -581,8 +586,7 @@ impl Part {
         if self.direct(&plan).is_some() || s.unpacked[p] {
             return Ok(());
         }
-        let lo = (p * self.part_bytes).min(plan.total);
-        let hi = ((p + 1) * self.part_bytes).min(plan.total);
+        let (lo, hi) = self.bytes_of(&plan, p);
         if lo < hi && s.staging.len() == plan.total {
             // A receive still in flight may write other bytes of
             // `staging` (a run that came apart): no reference to the whole
