@@ -473,6 +473,35 @@ mod tests {
         assert!(!p.chunks_due() && !p.hints_due());
     }
 
+    /// A frame its producer's caller marks as a burst's
+    /// (`set_in_burst`) is neither demoted nor followed by a claim,
+    /// however long the pause before it; once the mark is cleared the
+    /// next frame after a pause is again.
+    #[test]
+    fn a_bursts_frames_are_not_demoted() {
+        if !cfg!(target_arch = "x86_64") {
+            // No TSC there: no frame follows a pause, none is demoted.
+            return;
+        }
+        let pause = || std::thread::sleep(std::time::Duration::from_micros(200));
+        let (mut p, _c) = heap_ring(64 << 10).unwrap();
+        p.set_demote(Demote::forced_up_to(8192));
+        assert!(!p.in_burst(), "no burst unless the caller says so");
+        pause();
+        p.push(&[&[1; 4000]]).unwrap();
+        assert!(p.chunks_due() && p.hints_due(), "after a pause: demoted");
+        p.set_in_burst(true);
+        for (i, len) in [4000, 1000, 6000].into_iter().enumerate() {
+            pause();
+            p.push(&[&[2; 6000][..len]]).unwrap();
+            assert!(!p.chunks_due() && !p.hints_due(), "burst frame {i}");
+        }
+        p.set_in_burst(false);
+        pause();
+        p.push(&[&[3; 4000]]).unwrap();
+        assert!(p.chunks_due() && p.hints_due(), "the burst is over");
+    }
+
     /// After a demoted frame (one that follows a pause) a claim is due:
     /// `flush_hints` claims the lines where the next frame will start, as
     /// many as the frame took and never past the region's end, once; a

@@ -149,6 +149,13 @@ pub struct Producer {
     demote: Demote,
     /// The TSC when the last demotable frame's commit ended.
     last_commit: u64,
+    /// The caller is sending a burst: it has not looked for incoming
+    /// messages since this producer's last frame it counted
+    /// ([`set_in_burst`](Self::set_in_burst)), and no frame published
+    /// meanwhile counts as following a pause. False unless the caller
+    /// says otherwise: a producer whose caller never does gates on time
+    /// alone.
+    in_burst: bool,
     /// The footprint of the demoted frame just published when the lines
     /// of as many bytes at the next frame's position are still to be
     /// claimed ([`flush_hints`](Self::flush_hints)); 0: none.
@@ -220,6 +227,7 @@ impl Producer {
             cold_from: capacity,
             demote: Demote::OFF,
             last_commit: 0,
+            in_burst: false,
             warm_due: 0,
             demote_due: (0, 0),
             #[cfg(all(test, not(loom)))]
@@ -250,6 +258,7 @@ impl Producer {
             cold_from: capacity,
             demote: Demote::OFF,
             last_commit: 0,
+            in_burst: false,
             warm_due: 0,
             demote_due: (0, 0),
             lapped: false,
@@ -634,9 +643,33 @@ impl Producer {
         self.demote = demote;
     }
 
+    /// Says whether the caller is in a burst of sends: it has not looked
+    /// for incoming messages since this producer's last frame. A frame
+    /// published while this holds is never taken as following a pause,
+    /// however long ago the last one was, so it is neither demoted nor
+    /// followed by a claim. The caller sets it after a frame and clears
+    /// it when it next turns to receiving: the later frames of a window
+    /// of sends go out as fast as their caller makes them, and a demotion
+    /// among them held back the rest, while the first frame after a look
+    /// (a ping-pong's answer, a window's first) keeps its demotion
+    /// (`demote.rs`). The time gate still applies to that frame: it
+    /// counts the copy, which a look does not.
+    #[inline(always)]
+    pub fn set_in_burst(&mut self, burst: bool) {
+        self.in_burst = burst;
+    }
+
+    /// What [`set_in_burst`](Self::set_in_burst) last said (false until
+    /// it is called).
+    #[inline(always)]
+    pub fn in_burst(&self) -> bool {
+        self.in_burst
+    }
+
     /// Demotes the payload lines of the frame of `bytes` bytes just
     /// published at `off` (past its header line) if it follows a pause
-    /// (`demote.rs`): now, or for a frame longer than
+    /// (`demote.rs`) and is not part of a burst
+    /// ([`set_in_burst`](Self::set_in_burst)): now, or for a frame longer than
     /// [`DEMOTE_AT_ONCE_MAX`] by [`demote_in_chunks`](Self::demote_in_chunks)
     /// or [`flush_hints`](Self::flush_hints). Says whether the frame
     /// followed a pause (demoted, or, where the producer only claims,
@@ -644,7 +677,7 @@ impl Producer {
     #[inline(never)]
     fn demote_after_pause(&mut self, off: usize, bytes: usize) -> bool {
         let now = demote::tsc();
-        if Demote::after_pause(now, self.last_commit, bytes) {
+        if !self.in_burst && Demote::after_pause(now, self.last_commit, bytes) {
             if !self.demote.demotes() {
                 // Gated for the claims only.
                 self.last_commit = now;
