@@ -197,6 +197,119 @@ fn byte_blocks<'a>(
     Ok((bc, bd, at))
 }
 
+/// Blocks of one buffer, each `(count, byte displacement, type)`, seen
+/// as one byte span where every block's instances are contiguous: the
+/// collectives' direct path, which sends from the program's buffer and
+/// receives into it instead of packing into and unpacking out of a copy
+/// (a 2-rank `MPI_Alltoall` of 64 KiB took 74.6 µs through the copies,
+/// against 8.4 for the same call from Rust; `docs/benchmarks.md`, "Issue
+/// 6, forty-first pass").
+struct Span {
+    /// The span's first byte, from the buffer.
+    from: isize,
+    /// Its length: from the lowest block's first byte to the highest
+    /// block's end.
+    len: usize,
+    /// Each block's bytes.
+    counts: Vec<usize>,
+    /// Each block's offset in the span (0 for an empty block).
+    displs: Vec<usize>,
+}
+
+impl Span {
+    /// The span of `blocks`; `None` when a block's type is not contiguous
+    /// for its count (the caller packs then).
+    fn of<'a>(blocks: impl Iterator<Item = (usize, isize, &'a TypeObj)>) -> Result<Option<Span>> {
+        let mut starts = Vec::new();
+        let mut counts = Vec::new();
+        for (n, d, ty) in blocks {
+            let Some(off) = ty.contiguous(n) else {
+                return Ok(None);
+            };
+            let b = nbytes(n, ty)?;
+            starts.push(d.checked_add(off).ok_or_else(counts_overflow)?);
+            counts.push(b);
+        }
+        let used = || starts.iter().zip(&counts).filter(|&(_, &b)| b > 0);
+        let from = used().map(|(&s, _)| s).min().unwrap_or(0);
+        // Each end fits an `isize` (a start plus at most `isize::MAX`
+        // bytes, checked as `i128`).
+        let mut end = from;
+        for (&s, &b) in used() {
+            let e = i128::from(s as i64) + b as i128;
+            end = end.max(isize::try_from(e).map_err(|_| counts_overflow())?);
+        }
+        let displs = starts
+            .iter()
+            .zip(&counts)
+            .map(|(&s, &b)| if b > 0 { (s - from) as usize } else { 0 })
+            .collect();
+        Ok(Some(Span {
+            from,
+            len: (end - from) as usize,
+            counts,
+            displs,
+        }))
+    }
+
+    /// Whether the blocks lie end to end in order, each right after the
+    /// one before (empty ones anywhere): a receive into the span then
+    /// writes nothing but the blocks, whatever the algorithm.
+    fn tiles(&self) -> bool {
+        let mut at = 0;
+        for (&d, &b) in self.displs.iter().zip(&self.counts) {
+            if b > 0 {
+                if d != at {
+                    return false;
+                }
+                at += b;
+            }
+        }
+        at == self.len
+    }
+
+    /// The span's addresses in a buffer at `base`.
+    fn range(&self, base: *const c_void) -> std::ops::Range<usize> {
+        let start = (base as *const u8).wrapping_offset(self.from) as usize;
+        start..start.wrapping_add(self.len)
+    }
+}
+
+/// Whether two spans of bytes share one (empty ones share none).
+fn overlap(a: &std::ops::Range<usize>, b: &std::ops::Range<usize>) -> bool {
+    !a.is_empty() && !b.is_empty() && a.start < b.end && b.start < a.end
+}
+
+/// The blocks `(counts[i], displs[i])` of `rbuf` (displacements in
+/// extents of `ty`) as one writable span, for a receive straight into
+/// them: where each block is contiguous, they lie end to end, and the
+/// span is apart from `sent` (the bytes sent from this rank). `None`
+/// where not; the caller stages then.
+fn direct_out<'a>(
+    rbuf: *mut c_void,
+    counts: &[usize],
+    displs: &[isize],
+    ty: &TypeObj,
+    sent: &[u8],
+) -> Result<Option<(&'a mut [u8], Span)>> {
+    let mut at = Vec::with_capacity(displs.len());
+    for &d in displs {
+        at.push(disp_bytes(d, ty)?);
+    }
+    let Some(span) = Span::of(counts.iter().zip(&at).map(|(&n, &d)| (n, d, ty)))? else {
+        return Ok(None);
+    };
+    let sent = sent.as_ptr() as usize..sent.as_ptr() as usize + sent.len();
+    if !span.tiles() || overlap(&sent, &span.range(rbuf)) {
+        return Ok(None);
+    }
+    let out = bytes_mut(
+        (rbuf as *mut u8).wrapping_offset(span.from).cast(),
+        span.len,
+    )?;
+    Ok(Some((out, span)))
+}
+
 fn counts_overflow() -> Error {
     Error::new(
         ErrorClass::Count,
@@ -295,18 +408,26 @@ fn gatherv(
     let me = c.rank();
     let p = c.size() as usize;
     let is_root = me == root;
-    let data: Vec<u8> = if is_root && in_place(sbuf) {
+    let data = if is_root && in_place(sbuf) {
         let rty = rty.as_ref().expect("root has a receive type");
-        pack_at(rbuf, displs[me as usize], counts[me as usize], rty)?
+        std::borrow::Cow::Owned(pack_at(
+            rbuf,
+            displs[me as usize],
+            counts[me as usize],
+            rty,
+        )?)
     } else {
         let sty = sty.as_ref().expect("a send type");
-        src(sbuf, sn, sty)?.into_owned()
+        src(sbuf, sn, sty)?
     };
     if !is_root {
         let mut none: [u8; 0] = [];
         return c.gatherv(&data[..], &mut none[..], &vec![0; p], &vec![0; p], root);
     }
     let rty = rty.expect("root has a receive type");
+    if let Some((out, span)) = direct_out(rbuf, counts, displs, &rty, &data)? {
+        return c.gatherv(&data[..], out, &span.counts, &span.displs, root);
+    }
     let (bc, bd, at) = byte_blocks(counts.iter().map(|&n| (n, &*rty)))?;
     let mut staging = vec![0u8; at];
     c.gatherv(&data[..], &mut staging[..], &bc, &bd, root)?;
@@ -554,6 +675,12 @@ fn scatterv(
     let me = c.rank();
     let p = c.size() as usize;
     let is_root = me == root;
+    if is_root
+        && !in_place(rbuf)
+        && scatter_direct(c, sbuf, counts, displs, &sty, rbuf, rn, &rty, root)?
+    {
+        return Ok(());
+    }
     let mut packed = Vec::new();
     let mut bc = vec![0; p];
     let mut bd = vec![0; p];
@@ -577,6 +704,47 @@ fn scatterv(
     let mut d = Dst::new(rbuf, rn, &rty)?;
     c.scatterv(&packed[..], &bc, &bd, d.slice(), root)?;
     d.finish()
+}
+
+/// [`scatterv`]'s direct path at the root (not in place): where each
+/// send block is contiguous and the blocks' span is apart from the
+/// receive buffer, the blocks go from `sbuf` with no packed copy. False,
+/// with nothing done, where not.
+#[allow(clippy::too_many_arguments)]
+fn scatter_direct(
+    c: &crate::comm::Communicator,
+    sbuf: *const c_void,
+    counts: &[usize],
+    displs: &[isize],
+    sty: &Option<Arc<TypeObj>>,
+    rbuf: *mut c_void,
+    rn: usize,
+    rty: &Option<Arc<TypeObj>>,
+    root: c_int,
+) -> Result<bool> {
+    let (Some(sty), Some(rty)) = (sty, rty) else {
+        return Ok(false);
+    };
+    let mut at = Vec::with_capacity(displs.len());
+    for &d in displs {
+        at.push(disp_bytes(d, sty)?);
+    }
+    let Some(span) = Span::of(counts.iter().zip(&at).map(|(&n, &d)| (n, d, &**sty)))? else {
+        return Ok(false);
+    };
+    let mut d = Dst::new(rbuf, rn, rty)?;
+    let out = d.slice();
+    let into = out.as_ptr() as usize..out.as_ptr() as usize + out.len();
+    if overlap(&span.range(sbuf), &into) {
+        return Ok(false);
+    }
+    let data = bytes(
+        (sbuf as *const u8).wrapping_offset(span.from).cast(),
+        span.len,
+    )?;
+    c.scatterv(data, &span.counts, &span.displs, out, root)?;
+    d.finish()?;
+    Ok(true)
 }
 
 #[no_mangle]
@@ -766,11 +934,16 @@ fn allgatherv(
 ) -> Result<()> {
     let c = &obj.comm;
     let me = c.rank().max(0) as usize;
-    let data: Vec<u8> = if in_place(sbuf) {
-        pack_at(rbuf, displs[me], counts[me], rty)?
+    let data = if in_place(sbuf) {
+        std::borrow::Cow::Owned(pack_at(rbuf, displs[me], counts[me], rty)?)
     } else {
-        src(sbuf, sn, &*committed(h(st))?)?.into_owned()
+        src(sbuf, sn, &*committed(h(st))?)?
     };
+    // Straight into the program's buffer where its blocks lie end to end
+    // (as `MPI_Allgather`'s always do) and apart from the send buffer.
+    if let Some((out, span)) = direct_out(rbuf, counts, displs, rty, &data)? {
+        return c.allgatherv(&data[..], out, &span.counts, &span.displs);
+    }
     let (bc, bd, at) = byte_blocks(counts.iter().map(|&n| (n, &**rty)))?;
     let mut staging = vec![0u8; at];
     c.allgatherv(&data[..], &mut staging[..], &bc, &bd)?;
@@ -834,6 +1007,12 @@ fn allgather_call<C: CountElem>(
         }
         let p = obj.comm.size() as usize;
         let rn = count(rn, "recvcount")?;
+        if !in_place(sbuf) {
+            let sn = count(sn, "sendcount")?;
+            if let Some((s, r)) = whole(sbuf, sn, st, rbuf, times(rn, p)?, rt, p)? {
+                return obj.comm.allgather(s, r);
+            }
+        }
         let displs = even_displs(rn, p)?;
         allgatherv(
             &obj,
@@ -1033,6 +1212,11 @@ fn alltoallw(
     for (n, _, ty) in recvs {
         not_in_place(rbuf, *n, ty)?;
     }
+    if let Some(sends) = &sends {
+        if alltoall_direct(c, sbuf, sends, rbuf, recvs)? {
+            return Ok(());
+        }
+    }
     let mut packed = Vec::new();
     let mut sbc = vec![0; p];
     let mut sbd = vec![0; p];
@@ -1055,6 +1239,62 @@ fn alltoallw(
         ty.unpack(&staging[rbd[i]..rbd[i] + rbc[i]], dst.cast(), *n)?;
     }
     Ok(())
+}
+
+/// The send buffer (`sn` instances of `st`) and the receive buffer (`rn`
+/// of `rt`) as byte slices, for `MPI_Allgather` and `MPI_Alltoall` with
+/// nothing to pack: both runs contiguous, the receive `times` the send in
+/// bytes (as matching type signatures make it), the two apart. `None`
+/// where not (the general path then also finds any mismatch).
+#[allow(clippy::too_many_arguments)]
+fn whole<'a>(
+    sbuf: *const c_void,
+    sn: usize,
+    st: *mut c_void,
+    rbuf: *mut c_void,
+    rn: usize,
+    rt: *mut c_void,
+    times: usize,
+) -> Result<Option<(&'a [u8], &'a mut [u8])>> {
+    let (sty, rty) = (committed(h(st))?, committed(h(rt))?);
+    let (Some(so), Some(ro)) = (sty.contiguous(sn), rty.contiguous(rn)) else {
+        return Ok(None);
+    };
+    let (sb, rb) = (nbytes(sn, &sty)?, nbytes(rn, &rty)?);
+    let s = (sbuf as *const u8).wrapping_offset(so);
+    let r = (rbuf as *mut u8).wrapping_offset(ro);
+    let span = |p: usize, n: usize| p..p.wrapping_add(n);
+    if sb.checked_mul(times) != Some(rb) || overlap(&span(s as usize, sb), &span(r as usize, rb)) {
+        return Ok(None);
+    }
+    Ok(Some((bytes(s.cast(), sb)?, bytes_mut(r.cast(), rb)?)))
+}
+
+/// [`alltoallw`]'s direct path: where every block's type is contiguous
+/// for its count, the receive blocks lie end to end and the two buffers'
+/// spans are apart, the blocks go from `sbuf` and land in `rbuf` with no
+/// copy on either side. False, with nothing done, where they do not.
+fn alltoall_direct(
+    c: &crate::comm::Communicator,
+    sbuf: *const c_void,
+    sends: &[Block],
+    rbuf: *mut c_void,
+    recvs: &[Block],
+) -> Result<bool> {
+    let blocks = |b: &[Block]| Span::of(b.iter().map(|(n, d, ty)| (*n, *d, &**ty)));
+    let Some(s) = blocks(sends)? else {
+        return Ok(false);
+    };
+    let Some(r) = blocks(recvs)?.filter(Span::tiles) else {
+        return Ok(false);
+    };
+    if overlap(&s.range(sbuf), &r.range(rbuf)) {
+        return Ok(false);
+    }
+    let data = bytes((sbuf as *const u8).wrapping_offset(s.from).cast(), s.len)?;
+    let out = bytes_mut((rbuf as *mut u8).wrapping_offset(r.from).cast(), r.len)?;
+    c.alltoallv(data, &s.counts, &s.displs, out, &r.counts, &r.displs)?;
+    Ok(true)
 }
 
 #[no_mangle]
@@ -1187,6 +1427,12 @@ fn alltoall_call<C: CountElem>(
         let p = obj.comm.size() as usize;
         let sn = count_if(!in_place(sbuf), sn, "sendcount")?;
         let rn = count(rn, "recvcount")?;
+        if !in_place(sbuf) {
+            let (sn, rn) = (times(sn, p)?, times(rn, p)?);
+            if let Some((s, r)) = whole(sbuf, sn, st, rbuf, rn, rt, 1)? {
+                return obj.comm.alltoall(s, r);
+            }
+        }
         let sd = even_displs(sn, p)?;
         let rd = even_displs(rn, p)?;
         alltoallv(
@@ -1333,6 +1579,11 @@ fn rust_op(o: usize) -> Option<Op> {
 }
 
 fn cast<T>(b: &[u8]) -> Option<&[T]> {
+    if b.is_empty() {
+        // Wherever it points (a non-root's empty output lies anywhere on
+        // the stack; refused, it sent the input through aligned copies).
+        return Some(&[]);
+    }
     let sz = std::mem::size_of::<T>();
     if b.len() % sz != 0 || (b.as_ptr() as usize) % std::mem::align_of::<T>() != 0 {
         return None;
@@ -1344,6 +1595,10 @@ fn cast<T>(b: &[u8]) -> Option<&[T]> {
 }
 
 fn cast_mut<T>(b: &mut [u8]) -> Option<&mut [T]> {
+    if b.is_empty() {
+        // As in `cast`.
+        return Some(&mut []);
+    }
     let sz = std::mem::size_of::<T>();
     if b.len() % sz != 0 || (b.as_ptr() as usize) % std::mem::align_of::<T>() != 0 {
         return None;
@@ -1366,21 +1621,17 @@ fn typed<T: Reducible>(
     let o: &mut [T] = cast_mut(out)?;
     let c = &obj.comm;
     Some(match red {
+        // The input and the output apart (`reduction`): no copy of the
+        // input into the output first.
         Red::Reduce(root) => {
             if c.rank() == root {
-                o.copy_from_slice(d);
-                c.reduce_in_place(o, op, root)
+                c.reduce(d, o, op, root)
             } else {
                 let mut none: [T; 0] = [];
                 c.reduce(d, &mut none[..], op, root)
             }
         }
-        Red::Allreduce => {
-            if o.len() == d.len() {
-                o.copy_from_slice(d);
-            }
-            c.allreduce_in_place(o, op)
-        }
+        Red::Allreduce => c.allreduce(d, o, op),
         Red::Scan => c.scan(d, o, op),
         Red::Exscan => c.exscan(d, o, op),
         Red::Scatter => c.reduce_scatter(d, o, counts, op),
@@ -1560,10 +1811,13 @@ fn reduction(
         }
         _ => true,
     };
-    let data: Vec<u8> = match pre {
-        Some(d) => d,
-        None if in_place(sbuf) => ty.pack(rbuf, n)?,
-        None => src(sbuf, n, &ty)?.into_owned(),
+    let data = match pre {
+        Some(d) => std::borrow::Cow::Owned(d),
+        None if in_place(sbuf) => std::borrow::Cow::Owned(ty.pack(rbuf, n)?),
+        // Borrowed where contiguous: read where it lies (a copy of a 64
+        // KiB input cost a 2-rank `MPI_Reduce` about as much as the
+        // reduction; `docs/benchmarks.md`, "Issue 6, forty-first pass").
+        None => src(sbuf, n, &ty)?,
     };
     let bcounts: Vec<usize> = counts.iter().map(|&k| k * ty.size).collect();
     let out_n = match red {
@@ -1581,7 +1835,16 @@ fn reduction(
             *staging = ty.pack(rbuf, out_n)?;
         }
     }
-    reduce_bytes(obj, red, &r, &data, d.slice(), &bcounts)?;
+    let out = d.slice();
+    // MPI forbids an input that overlaps the output; one that does anyway
+    // is copied first, so that no two views alias.
+    let at = |b: &[u8]| b.as_ptr() as usize..b.as_ptr() as usize + b.len();
+    let data = if overlap(&at(&data), &at(out)) {
+        std::borrow::Cow::Owned(data.into_owned())
+    } else {
+        data
+    };
+    reduce_bytes(obj, red, &r, &data, out, &bcounts)?;
     d.finish()
 }
 
