@@ -44,9 +44,10 @@
 #      into target/peers/.  A peer whose
 #      compiler or launcher is missing is skipped with a message.
 #   2. Runs the contenders - shmpi (target/release/shmpi-bench, or $SHMPI_BENCH),
-#      shmpi-C (latency, nblatency and bw only: the same osu_pingpong.c built with
+#      shmpi-C (the same osu_pingpong.c and osu_coll.c built with
 #      tools/shmpicc and run by shmpiexec, when target/release has
-#      libshmpi.so), MPICH, Open MPI - each with 2 ranks pinned to 2 cores,
+#      libshmpi.so: the C API's own cost shows), MPICH, Open MPI - each with
+#      2 ranks pinned to 2 cores,
 #      all printing the same OSU column format ("# ..." comments, then
 #      "size value" rows). Every bw receives its window into one buffer,
 #      as OSU does (shmpi-bench with `Communicator::recv_many`).
@@ -186,19 +187,22 @@ else
         "continuing with the peers only"
 fi
 
-# shmpi under the peers' own C program (built with tools/shmpicc against
-# target/release/libshmpi.so), for the point-to-point modes: the same source for
-# all three libraries.
+# shmpi under the peers' own C programs (built with tools/shmpicc against
+# target/release/libshmpi.so): the same sources for all three libraries.
 SHMPI_C=$OUTDIR/osu_pingpong.shmpi
+SHMPI_COLL_C=$OUTDIR/osu_coll.shmpi
 if [ -x target/release/shmpiexec ] && [ -e target/release/libshmpi.so ]; then
     mkdir -p "$OUTDIR"
-    if [ ! -x "$SHMPI_C" ] || [ "$SRC" -nt "$SHMPI_C" ] || [ target/release/libshmpi.so -nt "$SHMPI_C" ]; then
-        echo "build $SHMPI_C (tools/shmpicc)"
-        SHMPI_LIBDIR="$ROOT/target/release" tools/shmpicc -O2 -Wall -o "$SHMPI_C" "$SRC" || rm -f "$SHMPI_C"
-    fi
-    if [ -x "$SHMPI_C" ]; then
+    for pair in "$SRC:$SHMPI_C" "$COLL_SRC:$SHMPI_COLL_C"; do
+        c_src=${pair%%:*} c_bin=${pair#*:}
+        if [ ! -x "$c_bin" ] || [ "$c_src" -nt "$c_bin" ] || [ target/release/libshmpi.so -nt "$c_bin" ]; then
+            echo "build $c_bin (tools/shmpicc)"
+            SHMPI_LIBDIR="$ROOT/target/release" tools/shmpicc -O2 -Wall -o "$c_bin" "$c_src" || rm -f "$c_bin"
+        fi
+    done
+    if [ -x "$SHMPI_C" ] && [ -x "$SHMPI_COLL_C" ]; then
         NAMES+=(shmpi-C)
-        CMDS+=("target/release/shmpiexec -n @N@ --bind-to core $SHMPI_C")
+        CMDS+=("target/release/shmpiexec -n @N@ @SHMPI_BIND@ $OUTDIR/@BIN@.shmpi")
     fi
 else
     echo "note: target/release/shmpiexec or libshmpi.so missing - no shmpi-C contender" \
@@ -343,14 +347,13 @@ run_one() {
         if [ "$n" -le "$(nproc)" ]; then
             line=${line//@MPICH_BIND@/-bind-to core}
             line=${line//@OMPI_BIND@/--bind-to core --map-by core}
+            line=${line//@SHMPI_BIND@/--bind-to core}
         else
+            line=${line//@SHMPI_BIND@/}
             line=${line//@MPICH_BIND@/}
             line=${line//@OMPI_BIND@/--oversubscribe --bind-to none}
         fi
         read -r -a cmd <<<"$line"
-    fi
-    if [ "$name" = shmpi-C ] && [ "$bin" != osu_pingpong ]; then
-        return 0 # the C contender runs the point-to-point modes only
     fi
     local -a sizes=(--max-size "$MAX_SIZE")
     [ -z "$MIN_SIZE" ] || sizes=(--min-size "$MIN_SIZE" "${sizes[@]}")
