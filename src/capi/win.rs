@@ -130,8 +130,9 @@ fn fast_put_get<C: CountElem>(
         if len > 0 {
             // SAFETY: the target range lies in the member's memory, mapped
             // here (checked by `access`); the origin holds `len` bytes by
-            // the caller's contract; MPI forbids overlapping them.
-            unsafe { std::ptr::copy(src, dst, len) };
+            // the caller's contract; MPI forbids overlapping them (and the
+            // copy allows it).
+            unsafe { crate::ring::copy_between(src, dst, len) };
         }
         Some(super::SUCCESS)
     })

@@ -32,7 +32,9 @@ mod producer;
 mod region;
 
 pub use consumer::{Awaited, AwaitedFront, Consumer, Frame};
-pub use copy::{copy_streaming, set_vector_copy_from, vector_copy_from};
+pub use copy::{
+    copy_between, copy_streaming, set_vector_copy_from, vector_copy_from, SKEWED_CHUNK,
+};
 pub use demote::Demote;
 // For the transport's timed reads (`transport::fresh`), absent under loom.
 #[cfg(not(loom))]

@@ -264,9 +264,9 @@ impl Memory {
                     // `Memory` keeps mapped (its `Arc`) or its creator
                     // vouched for (`Exposed`); `buf` has `buf_len` bytes
                     // and the runs add up to it. MPI makes conflicting
-                    // concurrent accesses erroneous, and `copy` allows an
-                    // overlap of origin and target.
-                    unsafe { std::ptr::copy(src, dst, n) };
+                    // concurrent accesses erroneous, and `copy_between`
+                    // allows an overlap of origin and target.
+                    unsafe { crate::ring::copy_between(src, dst, n) };
                     at += n;
                 }
                 Ok(())
