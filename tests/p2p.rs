@@ -100,18 +100,37 @@ fn unexpected_messages_sent_before_the_receive_are_kept() {
         "unexpected_messages_sent_before_the_receive_are_kept",
         |u| {
             let w = u.world();
-            if w.rank() == 0 {
-                for t in 0..50 {
-                    w.send(&pattern(t as u64, 100 + t as usize), 1, t).unwrap();
-                }
-                w.barrier().unwrap();
-            } else {
-                w.barrier().unwrap();
-                // Received in reverse tag order: each waited in the queue.
-                for t in (0..50).rev() {
-                    let mut b = vec![0u8; 100 + t as usize];
-                    w.recv(&mut b, 0, t).unwrap();
-                    assert_eq!(b, pattern(t as u64, 100 + t as usize));
+            // Rounds of other sizes: a claimed message's receive gives up
+            // its buffer to the next rounds' unexpected messages
+            // (`Matcher::spare`), whose bytes must be theirs alone. (Below
+            // 8 KiB: a larger blocking send may wait for its receive, which
+            // comes after the barrier.)
+            let len = |round: usize, t: usize| match round {
+                0 => 100 + t,
+                1 => (t * 2741 + 13) % 8000,
+                _ => 8000 - t * 150,
+            };
+            for round in 0..3 {
+                if w.rank() == 0 {
+                    for t in 0..50 {
+                        let n = len(round, t);
+                        w.send(&pattern((round * 50 + t) as u64, n), 1, t as i32)
+                            .unwrap();
+                    }
+                    w.barrier().unwrap();
+                } else {
+                    w.barrier().unwrap();
+                    // Received in reverse tag order: each waited in the queue.
+                    for t in (0..50).rev() {
+                        let n = len(round, t);
+                        let mut b = vec![0u8; n];
+                        w.recv(&mut b, 0, t as i32).unwrap();
+                        assert_eq!(
+                            b,
+                            pattern((round * 50 + t) as u64, n),
+                            "round {round} tag {t}"
+                        );
+                    }
                 }
             }
         },

@@ -185,6 +185,11 @@ struct Slot {
     key: Option<usize>,
 }
 
+/// How many spare message buffers a matcher keeps (`Matcher::spare`).
+const SPARES: usize = 4;
+/// The largest it keeps, in bytes.
+const SPARE_MAX: usize = 1 << 20;
+
 /// Whose verdicts a rendezvous send's ack feeds (`transport::fresh`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Judged {
@@ -277,6 +282,15 @@ struct Matcher {
     free: Vec<SlotId>,
     posted: VecDeque<SlotId>,
     unexpected: VecDeque<Unexpected>,
+    /// Message buffers a claim left over (the receive slot takes the
+    /// unexpected message's buffer and gives up its own), kept for the
+    /// next unexpected messages: at most [`SPARES`], of at most
+    /// [`SPARE_MAX`] bytes. Freed and allocated anew, 64 KiB buffers
+    /// made glibc trim and regrow its heap, and the page faults cost a
+    /// 2-rank `MPI_Ibcast` of 64 KiB (whose message mostly arrives before
+    /// its receive) 40% of its time (`docs/benchmarks.md`, "Issue 6,
+    /// forty-first pass").
+    spare: Vec<Vec<u8>>,
     next_unexpected: u64,
     inbound: Vec<Inbound>,
     /// Acks to send: (world peer, ctx, token, source word: 0,
@@ -778,7 +792,7 @@ impl Matcher {
     ) {
         let id = self.next_unexpected;
         self.next_unexpected += 1;
-        let mut buf = Vec::with_capacity(if rts.is_some() { 0 } else { total });
+        let mut buf = self.spare_buf(if rts.is_some() { 0 } else { total });
         buf.extend_from_slice(data);
         self.unexpected.push_back(Unexpected {
             id,
@@ -792,6 +806,45 @@ impl Matcher {
         });
         if !last {
             self.inbound[peer] = Inbound::Unexpected(id);
+        }
+    }
+
+    /// An empty buffer with room for `len` bytes: the smallest spare one
+    /// that is big enough, else a new one.
+    fn spare_buf(&mut self, len: usize) -> Vec<u8> {
+        if len == 0 {
+            return Vec::new();
+        }
+        // The smallest that fits, so the big ones stay for big messages.
+        let fits = (0..self.spare.len())
+            .filter(|&i| self.spare[i].capacity() >= len)
+            .min_by_key(|&i| self.spare[i].capacity());
+        match fits {
+            Some(i) => {
+                let mut b = self.spare.swap_remove(i);
+                b.clear();
+                b
+            }
+            None => Vec::with_capacity(len),
+        }
+    }
+
+    /// Keeps `buf` for a later unexpected message (`spare`) unless it is
+    /// empty or too big; when [`SPARES`] are kept, in the place of the
+    /// smallest if it is bigger.
+    fn keep_spare(&mut self, buf: Vec<u8>) {
+        let cap = buf.capacity();
+        if cap == 0 || cap > SPARE_MAX {
+            return;
+        }
+        if self.spare.len() < SPARES {
+            self.spare.push(buf);
+            return;
+        }
+        if let Some(small) = self.spare.iter_mut().min_by_key(|b| b.capacity()) {
+            if small.capacity() < cap {
+                *small = buf;
+            }
         }
     }
 
@@ -810,6 +863,8 @@ impl Matcher {
         u.data.truncate(s.cap);
         // The unexpected buffer becomes the slot's: no copy.
         std::mem::swap(&mut s.buf, &mut u.data);
+        self.keep_spare(std::mem::take(&mut u.data));
+        let s = &mut self.slots[id];
         s.base = 0;
         s.state = SlotState::Filling {
             status: Status {
@@ -951,6 +1006,7 @@ impl Engine {
                 free: Vec::new(),
                 posted: VecDeque::new(),
                 unexpected: VecDeque::new(),
+                spare: Vec::new(),
                 next_unexpected: 0,
                 inbound: vec![Inbound::Idle; n],
                 acks: Vec::new(),
