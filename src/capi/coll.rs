@@ -140,7 +140,7 @@ pub(crate) fn pack_at(buf: *const c_void, disp: isize, n: usize, ty: &TypeObj) -
 
 /// A displacement of `disp` extents of `ty` in bytes; `Count` past what
 /// an address may hold (large counts and displacements, the `_c` forms).
-fn disp_bytes(disp: isize, ty: &TypeObj) -> Result<isize> {
+pub(crate) fn disp_bytes(disp: isize, ty: &TypeObj) -> Result<isize> {
     disp.checked_mul(ty.extent()).ok_or_else(|| {
         Error::new(
             ErrorClass::Count,
@@ -204,22 +204,24 @@ fn byte_blocks<'a>(
 /// (a 2-rank `MPI_Alltoall` of 64 KiB took 74.6 µs through the copies,
 /// against 8.4 for the same call from Rust; `docs/benchmarks.md`, "Issue
 /// 6, forty-first pass").
-struct Span {
+pub(crate) struct Span {
     /// The span's first byte, from the buffer.
-    from: isize,
+    pub(crate) from: isize,
     /// Its length: from the lowest block's first byte to the highest
     /// block's end.
-    len: usize,
+    pub(crate) len: usize,
     /// Each block's bytes.
-    counts: Vec<usize>,
+    pub(crate) counts: Vec<usize>,
     /// Each block's offset in the span (0 for an empty block).
-    displs: Vec<usize>,
+    pub(crate) displs: Vec<usize>,
 }
 
 impl Span {
     /// The span of `blocks`; `None` when a block's type is not contiguous
     /// for its count (the caller packs then).
-    fn of<'a>(blocks: impl Iterator<Item = (usize, isize, &'a TypeObj)>) -> Result<Option<Span>> {
+    pub(crate) fn of<'a>(
+        blocks: impl Iterator<Item = (usize, isize, &'a TypeObj)>,
+    ) -> Result<Option<Span>> {
         let mut starts = Vec::new();
         let mut counts = Vec::new();
         for (n, d, ty) in blocks {
@@ -255,7 +257,7 @@ impl Span {
     /// Whether the blocks lie end to end in order, each right after the
     /// one before (empty ones anywhere): a receive into the span then
     /// writes nothing but the blocks, whatever the algorithm.
-    fn tiles(&self) -> bool {
+    pub(crate) fn tiles(&self) -> bool {
         let mut at = 0;
         for (&d, &b) in self.displs.iter().zip(&self.counts) {
             if b > 0 {
@@ -269,14 +271,14 @@ impl Span {
     }
 
     /// The span's addresses in a buffer at `base`.
-    fn range(&self, base: *const c_void) -> std::ops::Range<usize> {
+    pub(crate) fn range(&self, base: *const c_void) -> std::ops::Range<usize> {
         let start = (base as *const u8).wrapping_offset(self.from) as usize;
         start..start.wrapping_add(self.len)
     }
 }
 
 /// Whether two spans of bytes share one (empty ones share none).
-fn overlap(a: &std::ops::Range<usize>, b: &std::ops::Range<usize>) -> bool {
+pub(crate) fn overlap(a: &std::ops::Range<usize>, b: &std::ops::Range<usize>) -> bool {
     !a.is_empty() && !b.is_empty() && a.start < b.end && b.start < a.end
 }
 

@@ -14,12 +14,12 @@
 //! `Ireduce` / `Iallreduce` with predefined operations).
 
 use super::coll::{
-    check_root, in_place, not_in_place, pack_at, unpack_at, v_args, w_blocks, w_blocks_at, Block,
-    Red,
+    check_root, disp_bytes, in_place, not_in_place, overlap, pack_at, unpack_at, v_args, w_blocks,
+    w_blocks_at, Block, Red, Span,
 };
 use super::p2p::{give_request, nbytes, staging_buf, Ptr, Req, ReqState};
 use super::types::{committed, Reduction, TypeObj};
-use super::{array, comm_obj, count, guard, h, CommObj};
+use super::{array, bytes, bytes_mut, comm_obj, count, guard, h, CommObj};
 use super::{CountElem, DisplElem};
 use crate::comm::{Request, Topology};
 use crate::error::{Error, ErrorClass, Result};
@@ -200,6 +200,38 @@ impl Sched {
         let r = unsafe { erase(r) };
         self.m.reqs.push(Some(r));
         self.m.expect.push(None);
+        Ok(())
+    }
+
+    /// Sends `view`, a block of the program's own send buffer, to `dest`:
+    /// no packed copy; a large one goes by rendezvous, read straight out
+    /// of it.
+    fn send_view(&mut self, view: &'static [u8], dest: usize) -> Result<()> {
+        let r = self
+            .comm
+            .comm
+            .isend_bytes(view, dest as i32, self.tag, false, true, None)?;
+        // SAFETY: `view` lies in the program's send buffer, which MPI
+        // keeps the operation's until it completes; the process state is
+        // kept by `self.comm` (as in `send_to`).
+        let r = unsafe { erase(r) };
+        self.m.reqs.push(Some(r));
+        self.m.expect.push(None);
+        Ok(())
+    }
+
+    /// Receives `view.len()` bytes from `src` straight into `view`, a
+    /// block of the program's own receive buffer.
+    fn recv_view(&mut self, view: &'static mut [u8], src: usize) -> Result<()> {
+        let len = view.len();
+        let r = self
+            .comm
+            .comm
+            .irecv_bytes(view, src as i32, self.tag, true)?;
+        // SAFETY: as in `send_view`, for the receive buffer.
+        let r = unsafe { erase(r) };
+        self.m.reqs.push(Some(r));
+        self.m.expect.push(Some(len));
         Ok(())
     }
 
@@ -1299,6 +1331,15 @@ fn ialltoallv(
     no_place(obj, sbuf, "MPI_Ialltoall(v)")?;
     let (p, me) = peers(obj)?;
     let rty = committed(h(rt))?.arc();
+    if let Some((sc, sd)) = &scd {
+        if let Some(me) = me {
+            if alltoall_views(
+                obj, sbuf, sc, sd, st, rbuf, &rcounts, &rdispls, &rty, me, request,
+            )? {
+                return Ok(());
+            }
+        }
+    }
     // Every block is packed now, before any receive lands (in place, the
     // receives overwrite what is sent).
     let blocks: Vec<Vec<u8>> = match &scd {
@@ -1329,6 +1370,80 @@ fn ialltoallv(
         }
         Ok(())
     })
+}
+
+/// [`ialltoallv`]'s direct path on an intracommunicator (this rank is
+/// member `me`): where every block's type is contiguous for its count,
+/// the receive blocks lie end to end and the two buffers' spans are
+/// apart, every block is sent from the program's send buffer and
+/// received into its receive buffer, with no packed copy, receive buffer
+/// or unpacking (the same messages as the packed path, so members may
+/// mix the two); this rank's own block is copied at the start. False,
+/// with nothing done, where not. 2 ranks, C: 64 KiB blocks 20.7-21.6 µs
+/// a call packed, 7.8-8.0 so (MPICH 4.0: 6.2; blocks of this size go by
+/// rendezvous, read straight out of the sender's buffer), 16 KiB 4.2-4.4
+/// → 3.0-3.1 (5.2).
+#[allow(clippy::too_many_arguments)]
+fn alltoall_views(
+    obj: &Arc<CommObj>,
+    sbuf: *const c_void,
+    sc: &[usize],
+    sd: &[isize],
+    st: *mut c_void,
+    rbuf: *mut c_void,
+    rc: &[usize],
+    rd: &[isize],
+    rty: &Arc<TypeObj>,
+    me: usize,
+    request: *mut *mut c_void,
+) -> Result<bool> {
+    let sty = committed(h(st))?;
+    let blocks = |c: &[usize], d: &[isize], ty: &TypeObj| -> Result<Option<Span>> {
+        let mut at = Vec::with_capacity(d.len());
+        for &x in d {
+            at.push(disp_bytes(x, ty)?);
+        }
+        Span::of(c.iter().zip(&at).map(|(&n, &x)| (n, x, ty)))
+    };
+    let (Some(s), Some(r)) = (blocks(sc, sd, &sty)?, blocks(rc, rd, rty)?) else {
+        return Ok(false);
+    };
+    if !r.tiles() || overlap(&s.range(sbuf), &r.range(rbuf)) || request.is_null() {
+        return Ok(false);
+    }
+    let sbase = (sbuf as *const u8).wrapping_offset(s.from);
+    let rbase = (rbuf as *mut u8).wrapping_offset(r.from);
+    let send = bytes(sbase.cast(), s.len)?;
+    let recv = bytes_mut(rbase.cast(), r.len)?;
+    let s_at = |i: usize| &send[s.displs[i]..s.displs[i] + s.counts[i]];
+    // The receive blocks lie end to end: split off one after another.
+    let mut rest: &'static mut [u8] = recv;
+    let mut views: Vec<&'static mut [u8]> = Vec::with_capacity(r.counts.len());
+    for &n in &r.counts {
+        let (v, tail) = std::mem::take(&mut rest).split_at_mut(n);
+        views.push(v);
+        rest = tail;
+    }
+    if views[me].len() != s.counts[me] {
+        return Err(Error::new(
+            ErrorClass::Count,
+            format!(
+                "this rank sends itself {} bytes but expects {}",
+                s.counts[me],
+                views[me].len()
+            ),
+        ));
+    }
+    views[me].copy_from_slice(s_at(me));
+    let mut sch = Sched::new(obj);
+    for (i, v) in views.into_iter().enumerate() {
+        if i != me {
+            sch.send_view(s_at(i), i)?;
+            sch.recv_view(v, i)?;
+        }
+    }
+    sch.finish(request, |_| Ok(()))?;
+    Ok(true)
 }
 
 /// The start of `MPI_Ialltoall` on `obj` (also run to its end by the blocking

@@ -5,6 +5,9 @@
  * read), MPI_Alltoallv and MPI_Gatherv with receive blocks end to end
  * (direct) and end to end in reverse order (staged) with a guard after
  * them; MPI_Allgather and MPI_Alltoall of an MPI_Type_contiguous;
+ * MPI_Ialltoall where rank 0 sends with a strided type (packed) and the
+ * others from plain ints (their blocks sent and received in place), and
+ * MPI_Ialltoallv with receive blocks in reverse order (staged);
  * MPI_Reduce and MPI_Allreduce of MPI_INT from and into buffers one byte
  * off their alignment, with every root. */
 #include "common.h"
@@ -143,6 +146,56 @@ static void test_unaligned_reduce(void)
     free(rraw);
 }
 
+/* The nonblocking all-to-all: rank 0's blocks packed (every other int
+ * of its buffer), the others' sent from and received into place; then
+ * MPI_Ialltoallv with the receive blocks in reverse order. */
+static void test_ialltoall(void)
+{
+    int k = N / 3;
+    int *sb = malloc(2 * size * k * sizeof(int)), *rb = malloc((size * k + 1) * sizeof(int));
+    MPI_Datatype every_other;
+    CHECK_OK(MPI_Type_create_resized(MPI_INT, 0, 2 * sizeof(int), &every_other));
+    CHECK_OK(MPI_Type_commit(&every_other));
+    int stride = rank == 0 ? 2 : 1;
+    for (int to = 0; to < size; to++)
+        for (int i = 0; i < k; i++) {
+            sb[(to * k + i) * stride] = val(rank, to, i);
+            if (stride == 2) sb[(to * k + i) * 2 + 1] = -7;
+        }
+    for (int i = 0; i < size * k; i++) rb[i] = -1;
+    rb[size * k] = GUARD;
+    MPI_Request rq;
+    CHECK_OK(MPI_Ialltoall(sb, k, rank == 0 ? every_other : MPI_INT, rb, k, MPI_INT,
+                           MPI_COMM_WORLD, &rq));
+    CHECK_OK(MPI_Wait(&rq, MPI_STATUS_IGNORE));
+    for (int r = 0; r < size; r++)
+        for (int i = 0; i < k; i++)
+            CHECK(rb[r * k + i] == val(r, rank, i), "ialltoall from %d [%d]: %d", r, i, rb[r * k + i]);
+    CHECK(rb[size * k] == GUARD, "ialltoall wrote past its blocks");
+    int *c = malloc(size * sizeof(int)), *sd = malloc(size * sizeof(int)), *rd = malloc(size * sizeof(int));
+    for (int to = 0; to < size; to++)
+        for (int i = 0; i < k; i++) sb[to * k + i] = val(rank, to, i);
+    for (int r = 0; r < size; r++) {
+        c[r] = k;
+        sd[r] = r * k;
+        rd[r] = (size - 1 - r) * k;
+    }
+    for (int i = 0; i < size * k; i++) rb[i] = -1;
+    CHECK_OK(MPI_Ialltoallv(sb, c, sd, MPI_INT, rb, c, rd, MPI_INT, MPI_COMM_WORLD, &rq));
+    CHECK_OK(MPI_Wait(&rq, MPI_STATUS_IGNORE));
+    for (int r = 0; r < size; r++)
+        for (int i = 0; i < k; i++)
+            CHECK(rb[rd[r] + i] == val(r, rank, i), "ialltoallv from %d [%d]: %d", r, i,
+                  rb[rd[r] + i]);
+    CHECK(rb[size * k] == GUARD, "ialltoallv wrote past its blocks");
+    CHECK_OK(MPI_Type_free(&every_other));
+    free(sb);
+    free(rb);
+    free(c);
+    free(sd);
+    free(rd);
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -152,5 +205,6 @@ int main(int argc, char **argv)
     test_scatterv_gatherv();
     test_contiguous_type();
     test_unaligned_reduce();
+    test_ialltoall();
     return ct_finish();
 }
