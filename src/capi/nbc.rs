@@ -1127,6 +1127,12 @@ fn iallgatherv<C: CountElem>(
     no_place(obj, sbuf, "MPI_Iallgather(v)")?;
     let (p, me) = peers(obj)?;
     let rty = committed(h(rt))?.arc();
+    if let (Some(me), false) = (me, in_place(sbuf)) {
+        let sn = count(sn, "sendcount")?;
+        if allgather_views(obj, sbuf, sn, st, rbuf, &counts, &displs, &rty, me, request)? {
+            return Ok(());
+        }
+    }
     let mine = match me {
         Some(me) if in_place(sbuf) => pack_at(rbuf, displs[me], counts[me], &rty)?,
         _ => committed(h(st))?.pack(sbuf, count(sn, "sendcount")?)?,
@@ -1149,6 +1155,72 @@ fn iallgatherv<C: CountElem>(
         }
         Ok(())
     })
+}
+
+/// [`iallgatherv`]'s direct path on an intracommunicator, not in place
+/// (this rank is member `me`): where the send run and every receive block
+/// are contiguous, the receive blocks lie end to end and the buffers are
+/// apart, this rank's part goes to every peer from the program's send
+/// buffer and every part lands in place in its receive buffer (the same
+/// messages as the packed path, so members may mix the two); this rank's
+/// own part is copied at the start. False, with nothing done, where not.
+/// 2 ranks, C: 64 KiB 20.6-21.4 µs a call packed, 7.5-7.8 so (MPICH
+/// 4.0: 15.8), 16 KiB 3.9-4.0 → 3.0-3.1, 1 KiB 0.98 → 0.87.
+#[allow(clippy::too_many_arguments)]
+fn allgather_views(
+    obj: &Arc<CommObj>,
+    sbuf: *const c_void,
+    sn: usize,
+    st: *mut c_void,
+    rbuf: *mut c_void,
+    counts: &[usize],
+    displs: &[isize],
+    rty: &Arc<TypeObj>,
+    me: usize,
+    request: *mut *mut c_void,
+) -> Result<bool> {
+    let sty = committed(h(st))?;
+    let Some(off) = sty.contiguous(sn) else {
+        return Ok(false);
+    };
+    let mut at = Vec::with_capacity(displs.len());
+    for &x in displs {
+        at.push(disp_bytes(x, rty)?);
+    }
+    let Some(r) = Span::of(counts.iter().zip(&at).map(|(&n, &x)| (n, x, &**rty)))? else {
+        return Ok(false);
+    };
+    let sbase = (sbuf as *const u8).wrapping_offset(off);
+    let slen = nbytes(sn, &sty)?;
+    let sent = sbase as usize..(sbase as usize).wrapping_add(slen);
+    if !r.tiles() || overlap(&sent, &r.range(rbuf)) || request.is_null() {
+        return Ok(false);
+    }
+    let mine = bytes(sbase.cast(), slen)?;
+    let recv = bytes_mut((rbuf as *mut u8).wrapping_offset(r.from).cast(), r.len)?;
+    // The receive blocks lie end to end: split off one after another.
+    let mut rest: &'static mut [u8] = recv;
+    let mut views: Vec<&'static mut [u8]> = Vec::with_capacity(r.counts.len());
+    for &n in &r.counts {
+        let (v, tail) = std::mem::take(&mut rest).split_at_mut(n);
+        views.push(v);
+        rest = tail;
+    }
+    if views[me].len() != mine.len() {
+        // Counts that differ (an erroneous program): the packed path's
+        // messages, which tell the members that expect more.
+        return Ok(false);
+    }
+    views[me].copy_from_slice(mine);
+    let mut sch = Sched::new(obj);
+    for (i, v) in views.into_iter().enumerate() {
+        if i != me {
+            sch.send_view(mine, i)?;
+            sch.recv_view(v, i)?;
+        }
+    }
+    sch.finish(request, |_| Ok(()))?;
+    Ok(true)
 }
 
 /// The start of `MPI_Iallgather` on `obj` (also run to its end by the blocking
@@ -1425,14 +1497,8 @@ fn alltoall_views(
         rest = tail;
     }
     if views[me].len() != s.counts[me] {
-        return Err(Error::new(
-            ErrorClass::Count,
-            format!(
-                "this rank sends itself {} bytes but expects {}",
-                s.counts[me],
-                views[me].len()
-            ),
-        ));
+        // As in `allgather_views`.
+        return Ok(false);
     }
     views[me].copy_from_slice(s_at(me));
     let mut sch = Sched::new(obj);

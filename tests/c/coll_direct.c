@@ -5,8 +5,8 @@
  * read), MPI_Alltoallv and MPI_Gatherv with receive blocks end to end
  * (direct) and end to end in reverse order (staged) with a guard after
  * them; MPI_Allgather and MPI_Alltoall of an MPI_Type_contiguous;
- * MPI_Ialltoall where rank 0 sends with a strided type (packed) and the
- * others from plain ints (their blocks sent and received in place), and
+ * MPI_Ialltoall and MPI_Iallgather where rank 0 sends with a strided type
+ * (packed) and the others from plain ints (sent and received in place), and
  * MPI_Ialltoallv with receive blocks in reverse order (staged);
  * MPI_Reduce and MPI_Allreduce of MPI_INT from and into buffers one byte
  * off their alignment, with every root. */
@@ -172,6 +172,16 @@ static void test_ialltoall(void)
         for (int i = 0; i < k; i++)
             CHECK(rb[r * k + i] == val(r, rank, i), "ialltoall from %d [%d]: %d", r, i, rb[r * k + i]);
     CHECK(rb[size * k] == GUARD, "ialltoall wrote past its blocks");
+    /* MPI_Iallgather the same way: rank 0's part packed, the others' in place. */
+    for (int i = 0; i < k; i++) sb[i * stride] = val(rank, 9, i);
+    for (int i = 0; i < size * k; i++) rb[i] = -1;
+    CHECK_OK(MPI_Iallgather(sb, k, rank == 0 ? every_other : MPI_INT, rb, k, MPI_INT,
+                            MPI_COMM_WORLD, &rq));
+    CHECK_OK(MPI_Wait(&rq, MPI_STATUS_IGNORE));
+    for (int r = 0; r < size; r++)
+        for (int i = 0; i < k; i++)
+            CHECK(rb[r * k + i] == val(r, 9, i), "iallgather from %d [%d]: %d", r, i, rb[r * k + i]);
+    CHECK(rb[size * k] == GUARD, "iallgather wrote past its blocks");
     int *c = malloc(size * sizeof(int)), *sd = malloc(size * sizeof(int)), *rd = malloc(size * sizeof(int));
     for (int to = 0; to < size; to++)
         for (int i = 0; i < k; i++) sb[to * k + i] = val(rank, to, i);
