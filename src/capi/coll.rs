@@ -140,7 +140,7 @@ pub(crate) fn pack_at(buf: *const c_void, disp: isize, n: usize, ty: &TypeObj) -
 
 /// A displacement of `disp` extents of `ty` in bytes; `Count` past what
 /// an address may hold (large counts and displacements, the `_c` forms).
-pub(crate) fn disp_bytes(disp: isize, ty: &TypeObj) -> Result<isize> {
+fn disp_bytes(disp: isize, ty: &TypeObj) -> Result<isize> {
     disp.checked_mul(ty.extent()).ok_or_else(|| {
         Error::new(
             ErrorClass::Count,
@@ -241,6 +241,11 @@ impl Span {
             let e = i128::from(s as i64) + b as i128;
             end = end.max(isize::try_from(e).map_err(|_| counts_overflow())?);
         }
+        // From the lowest start to the highest end: `None` (the caller
+        // packs) where that does not fit an `isize` (blocks far apart).
+        let Some(len) = end.checked_sub(from).and_then(|l| usize::try_from(l).ok()) else {
+            return Ok(None);
+        };
         let displs = starts
             .iter()
             .zip(&counts)
@@ -248,10 +253,48 @@ impl Span {
             .collect();
         Ok(Some(Span {
             from,
-            len: (end - from) as usize,
+            len,
             counts,
             displs,
         }))
+    }
+
+    /// Whether the blocks cover the span with no gap (they may overlap:
+    /// blocks that are only read may share bytes). Only then is one view
+    /// of the whole span a view of the program's buffer and nothing else
+    /// (with `MPI_BOTTOM` and absolute displacements the blocks may lie
+    /// in separate allocations).
+    pub(crate) fn covered(&self) -> bool {
+        let mut runs: Vec<(usize, usize)> = self
+            .displs
+            .iter()
+            .zip(&self.counts)
+            .filter(|&(_, &b)| b > 0)
+            .map(|(&d, &b)| (d, d + b))
+            .collect();
+        runs.sort_unstable();
+        let mut end = 0;
+        for (start, stop) in runs {
+            if start > end {
+                return false;
+            }
+            end = end.max(stop);
+        }
+        end == self.len
+    }
+
+    /// The span of blocks of `counts[i]` instances of `ty` at `displs[i]`
+    /// extents of it each ([`of`](Self::of)).
+    pub(crate) fn of_displs(
+        counts: &[usize],
+        displs: &[isize],
+        ty: &TypeObj,
+    ) -> Result<Option<Span>> {
+        let mut at = Vec::with_capacity(displs.len());
+        for &d in displs {
+            at.push(disp_bytes(d, ty)?);
+        }
+        Span::of(counts.iter().zip(&at).map(|(&n, &d)| (n, d, ty)))
     }
 
     /// Whether the blocks lie end to end in order, each right after the
@@ -273,7 +316,9 @@ impl Span {
     /// The span's addresses in a buffer at `base`.
     pub(crate) fn range(&self, base: *const c_void) -> std::ops::Range<usize> {
         let start = (base as *const u8).wrapping_offset(self.from) as usize;
-        start..start.wrapping_add(self.len)
+        // Saturated, not wrapped: a wrapped range would look empty and
+        // apart from everything.
+        start..start.saturating_add(self.len)
     }
 }
 
@@ -294,11 +339,11 @@ fn direct_out<'a>(
     ty: &TypeObj,
     sent: &[u8],
 ) -> Result<Option<(&'a mut [u8], Span)>> {
-    let mut at = Vec::with_capacity(displs.len());
-    for &d in displs {
-        at.push(disp_bytes(d, ty)?);
+    if in_place(rbuf) {
+        // The general path says what is wrong with it.
+        return Ok(None);
     }
-    let Some(span) = Span::of(counts.iter().zip(&at).map(|(&n, &d)| (n, d, ty)))? else {
+    let Some(span) = Span::of_displs(counts, displs, ty)? else {
         return Ok(None);
     };
     let sent = sent.as_ptr() as usize..sent.as_ptr() as usize + sent.len();
@@ -727,11 +772,8 @@ fn scatter_direct(
     let (Some(sty), Some(rty)) = (sty, rty) else {
         return Ok(false);
     };
-    let mut at = Vec::with_capacity(displs.len());
-    for &d in displs {
-        at.push(disp_bytes(d, sty)?);
-    }
-    let Some(span) = Span::of(counts.iter().zip(&at).map(|(&n, &d)| (n, d, &**sty)))? else {
+    // One view of the send blocks' span must see only their bytes.
+    let Some(span) = Span::of_displs(counts, displs, sty)?.filter(Span::covered) else {
         return Ok(false);
     };
     let mut d = Dst::new(rbuf, rn, rty)?;
@@ -1258,6 +1300,9 @@ fn whole<'a>(
     rt: *mut c_void,
     times: usize,
 ) -> Result<Option<(&'a [u8], &'a mut [u8])>> {
+    if in_place(sbuf) || in_place(rbuf) {
+        return Ok(None);
+    }
     let (sty, rty) = (committed(h(st))?, committed(h(rt))?);
     let (Some(so), Some(ro)) = (sty.contiguous(sn), rty.contiguous(rn)) else {
         return Ok(None);
@@ -1265,7 +1310,7 @@ fn whole<'a>(
     let (sb, rb) = (nbytes(sn, &sty)?, nbytes(rn, &rty)?);
     let s = (sbuf as *const u8).wrapping_offset(so);
     let r = (rbuf as *mut u8).wrapping_offset(ro);
-    let span = |p: usize, n: usize| p..p.wrapping_add(n);
+    let span = |p: usize, n: usize| p..p.saturating_add(n);
     if sb.checked_mul(times) != Some(rb) || overlap(&span(s as usize, sb), &span(r as usize, rb)) {
         return Ok(None);
     }
@@ -1284,13 +1329,14 @@ fn alltoall_direct(
     recvs: &[Block],
 ) -> Result<bool> {
     let blocks = |b: &[Block]| Span::of(b.iter().map(|(n, d, ty)| (*n, *d, &**ty)));
-    let Some(s) = blocks(sends)? else {
+    // One view of the send blocks' span must see only their bytes.
+    let Some(s) = blocks(sends)?.filter(Span::covered) else {
         return Ok(false);
     };
     let Some(r) = blocks(recvs)?.filter(Span::tiles) else {
         return Ok(false);
     };
-    if overlap(&s.range(sbuf), &r.range(rbuf)) {
+    if in_place(rbuf) || overlap(&s.range(sbuf), &r.range(rbuf)) {
         return Ok(false);
     }
     let data = bytes((sbuf as *const u8).wrapping_offset(s.from).cast(), s.len)?;
@@ -1813,7 +1859,7 @@ fn reduction(
         }
         _ => true,
     };
-    let data = match pre {
+    let mut data = match pre {
         Some(d) => std::borrow::Cow::Owned(d),
         None if in_place(sbuf) => std::borrow::Cow::Owned(ty.pack(rbuf, n)?),
         // Borrowed where contiguous: read where it lies (a copy of a 64
@@ -1830,6 +1876,17 @@ fn reduction(
         let mut none: [u8; 0] = [];
         return reduce_bytes(obj, red, &r, &data, &mut none[..], &bcounts);
     }
+    // MPI forbids an input that overlaps the output; one that does anyway
+    // is copied first, before any view of the output exists, so that no
+    // two views alias.
+    if let Some(off) = ty.contiguous(out_n) {
+        let at = (rbuf as *const u8).wrapping_offset(off) as usize;
+        let out = at..at.saturating_add(nbytes(out_n, &ty)?);
+        let input = data.as_ptr() as usize..data.as_ptr() as usize + data.len();
+        if overlap(&input, &out) {
+            data = std::borrow::Cow::Owned(data.into_owned());
+        }
+    }
     let mut d = Dst::new(rbuf, out_n, &ty)?;
     if red == Red::Exscan {
         // Rank 0's result is undefined in MPI; keep its buffer as it was.
@@ -1837,16 +1894,7 @@ fn reduction(
             *staging = ty.pack(rbuf, out_n)?;
         }
     }
-    let out = d.slice();
-    // MPI forbids an input that overlaps the output; one that does anyway
-    // is copied first, so that no two views alias.
-    let at = |b: &[u8]| b.as_ptr() as usize..b.as_ptr() as usize + b.len();
-    let data = if overlap(&at(&data), &at(out)) {
-        std::borrow::Cow::Owned(data.into_owned())
-    } else {
-        data
-    };
-    reduce_bytes(obj, red, &r, &data, out, &bcounts)?;
+    reduce_bytes(obj, red, &r, &data, d.slice(), &bcounts)?;
     d.finish()
 }
 

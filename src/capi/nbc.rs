@@ -14,8 +14,8 @@
 //! `Ireduce` / `Iallreduce` with predefined operations).
 
 use super::coll::{
-    check_root, disp_bytes, in_place, not_in_place, overlap, pack_at, unpack_at, v_args, w_blocks,
-    w_blocks_at, Block, Red, Span,
+    check_root, in_place, not_in_place, overlap, pack_at, unpack_at, v_args, w_blocks, w_blocks_at,
+    Block, Red, Span,
 };
 use super::p2p::{give_request, nbytes, staging_buf, Ptr, Req, ReqState};
 use super::types::{committed, Reduction, TypeObj};
@@ -1157,6 +1157,21 @@ fn iallgatherv<C: CountElem>(
     })
 }
 
+/// The blocks of span `r` of the receive buffer at `rbuf`, which lie end
+/// to end (`Span::tiles`), as one writable view each, for the life of
+/// the request that receives into them (MPI keeps the buffer the
+/// operation's until it completes).
+fn block_views<'a>(rbuf: *mut c_void, r: &Span) -> Result<Vec<&'a mut [u8]>> {
+    let mut rest = bytes_mut((rbuf as *mut u8).wrapping_offset(r.from).cast(), r.len)?;
+    let mut views = Vec::with_capacity(r.counts.len());
+    for &n in &r.counts {
+        let (v, tail) = std::mem::take(&mut rest).split_at_mut(n);
+        views.push(v);
+        rest = tail;
+    }
+    Ok(views)
+}
+
 /// [`iallgatherv`]'s direct path on an intracommunicator, not in place
 /// (this rank is member `me`): where the send run and every receive block
 /// are contiguous, the receive blocks lie end to end and the buffers are
@@ -1183,13 +1198,14 @@ fn allgather_views(
     let Some(off) = sty.contiguous(sn) else {
         return Ok(false);
     };
-    let mut at = Vec::with_capacity(displs.len());
-    for &x in displs {
-        at.push(disp_bytes(x, rty)?);
-    }
-    let Some(r) = Span::of(counts.iter().zip(&at).map(|(&n, &x)| (n, x, &**rty)))? else {
+    // Anything wrong with the receive side (`MPI_IN_PLACE`, a
+    // displacement that overflows) is the packed path's to report.
+    let Ok(Some(r)) = Span::of_displs(counts, displs, rty) else {
         return Ok(false);
     };
+    if in_place(rbuf) {
+        return Ok(false);
+    }
     let sbase = (sbuf as *const u8).wrapping_offset(off);
     let slen = nbytes(sn, &sty)?;
     let sent = sbase as usize..(sbase as usize).wrapping_add(slen);
@@ -1197,15 +1213,7 @@ fn allgather_views(
         return Ok(false);
     }
     let mine = bytes(sbase.cast(), slen)?;
-    let recv = bytes_mut((rbuf as *mut u8).wrapping_offset(r.from).cast(), r.len)?;
-    // The receive blocks lie end to end: split off one after another.
-    let mut rest: &'static mut [u8] = recv;
-    let mut views: Vec<&'static mut [u8]> = Vec::with_capacity(r.counts.len());
-    for &n in &r.counts {
-        let (v, tail) = std::mem::take(&mut rest).split_at_mut(n);
-        views.push(v);
-        rest = tail;
-    }
+    let mut views = block_views(rbuf, &r)?;
     if views[me].len() != mine.len() {
         // Counts that differ (an erroneous program): the packed path's
         // messages, which tell the members that expect more.
@@ -1470,32 +1478,28 @@ fn alltoall_views(
     request: *mut *mut c_void,
 ) -> Result<bool> {
     let sty = committed(h(st))?;
-    let blocks = |c: &[usize], d: &[isize], ty: &TypeObj| -> Result<Option<Span>> {
-        let mut at = Vec::with_capacity(d.len());
-        for &x in d {
-            at.push(disp_bytes(x, ty)?);
-        }
-        Span::of(c.iter().zip(&at).map(|(&n, &x)| (n, x, ty)))
-    };
-    let (Some(s), Some(r)) = (blocks(sc, sd, &sty)?, blocks(rc, rd, rty)?) else {
+    // Anything wrong with either side (`MPI_IN_PLACE` as the receive
+    // buffer, a displacement that overflows) is the packed path's to
+    // report.
+    let (Ok(Some(s)), Ok(Some(r))) = (Span::of_displs(sc, sd, &sty), Span::of_displs(rc, rd, rty))
+    else {
         return Ok(false);
     };
+    if in_place(rbuf) {
+        return Ok(false);
+    }
     if !r.tiles() || overlap(&s.range(sbuf), &r.range(rbuf)) || request.is_null() {
         return Ok(false);
     }
     let sbase = (sbuf as *const u8).wrapping_offset(s.from);
-    let rbase = (rbuf as *mut u8).wrapping_offset(r.from);
-    let send = bytes(sbase.cast(), s.len)?;
-    let recv = bytes_mut(rbase.cast(), r.len)?;
-    let s_at = |i: usize| &send[s.displs[i]..s.displs[i] + s.counts[i]];
-    // The receive blocks lie end to end: split off one after another.
-    let mut rest: &'static mut [u8] = recv;
-    let mut views: Vec<&'static mut [u8]> = Vec::with_capacity(r.counts.len());
-    for &n in &r.counts {
-        let (v, tail) = std::mem::take(&mut rest).split_at_mut(n);
-        views.push(v);
-        rest = tail;
+    // A view per block: the send blocks' span may have gaps that are not
+    // the operation's (other data, another operation's buffer).
+    let mut sends = Vec::with_capacity(s.counts.len());
+    for (&d, &n) in s.displs.iter().zip(&s.counts) {
+        sends.push(bytes(sbase.wrapping_add(d).cast(), n)?);
     }
+    let s_at = |i: usize| sends[i];
+    let mut views = block_views(rbuf, &r)?;
     if views[me].len() != s.counts[me] {
         // As in `allgather_views`.
         return Ok(false);
