@@ -149,12 +149,10 @@ pub struct Producer {
     demote: Demote,
     /// The TSC when the last demotable frame's commit ended.
     last_commit: u64,
-    /// The caller is sending a burst: it has not looked for incoming
-    /// messages since this producer's last frame it counted
-    /// ([`set_in_burst`](Self::set_in_burst)), and no frame published
-    /// meanwhile counts as following a pause. False unless the caller
-    /// says otherwise: a producer whose caller never does gates on time
-    /// alone.
+    /// The next frame is part of a burst of sends, as the caller last
+    /// said ([`set_in_burst`](Self::set_in_burst)): it does not count as
+    /// following a pause. False unless the caller says otherwise: a
+    /// producer whose caller never does gates on time alone.
     in_burst: bool,
     /// The footprint of the demoted frame just published when the lines
     /// of as many bytes at the next frame's position are still to be
@@ -643,17 +641,17 @@ impl Producer {
         self.demote = demote;
     }
 
-    /// Says whether the caller is in a burst of sends: it has not looked
-    /// for incoming messages since this producer's last frame. A frame
-    /// published while this holds is never taken as following a pause,
+    /// Says whether the frames published from now on belong to a burst
+    /// of sends; such a frame is never taken as following a pause,
     /// however long ago the last one was, so it is neither demoted nor
-    /// followed by a claim. The caller sets it after a frame and clears
-    /// it when it next turns to receiving: the later frames of a window
-    /// of sends go out as fast as their caller makes them, and a demotion
-    /// among them held back the rest, while the first frame after a look
-    /// (a ping-pong's answer, a window's first) keeps its demotion
-    /// (`demote.rs`). The time gate still applies to that frame: it
-    /// counts the copy, which a look does not.
+    /// followed by a claim. The transport says so before each sole frame:
+    /// a burst's when it has not looked for incoming messages since its
+    /// last frame to this peer (`Transport::looks`). The later frames of
+    /// a window of sends go out as fast as their caller makes them, and a
+    /// demotion among them held back the rest, while the first frame
+    /// after a look (a ping-pong's answer, a window's first) keeps its
+    /// demotion (`demote.rs`). The time gate still applies to that frame:
+    /// it counts the copy, which a look does not.
     #[inline(always)]
     pub fn set_in_burst(&mut self, burst: bool) {
         self.in_burst = burst;
