@@ -9,7 +9,8 @@
  * (packed) and the others from plain ints (sent and received in place), and
  * MPI_Ialltoallv with receive blocks in reverse order (staged);
  * MPI_Reduce and MPI_Allreduce of MPI_INT from and into buffers one byte
- * off their alignment, with every root. */
+ * off their alignment, with every root, and MPI_Iallreduce / MPI_Ireduce
+ * from such buffers, from aligned ones and in place. */
 #include "common.h"
 
 #define N 300
@@ -142,6 +143,27 @@ static void test_unaligned_reduce(void)
     memcpy(y, r, sizeof y);
     for (int i = 0; i < N; i++)
         CHECK(y[i] == 7 * (size - 1) + i, "allreduce [%d]: %d", i, y[i]);
+    /* The nonblocking forms: misaligned (staged) and aligned (in place). */
+    MPI_Request rq;
+    memset(r, 0xff, sizeof y);
+    CHECK_OK(MPI_Iallreduce(s, r, N, MPI_INT, MPI_MIN, MPI_COMM_WORLD, &rq));
+    CHECK_OK(MPI_Wait(&rq, MPI_STATUS_IGNORE));
+    memcpy(y, r, sizeof y);
+    for (int i = 0; i < N; i++) CHECK(y[i] == i, "iallreduce misaligned [%d]: %d", i, y[i]);
+    for (int root = 0; root < size; root++) {
+        for (int i = 0; i < N; i++) y[i] = -1;
+        CHECK_OK(MPI_Ireduce(x, y, N, MPI_INT, MPI_SUM, root, MPI_COMM_WORLD, &rq));
+        CHECK_OK(MPI_Wait(&rq, MPI_STATUS_IGNORE));
+        if (rank == root)
+            for (int i = 0; i < N; i++)
+                CHECK(y[i] == 7 * size * (size - 1) / 2 + size * i, "ireduce root %d [%d]: %d",
+                      root, i, y[i]);
+    }
+    for (int i = 0; i < N; i++) y[i] = x[i];
+    CHECK_OK(MPI_Iallreduce(MPI_IN_PLACE, y, N, MPI_INT, MPI_MAX, MPI_COMM_WORLD, &rq));
+    CHECK_OK(MPI_Wait(&rq, MPI_STATUS_IGNORE));
+    for (int i = 0; i < N; i++)
+        CHECK(y[i] == 7 * (size - 1) + i, "iallreduce in place [%d]: %d", i, y[i]);
     free(sraw);
     free(rraw);
 }
