@@ -315,11 +315,14 @@ impl Span {
 
     /// The span's addresses in a buffer at `base`.
     pub(crate) fn range(&self, base: *const c_void) -> std::ops::Range<usize> {
-        let start = (base as *const u8).wrapping_offset(self.from) as usize;
-        // Saturated, not wrapped: a wrapped range would look empty and
-        // apart from everything.
-        start..start.saturating_add(self.len)
+        addrs((base as *const u8).wrapping_offset(self.from), self.len)
     }
+}
+
+/// The addresses of `len` bytes at `p` (saturated, not wrapped: a
+/// wrapped range would look empty and apart from everything).
+pub(crate) fn addrs(p: *const u8, len: usize) -> std::ops::Range<usize> {
+    p as usize..(p as usize).saturating_add(len)
 }
 
 /// Whether two spans of bytes share one (empty ones share none).
@@ -346,8 +349,7 @@ fn direct_out<'a>(
     let Some(span) = Span::of_displs(counts, displs, ty)? else {
         return Ok(None);
     };
-    let sent = sent.as_ptr() as usize..sent.as_ptr() as usize + sent.len();
-    if !span.tiles() || overlap(&sent, &span.range(rbuf)) {
+    if !span.tiles() || overlap(&addrs(sent.as_ptr(), sent.len()), &span.range(rbuf)) {
         return Ok(None);
     }
     let out = bytes_mut(
@@ -778,8 +780,7 @@ fn scatter_direct(
     };
     let mut d = Dst::new(rbuf, rn, rty)?;
     let out = d.slice();
-    let into = out.as_ptr() as usize..out.as_ptr() as usize + out.len();
-    if overlap(&span.range(sbuf), &into) {
+    if overlap(&span.range(sbuf), &addrs(out.as_ptr(), out.len())) {
         return Ok(false);
     }
     let data = bytes(
@@ -1310,8 +1311,7 @@ fn whole<'a>(
     let (sb, rb) = (nbytes(sn, &sty)?, nbytes(rn, &rty)?);
     let s = (sbuf as *const u8).wrapping_offset(so);
     let r = (rbuf as *mut u8).wrapping_offset(ro);
-    let span = |p: usize, n: usize| p..p.saturating_add(n);
-    if sb.checked_mul(times) != Some(rb) || overlap(&span(s as usize, sb), &span(r as usize, rb)) {
+    if sb.checked_mul(times) != Some(rb) || overlap(&addrs(s, sb), &addrs(r, rb)) {
         return Ok(None);
     }
     Ok(Some((bytes(s.cast(), sb)?, bytes_mut(r.cast(), rb)?)))
@@ -1880,10 +1880,11 @@ fn reduction(
     // is copied first, before any view of the output exists, so that no
     // two views alias.
     if let Some(off) = ty.contiguous(out_n) {
-        let at = (rbuf as *const u8).wrapping_offset(off) as usize;
-        let out = at..at.saturating_add(nbytes(out_n, &ty)?);
-        let input = data.as_ptr() as usize..data.as_ptr() as usize + data.len();
-        if overlap(&input, &out) {
+        let out = addrs(
+            (rbuf as *const u8).wrapping_offset(off),
+            nbytes(out_n, &ty)?,
+        );
+        if overlap(&addrs(data.as_ptr(), data.len()), &out) {
             data = std::borrow::Cow::Owned(data.into_owned());
         }
     }
@@ -2275,9 +2276,8 @@ fn ireduce<C: CountElem>(
         let direct = match r.ty.contiguous(n) {
             Some(off) if len > 0 => {
                 let at = (rbuf as *mut u8).wrapping_offset(off);
-                let out = at as usize..(at as usize).saturating_add(len);
-                let input = packed.as_ptr() as usize..packed.as_ptr() as usize + packed.len();
-                (aligned(at) && !overlap(&input, &out)).then_some(at)
+                let apart = !overlap(&addrs(packed.as_ptr(), packed.len()), &addrs(at, len));
+                (aligned(at) && apart).then_some(at)
             }
             _ => None,
         };

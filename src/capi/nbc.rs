@@ -14,8 +14,8 @@
 //! `Ireduce` / `Iallreduce` with predefined operations).
 
 use super::coll::{
-    check_root, in_place, not_in_place, overlap, pack_at, unpack_at, v_args, w_blocks, w_blocks_at,
-    Block, Red, Span,
+    addrs, check_root, in_place, not_in_place, overlap, pack_at, unpack_at, v_args, w_blocks,
+    w_blocks_at, Block, Red, Span,
 };
 use super::p2p::{give_request, nbytes, staging_buf, Ptr, Req, ReqState};
 use super::types::{committed, Reduction, TypeObj};
@@ -189,31 +189,28 @@ impl Sched {
         // `bufs[i]`, which is never resized and drops after the request
         // (`Multi`'s field order); moving the outer `Vec` does not move it.
         let view: &'static [u8] = unsafe { std::slice::from_raw_parts(b.as_ptr(), b.len()) };
+        self.post_send(view, dest, local, tag)
+    }
+
+    /// Sends `view`, a block of the program's own send buffer, to `dest`:
+    /// no packed copy; a large one goes by rendezvous, read straight out
+    /// of it. MPI keeps the buffer the operation's until it completes.
+    fn send_view(&mut self, view: &'static [u8], dest: usize) -> Result<()> {
+        self.post_send(view, dest, false, self.tag)
+    }
+
+    /// Starts the send of `view` (a buffer of `bufs`, or of the program's
+    /// that MPI keeps the operation's) to `dest` with `tag`, on the
+    /// group's local context if `local`.
+    fn post_send(&mut self, view: &'static [u8], dest: usize, local: bool, tag: i32) -> Result<()> {
         let c = &self.comm.comm;
         let r = if local {
             c.isend_local_bytes(view, dest, tag)?
         } else {
             c.isend_bytes(view, dest as i32, tag, false, true, None)?
         };
-        // SAFETY: `view` is `bufs[i]`'s heap buffer and the process state
-        // is kept by `self.comm`, both outliving the request (`erase`).
-        let r = unsafe { erase(r) };
-        self.m.reqs.push(Some(r));
-        self.m.expect.push(None);
-        Ok(())
-    }
-
-    /// Sends `view`, a block of the program's own send buffer, to `dest`:
-    /// no packed copy; a large one goes by rendezvous, read straight out
-    /// of it.
-    fn send_view(&mut self, view: &'static [u8], dest: usize) -> Result<()> {
-        let r = self
-            .comm
-            .comm
-            .isend_bytes(view, dest as i32, self.tag, false, true, None)?;
-        // SAFETY: `view` lies in the program's send buffer, which MPI
-        // keeps the operation's until it completes; the process state is
-        // kept by `self.comm` (as in `send_to`).
+        // SAFETY: `view` outlives the request (its caller's promise) and
+        // the process state is kept by `self.comm` (`erase`).
         let r = unsafe { erase(r) };
         self.m.reqs.push(Some(r));
         self.m.expect.push(None);
@@ -221,14 +218,29 @@ impl Sched {
     }
 
     /// Receives `view.len()` bytes from `src` straight into `view`, a
-    /// block of the program's own receive buffer.
+    /// block of the program's own receive buffer, which MPI keeps the
+    /// operation's until it completes.
     fn recv_view(&mut self, view: &'static mut [u8], src: usize) -> Result<()> {
+        self.post_recv(view, src, false, self.tag)
+    }
+
+    /// Starts the receive into `view` (as [`post_send`](Self::post_send)'s
+    /// view) of exactly its length from `src` with `tag`.
+    fn post_recv(
+        &mut self,
+        view: &'static mut [u8],
+        src: usize,
+        local: bool,
+        tag: i32,
+    ) -> Result<()> {
         let len = view.len();
-        let r = self
-            .comm
-            .comm
-            .irecv_bytes(view, src as i32, self.tag, true)?;
-        // SAFETY: as in `send_view`, for the receive buffer.
+        let c = &self.comm.comm;
+        let r = if local {
+            c.irecv_local_bytes(view, src, tag)?
+        } else {
+            c.irecv_bytes(view, src as i32, tag, true)?
+        };
+        // SAFETY: as in `post_send`.
         let r = unsafe { erase(r) };
         self.m.reqs.push(Some(r));
         self.m.expect.push(Some(len));
@@ -254,16 +266,7 @@ impl Sched {
         // request is complete (the last step runs after every wait).
         let view: &'static mut [u8] =
             unsafe { std::slice::from_raw_parts_mut(b.as_mut_ptr(), b.len()) };
-        let c = &self.comm.comm;
-        let r = if local {
-            c.irecv_local_bytes(view, src, tag)?
-        } else {
-            c.irecv_bytes(view, src as i32, tag, true)?
-        };
-        // SAFETY: as in `send_to`.
-        let r = unsafe { erase(r) };
-        self.m.reqs.push(Some(r));
-        self.m.expect.push(Some(len));
+        self.post_recv(view, src, local, tag)?;
         Ok(i)
     }
 
@@ -1208,22 +1211,37 @@ fn allgather_views(
     }
     let sbase = (sbuf as *const u8).wrapping_offset(off);
     let slen = nbytes(sn, &sty)?;
-    let sent = sbase as usize..(sbase as usize).wrapping_add(slen);
-    if !r.tiles() || overlap(&sent, &r.range(rbuf)) || request.is_null() {
+    if !r.tiles() || overlap(&addrs(sbase, slen), &r.range(rbuf)) || request.is_null() {
         return Ok(false);
     }
     let mine = bytes(sbase.cast(), slen)?;
-    let mut views = block_views(rbuf, &r)?;
-    if views[me].len() != mine.len() {
-        // Counts that differ (an erroneous program): the packed path's
-        // messages, which tell the members that expect more.
+    exchange_views(obj, rbuf, &r, me, |_| mine, request)
+}
+
+/// The views paths' exchange: this rank's own block `send(me)` copied
+/// into its receive block of span `r`, then to every other member `i`
+/// block `send(i)` sent and its block received in place, on one schedule
+/// that becomes the request. False, with nothing done, where this rank's
+/// own block and its receive block differ in length (counts that differ,
+/// an erroneous program: the packed path's messages tell the members
+/// that expect more).
+fn exchange_views(
+    obj: &Arc<CommObj>,
+    rbuf: *mut c_void,
+    r: &Span,
+    me: usize,
+    send: impl Fn(usize) -> &'static [u8],
+    request: *mut *mut c_void,
+) -> Result<bool> {
+    let mut views = block_views(rbuf, r)?;
+    if views[me].len() != send(me).len() {
         return Ok(false);
     }
-    views[me].copy_from_slice(mine);
+    views[me].copy_from_slice(send(me));
     let mut sch = Sched::new(obj);
     for (i, v) in views.into_iter().enumerate() {
         if i != me {
-            sch.send_view(mine, i)?;
+            sch.send_view(send(i), i)?;
             sch.recv_view(v, i)?;
         }
     }
@@ -1498,22 +1516,7 @@ fn alltoall_views(
     for (&d, &n) in s.displs.iter().zip(&s.counts) {
         sends.push(bytes(sbase.wrapping_add(d).cast(), n)?);
     }
-    let s_at = |i: usize| sends[i];
-    let mut views = block_views(rbuf, &r)?;
-    if views[me].len() != s.counts[me] {
-        // As in `allgather_views`.
-        return Ok(false);
-    }
-    views[me].copy_from_slice(s_at(me));
-    let mut sch = Sched::new(obj);
-    for (i, v) in views.into_iter().enumerate() {
-        if i != me {
-            sch.send_view(s_at(i), i)?;
-            sch.recv_view(v, i)?;
-        }
-    }
-    sch.finish(request, |_| Ok(()))?;
-    Ok(true)
+    exchange_views(obj, rbuf, &r, me, |i| sends[i], request)
 }
 
 /// The start of `MPI_Ialltoall` on `obj` (also run to its end by the blocking
