@@ -3249,17 +3249,24 @@ mod tests {
         assert_ne!(after, first);
         // So after a receive that finds its message at once.
         assert!(matches!(b.send(0, &Envelope([2; 16]), &[7; 8]), Sent::Done));
-        let mut got = 0;
-        while got == 0 {
-            got = a.poll(64, &mut |m| assert_eq!(m.data, &[7; 8][..]));
-        }
+        // Published already: a few polls find it (bounded, so a bug fails
+        // instead of spinning).
+        let got: usize = (0..1000)
+            .map(|_| a.poll(64, &mut |m| assert_eq!(m.data, &[7; 8][..])))
+            .find(|&n| n > 0)
+            .unwrap_or(0);
+        assert_eq!(got, 1, "the peer's frame is taken");
         pause();
         assert!(a.try_sole(1, &Envelope([1; 16]), &data));
         assert_ne!(demoted_at(&a), Some(after), "demoted after a receive");
         let mut frames = 0;
-        while frames < 6 {
+        for _ in 0..1000 {
             frames += b.poll(64, &mut |m| assert_eq!(m.data.len(), 3000));
+            if frames >= 6 {
+                break;
+            }
         }
+        assert_eq!(frames, 6, "every frame of the bursts arrives");
     }
 
     #[test]
